@@ -1,0 +1,1 @@
+# libnpushm.mk - build and test rules for libnpushm/ (filled in by the libnpushm work).

@@ -1,0 +1,1 @@
+# selftests.mk - the module's kselftest-harness tests and the VM runner.

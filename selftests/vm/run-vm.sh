@@ -1,0 +1,110 @@
+#!/bin/bash
+# run-vm.sh - run a command inside Debian's kernel under qemu (TCG) and return
+# its exit status; fail on any kernel WARNING, BUG, Oops, panic or hang.
+#
+#   run-vm.sh [-m MEM] [-t SECONDS] [-o OUTDIR] -- COMMAND [ARGS...]
+#
+# The guest sees the host's root filesystem read-only over virtio-9p (so the
+# checkout and host binaries are usable at the same paths) and OUTDIR
+# read-write at the same path. COMMAND runs as root in the checkout directory.
+# The console log is OUTDIR/console.log, the kernel log OUTDIR/dmesg.txt.
+# Environment: BUILD (default ./build), VM_KERNEL_ROOT (an unpacked kernel
+# tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
+# VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_QUIET=1 (do not
+# echo the console).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=${BUILD:-$(pwd)/build}
+mem=2G
+tmo=900
+out=$BUILD/vm/out
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-m) mem=$2; shift 2 ;;
+	-t) tmo=$2; shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+[ $# -gt 0 ] || { echo "usage: run-vm.sh [-m MEM] [-t SECONDS] [-o OUTDIR] -- COMMAND..." >&2; exit 2; }
+
+kroot=${VM_KERNEL_ROOT:-$BUILD/kernel/root}
+kimg=$(ls "$kroot"/boot/vmlinuz-* 2>/dev/null | head -n1)
+[ -n "$kimg" ] || { echo "run-vm: no kernel under $kroot/boot; run tools/setup.sh" >&2; exit 2; }
+abi=${kimg##*/vmlinuz-}
+moddir=$kroot/lib/modules/$abi
+command -v qemu-system-x86_64 >/dev/null || { echo "run-vm: qemu-system-x86_64 missing; run tools/setup.sh" >&2; exit 2; }
+[ -d "/lib/modules/$abi" ] || { echo "run-vm: /lib/modules/$abi missing on the host (install linux-headers-$abi)" >&2; exit 2; }
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out/console.log" "$out/dmesg.txt"
+
+# Initramfs: busybox plus the modules needed to mount 9p, in dependency order.
+ird=$BUILD/vm/initramfs-$abi
+irf=$BUILD/vm/initramfs-$abi.cpio.gz
+if [ ! -f "$irf" ] || [ "$here/initramfs-init" -nt "$irf" ] || [ "$moddir/modules.dep" -nt "$irf" ]; then
+	rm -rf "$ird" && mkdir -p "$ird/bin" "$ird/modules" "$ird/proc" "$ird/sys" "$ird/dev"
+	cp /bin/busybox "$ird/bin/busybox"
+	for a in sh mount umount insmod mkdir cat dd printf poweroff switch_root echo; do
+		ln -s busybox "$ird/bin/$a"
+	done
+	cp "$here/initramfs-init" "$ird/init" && chmod +x "$ird/init"
+	: > "$ird/modules.order"
+	for m in virtio_pci 9pnet_virtio 9p; do
+		for dep in $(awk -v m="$m" -F': ' '{ n=$1; sub(".*/", "", n); sub("\\.ko.*", "", n); gsub("-", "_", n) }
+				n == m { c=split($2, d, " "); for (i=c; i>=1; i--) print d[i]; print $1 }' "$moddir/modules.dep"); do
+			b=${dep##*/}
+			grep -qx "$b" "$ird/modules.order" && continue
+			cp "$moddir/$dep" "$ird/modules/$b"
+			echo "$b" >> "$ird/modules.order"
+		done
+	done
+	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$irf.tmp"
+	mv "$irf.tmp" "$irf"
+fi
+
+# The script the guest runs: the command, in this directory, with this PATH.
+{
+	echo "cd '$(pwd)' || exit 1"
+	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 CI='${CI:-}'"
+	printf 'exec'
+	for a in "$@"; do printf " '%s'" "$(printf '%s' "$a" | sed "s/'/'\\\\''/g")"; done
+	echo
+} > "$out/run.sh"
+
+append="console=ttyS0 loglevel=5 panic_on_warn=1 oops=panic panic=-1 softlockup_panic=1 hung_task_panic=1"
+append="$append npushm.guest=$here/vm-guest.sh npushm.out=$out npushm.kroot=$kroot ${VM_APPEND:-}"
+
+set +e
+if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi
+timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
+	-machine q35 -cpu max -smp "${VM_SMP:-2}" -m "$mem" -accel tcg \
+	-nodefaults -no-reboot -display none -monitor none \
+	-chardev stdio,id=con,signal=off -serial chardev:con \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+	-fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
+	-device virtio-9p-pci,fsdev=out,mount_tag=out \
+	-kernel "$kimg" -initrd "$irf" -append "$append" </dev/null 2>&1 |
+	tee "$out/console.log" > "$sink"
+qrc=${PIPESTATUS[0]}
+set -e
+
+# A kernel problem fails the run whatever the command returned.
+pat='WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace:|UBSAN:|KASAN:|kmemleak:.*unreferenced|possible circular locking|INFO: task .* blocked'
+bad=$(cat "$out/console.log" "$out/dmesg.txt" 2>/dev/null | grep -E "$pat" | head -n 5 || true)
+if [ -n "$bad" ]; then
+	echo "run-vm: kernel problem (see $out/console.log, $out/dmesg.txt):" >&2
+	printf '  %s\n' "$bad" >&2
+	exit 125
+fi
+case "$qrc" in
+1) exit 0 ;;
+3) exit 1 ;;
+124|137) echo "run-vm: timed out after ${tmo}s (see $out/console.log)" >&2; exit 124 ;;
+*) echo "run-vm: the VM ended without reporting a status (qemu exit $qrc): panic or crash, see $out/console.log" >&2
+   exit 125 ;;
+esac

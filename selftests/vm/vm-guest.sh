@@ -1,0 +1,43 @@
+#!/bin/busybox sh
+# PID 1 of the test VM after switch_root into the host's read-only root over 9p.
+# Mounts writable scratch filesystems and the result share, makes the unpacked
+# Debian module tree the one modprobe sees, runs the runner's script
+# ($out/run.sh), saves the kernel log and powers off, returning the script's
+# status through the isa-debug-exit port (status 0 -> qemu exits 1).
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8
+bb=/bin/busybox
+rc=1
+finish() {
+	$bb dmesg > "$out/dmesg.txt" 2>/dev/null
+	$bb sync
+	[ "$rc" -gt 0 ] && rc=1
+	printf "\\$(printf '%03o' "$rc")" | $bb dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	$bb poweroff -f
+}
+$bb mount -t proc proc /proc
+$bb mount -t sysfs sysfs /sys
+for a in $($bb cat /proc/cmdline); do
+	case "$a" in
+	npushm.out=*) out=${a#npushm.out=} ;;
+	npushm.kroot=*) kroot=${a#npushm.kroot=} ;;
+	esac
+done
+$bb mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=524288 out "$out" || {
+	echo "vm-guest: cannot mount the result share at $out"; out=/tmp; finish; }
+$bb mkdir -p /dev/pts /dev/shm
+$bb mount -t devpts devpts /dev/pts
+for d in /tmp /run /dev/shm /var/tmp /var/lib /var/log; do
+	$bb mount -t tmpfs -o mode=1777 tmpfs "$d"
+done
+$bb mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+$bb mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+abi=$($bb uname -r)
+$bb mount --bind "$kroot/lib/modules/$abi" "/lib/modules/$abi" || {
+	echo "vm-guest: cannot bind $kroot/lib/modules/$abi"; finish; }
+echo /sbin/modprobe > /proc/sys/kernel/modprobe
+$bb ip link set lo up
+$bb hostname npushm-vm
+/bin/sh "$out/run.sh"
+rc=$?
+finish

@@ -1,0 +1,1 @@
+# tensor.mk - build and test rules for tensor/ (filled in by the tensor work).

@@ -1,0 +1,73 @@
+#!/bin/sh
+# setup.sh - install what npushm needs from Debian and prepare the test kernel.
+#
+# Run by both README commands (make demo, make check). Idempotent: installs only
+# missing packages (needs root for that), and prepares, under $BUILD/kernel:
+#   - the Debian kernel image matching linux-headers-amd64, unpacked (not installed)
+#     with depmod run on its module tree, for the VM selftests;
+#   - kselftest_harness.h, kselftest.h and checkpatch.pl extracted from linux-source-6.1.
+# Nothing is fetched from outside Debian's archive.
+set -eu
+
+BUILD=${BUILD:-$(pwd)/build}
+PKGS="build-essential pkg-config linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
+kmod cpio iproute2 sparse libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libibverbs-dev rdma-core
+ibverbs-utils ibverbs-providers libjson-c-dev libxxhash-dev libopenblas-dev python3 python3-numpy
+python3-torch python3-numexpr openmpi-bin libopenmpi-dev mpich libmpich-dev iperf3 perftest
+clang llvm"
+[ -n "${NPUSHM_EXTRA_PKGS:-}" ] && PKGS="$PKGS $NPUSHM_EXTRA_PKGS"
+
+mkdir -p "$BUILD"
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*" installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup: missing Debian packages:$missing" >&2
+		echo "setup: run as root (or: sudo apt-get install$missing)" >&2
+		exit 1
+	fi
+	echo "setup: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null 2>&1 || apt-get update
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing </dev/null >"$BUILD/apt.log" 2>&1 ||
+		{ tail -20 "$BUILD/apt.log" >&2; echo "setup: apt-get install failed" >&2; exit 1; }
+fi
+
+# The ABI of the Debian kernel whose headers we build against, e.g. 6.1.0-57-amd64.
+abi=$(dpkg-query -W -f='${Depends}' linux-headers-amd64 | sed -n 's/^linux-headers-\([^ ,]*\).*/\1/p')
+[ -n "$abi" ] || { echo "setup: cannot derive the kernel ABI from linux-headers-amd64" >&2; exit 1; }
+
+K=$BUILD/kernel
+mkdir -p "$K"
+if [ ! -f "$K/root/boot/vmlinuz-$abi" ]; then
+	echo "setup: unpacking linux-image-$abi for the VM"
+	rm -rf "$K/root" "$K"/linux-image-*.deb
+	(cd "$K" && apt-get download -q "linux-image-$abi" >/dev/null 2>&1) ||
+		(cd "$K" && apt-get download "linux-image-$abi")
+	dpkg-deb -x "$K"/linux-image-"$abi"_*.deb "$K/root.tmp"
+	depmod -b "$K/root.tmp" "$abi"
+	rm -f "$K"/linux-image-*.deb
+	mv "$K/root.tmp" "$K/root"
+fi
+echo "$abi" > "$K/abi"
+
+S=$BUILD/linux-source
+if [ ! -f "$S/scripts/checkpatch.pl" ]; then
+	echo "setup: extracting kselftest harness and checkpatch from linux-source-6.1"
+	rm -rf "$S.tmp" && mkdir -p "$S.tmp"
+	tar -xJf /usr/src/linux-source-6.1.tar.xz -C "$S.tmp" --strip-components=1 \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+		linux-source-6.1/tools/testing/selftests/kselftest.h \
+		linux-source-6.1/scripts/checkpatch.pl \
+		linux-source-6.1/scripts/spelling.txt \
+		linux-source-6.1/scripts/const_structs.checkpatch
+	rm -rf "$S" && mv "$S.tmp" "$S"
+fi
+touch "$BUILD/.setup-done"
