@@ -1,1 +1,28 @@
-# selftests.mk - the module's kselftest-harness tests and the VM runner.
+# selftests.mk - the module's kselftest-harness tests, run in a VM.
+#
+# Each selftests/npushm_*_test.c is one program built against the kernel's
+# kselftest_harness.h (extracted from linux-source-6.1 by tools/setup.sh).
+# check-module boots Debian's kernel in qemu, loads the freshly built
+# module and runs them all (selftests/run-module-tests.sh).
+
+SELFTEST_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
+SELFTEST_SRCS := $(wildcard $(CURDIR)/selftests/npushm_*_test.c)
+SELFTEST_BINS := $(patsubst $(CURDIR)/selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
+SELFTEST_CFLAGS := -O1 -g -Wall -D_GNU_SOURCE -pthread -I$(SELFTEST_HARNESS) \
+	-I$(CURDIR)/include/uapi -I$(CURDIR)/selftests
+SELFTEST_LIBNL := $(shell pkg-config --cflags --libs libnl-genl-3.0 2>/dev/null)
+SELFTEST_LDLIBS_npushm_netlink_test := $(SELFTEST_LIBNL)
+SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
+
+USER_TARGETS += $(SELFTEST_BINS)
+
+$(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
+		$(CURDIR)/include/uapi/linux/npushm.h
+	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+		{ echo "selftests: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_$*)
+
+CHECK_SUITES += module
+check-module: $(SELFTEST_BINS) modules
+	@tools/run-suite module selftests/vm/run-vm.sh -m 2G -t 900 -- selftests/run-module-tests.sh

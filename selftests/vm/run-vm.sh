@@ -35,7 +35,7 @@ kimg=$(ls "$kroot"/boot/vmlinuz-* 2>/dev/null | head -n1)
 abi=${kimg##*/vmlinuz-}
 moddir=$kroot/lib/modules/$abi
 command -v qemu-system-x86_64 >/dev/null || { echo "run-vm: qemu-system-x86_64 missing; run tools/setup.sh" >&2; exit 2; }
-[ -d "/lib/modules/$abi" ] || { echo "run-vm: /lib/modules/$abi missing on the host (install linux-headers-$abi)" >&2; exit 2; }
+[ -d "$moddir" ] || { echo "run-vm: $moddir missing (an unpacked kernel needs lib/modules/$abi; run tools/setup.sh)" >&2; exit 2; }
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

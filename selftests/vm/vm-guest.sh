@@ -33,6 +33,11 @@ done
 $bb mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 $bb mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 abi=$($bb uname -r)
+# A kernel the host has no /lib/modules entry for (the debug kernel): give the
+# guest its own /lib/modules so there is a mount point to bind onto.
+if [ ! -d "/lib/modules/$abi" ]; then
+	$bb mount -t tmpfs -o mode=0755 tmpfs /lib/modules && $bb mkdir -p "/lib/modules/$abi"
+fi
 $bb mount --bind "$kroot/lib/modules/$abi" "/lib/modules/$abi" || {
 	echo "vm-guest: cannot bind $kroot/lib/modules/$abi"; finish; }
 echo /sbin/modprobe > /proc/sys/kernel/modprobe

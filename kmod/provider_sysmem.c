@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * provider_sysmem.c - the system-memory provider: regions backed by kernel
+ * pages.
+ *
+ * Memory comes in physically contiguous chunks of up to 2 MiB (order 9),
+ * falling back to smaller orders when the buddy allocator has none, zeroed
+ * and charged to the allocating task's memory cgroup. Each chunk is split
+ * into independent order-0 pages so that every page can be inserted into
+ * user mappings and pinned by GUP (ibv_reg_mr) on its own. Pages are not
+ * movable: long-term pins never need to migrate them.
+ */
+#include <linux/gfp.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+
+#include "npushm_internal.h"
+
+#define NPUSHM_SYSMEM_ORDER	9
+
+static void npushm_sysmem_free_range(struct page **pages, unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		__free_page(pages[i]);
+		if (!(i % 4096))
+			cond_resched();
+	}
+}
+
+static int npushm_sysmem_alloc(struct npushm_region *region)
+{
+	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
+	unsigned int order = NPUSHM_SYSMEM_ORDER;
+	unsigned long done = 0, i;
+	struct page *page;
+	int ret;
+
+	while (done < region->npages) {
+		order = min_t(unsigned int, order, ilog2(region->npages - done));
+		page = alloc_pages(order ? gfp | __GFP_NORETRY : gfp, order);
+		if (!page) {
+			if (!order) {
+				ret = -ENOMEM;
+				goto out_free;
+			}
+			order--;
+			continue;
+		}
+		if (order)
+			split_page(page, order);
+		for (i = 0; i < (1UL << order); i++)
+			region->pages[done + i] = page + i;
+		done += 1UL << order;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto out_free;
+		}
+		cond_resched();
+	}
+	return 0;
+
+out_free:
+	npushm_sysmem_free_range(region->pages, done);
+	return ret;
+}
+
+static void npushm_sysmem_free(struct npushm_region *region)
+{
+	npushm_sysmem_free_range(region->pages, region->npages);
+}
+
+const struct npushm_provider npushm_sysmem_provider = {
+	.name = "sysmem",
+	.chunk_order = NPUSHM_SYSMEM_ORDER,
+	.alloc = npushm_sysmem_alloc,
+	.free = npushm_sysmem_free,
+};

@@ -1,0 +1,94 @@
+#!/bin/sh
+# check-logs.sh - judge one debug-lane VM run from what it left in its result
+# directory (console.log, dmesg.txt, kmemleak.txt, taint.after, lockdep_stats,
+# modules.after; see guest-lane.sh) and print one TAP result per detector.
+#
+#   check-logs.sh OUTDIR FIRST [MODULE]
+#
+# Prints "ok/not ok N ..." for N = FIRST .. FIRST+5 (KASAN, lockdep and
+# atomic-sleep, kmemleak, other WARNING/BUG/Oops/panic, taint, MODULE not left
+# loaded), with the offending kernel lines as "#" comments. Exit 1 if any
+# failed. A problem is counted by the first detector whose pattern matches.
+set -u
+out=${1:?usage: check-logs.sh OUTDIR FIRST [MODULE]}
+n=${2:?usage: check-logs.sh OUTDIR FIRST [MODULE]}
+mod=${3:-}
+fail=0
+
+kasan='KASAN:'
+lockdep='WARNING: possible|possible circular locking|possible recursive locking|inconsistent lock state|'\
+'WARNING: bad unlock balance|WARNING: held lock freed|WARNING: suspicious RCU usage|'\
+'lock held when returning to user space|still has locks held|BUG: sleeping function called from invalid context|'\
+'BUG: scheduling while atomic|INFO: trying to register non-static key|DEBUG_LOCKS_WARN_ON|BUG: MAX_LOCKDEP|'\
+'BUG: looking up invalid subclass|BUG: key .* has not been registered'
+other='WARNING:|BUG:|Oops|Kernel panic|general protection fault|kernel BUG at|UBSAN:|invalid opcode:|'\
+'INFO: task .* blocked|rcu: INFO: .*detected stall|Unable to handle kernel|ODEBUG:|list_(add|del) corruption|'\
+'kmemleak: .*(disabl|[Ee]rror)'
+
+# The kernel log: dmesg.txt (complete, saved at the end) and console.log
+# (what got out if the VM died first), timestamps stripped, each line once.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cat "$out/dmesg.txt" "$out/console.log" 2>/dev/null | tr -d '\r' |
+	sed 's/^<[0-9]*>//; s/^\[ *[0-9]*\.[0-9]*\] //' | awk '!seen[$0]++' > "$log"
+
+result() { # result OK DESCRIPTION [DETAIL-FILE-OR-TEXT...]
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		fail=1
+		shift 2
+		for d in "$@"; do printf '%s\n' "$d"; done | head -n 40 | sed 's/^/#   /'
+	fi
+	n=$((n + 1))
+}
+
+hits=$(grep -E "$kasan" "$log" | head -n 20)
+result "$([ -z "$hits" ]; echo $?)" "KASAN: no report" "$hits" \
+	"$(grep -E -A12 'BUG: KASAN:' "$log" | head -n 14)"
+
+hits=$(grep -E "$lockdep" "$log" | grep -Ev "$kasan" | head -n 20)
+dl=$(awk '/debug_locks:/ { print $2 }' "$out/lockdep_stats" 2>/dev/null)
+bad=0
+[ -z "$hits" ] || bad=1
+[ "$dl" = 1 ] || bad=1
+result "$bad" "lockdep and atomic-sleep checks: no report (debug_locks=${dl:-unknown})" "$hits" \
+	"$(grep -E -A14 "$lockdep" "$log" | head -n 16)" \
+	"$([ "$dl" = 1 ] || echo "lockdep is off at the end of the run (debug_locks=${dl:-unknown}): an earlier report or a lockdep limit turned it off")"
+
+if [ -f "$out/kmemleak.txt" ]; then
+	c=$(grep -c 'unreferenced object' "$out/kmemleak.txt")
+	result "$([ "$c" = 0 ]; echo $?)" "kmemleak: no unreferenced object after 2 scans ($c)" \
+		"$(head -n 30 "$out/kmemleak.txt")"
+else
+	result 1 "kmemleak: no unreferenced object after 2 scans" \
+		"$(cat "$out/kmemleak.unavailable" 2>/dev/null || echo "the run ended before the kmemleak scans")"
+fi
+
+hits=$(grep -E "$other" "$log" | grep -Ev "$kasan|$lockdep" | head -n 20)
+result "$([ -z "$hits" ]; echo $?)" "no other WARNING, BUG, Oops or panic" "$hits" \
+	"$(grep -E -A14 "$other" "$log" | grep -Ev "$kasan|$lockdep" | head -n 16)"
+
+# Taint: only TAINT_OOT_MODULE (O, 4096) and TAINT_UNSIGNED_MODULE (E, 8192) are allowed.
+t=$(cat "$out/taint.after" 2>/dev/null || echo unknown)
+if [ "$t" = unknown ]; then
+	result 1 "taint: only out-of-tree/unsigned module flags" "the run ended before the taint was read"
+else
+	flags=$(awk -v t="$t" 'BEGIN { s = "PFSRMBUDAWCIOELKXTN"; for (i = 0; i < length(s); i++) if (int(t / 2^i) % 2) r = r substr(s, i + 1, 1); print r }')
+	result "$([ $((t & ~(4096 | 8192))) = 0 ]; echo $?)" "taint: only out-of-tree/unsigned module flags (tainted=$t ${flags:-none})" \
+		"taint $t has flags $flags beyond O and E (Documentation/admin-guide/tainted-kernels.rst)"
+fi
+
+if [ -n "$mod" ]; then
+	m=$(echo "$mod" | tr - _)
+	if [ ! -f "$out/modules.after" ]; then
+		result 1 "$m unloaded at the end" "the run ended before the module list was read"
+	else
+		l=$(grep "^$m " "$out/modules.after")
+		result "$([ -z "$l" ]; echo $?)" "$m unloaded at the end" "still loaded: $l"
+	fi
+else
+	result 0 "module unloaded at the end # SKIP no module under test"
+fi
+exit $fail

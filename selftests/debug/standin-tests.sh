@@ -1,0 +1,101 @@
+#!/bin/sh
+# standin-tests.sh - a stand-in module suite for the debug lane, until (and
+# besides) selftests/run-module-tests.sh: exercises kernel code in the VM and
+# prints TAP. Also the lane's own smoke test:
+#   make check-debug DEBUG_SUITE=selftests/debug/standin-tests.sh \
+#        DEBUG_FAULT_SUITE='selftests/debug/standin-tests.sh --fault'
+#
+#   standin-tests.sh           insmod $NPUSHM_KO $NPUSHM_TEST_PARAMS (when set), a
+#                              veth pair into a netns, soft-RoCE on it, memfds; rmmod
+#   standin-tests.sh --fault   the fault-injection machinery on ordinary syscalls
+#                              and, with $NPUSHM_KO, on its module init/exit
+# Needs the debug-kernel VM (root, debugfs); fault-loop comes from the lane's PATH.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+fi=$here/fail-inject.sh
+ko=${NPUSHM_KO:-}
+mod=$(basename "${ko:-none}" .ko | tr - _)
+n=0 bad=0
+ok() { n=$((n + 1)); echo "ok $n $*"; }
+notok() { n=$((n + 1)); bad=1; echo "not ok $n $*"; }
+check() { # check DESCRIPTION COMMAND...: one result from a command's status
+	d=$1; shift
+	o=$("$@" 2>&1); r=$?
+	[ -n "$o" ] && printf '%s\n' "$o" | sed 's/^/# /'
+	if [ "$r" = 0 ]; then ok "$d"; else notok "$d (exit $r)"; fi
+}
+
+if [ "${1:-}" = --fault ]; then
+	echo "TAP version 13"
+	echo "1..4"
+	# 1. fail-nth loops: every injected failure gives a clean errno.
+	o=$("$fi" --slab --page --arm -- fault-loop syscalls 2>&1); r=$?
+	printf '%s\n' "$o" | sed 's/^/    /'
+	if [ "$r" = 0 ]; then ok "fail-nth loops over memfd_create and open"; else notok "fail-nth loops over memfd_create and open"; fi
+
+	# 2. probability mode hits the targeted task only: the same shell first
+	# counts memfd failures untargeted, then targeted (exec may fail: retry).
+	res=
+	for try in $(seq 1 40); do
+		res=$("$fi" --slab --probability 10 --times -1 -- sh -c \
+			'echo 0 > /proc/self/make-it-fail && u=$(fault-loop count 300) &&
+			 echo 1 > /proc/self/make-it-fail && t=$(fault-loop count 300) && echo "untargeted: $u; targeted: $t"' 2>/dev/null) &&
+			[ -n "$res" ] && break
+		res=
+	done
+	echo "# $res (after $try tries)"
+	case "$res" in
+	"untargeted: memfd_create: 300 calls, 0 failed"*"targeted: memfd_create: 300 calls, "[1-9]*)
+		ok "probability mode: failures in the targeted task only" ;;
+	*) notok "probability mode: failures in the targeted task only" ;;
+	esac
+
+	# 3. nth mode: the 1st injection point of the exec fails, a far one does not.
+	if ! "$fi" --slab --nth 1 -- /bin/true 2>/dev/null && "$fi" --slab --nth 1000000 -- /bin/true 2>/dev/null; then
+		ok "nth mode: exec fails at the 1st injection point, not at the 1000000th"
+	else
+		notok "nth mode: exec fails at the 1st injection point, not at the 1000000th"
+	fi
+
+	# 4. the module's init and exit through every injection point.
+	if [ -n "$ko" ]; then
+		o=$("$fi" --slab --page --arm -- fault-loop modinit "$ko" "${NPUSHM_TEST_PARAMS:-}" 2>&1); r=$?
+		printf '%s\n' "$o" | sed 's/^/    /'
+		if [ "$r" = 0 ]; then ok "module init through every injection point ($mod)"; else notok "module init through every injection point ($mod)"; fi
+	else
+		ok "module init through every injection point # SKIP NPUSHM_KO not set"
+	fi
+	exit $bad
+fi
+
+echo "TAP version 13"
+echo "1..5"
+if [ -n "$ko" ]; then
+	# shellcheck disable=SC2086
+	check "insmod $mod ${NPUSHM_TEST_PARAMS:-}" insmod "$ko" ${NPUSHM_TEST_PARAMS:-}
+else
+	ok "insmod # SKIP NPUSHM_KO not set"
+fi
+
+ns=dbglane$$
+check "veth pair into a network namespace, ping across" sh -c "
+	ip netns add $ns && ip link add dbg0 type veth peer name dbg1 netns $ns &&
+	ip addr add 198.18.0.1/24 dev dbg0 && ip link set dbg0 up &&
+	ip -n $ns addr add 198.18.0.2/24 dev dbg1 && ip -n $ns link set dbg1 up && ip -n $ns link set lo up &&
+	busybox ping -c 2 -W 5 198.18.0.2 >/dev/null"
+check "soft-RoCE (rdma_rxe) on the veth, then removed" sh -c "
+	rdma link add dbgrxe0 type rxe netdev dbg0 && rdma link show | grep -q dbgrxe0 &&
+	{ ! command -v ibv_devices >/dev/null || ibv_devices | grep -q dbgrxe0; } && rdma link delete dbgrxe0"
+ip link del dbg0 2>/dev/null
+ip netns del "$ns" 2>/dev/null
+
+o=$(fault-loop count 200 2>&1)
+echo "# $o"
+case "$o" in *"200 calls, 0 failed"*) ok "memfd_create x200" ;; *) notok "memfd_create x200" ;; esac
+
+if [ -n "$ko" ]; then
+	check "rmmod $mod" rmmod "$mod"
+else
+	ok "rmmod # SKIP NPUSHM_KO not set"
+fi
+exit $bad

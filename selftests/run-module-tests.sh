@@ -1,0 +1,56 @@
+#!/bin/sh
+# run-module-tests.sh - inside the test VM (as root): load npushm.ko with the
+# test parameters, run every module selftest, check the pool is empty and
+# the kernel untainted, unload the module. Prints TAP; exits non-zero on any
+# failure.
+#
+# Environment: BUILD (build directory), NPUSHM_TEST_PARAMS (module
+# parameters), NPUSHM_SELFTESTS (a subset of test programs to run).
+here=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$here/build}
+params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M test_importer=1}
+fail=0
+n=0
+tap() {	# tap ok|not-ok description
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+
+if [ "$(id -u)" != 0 ] || [ -z "${NPUSHM_IN_VM:-}" ]; then
+	echo "run-module-tests: run me inside the test VM: selftests/vm/run-vm.sh -- $0" >&2
+	exit 2
+fi
+
+# shellcheck disable=SC2086
+if ! insmod "$here/kmod/npushm.ko" $params; then
+	echo "1..1"; tap not-ok "insmod npushm.ko $params"; exit 1
+fi
+[ -c /dev/npushm ] || { echo "1..1"; tap not-ok "/dev/npushm appeared"; rmmod npushm; exit 1; }
+
+# Soft-RoCE for the RDMA test: one rxe device over a veth pair.
+if modprobe rdma_rxe 2>/dev/null &&
+   ip link add npushm-rxe0 type veth peer name npushm-rxe1 &&
+   ip addr add 198.18.0.1/24 dev npushm-rxe0 &&
+   ip link set npushm-rxe0 up && ip link set npushm-rxe1 up &&
+   rdma link add npushm_rxe0 type rxe netdev npushm-rxe0; then
+	export NPUSHM_RDMA_DEV=npushm_rxe0
+else
+	echo "# run-module-tests: soft-RoCE set-up failed; the RDMA test will report it"
+fi
+
+tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
+for t in $tests; do
+	echo "# ==== $(basename "$t")"
+	"$t" || fail=1
+done
+
+# Epilogue: three more TAP lines, after the programs' own plans.
+echo "1..3"
+n=0
+[ -n "${NPUSHM_RDMA_DEV:-}" ] && { rdma link delete npushm_rxe0; ip link del npushm-rxe0; } 2>/dev/null
+taint=$(cat /proc/sys/kernel/tainted)
+if [ $((taint & ~12288)) = 0 ]; then tap ok "kernel not tainted beyond the out-of-tree module ($taint)"
+else tap not-ok "kernel tainted: $taint"; fi
+if rmmod npushm; then tap ok "rmmod npushm"; else tap not-ok "rmmod npushm"; fi
+if [ ! -e /dev/npushm ]; then tap ok "/dev/npushm gone"; else tap not-ok "/dev/npushm gone"; fi
+exit $fail
