@@ -96,9 +96,8 @@ long npushm_ioctl_dispatch(const struct npushm_ioctl_desc *descs, size_t n,
 			goto out_discard;
 		}
 	}
-	if (out.file) {
+	if (out.file)
 		fd_install(out.fd, out.file);
-	}
 	return 0;
 
 out_discard:

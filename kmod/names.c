@@ -28,6 +28,7 @@
 
 #include "npushm_internal.h"
 
+/* Protects every name table, the namespace list and region->names. */
 DEFINE_MUTEX(npushm_names_lock);
 static LIST_HEAD(npushm_ns_list);
 

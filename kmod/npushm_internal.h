@@ -127,7 +127,7 @@ struct npushm_region {
 	struct net *net;
 	struct inode *inode;
 
-	struct mutex lock;
+	struct mutex lock;		/* protects sealed..dmabufs */
 	bool sealed;
 	unsigned int writers;
 	struct list_head vmas;

@@ -19,6 +19,7 @@
 #ifndef _UAPI_LINUX_NPUSHM_H
 #define _UAPI_LINUX_NPUSHM_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -29,12 +30,12 @@
 #define NPUSHM_NAME_MAX		255
 
 /* struct npushm_query.features */
-#define NPUSHM_FEAT_NAMES	(1ULL << 0)	/* publish / open / unlink by name */
-#define NPUSHM_FEAT_SEAL	(1ULL << 1)	/* NPUSHM_IOC_SEAL */
-#define NPUSHM_FEAT_DMABUF	(1ULL << 2)	/* NPUSHM_IOC_EXPORT_DMABUF */
-#define NPUSHM_FEAT_GUP		(1ULL << 3)	/* mappings are GUP-able (ibv_reg_mr) */
-#define NPUSHM_FEAT_NETLINK	(1ULL << 4)	/* generic netlink family */
-#define NPUSHM_FEAT_TEST_IMPORTER (1ULL << 5)	/* debugfs test importer loaded */
+#define NPUSHM_FEAT_NAMES	_BITULL(0)	/* publish / open / unlink by name */
+#define NPUSHM_FEAT_SEAL	_BITULL(1)	/* NPUSHM_IOC_SEAL */
+#define NPUSHM_FEAT_DMABUF	_BITULL(2)	/* NPUSHM_IOC_EXPORT_DMABUF */
+#define NPUSHM_FEAT_GUP		_BITULL(3)	/* mappings are GUP-able (ibv_reg_mr) */
+#define NPUSHM_FEAT_NETLINK	_BITULL(4)	/* generic netlink family */
+#define NPUSHM_FEAT_TEST_IMPORTER _BITULL(5)	/* debugfs test importer loaded */
 
 /**
  * struct npushm_query - NPUSHM_IOC_QUERY on /dev/npushm (output only)
@@ -61,6 +62,7 @@ struct npushm_query {
 	__u64 uid_in_use;
 	__u64 regions;
 };
+
 #define NPUSHM_QUERY_SIZE_VER0	72
 
 /**
@@ -80,10 +82,11 @@ struct npushm_alloc {
 	__s32 fd;
 	__u64 id;
 };
+
 #define NPUSHM_ALLOC_SIZE_VER0	24
 
 /* struct npushm_open.flags */
-#define NPUSHM_OPEN_RDWR	(1U << 0)	/* else read-only */
+#define NPUSHM_OPEN_RDWR	_BITUL(0)	/* else read-only */
 
 /**
  * struct npushm_open - NPUSHM_IOC_OPEN on /dev/npushm: open a region by name
@@ -103,6 +106,7 @@ struct npushm_open {
 	__u64 id;
 	__u64 size;
 };
+
 #define NPUSHM_OPEN_SIZE_VER0	32
 
 /**
@@ -119,10 +123,11 @@ struct npushm_unlink {
 	__u32 flags;
 	__u32 reserved;
 };
+
 #define NPUSHM_UNLINK_SIZE_VER0	16
 
 /* struct npushm_publish.flags */
-#define NPUSHM_PUBLISH_PERSIST	(1U << 0)	/* the name keeps the region alive */
+#define NPUSHM_PUBLISH_PERSIST	_BITUL(0)	/* the name keeps the region alive */
 
 /**
  * struct npushm_publish - NPUSHM_IOC_PUBLISH on a region handle
@@ -139,10 +144,11 @@ struct npushm_publish {
 	__u32 mode;
 	__u32 flags;
 };
+
 #define NPUSHM_PUBLISH_SIZE_VER0	16
 
 /* struct npushm_seal.seals */
-#define NPUSHM_SEAL_WRITE	(1U << 0)	/* no writable mapping, ever again */
+#define NPUSHM_SEAL_WRITE	_BITUL(0)	/* no writable mapping, ever again */
 
 /**
  * struct npushm_seal - NPUSHM_IOC_SEAL on a read-write region handle
@@ -157,10 +163,11 @@ struct npushm_seal {
 	__u32 seals;
 	__u32 reserved;
 };
+
 #define NPUSHM_SEAL_SIZE_VER0	8
 
 /* struct npushm_export.flags */
-#define NPUSHM_EXPORT_RDWR	(1U << 0)	/* else a read-only dma-buf */
+#define NPUSHM_EXPORT_RDWR	_BITUL(0)	/* else a read-only dma-buf */
 
 /**
  * struct npushm_export - NPUSHM_IOC_EXPORT_DMABUF on a region handle
@@ -173,13 +180,14 @@ struct npushm_export {
 	__s32 fd;
 	__u64 reserved;
 };
+
 #define NPUSHM_EXPORT_SIZE_VER0	16
 
 /* struct npushm_region_info.flags */
-#define NPUSHM_INFO_SEALED	(1U << 0)
-#define NPUSHM_INFO_PERSISTENT	(1U << 1)	/* at least one persistent name */
-#define NPUSHM_INFO_NAMED	(1U << 2)
-#define NPUSHM_INFO_WRITABLE	(1U << 3)	/* this handle is read-write */
+#define NPUSHM_INFO_SEALED	_BITUL(0)
+#define NPUSHM_INFO_PERSISTENT	_BITUL(1)	/* at least one persistent name */
+#define NPUSHM_INFO_NAMED	_BITUL(2)
+#define NPUSHM_INFO_WRITABLE	_BITUL(3)	/* this handle is read-write */
 
 /**
  * struct npushm_region_info - NPUSHM_IOC_INFO on a region handle (output)
@@ -210,6 +218,7 @@ struct npushm_region_info {
 	__u64 mapped_bytes;
 	char name[NPUSHM_NAME_MAX + 1];
 };
+
 #define NPUSHM_INFO_SIZE_VER0	312
 
 #define NPUSHM_IOC_MAGIC	0xB7
@@ -248,6 +257,7 @@ enum npushm_genl_cmd {
 	NPUSHM_CMD_EVENT,
 	__NPUSHM_CMD_MAX,
 };
+
 #define NPUSHM_CMD_MAX	(__NPUSHM_CMD_MAX - 1)
 
 enum npushm_genl_event {
@@ -296,6 +306,7 @@ enum npushm_genl_attr {
 	NPUSHM_A_EVENT_NAME,		/* string (PUBLISHED, UNLINKED) */
 	__NPUSHM_A_MAX,
 };
+
 #define NPUSHM_A_MAX	(__NPUSHM_A_MAX - 1)
 
 /*
@@ -328,6 +339,7 @@ struct npushm_test_import {
 	__u64 sg_nents;
 	__u64 sg_bytes;
 };
+
 #define NPUSHM_TEST_IOC_IMPORT	_IOWR(NPUSHM_IOC_MAGIC, 0x40, struct npushm_test_import)
 
 #endif /* _UAPI_LINUX_NPUSHM_H */

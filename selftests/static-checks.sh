@@ -1,0 +1,50 @@
+#!/bin/sh
+# static-checks.sh - the module's static checks as TAP: checkpatch.pl
+# --strict on kmod/ and the UAPI header, a W=1 build and a C=2 (sparse)
+# build, each of which must print no warning at all.
+#
+# Needs tools/setup.sh (linux-source extract, sparse, the kernel headers).
+here=$(cd "$(dirname "$0")/.." && pwd)
+srcs=$(ls "$here"/kmod/*.c "$here"/kmod/*.h | grep -v '\.mod\.c$')
+BUILD=${BUILD:-$here/build}
+KDIR=${KDIR:?KDIR must name the kernel build tree}
+out=$BUILD/static
+mkdir -p "$out"
+n=0 fail=0
+echo "1..4"
+result() {	# result NAME LOGFILE STATUS
+	n=$((n + 1))
+	if [ "$3" = 0 ]; then
+		echo "ok $n - $1"
+	else
+		echo "not ok $n - $1 (log: $2)"
+		sed 's/^/#   /' "$2" | head -40
+		fail=1
+	fi
+}
+
+cp="$BUILD/linux-source/scripts/checkpatch.pl"
+if [ -x "$cp" ] || [ -f "$cp" ]; then
+	perl "$cp" --strict --no-tree --terse --show-types --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f $srcs "$here"/include/uapi/linux/npushm.h > "$out/checkpatch.log" 2>&1
+	grep -qE ': (ERROR|WARNING|CHECK):' "$out/checkpatch.log"; st=$((1 - $?))
+	result "checkpatch.pl --strict kmod/ include/uapi/linux/npushm.h" "$out/checkpatch.log" $st
+else
+	echo "not ok $((n = n + 1)) - checkpatch.pl missing at $cp (run make setup)"; fail=1
+fi
+
+# Spelling check for the SPDX tags checkpatch skipped above.
+bad=$(grep -L "SPDX-License-Identifier" $srcs "$here"/include/uapi/linux/npushm.h)
+[ -z "$bad" ]; st=$?
+echo "$bad" > "$out/spdx.log"
+result "every kmod/ and UAPI file has an SPDX tag" "$out/spdx.log" $st
+
+make -s -C "$KDIR" M="$here" clean >/dev/null 2>&1
+make -C "$KDIR" M="$here" W=1 modules > "$out/w1.log" 2>&1; st=$?
+grep -qE 'warning:|error:' "$out/w1.log" && st=1
+result "make W=1 builds npushm.ko with no warning" "$out/w1.log" $st
+
+make -C "$KDIR" M="$here" C=2 modules > "$out/sparse.log" 2>&1; st=$?
+grep -E '^.*\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$out/sparse.log" | grep -q . && st=1
+result "make C=2 (sparse) reports nothing" "$out/sparse.log" $st
+exit $fail
