@@ -16,6 +16,9 @@ SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
 
 USER_TARGETS += $(SELFTEST_BINS)
 
+.PHONY: selftests
+selftests: $(SELFTEST_BINS)
+
 $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
 		$(CURDIR)/include/uapi/linux/npushm.h
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \

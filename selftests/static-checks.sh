@@ -11,7 +11,7 @@ KDIR=${KDIR:?KDIR must name the kernel build tree}
 out=$BUILD/static
 mkdir -p "$out"
 n=0 fail=0
-echo "1..4"
+echo "1..5"
 result() {	# result NAME LOGFILE STATUS
 	n=$((n + 1))
 	if [ "$3" = 0 ]; then
@@ -38,6 +38,13 @@ bad=$(grep -L "SPDX-License-Identifier" $srcs "$here"/include/uapi/linux/npushm.
 [ -z "$bad" ]; st=$?
 echo "$bad" > "$out/spdx.log"
 result "every kmod/ and UAPI file has an SPDX tag" "$out/spdx.log" $st
+
+printf '#include <linux/npushm.h>\nint main(void) { return sizeof(struct npushm_region_info) != NPUSHM_INFO_SIZE_VER0; }\n' > "$out/uapi.c"
+{ gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include/uapi" -o "$out/uapi-c" "$out/uapi.c" &&
+  "$out/uapi-c" &&
+  g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include/uapi" -o "$out/uapi-cxx" "$out/uapi.c" &&
+  "$out/uapi-cxx"; } > "$out/uapi.log" 2>&1
+result "the UAPI header is self-contained C99 and C++11" "$out/uapi.log" $?
 
 make -s -C "$KDIR" M="$here" clean >/dev/null 2>&1
 make -C "$KDIR" M="$here" W=1 modules > "$out/w1.log" 2>&1; st=$?

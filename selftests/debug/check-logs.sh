@@ -44,18 +44,22 @@ result() { # result OK DESCRIPTION [DETAIL-FILE-OR-TEXT...]
 	n=$((n + 1))
 }
 
-hits=$(grep -E "$kasan" "$log" | head -n 20)
-result "$([ -z "$hits" ]; echo $?)" "KASAN: no report" "$hits" \
-	"$(grep -E -A12 'BUG: KASAN:' "$log" | head -n 14)"
+first() { # first PATTERN [EXCLUDE]: the first matching report, 14 lines from its first line
+	awk -v p="$1" -v x="${2:-^\$^}" 'c == 0 && $0 ~ p && $0 !~ x { c = 15 } c > 0 { print; c-- }' "$log"
+}
 
-hits=$(grep -E "$lockdep" "$log" | grep -Ev "$kasan" | head -n 20)
+hits=$(grep -E "$kasan" "$log")
+result "$([ -z "$hits" ]; echo $?)" "no KASAN report ($(printf "%s" "$hits" | grep -c "BUG: KASAN:") found)" \
+	"first report:" "$(first "$kasan")"
+
+hits=$(grep -E "$lockdep" "$log" | grep -Ev "$kasan")
 dl=$(awk '/debug_locks:/ { print $2 }' "$out/lockdep_stats" 2>/dev/null)
 bad=0
 [ -z "$hits" ] || bad=1
 [ "$dl" = 1 ] || bad=1
-result "$bad" "lockdep and atomic-sleep checks: no report (debug_locks=${dl:-unknown})" "$hits" \
-	"$(grep -E -A14 "$lockdep" "$log" | head -n 16)" \
-	"$([ "$dl" = 1 ] || echo "lockdep is off at the end of the run (debug_locks=${dl:-unknown}): an earlier report or a lockdep limit turned it off")"
+result "$bad" "lockdep and atomic-sleep checks: no report (debug_locks=${dl:-unknown})" \
+	"$([ -z "$hits" ] || { echo "first report:"; first "$lockdep" "$kasan"; })" \
+	"$([ "$dl" = 1 ] || echo "lockdep is off at the end of the run (debug_locks=${dl:-unknown}): a report or a lockdep limit turned it off")"
 
 if [ -f "$out/kmemleak.txt" ]; then
 	c=$(grep -c 'unreferenced object' "$out/kmemleak.txt")
@@ -66,18 +70,19 @@ else
 		"$(cat "$out/kmemleak.unavailable" 2>/dev/null || echo "the run ended before the kmemleak scans")"
 fi
 
-hits=$(grep -E "$other" "$log" | grep -Ev "$kasan|$lockdep" | head -n 20)
-result "$([ -z "$hits" ]; echo $?)" "no other WARNING, BUG, Oops or panic" "$hits" \
-	"$(grep -E -A14 "$other" "$log" | grep -Ev "$kasan|$lockdep" | head -n 16)"
+hits=$(grep -E "$other" "$log" | grep -Ev "$kasan|$lockdep")
+result "$([ -z "$hits" ]; echo $?)" "no other WARNING, BUG, Oops or panic" \
+	"matching lines:" "$(printf '%s\n' "$hits" | head -n 8)" "first report:" "$(first "$other" "$kasan|$lockdep")"
 
 # Taint: only TAINT_OOT_MODULE (O, 4096) and TAINT_UNSIGNED_MODULE (E, 8192) are allowed.
 t=$(cat "$out/taint.after" 2>/dev/null || echo unknown)
 if [ "$t" = unknown ]; then
 	result 1 "taint: only out-of-tree/unsigned module flags" "the run ended before the taint was read"
 else
-	flags=$(awk -v t="$t" 'BEGIN { s = "PFSRMBUDAWCIOELKXTN"; for (i = 0; i < length(s); i++) if (int(t / 2^i) % 2) r = r substr(s, i + 1, 1); print r }')
-	result "$([ $((t & ~(4096 | 8192))) = 0 ]; echo $?)" "taint: only out-of-tree/unsigned module flags (tainted=$t ${flags:-none})" \
-		"taint $t has flags $flags beyond O and E (Documentation/admin-guide/tainted-kernels.rst)"
+	letters() { awk -v t="$1" 'BEGIN { s = "PFSRMBUDAWCIOELKXTN"; for (i = 0; i < length(s); i++) if (int(t / 2^i) % 2) r = r substr(s, i + 1, 1); print r }'; }
+	extra=$((t & ~(4096 | 8192)))
+	result "$([ "$extra" = 0 ]; echo $?)" "taint: only out-of-tree/unsigned module flags (tainted=$t $(letters "$t"))" \
+		"flags $(letters "$extra") ($extra) are beyond O and E (Documentation/admin-guide/tainted-kernels.rst)"
 fi
 
 if [ -n "$mod" ]; then

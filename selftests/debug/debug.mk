@@ -1,0 +1,47 @@
+# debug.mk - the debug-kernel lane: the module's selftests under KASAN,
+# lockdep, kmemleak and fault injection (docs/debug-kernel.md).
+#
+#   make debug-kernel            build (once, 25-40 min) or find the cached debug kernel
+#   make check-debug             build/reuse it, build npushm.ko against it, run the
+#                                module selftests + the fault-injection pass in it;
+#                                ends "N passed, N failed, N skipped"
+#   make check-debug-if-cached   the same when the kernel is cached, else one "# SKIP"
+#
+# make check runs the lane as suite "debug-lane" only with DEBUG_IN_CHECK=cached,
+# and then only when the kernel is cached (a clean CI machine prints a SKIP).
+# Variables (exported to selftests/debug/run-debug-lane.sh, which documents them):
+DEBUG_SUITE ?= selftests/run-module-tests.sh
+DEBUG_FAULT_SUITE ?= $(DEBUG_SUITE)
+DEBUG_FAULT_OPTS ?= --slab --page --arm
+DEBUG_KO ?=
+DEBUG_VM_APPEND ?=
+DEBUG_VM_MEM ?= 2G
+DEBUG_TIMEOUT ?= 3600
+DEBUG_IN_CHECK ?= no
+export DEBUG_SUITE DEBUG_FAULT_SUITE DEBUG_FAULT_OPTS DEBUG_KO DEBUG_VM_APPEND DEBUG_VM_MEM DEBUG_TIMEOUT
+
+DEBUG_DIR := selftests/debug
+
+.PHONY: debug-kernel check-debug check-debug-if-cached check-debug-lane
+debug-kernel:
+	@tools/setup.sh
+	@$(DEBUG_DIR)/build-kernel.sh >/dev/null
+
+check-debug:
+	@tools/setup.sh
+	@$(MAKE) --no-print-directory all
+	@tools/run-suite debug-lane $(DEBUG_DIR)/run-debug-lane.sh
+	@tools/tap-summary debug-lane
+
+check-debug-if-cached:
+	@if $(DEBUG_DIR)/build-kernel.sh --cached; then \
+		$(MAKE) --no-print-directory check-debug; \
+	else \
+		tools/run-suite debug-lane $(DEBUG_DIR)/run-debug-lane.sh --if-cached && tools/tap-summary debug-lane; \
+	fi
+
+ifeq ($(DEBUG_IN_CHECK),cached)
+CHECK_SUITES += debug-lane
+endif
+check-debug-lane:
+	@tools/run-suite debug-lane $(DEBUG_DIR)/run-debug-lane.sh --if-cached

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * npushm_dmabuf_test.c - regions exported as dma-bufs: mmap through the
+ * dma-buf, DMA_BUF_IOCTL_SYNC, and a kernel importer (the module's
+ * debugfs test importer) that attaches, DMA-maps and reads or writes the
+ * buffer; read-only exports refuse device writes.
+ */
+#include <sys/mman.h>
+#include <linux/dma-buf.h>
+
+#include "npushm_fixture.h"
+
+#define MiB (1024UL * 1024)
+#define IMPORTER "/sys/kernel/debug/npushm/importer"
+
+static int importer_open(struct __test_metadata *_metadata)
+{
+	int fd = open(IMPORTER, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		TH_LOG("%s: %s (load npushm.ko with test_importer=1, mount debugfs)",
+		       IMPORTER, strerror(errno));
+	return fd;
+}
+
+static int import(int imp, struct npushm_test_import *req)
+{
+	return npu_ioctl(imp, NPUSHM_TEST_IOC_IMPORT, req);
+}
+
+TEST_F(npushm, dmabuf_mmap_shares_region)
+{
+	size_t size = 2 * MiB;
+	int fd = npu_alloc(self->dev, size), buf;
+	char *p, *q;
+
+	ASSERT_LE(0, fd);
+	buf = npu_export(fd, NPUSHM_EXPORT_RDWR);
+	ASSERT_LE(0, buf);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(buf, F_GETFD) & FD_CLOEXEC);
+	EXPECT_EQ(O_RDWR, fcntl(buf, F_GETFL) & O_ACCMODE);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	q = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	npu_fill(p, size, 17);
+	EXPECT_TRUE(npu_check(q, size, 17));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, size, PROT_READ, MAP_PRIVATE, buf, 0));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, size + 4096, PROT_READ, MAP_SHARED, buf, 0));
+	munmap(p, size);
+	munmap(q, size);
+	close(buf);
+	close(fd);
+}
+
+TEST_F(npushm, dmabuf_sync_is_accepted)
+{
+	static const __u64 ok[] = {
+		DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ,
+		DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW,
+		DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE, DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE,
+	};
+	struct dma_buf_sync sync;
+	int fd = npu_alloc(self->dev, MiB), bufs[2];
+	unsigned int i, j;
+
+	ASSERT_LE(0, fd);
+	bufs[0] = npu_export(fd, NPUSHM_EXPORT_RDWR);
+	bufs[1] = npu_export(fd, 0);
+	ASSERT_LE(0, bufs[0]);
+	ASSERT_LE(0, bufs[1]);
+	for (j = 0; j < 2; j++) {
+		for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+			sync.flags = ok[i];
+			EXPECT_EQ(0, npu_ioctl(bufs[j], DMA_BUF_IOCTL_SYNC, &sync));
+		}
+		sync.flags = 0x100;
+		EXPECT_EQ(-EINVAL, npu_ioctl(bufs[j], DMA_BUF_IOCTL_SYNC, &sync));
+	}
+	close(bufs[0]);
+	close(bufs[1]);
+	close(fd);
+}
+
+TEST_F(npushm, dmabuf_export_rejects_bad_requests)
+{
+	struct npushm_export e = { .flags = 2 };
+	int fd = npu_alloc(self->dev, 4096);
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EINVAL, npu_ioctl(fd, NPUSHM_IOC_EXPORT_DMABUF, &e));
+	e.flags = 0;
+	e.reserved = 1;
+	EXPECT_EQ(-EINVAL, npu_ioctl(fd, NPUSHM_IOC_EXPORT_DMABUF, &e));
+	close(fd);
+}
+
+TEST_F(npushm, importer_reads_what_user_wrote)
+{
+	size_t size = 8 * MiB + 3 * 4096, i;
+	struct npushm_test_import req = { 0 };
+	int fd = npu_alloc(self->dev, size), buf, imp = importer_open(_metadata);
+	uint64_t sum = 0;
+	unsigned char *p;
+
+	ASSERT_LE(0, imp);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < size; i++)
+		p[i] = (i * 7 + i / 4096) & 0xff;
+	for (i = 4096; i < size - 100; i++)
+		sum += p[i];
+	buf = npu_export(fd, 0);
+	ASSERT_LE(0, buf);
+	req.fd = buf;
+	req.op = NPUSHM_TEST_READ_SUM;
+	req.offset = 4096;
+	req.length = size - 100 - 4096;
+	ASSERT_EQ(0, import(imp, &req));
+	EXPECT_EQ(sum, req.value);
+	EXPECT_EQ(size, req.dma_size);
+	EXPECT_EQ(size, req.sg_bytes);
+	EXPECT_LE(1, req.sg_nents);
+	/* Contiguous chunks merge: far fewer segments than pages. */
+	EXPECT_LT(req.sg_nents, size / 4096 / 8);
+	munmap(p, size);
+	close(buf);
+	close(fd);
+	close(imp);
+}
+
+TEST_F(npushm, importer_writes_what_user_reads)
+{
+	size_t size = 3 * MiB, i;
+	struct npushm_test_import req = { 0 };
+	int fd = npu_alloc(self->dev, size), buf, imp = importer_open(_metadata);
+	unsigned char *p;
+
+	ASSERT_LE(0, imp);
+	ASSERT_LE(0, fd);
+	buf = npu_export(fd, NPUSHM_EXPORT_RDWR);
+	ASSERT_LE(0, buf);
+	req.fd = buf;
+	req.op = NPUSHM_TEST_WRITE_FILL;
+	req.offset = 5000;
+	req.length = MiB;
+	req.value = 0x5a;
+	ASSERT_EQ(0, import(imp, &req));
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < size; i++)
+		if (p[i] != ((i >= 5000 && i < 5000 + MiB) ? 0x5a : 0))
+			break;
+	EXPECT_EQ(size, i);
+	munmap(p, size);
+	close(buf);
+	close(fd);
+	close(imp);
+}
+
+TEST_F(npushm, readonly_dmabuf_refuses_writes)
+{
+	struct npushm_test_import req = { 0 };
+	int fd = npu_alloc(self->dev, MiB), buf, imp = importer_open(_metadata);
+
+	ASSERT_LE(0, imp);
+	ASSERT_LE(0, fd);
+	buf = npu_export(fd, 0);
+	ASSERT_LE(0, buf);
+	EXPECT_EQ(O_RDONLY, fcntl(buf, F_GETFL) & O_ACCMODE);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0));
+	EXPECT_EQ(EACCES, errno);
+	req.fd = buf;
+	req.op = NPUSHM_TEST_WRITE_FILL;
+	req.length = 4096;
+	EXPECT_EQ(-EACCES, import(imp, &req));
+	close(buf);
+	close(fd);
+	close(imp);
+}
+
+TEST_F(npushm, importer_rejects_bad_input)
+{
+	struct npushm_test_import req = { 0 };
+	int fd = npu_alloc(self->dev, MiB), buf, imp = importer_open(_metadata);
+
+	ASSERT_LE(0, imp);
+	ASSERT_LE(0, fd);
+	buf = npu_export(fd, 0);
+	ASSERT_LE(0, buf);
+	req.op = NPUSHM_TEST_READ_SUM;
+	req.fd = fd;		/* a region handle is not a dma-buf */
+	EXPECT_EQ(-EINVAL, import(imp, &req));
+	req.fd = -1;
+	EXPECT_EQ(-EBADF, import(imp, &req));
+	req.fd = buf;
+	req.offset = MiB;
+	req.length = 1;
+	EXPECT_EQ(-EINVAL, import(imp, &req));
+	req.offset = 1;
+	req.length = UINT64_MAX;
+	EXPECT_EQ(-EINVAL, import(imp, &req));
+	req.offset = 0;
+	req.length = 1;
+	req.op = 99;
+	EXPECT_EQ(-EINVAL, import(imp, &req));
+	close(buf);
+	close(fd);
+	close(imp);
+}
+
+TEST_HARNESS_MAIN
