@@ -59,4 +59,5 @@ demo:
 
 clean:
 	rm -rf $(BUILD)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean >/dev/null 2>&1 || true
+	rm -f kmod/*.o kmod/.*.cmd kmod/*.ko kmod/*.mod kmod/*.mod.c kmod/.*.d \
+		kmod/modules.order modules.order Module.symvers .Module.symvers.cmd .modules.order.cmd

@@ -34,8 +34,9 @@ if modprobe rdma_rxe 2>/dev/null &&
    ip link set npushm-rxe0 up && ip link set npushm-rxe1 up &&
    rdma link add npushm_rxe0 type rxe netdev npushm-rxe0; then
 	export NPUSHM_RDMA_DEV=npushm_rxe0
+	rxe=ok
 else
-	echo "# run-module-tests: soft-RoCE set-up failed; the RDMA test will report it"
+	rxe=not-ok
 fi
 
 tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
@@ -45,9 +46,10 @@ for t in $tests; do
 done
 
 # Epilogue: three more TAP lines, after the programs' own plans.
-echo "1..3"
+echo "1..4"
 n=0
 [ -n "${NPUSHM_RDMA_DEV:-}" ] && { rdma link delete npushm_rxe0; ip link del npushm-rxe0; } 2>/dev/null
+tap $rxe "soft-RoCE device (rdma_rxe over a veth) for the RDMA test"
 taint=$(cat /proc/sys/kernel/tainted)
 if [ $((taint & ~12288)) = 0 ]; then tap ok "kernel not tainted beyond the out-of-tree module ($taint)"
 else tap not-ok "kernel tainted: $taint"; fi

@@ -46,7 +46,9 @@ printf '#include <linux/npushm.h>\nint main(void) { return sizeof(struct npushm_
   "$out/uapi-cxx"; } > "$out/uapi.log" 2>&1
 result "the UAPI header is self-contained C99 and C++11" "$out/uapi.log" $?
 
-make -s -C "$KDIR" M="$here" clean >/dev/null 2>&1
+# Force a full rebuild of the module only ("make M=... clean" would also
+# delete every *.ko below the checkout, the unpacked test kernel included).
+rm -f "$here"/kmod/*.o "$here"/kmod/.*.cmd "$here"/kmod/npushm.ko
 make -C "$KDIR" M="$here" W=1 modules > "$out/w1.log" 2>&1; st=$?
 grep -qE 'warning:|error:' "$out/w1.log" && st=1
 result "make W=1 builds npushm.ko with no warning" "$out/w1.log" $st

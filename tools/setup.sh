@@ -14,7 +14,8 @@ PKGS="build-essential pkg-config linux-headers-amd64 linux-source-6.1 qemu-syste
 kmod cpio iproute2 sparse libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libibverbs-dev rdma-core
 ibverbs-utils ibverbs-providers libjson-c-dev libxxhash-dev libopenblas-dev python3 python3-numpy
 python3-torch python3-numexpr openmpi-bin libopenmpi-dev mpich libmpich-dev iperf3 perftest
-clang llvm"
+clang llvm
+flex bison bc libelf-dev libssl-dev xz-utils"
 [ -n "${NPUSHM_EXTRA_PKGS:-}" ] && PKGS="$PKGS $NPUSHM_EXTRA_PKGS"
 
 mkdir -p "$BUILD"
@@ -46,7 +47,9 @@ abi=$(dpkg-query -W -f='${Depends}' linux-headers-amd64 | sed -n 's/^linux-heade
 
 K=$BUILD/kernel
 mkdir -p "$K"
-if [ ! -f "$K/root/boot/vmlinuz-$abi" ]; then
+M=$K/root/lib/modules/$abi/kernel
+if [ ! -f "$K/root/boot/vmlinuz-$abi" ] || [ ! -f "$M/drivers/infiniband/sw/rxe/rdma_rxe.ko" ] ||
+   [ ! -f "$M/fs/9p/9p.ko" ] || [ ! -f "$M/drivers/virtio/virtio_pci.ko" ]; then
 	echo "setup: unpacking linux-image-$abi for the VM"
 	rm -rf "$K/root" "$K"/linux-image-*.deb
 	(cd "$K" && apt-get download -q "linux-image-$abi" >/dev/null 2>&1) ||
