@@ -75,7 +75,8 @@ fi
 } > "$out/run.sh"
 
 append="console=ttyS0 loglevel=5 panic_on_warn=1 oops=panic panic=-1 softlockup_panic=1 hung_task_panic=1"
-append="$append npushm.guest=$here/vm-guest.sh npushm.out=$out npushm.kroot=$kroot ${VM_APPEND:-}"
+append="$append npushm.guest=$here/vm-guest.sh npushm.out=$out npushm.kroot=$kroot"
+append="$append npushm.keep=$(pwd):$BUILD:$here ${VM_APPEND:-}"
 
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi

@@ -21,15 +21,44 @@ for a in $($bb cat /proc/cmdline); do
 	case "$a" in
 	npushm.out=*) out=${a#npushm.out=} ;;
 	npushm.kroot=*) kroot=${a#npushm.kroot=} ;;
+	npushm.keep=*) keep=$(echo "${a#npushm.keep=}" | $bb tr : ' ') ;;
 	esac
+done
+$bb mkdir -p /dev/pts /dev/shm
+$bb mount -t devpts devpts /dev/pts
+
+# Writable scratch directories. A tmpfs over /tmp would hide a checkout, a
+# kernel tree or a result directory living there: set those aside first
+# (on /run's tmpfs) and put them back on top of the new tmpfs.
+$bb mount -t tmpfs -o mode=0755 tmpfs /run
+i=0
+for d in /tmp /var/tmp /dev/shm; do
+	tops=
+	for p in $keep $kroot $out; do
+		case "$p/" in
+		"$d"/*)
+			rest=${p#"$d"/}
+			t=$d/${rest%%/*}
+			case " $tops " in *" $t "*) ;; *) tops="$tops $t" ;; esac
+			;;
+		esac
+	done
+	first=$((i + 1))
+	for t in $tops; do
+		i=$((i + 1))
+		$bb mkdir -p "/run/npushm-keep/$i"
+		$bb mount -o rbind "$t" "/run/npushm-keep/$i"
+	done
+	$bb mount -t tmpfs -o mode=1777 tmpfs "$d"
+	j=$first
+	for t in $tops; do
+		$bb mkdir -p "$t"
+		$bb mount --move "/run/npushm-keep/$j" "$t"
+		j=$((j + 1))
+	done
 done
 $bb mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=524288 out "$out" || {
 	echo "vm-guest: cannot mount the result share at $out"; out=/tmp; finish; }
-$bb mkdir -p /dev/pts /dev/shm
-$bb mount -t devpts devpts /dev/pts
-for d in /tmp /run /dev/shm /var/tmp /var/lib /var/log; do
-	$bb mount -t tmpfs -o mode=1777 tmpfs "$d"
-done
 $bb mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 $bb mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 abi=$($bb uname -r)
