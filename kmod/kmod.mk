@@ -12,3 +12,14 @@ $(CURDIR)/kmod/npushm.ko: $(KMOD_SRCS) $(CURDIR)/kmod/Kbuild $(CURDIR)/Kbuild
 CHECK_SUITES += static
 check-static:
 	@tools/run-suite static selftests/static-checks.sh
+
+# Benchmark (not a test): npushm regions vs memfd and POSIX shm, in the VM.
+KMOD_BENCH := $(BUILD)/bench/npushm_bench
+$(KMOD_BENCH): $(CURDIR)/bench/kmod/npushm_bench.c $(CURDIR)/include/uapi/linux/npushm.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -D_GNU_SOURCE -I$(CURDIR)/include/uapi -o $@ $<
+
+.PHONY: bench-kmod
+bench-kmod: $(KMOD_BENCH) modules
+	@NPUSHM_TEST_PARAMS="capacity=3G" selftests/vm/run-vm.sh -m 6G -t 1800 -- \
+		selftests/vm/with-module.sh $(KMOD_BENCH)

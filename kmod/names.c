@@ -25,6 +25,7 @@
 #include <linux/proc_ns.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "npushm_internal.h"
 
@@ -119,14 +120,24 @@ struct npushm_ns *npushm_ns_get_current(void)
 	return ns;
 }
 
-static bool npushm_ns_put_locked(struct npushm_ns *ns)
+static void npushm_ns_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(npushm_ns_reaper, npushm_ns_reap);
+
+/*
+ * The last user gone, a namespace's state stays cached (and the namespace
+ * pinned) for NPUSHM_NS_IDLE, so that allocating and freeing regions in a
+ * loop does not pin and unpin the namespace every time.
+ */
+#define NPUSHM_NS_IDLE	(5 * HZ)
+
+static void npushm_ns_put_locked(struct npushm_ns *ns)
 {
 	lockdep_assert_held(&npushm_names_lock);
 	if (--ns->users)
-		return false;
+		return;
 	WARN_ON(!RB_EMPTY_ROOT(&ns->names));
-	list_del(&ns->node);
-	return true;
+	ns->idle_since = jiffies;
+	mod_delayed_work(system_wq, &npushm_ns_reaper, NPUSHM_NS_IDLE);
 }
 
 static void npushm_ns_free(struct npushm_ns *ns)
@@ -135,19 +146,44 @@ static void npushm_ns_free(struct npushm_ns *ns)
 	kfree(ns);
 }
 
+/* Free the states idle for NPUSHM_NS_IDLE, or all idle ones if @all. */
+static void npushm_ns_free_idle(bool all)
+{
+	struct npushm_ns *ns, *tmp;
+	bool pending = false;
+	LIST_HEAD(gone);
+
+	mutex_lock(&npushm_names_lock);
+	list_for_each_entry_safe(ns, tmp, &npushm_ns_list, node) {
+		if (ns->users)
+			continue;
+		if (all || time_after_eq(jiffies, ns->idle_since + NPUSHM_NS_IDLE))
+			list_move(&ns->node, &gone);
+		else
+			pending = true;
+	}
+	if (pending)
+		mod_delayed_work(system_wq, &npushm_ns_reaper, NPUSHM_NS_IDLE);
+	mutex_unlock(&npushm_names_lock);
+
+	list_for_each_entry_safe(ns, tmp, &gone, node)
+		npushm_ns_free(ns);
+}
+
+static void npushm_ns_reap(struct work_struct *work)
+{
+	npushm_ns_free_idle(false);
+}
+
 /**
  * npushm_ns_put - drop a reference taken by npushm_ns_get_current()
  * @ns: the namespace state
  */
 void npushm_ns_put(struct npushm_ns *ns)
 {
-	bool last;
-
 	mutex_lock(&npushm_names_lock);
-	last = npushm_ns_put_locked(ns);
+	npushm_ns_put_locked(ns);
 	mutex_unlock(&npushm_names_lock);
-	if (last)
-		npushm_ns_free(ns);
 }
 
 /**
@@ -414,7 +450,7 @@ int npushm_names_ioctl_unlink(struct file *file, void *arg,
 	struct npushm_region *region = NULL;
 	struct npushm_name *name;
 	struct npushm_ns *ns;
-	bool held = false, alive = false, last = false;
+	bool held = false, alive = false;
 	int ret = 0;
 	char *str;
 
@@ -436,7 +472,7 @@ int npushm_names_ioctl_unlink(struct file *file, void *arg,
 		region = name->region;
 		alive = npushm_region_tryget(region);
 		held = npushm_name_unhook(name);
-		last = npushm_ns_put_locked(ns);
+		npushm_ns_put_locked(ns);
 	}
 	mutex_unlock(&npushm_names_lock);
 	kfree(str);
@@ -450,8 +486,6 @@ int npushm_names_ioctl_unlink(struct file *file, void *arg,
 	}
 	if (held)
 		npushm_region_put(region);
-	if (last)
-		npushm_ns_free(ns);
 	kfree(name);
 	return 0;
 }
@@ -492,7 +526,7 @@ void npushm_names_exit(void)
 
 	for (;;) {
 		struct npushm_region *region = NULL;
-		bool held = false, last = false;
+		bool held = false;
 
 		node = NULL;
 		mutex_lock(&npushm_names_lock);
@@ -505,16 +539,16 @@ void npushm_names_exit(void)
 			name = rb_entry(node, struct npushm_name, node);
 			region = name->region;
 			held = npushm_name_unhook(name);
-			last = npushm_ns_put_locked(ns);
+			npushm_ns_put_locked(ns);
 		}
 		mutex_unlock(&npushm_names_lock);
 		if (!node)
 			break;
 		if (held)
 			npushm_region_put(region);
-		if (last)
-			npushm_ns_free(ns);
 		kfree(name);
 	}
+	cancel_delayed_work_sync(&npushm_ns_reaper);
+	npushm_ns_free_idle(true);
 	WARN_ON(!list_empty(&npushm_ns_list));
 }

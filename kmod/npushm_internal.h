@@ -56,6 +56,7 @@ extern const struct npushm_provider npushm_sysmem_provider;
  * @pin: an nsfs file of @ipc that keeps it alive
  * @names: published names, struct npushm_name, by string
  * @users: regions and names referring to this object
+ * @idle_since: jiffies when @users last dropped to zero
  */
 struct npushm_ns {
 	struct list_head node;
@@ -63,6 +64,7 @@ struct npushm_ns {
 	struct file *pin;
 	struct rb_root names;
 	unsigned int users;
+	unsigned long idle_since;
 };
 
 /**

@@ -11,7 +11,8 @@
 # Environment: BUILD (default ./build), VM_KERNEL_ROOT (an unpacked kernel
 # tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
 # VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_QUIET=1 (do not
-# echo the console).
+# echo the console). Variables named NPUSHM_*, NPCCL_* and NPT_* are passed
+# on to COMMAND.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(pwd)/build}
@@ -69,6 +70,10 @@ fi
 {
 	echo "cd '$(pwd)' || exit 1"
 	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 CI='${CI:-}'"
+	# The project's own settings (NPUSHM_*, NPCCL_*, NPT_*) pass through.
+	for v in $(compgen -e | grep -E '^(NPUSHM|NPCCL|NPT)_[A-Za-z0-9_]*$'); do
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done
 	printf 'exec'
 	for a in "$@"; do printf " '%s'" "$(printf '%s' "$a" | sed "s/'/'\\\\''/g")"; done
 	echo
