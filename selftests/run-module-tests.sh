@@ -4,8 +4,9 @@
 # the kernel untainted, unload the module. Prints TAP; exits non-zero on any
 # failure.
 #
-# Environment: BUILD (build directory), NPUSHM_TEST_PARAMS (module
-# parameters), NPUSHM_SELFTESTS (a subset of test programs to run).
+# Environment: BUILD (build directory), NPUSHM_KO (the module to load,
+# default kmod/npushm.ko), NPUSHM_TEST_PARAMS (module parameters),
+# NPUSHM_SELFTESTS (a subset of test programs to run).
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M test_importer=1}
@@ -21,9 +22,10 @@ if [ "$(id -u)" != 0 ] || [ -z "${NPUSHM_IN_VM:-}" ]; then
 	exit 2
 fi
 
+ko=${NPUSHM_KO:-$here/kmod/npushm.ko}
 # shellcheck disable=SC2086
-if ! insmod "$here/kmod/npushm.ko" $params; then
-	echo "1..1"; tap not-ok "insmod npushm.ko $params"; exit 1
+if ! insmod "$ko" $params; then
+	echo "1..1"; tap not-ok "insmod $ko $params"; exit 1
 fi
 [ -c /dev/npushm ] || { echo "1..1"; tap not-ok "/dev/npushm appeared"; rmmod npushm; exit 1; }
 
