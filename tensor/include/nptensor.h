@@ -1,0 +1,333 @@
+/*
+ * nptensor.h - strided tensor views with NumPy broadcasting, lazy fused
+ * evaluation and buffer reuse (npushm's "broadcast math" library).
+ *
+ * Tutorial
+ * --------
+ *   npt_tensor_t *x, *bias, *y, *z;
+ *   int64_t xs[3] = {32, 128, 768}, bs[1] = {768};
+ *   npt_tensor_from_data(act, NPT_F32, 3, xs, NULL, 0, NULL, NULL, &x);  // borrow, no copy
+ *   npt_tensor_from_data(w, NPT_F32, 1, bs, NULL, NPT_BORROW_READONLY, NULL, NULL, &bias);
+ *   npt_add(x, bias, &y);            // lazy: builds a graph node, checks shapes now
+ *   npt_unary(NPT_OP_GELU, y, &z);   // still lazy; (x + bias) and gelu fuse into one pass
+ *   if (npt_tensor_eval(z) != NPT_OK)
+ *           fprintf(stderr, "%s\n", npt_last_error());
+ *   float *out; npt_tensor_data(z, (void **)&out);   // 32*128*768 results, C order
+ *   npt_tensor_free(y); npt_tensor_free(z); npt_tensor_free(x); npt_tensor_free(bias);
+ *
+ * Model
+ * -----
+ * A tensor is a view: dtype, shape (rank 0..NPT_MAX_DIMS), strides counted in
+ * ELEMENTS (not bytes; negative and zero allowed), and an element offset into
+ * a reference-counted buffer. The buffer is owned (allocated by the library,
+ * from a pool that recycles freed allocations) or borrowed (any user memory:
+ * the library never frees it and calls the caller's release callback when the
+ * last view of it goes away). A borrowed buffer may be read-only (e.g. shared
+ * model weights mapped PROT_READ): every write into it fails with
+ * NPT_E_READONLY. Views with a stride-0 dimension of size > 1 (broadcast_to,
+ * expand) can never be written (NPT_E_READONLY): NumPy's output rule.
+ *
+ * Ops (npt_binary, npt_unary, npt_where, npt_reduce, npt_matmul, ...) return a
+ * NEW lazy tensor: shape, dtype and every static error (broadcasting, axes,
+ * dtype support) are checked when the op is built; the values are computed by
+ * npt_tensor_eval() (or anything that needs them: npt_tensor_data, views of a
+ * lazy tensor, npt_tensor_eval_into). Evaluation fuses maximal chains of
+ * elementwise ops (broadcasts folded into indexing) into one blocked pass and
+ * never allocates an intermediate for a fused chain; reductions, matmul,
+ * softmax and layernorm are fusion boundaries. Lazy ops read their inputs at
+ * evaluation time; writing into a buffer (npt_tensor_eval_into, in-place ops)
+ * first evaluates every pending lazy tensor that reads that buffer, so results
+ * are always what eager NumPy would give.
+ *
+ * Semantics follow NumPy 1.24 (broadcasting, type promotion, NaN propagation
+ * of maximum/minimum, integer wrap-around, errors) for the dtypes both have;
+ * see docs/tensor.md for the exact rules, including bf16 and where NumPy's
+ * result type (i16, u64) does not exist here.
+ *
+ * Ownership
+ * ---------
+ * Every function that returns a tensor through `npt_tensor_t **out` gives the
+ * caller one reference; drop it with npt_tensor_free() (accepts NULL). A view
+ * holds a reference to its buffer, a lazy tensor to its inputs, so inputs may
+ * be freed right after building an op. Pointers returned by npt_tensor_shape()
+ * and friends live as long as the tensor. npt_last_error() returns a
+ * thread-local string valid until the calling thread's next failing call.
+ *
+ * Thread safety
+ * -------------
+ * All functions may be called from any thread. Tensors are reference counted
+ * atomically and may be shared between threads; building ops on shared inputs
+ * is safe. Evaluation is serialised by a library-wide lock (the internal
+ * thread pool parallelises each evaluation). Writing into a buffer while
+ * another thread reads it is a data race, as with any array library.
+ * Configuration setters are global and atomic.
+ */
+#ifndef NPTENSOR_H
+#define NPTENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NPT_BUILDING_LIBRARY)
+#define NPT_API __attribute__((visibility("default")))
+#else
+#define NPT_API
+#endif
+
+/** Largest supported rank (as NumPy 1.24). */
+#define NPT_MAX_DIMS 32
+
+/** Status of every fallible call. npt_last_error() has the details. */
+typedef enum npt_status {
+	NPT_OK = 0,
+	NPT_E_INVAL,      /**< bad argument (NULL, bad flag, bad axis list) */
+	NPT_E_SHAPE,      /**< shapes do not broadcast / do not match */
+	NPT_E_RANK,       /**< rank above NPT_MAX_DIMS */
+	NPT_E_OVERFLOW,   /**< size in elements or bytes overflows */
+	NPT_E_DTYPE,      /**< dtype not supported by the op, or casting rule */
+	NPT_E_READONLY,   /**< write into a read-only or broadcast view */
+	NPT_E_AXIS,       /**< axis out of range or repeated */
+	NPT_E_EMPTY,      /**< max/min/argmax of an empty reduction */
+	NPT_E_VALUE,      /**< a value is not allowed (integer ** negative) */
+	NPT_E_NOMEM,      /**< out of memory */
+	NPT_E_WOULD_COPY, /**< VIEW expansion mode forbids a needed copy */
+	NPT_E_UNSUPPORTED,/**< feature not available (e.g. DLPack device) */
+} npt_status_t;
+
+NPT_API const char *npt_strerror(npt_status_t s);
+/** Message of the calling thread's last failure: names the op, the shapes
+ *  and what to do. Never NULL. */
+NPT_API const char *npt_last_error(void);
+
+typedef enum npt_dtype {
+	NPT_BOOL = 0, NPT_I8, NPT_U8, NPT_I32, NPT_I64,
+	NPT_F16, NPT_BF16, NPT_F32, NPT_F64,
+	NPT_NDTYPES
+} npt_dtype_t;
+
+NPT_API size_t npt_dtype_size(npt_dtype_t dt);
+NPT_API const char *npt_dtype_name(npt_dtype_t dt);
+/** Result dtype of a binary arithmetic op on a and b (docs/tensor.md). */
+NPT_API npt_status_t npt_promote_types(npt_dtype_t a, npt_dtype_t b, npt_dtype_t *out);
+
+typedef struct npt_tensor npt_tensor_t;
+
+/* ---- creation ---------------------------------------------------------- */
+
+/** Flags for npt_tensor_from_data. */
+#define NPT_BORROW_READONLY 0x1u
+
+/** Uninitialised contiguous tensor from the buffer pool. */
+NPT_API npt_status_t npt_tensor_empty(npt_dtype_t dt, int ndim, const int64_t *shape,
+				      npt_tensor_t **out);
+NPT_API npt_status_t npt_tensor_zeros(npt_dtype_t dt, int ndim, const int64_t *shape,
+				      npt_tensor_t **out);
+/**
+ * Wrap user memory without copying.
+ * @param [in] data      address of element (0,...,0); borrowed, never freed here
+ * @param [in] strides   element strides, NULL for C-contiguous
+ * @param [in] flags     0 or NPT_BORROW_READONLY
+ * @param [in] release   called once with release_arg when the last view of
+ *                       the buffer is freed (may be NULL)
+ * The memory must stay valid until release is called (or until every view
+ * is freed when release is NULL).
+ */
+NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
+					  const int64_t *shape, const int64_t *strides,
+					  unsigned flags, void (*release)(void *),
+					  void *release_arg, npt_tensor_t **out);
+/** Add a reference. Returns t. */
+NPT_API npt_tensor_t *npt_tensor_retain(npt_tensor_t *t);
+/** Drop a reference; frees at zero. Accepts NULL. */
+NPT_API void npt_tensor_free(npt_tensor_t *t);
+
+/* ---- introspection (valid for lazy tensors too) --------------------------- */
+
+NPT_API npt_dtype_t npt_tensor_dtype(const npt_tensor_t *t);
+NPT_API int npt_tensor_ndim(const npt_tensor_t *t);
+NPT_API const int64_t *npt_tensor_shape(const npt_tensor_t *t);
+/** Element strides; a lazy tensor reports the C-contiguous strides it will have. */
+NPT_API const int64_t *npt_tensor_strides(const npt_tensor_t *t);
+NPT_API int64_t npt_tensor_offset(const npt_tensor_t *t);
+NPT_API int64_t npt_tensor_numel(const npt_tensor_t *t);
+NPT_API bool npt_tensor_is_lazy(const npt_tensor_t *t);
+NPT_API bool npt_tensor_is_writable(const npt_tensor_t *t);
+/** Same buffer? (views of one allocation) */
+NPT_API bool npt_tensor_shares_buffer(const npt_tensor_t *a, const npt_tensor_t *b);
+/** Evaluates if lazy, then gives the address of element (0,...,0). */
+NPT_API npt_status_t npt_tensor_data(npt_tensor_t *t, void **ptr);
+
+/* ---- views (never copy, except reshape where NumPy copies too) ------------ */
+
+/** NumPy reshape; one dim may be -1. A view when strides allow, else a
+ *  contiguous copy (reported when above the materialisation threshold;
+ *  NPT_E_WOULD_COPY in NPT_EXPAND_VIEW mode). */
+NPT_API npt_status_t npt_tensor_reshape(npt_tensor_t *t, int ndim, const int64_t *shape,
+					npt_tensor_t **out);
+NPT_API npt_status_t npt_tensor_permute(npt_tensor_t *t, const int *perm, npt_tensor_t **out);
+NPT_API npt_status_t npt_tensor_transpose(npt_tensor_t *t, int axis0, int axis1,
+					  npt_tensor_t **out);
+/** Remove size-1 dim `axis`, or all size-1 dims when axis == NPT_AXIS_ALL. */
+NPT_API npt_status_t npt_tensor_squeeze(npt_tensor_t *t, int axis, npt_tensor_t **out);
+NPT_API npt_status_t npt_tensor_unsqueeze(npt_tensor_t *t, int axis, npt_tensor_t **out);
+/** Python slice semantics on one axis (start/stop clamped, negative counts
+ *  from the end, step != 0). Use NPT_SLICE_END for an open bound. */
+#define NPT_SLICE_END INT64_MIN
+NPT_API npt_status_t npt_tensor_slice(npt_tensor_t *t, int axis, int64_t start, int64_t stop,
+				      int64_t step, npt_tensor_t **out);
+/** Stride-0 read-only view with NumPy broadcasting rules; copies nothing. */
+NPT_API npt_status_t npt_tensor_broadcast_to(npt_tensor_t *t, int ndim, const int64_t *shape,
+					     npt_tensor_t **out);
+/** As broadcast_to, with -1 meaning "keep this dim" (torch's expand). */
+NPT_API npt_status_t npt_tensor_expand(npt_tensor_t *t, int ndim, const int64_t *shape,
+				       npt_tensor_t **out);
+/** Contiguous tensor with t's values: t itself (new reference) if already
+ *  C-contiguous, else a lazy copy. */
+NPT_API npt_status_t npt_tensor_contiguous(npt_tensor_t *t, npt_tensor_t **out);
+/** Lazy elementwise cast (NumPy astype, unsafe casting). */
+NPT_API npt_status_t npt_tensor_cast(npt_tensor_t *t, npt_dtype_t dt, npt_tensor_t **out);
+
+/* ---- ops (all return lazy tensors) ---------------------------------------- */
+
+typedef enum npt_op {
+	/* binary */
+	NPT_OP_ADD, NPT_OP_SUB, NPT_OP_MUL, NPT_OP_DIV, NPT_OP_POW,
+	NPT_OP_MAXIMUM, NPT_OP_MINIMUM,
+	NPT_OP_EQ, NPT_OP_NE, NPT_OP_LT, NPT_OP_LE, NPT_OP_GT, NPT_OP_GE,
+	/* unary */
+	NPT_OP_NEG, NPT_OP_ABS, NPT_OP_EXP, NPT_OP_LOG, NPT_OP_SQRT, NPT_OP_RSQRT,
+	NPT_OP_TANH, NPT_OP_SIGMOID, NPT_OP_RELU, NPT_OP_GELU, NPT_OP_ERF,
+	/* ternary */
+	NPT_OP_WHERE,
+	NPT_OP_COUNT_
+} npt_op_t;
+
+NPT_API const char *npt_op_name(npt_op_t op);
+
+NPT_API npt_status_t npt_binary(npt_op_t op, npt_tensor_t *a, npt_tensor_t *b,
+				npt_tensor_t **out);
+NPT_API npt_status_t npt_unary(npt_op_t op, npt_tensor_t *a, npt_tensor_t **out);
+NPT_API npt_status_t npt_where(npt_tensor_t *cond, npt_tensor_t *a, npt_tensor_t *b,
+			       npt_tensor_t **out);
+NPT_API npt_status_t npt_add(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
+NPT_API npt_status_t npt_sub(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
+NPT_API npt_status_t npt_mul(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
+NPT_API npt_status_t npt_div(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
+
+typedef enum npt_reduce_op {
+	NPT_RED_SUM, NPT_RED_PROD, NPT_RED_MEAN, NPT_RED_MAX, NPT_RED_MIN
+} npt_reduce_op_t;
+
+#define NPT_AXIS_ALL INT32_MIN
+
+/** Reduce over `naxes` axes (negative count from the end); axes == NULL or
+ *  naxes < 0 reduces over all axes. */
+NPT_API npt_status_t npt_reduce(npt_reduce_op_t op, npt_tensor_t *t, int naxes,
+				const int *axes, bool keepdims, npt_tensor_t **out);
+/** Index (i64) of the first maximum along axis, or of the C-order flattened
+ *  tensor when axis == NPT_AXIS_ALL. NaN counts as the maximum. */
+NPT_API npt_status_t npt_argmax(npt_tensor_t *t, int axis, bool keepdims, npt_tensor_t **out);
+/** Sum t down to `shape` (which must broadcast to t's shape): the gradient
+ *  of a broadcast. */
+NPT_API npt_status_t npt_sum_to_shape(npt_tensor_t *t, int ndim, const int64_t *shape,
+				      npt_tensor_t **out);
+/** exp(x - max) / sum(exp(x - max)) along axis; floating dtypes only. */
+NPT_API npt_status_t npt_softmax(npt_tensor_t *t, int axis, npt_tensor_t **out);
+/** (x - mean) / sqrt(var + eps) along axis (biased variance), then * weight
+ *  + bias when given (NULL allowed; they broadcast against x). */
+NPT_API npt_status_t npt_layernorm(npt_tensor_t *t, int axis, npt_tensor_t *weight,
+				   npt_tensor_t *bias, double eps, npt_tensor_t **out);
+/** NumPy matmul (1-D promotion, batch broadcasting); f32/f64 on OpenBLAS. */
+NPT_API npt_status_t npt_matmul(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
+
+/* ---- evaluation ------------------------------------------------------------ */
+
+/** Compute a lazy tensor's values (no-op for a materialised one). */
+NPT_API npt_status_t npt_tensor_eval(npt_tensor_t *t);
+/**
+ * Compute src into out, NumPy's `out=` rules: out.shape must equal
+ * src.shape exactly (an output is never broadcast), out must be writable,
+ * and src's dtype must cast to out's dtype under 'same_kind'. Overlap
+ * between out and src's inputs is handled (a temporary is used when needed).
+ * src may be lazy (its graph is fused into the write) or materialised (copy).
+ */
+NPT_API npt_status_t npt_tensor_eval_into(npt_tensor_t *src, npt_tensor_t *out);
+
+/* ---- configuration ------------------------------------------------------------ */
+
+/** Threads used by evaluation (including the caller). 0 = number of online
+ *  CPUs. Default: $NPT_NUM_THREADS, else online CPUs. */
+NPT_API npt_status_t npt_set_num_threads(int n);
+NPT_API int npt_get_num_threads(void);
+
+/** How a broadcast operand is expanded. */
+typedef enum npt_expand_mode {
+	NPT_EXPAND_AUTO = 0,    /**< FUSED for elementwise consumers, MATERIALIZE only
+				     where a consumer needs contiguous data */
+	NPT_EXPAND_VIEW,        /**< never copy: ops that would need a copy fail
+				     with NPT_E_WOULD_COPY */
+	NPT_EXPAND_MATERIALIZE, /**< copy every broadcast operand of an elementwise op
+				     into a contiguous buffer first (the naive way) */
+	NPT_EXPAND_FUSED,       /**< as AUTO, and also recompute broadcast lazy
+				     intermediates inside the consumer instead of
+				     materialising them */
+} npt_expand_mode_t;
+/** Default: $NPT_EXPAND_MODE (auto|view|materialize|fused), else AUTO. */
+NPT_API void npt_set_expand_mode(npt_expand_mode_t mode);
+NPT_API npt_expand_mode_t npt_get_expand_mode(void);
+
+/** Implicit materialisations of at least this many bytes are reported to the
+ *  log callback (level NPT_LOG_WARN). Default $NPT_MATERIALIZE_WARN_BYTES,
+ *  else 16 MiB. */
+NPT_API void npt_set_materialize_threshold(size_t bytes);
+NPT_API size_t npt_get_materialize_threshold(void);
+
+typedef enum npt_log_level { NPT_LOG_ERROR = 0, NPT_LOG_WARN = 1, NPT_LOG_INFO = 2,
+			     NPT_LOG_DEBUG = 3 } npt_log_level_t;
+typedef void (*npt_log_fn)(npt_log_level_t level, const char *msg, void *arg);
+/** Install a log callback (NULL removes it). Without one, messages go to
+ *  stderr only when $NPT_LOG is set (error|warn|info|debug). */
+NPT_API void npt_set_log_callback(npt_log_fn fn, void *arg);
+
+/* ---- memory accounting ------------------------------------------------------------ */
+
+typedef struct npt_stats {
+	uint64_t os_bytes;      /**< bytes of fresh memory obtained from the OS */
+	uint64_t os_allocs;
+	uint64_t reused_bytes;  /**< bytes served from the buffer pool */
+	uint64_t reused_allocs;
+	uint64_t inplace_bytes; /**< outputs written into a dead intermediate's buffer */
+	uint64_t materialized_bytes; /**< implicit copies (broadcast/reshape/BLAS operands) */
+	uint64_t pool_cached_bytes;  /**< global: bytes currently idle in the pool */
+} npt_stats_t;
+
+/** Counters of allocations made by the calling thread since its last reset
+ *  (evaluations allocate on the calling thread). */
+NPT_API void npt_stats_get(npt_stats_t *st);
+NPT_API void npt_stats_reset(void);
+/** Return idle pooled memory to the OS. Pool size cap: $NPT_POOL_MAX_BYTES
+ *  (default 1 GiB). */
+NPT_API void npt_pool_trim(void);
+
+/* ---- DLPack (v0.6 ABI, CPU only) ---------------------------------------------------- */
+
+struct DLManagedTensor;
+/** Export: a DLManagedTensor holding a reference to t (evaluated first).
+ *  The consumer calls its deleter. bool exports as kDLUInt 8 (DLPack 0.6
+ *  has no bool type); bf16 as kDLBfloat 16. Negative strides are exported as
+ *  they are. */
+NPT_API npt_status_t npt_tensor_to_dlpack(npt_tensor_t *t, struct DLManagedTensor **out);
+/** Import a CPU tensor: on success takes ownership of m (its deleter runs
+ *  when the last view goes); on failure the caller still owns m. */
+NPT_API npt_status_t npt_tensor_from_dlpack(struct DLManagedTensor *m, bool readonly,
+					    npt_tensor_t **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NPTENSOR_H */

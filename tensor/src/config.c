@@ -1,0 +1,89 @@
+/*
+ * config.c - global settings (expansion mode, materialisation threshold)
+ * read once from the environment and changeable through the API, plus the
+ * report of implicit materialisations.
+ *
+ * Contracts: settings are atomics, safe to change from any thread; a change
+ * affects evaluations that start afterwards.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static atomic_int expand_mode = -1;
+static atomic_llong warn_bytes = -1;
+
+static void read_env(void)
+{
+	if (atomic_load_explicit(&expand_mode, memory_order_relaxed) >= 0 &&
+	    atomic_load_explicit(&warn_bytes, memory_order_relaxed) >= 0)
+		return;
+	const char *e = getenv("NPT_EXPAND_MODE");
+	int m = NPT_EXPAND_AUTO;
+	long long w = 16ll << 20;
+
+	if (e) {
+		if (!strcasecmp(e, "view")) m = NPT_EXPAND_VIEW;
+		else if (!strcasecmp(e, "materialize")) m = NPT_EXPAND_MATERIALIZE;
+		else if (!strcasecmp(e, "fused")) m = NPT_EXPAND_FUSED;
+	}
+	e = getenv("NPT_MATERIALIZE_WARN_BYTES");
+	if (e && *e)
+		w = strtoll(e, NULL, 0);
+	int exp = -1;
+	atomic_compare_exchange_strong(&expand_mode, &exp, m);
+	long long expw = -1;
+	atomic_compare_exchange_strong(&warn_bytes, &expw, w < 0 ? 0 : w);
+}
+
+NPT_API void npt_set_expand_mode(npt_expand_mode_t mode)
+{
+	read_env();
+	if (mode >= NPT_EXPAND_AUTO && mode <= NPT_EXPAND_FUSED)
+		atomic_store(&expand_mode, mode);
+}
+
+NPT_API npt_expand_mode_t npt_get_expand_mode(void)
+{
+	read_env();
+	return atomic_load(&expand_mode);
+}
+
+npt_expand_mode_t npt_cfg_expand_mode(void)
+{
+	return npt_get_expand_mode();
+}
+
+NPT_API void npt_set_materialize_threshold(size_t bytes)
+{
+	read_env();
+	atomic_store(&warn_bytes, (long long)bytes);
+}
+
+NPT_API size_t npt_get_materialize_threshold(void)
+{
+	read_env();
+	return (size_t)atomic_load(&warn_bytes);
+}
+
+size_t npt_cfg_warn_bytes(void)
+{
+	return npt_get_materialize_threshold();
+}
+
+void npt_note_materialize(const char *op, int nf, const int64_t *from, int nt, const int64_t *to,
+			  size_t bytes, const char *why)
+{
+	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN];
+
+	npt_stats_add_materialized(bytes);
+	if (bytes < npt_cfg_warn_bytes())
+		return;
+	npt_log(NPT_LOG_WARN, "%s: implicit copy of a view of shape %s into a contiguous "
+		"tensor of shape %s, %zu bytes (%s); reported because it is at least "
+		"%zu bytes (NPT_MATERIALIZE_WARN_BYTES)",
+		op, npt_shape_str(a, sizeof(a), nf, from), npt_shape_str(b, sizeof(b), nt, to),
+		bytes, why, npt_cfg_warn_bytes());
+}

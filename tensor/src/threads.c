@@ -1,0 +1,205 @@
+/*
+ * threads.c - a small pthread pool for data-parallel loops.
+ *
+ * npt_parallel_for(n, grain, fn, arg) splits [0, n) into at most one
+ * contiguous range per thread, never smaller than `grain` items, so small
+ * jobs run on the caller alone with no synchronisation at all. The caller
+ * works too; idle workers sleep on a condition variable. A parallel_for
+ * issued from inside a task runs inline.
+ *
+ * Contracts: thread count = $NPT_NUM_THREADS or npt_set_num_threads(), else
+ * the number of online CPUs; changing it joins the workers (they are
+ * restarted on the next parallel loop). Jobs are serialised by the caller's
+ * evaluation lock; the pool itself has one job slot.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static pthread_mutex_t tp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tp_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t tp_done = PTHREAD_COND_INITIALIZER;
+static pthread_t *tp_workers;
+static int tp_nworkers;      /* running workers */
+static atomic_int tp_nthreads; /* configured, including caller; 0 = unread */
+static uint64_t tp_gen;
+static int tp_stop;
+static _Thread_local int tp_inside;
+
+static struct {
+	npt_task_fn fn;
+	void *arg;
+	int64_t n, chunk, nchunks;
+	atomic_llong next;
+	atomic_llong left;
+} job;
+
+static int default_threads(void)
+{
+	const char *e = getenv("NPT_NUM_THREADS");
+	long n = e && *e ? strtol(e, NULL, 10) : 0;
+
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n <= 0)
+		n = 1;
+	if (n > 256)
+		n = 256;
+	return (int)n;
+}
+
+int npt_pool_threads(void)
+{
+	int n = atomic_load(&tp_nthreads);
+
+	if (!n) {
+		int exp = 0;
+
+		n = default_threads();
+		if (!atomic_compare_exchange_strong(&tp_nthreads, &exp, n))
+			n = exp;
+		npt_blas_set_threads(n);
+	}
+	return n;
+}
+
+static void run_chunks(int tid)
+{
+	for (;;) {
+		int64_t c = atomic_fetch_add(&job.next, 1);
+
+		if (c >= job.nchunks)
+			break;
+		int64_t b = c * job.chunk, e = b + job.chunk;
+
+		if (e > job.n)
+			e = job.n;
+		job.fn(job.arg, b, e, tid);
+		if (atomic_fetch_sub(&job.left, 1) == 1) {
+			pthread_mutex_lock(&tp_lock);
+			pthread_cond_signal(&tp_done);
+			pthread_mutex_unlock(&tp_lock);
+		}
+	}
+}
+
+static void *worker(void *arg)
+{
+	int tid = (int)(intptr_t)arg;
+	uint64_t seen = 0;
+
+	tp_inside = 1;
+	pthread_mutex_lock(&tp_lock);
+	seen = tp_gen;
+	for (;;) {
+		while (tp_gen == seen && !tp_stop)
+			pthread_cond_wait(&tp_wake, &tp_lock);
+		if (tp_stop)
+			break;
+		seen = tp_gen;
+		pthread_mutex_unlock(&tp_lock);
+		run_chunks(tid);
+		pthread_mutex_lock(&tp_lock);
+	}
+	pthread_mutex_unlock(&tp_lock);
+	npt_block_ctx_release();
+	npt_reduce_tls_release();
+	return NULL;
+}
+
+static void stop_workers(void)
+{
+	pthread_mutex_lock(&tp_lock);
+	tp_stop = 1;
+	pthread_cond_broadcast(&tp_wake);
+	pthread_mutex_unlock(&tp_lock);
+	for (int i = 0; i < tp_nworkers; i++)
+		pthread_join(tp_workers[i], NULL);
+	free(tp_workers);
+	tp_workers = NULL;
+	tp_nworkers = 0;
+	tp_stop = 0;
+}
+
+static int start_workers(int want)
+{
+	tp_workers = calloc(want, sizeof(pthread_t));
+	if (!tp_workers)
+		return 0;
+	for (int i = 0; i < want; i++) {
+		if (pthread_create(&tp_workers[i], NULL, worker, (void *)(intptr_t)(i + 1)))
+			break;
+		tp_nworkers++;
+	}
+	return tp_nworkers;
+}
+
+void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+{
+	int nt = npt_pool_threads();
+
+	if (n <= 0)
+		return;
+	if (grain < 1)
+		grain = 1;
+	int64_t nchunks = (n + grain - 1) / grain;
+
+	if (nchunks > nt)
+		nchunks = nt;
+	if (nchunks <= 1 || tp_inside) {
+		fn(arg, 0, n, 0);
+		return;
+	}
+	if (tp_nworkers != nt - 1) {
+		if (tp_nworkers)
+			stop_workers();
+		if (!start_workers(nt - 1)) {
+			fn(arg, 0, n, 0);
+			return;
+		}
+	}
+	if (nchunks > tp_nworkers + 1)
+		nchunks = tp_nworkers + 1;
+	job.fn = fn;
+	job.arg = arg;
+	job.n = n;
+	job.chunk = (n + nchunks - 1) / nchunks;
+	job.nchunks = (n + job.chunk - 1) / job.chunk;
+	atomic_store(&job.next, 0);
+	atomic_store(&job.left, job.nchunks);
+	pthread_mutex_lock(&tp_lock);
+	tp_gen++;
+	pthread_cond_broadcast(&tp_wake);
+	pthread_mutex_unlock(&tp_lock);
+	tp_inside = 1;
+	run_chunks(0);
+	tp_inside = 0;
+	pthread_mutex_lock(&tp_lock);
+	while (atomic_load(&job.left) > 0)
+		pthread_cond_wait(&tp_done, &tp_lock);
+	pthread_mutex_unlock(&tp_lock);
+}
+
+NPT_API npt_status_t npt_set_num_threads(int n)
+{
+	if (n < 0 || n > 256)
+		return npt_fail(NPT_E_INVAL, "set_num_threads: %d threads requested; use 1..256, "
+				"or 0 for the number of online CPUs", n);
+	if (n == 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	npt_eval_lock();
+	if (tp_nworkers)
+		stop_workers();
+	atomic_store(&tp_nthreads, n);
+	npt_blas_set_threads(n);
+	npt_eval_unlock();
+	return NPT_OK;
+}
+
+NPT_API int npt_get_num_threads(void)
+{
+	return npt_pool_threads();
+}

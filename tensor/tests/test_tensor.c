@@ -1,0 +1,761 @@
+/*
+ * test_tensor.c - C tests of libnptensor (TAP): negative tests (NULLs, rank
+ * and size overflow, writes into broadcast and read-only views, dtypes an op
+ * does not support, bad axes), error messages that name the op and the
+ * shapes, buffer accounting (a fused chain allocates only its output; the
+ * pool serves repeated evaluations; dead intermediates are reused in
+ * place), thread-count equivalence, and a randomised differential test of
+ * broadcasting elementwise ops against a naive reference written here.
+ * The NumPy differential test is tests/test_numpy.py.
+ */
+#include "nptensor.h"
+
+#include <dlpack/dlpack.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ntests, nfail;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("#   %s:%d: check failed: %s\n#   ", __FILE__,  \
+			       __LINE__, #cond);                               \
+			printf(__VA_ARGS__);                                   \
+			printf("\n");                                          \
+			return 0;                                              \
+		}                                                              \
+	} while (0)
+
+#define OK(call) CHECK((call) == NPT_OK, "%s -> %s", #call, npt_last_error())
+
+static void run(const char *name, int (*fn)(void))
+{
+	int ok = fn();
+
+	ntests++;
+	if (!ok)
+		nfail++;
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntests, name);
+	fflush(stdout);
+}
+
+static npt_tensor_t *f32_tensor(int nd, const int64_t *shape, unsigned seed)
+{
+	npt_tensor_t *t = NULL;
+	float *p;
+
+	if (npt_tensor_empty(NPT_F32, nd, shape, &t) || npt_tensor_data(t, (void **)&p))
+		return NULL;
+	srand(seed);
+	for (int64_t i = 0; i < npt_tensor_numel(t); i++)
+		p[i] = (float)(rand() % 2001 - 1000) / 64.0f;
+	return t;
+}
+
+/* ---- negative tests ---- */
+
+static int t_null_and_free(void)
+{
+	npt_tensor_t *t = NULL;
+
+	npt_tensor_free(NULL);
+	CHECK(npt_add(NULL, NULL, &t) == NPT_E_INVAL, "NULL operands");
+	CHECK(strstr(npt_last_error(), "add"), "message names the op: %s", npt_last_error());
+	CHECK(npt_tensor_empty(NPT_F32, 1, (int64_t[]){ 3 }, NULL) == NPT_E_INVAL, "NULL out");
+	CHECK(npt_tensor_empty((npt_dtype_t)99, 0, NULL, &t) == NPT_E_DTYPE, "bad dtype code");
+	CHECK(strcmp(npt_strerror(NPT_E_SHAPE), "") && strcmp(npt_strerror((npt_status_t)77), ""),
+	      "strerror");
+	return 1;
+}
+
+static int t_rank_and_overflow(void)
+{
+	int64_t shape[40];
+	npt_tensor_t *t = NULL, *r = NULL;
+
+	for (int i = 0; i < 40; i++)
+		shape[i] = 1;
+	CHECK(npt_tensor_empty(NPT_F32, 33, shape, &t) == NPT_E_RANK, "rank 33 accepted");
+	CHECK(strstr(npt_last_error(), "32"), "message says the limit: %s", npt_last_error());
+	OK(npt_tensor_empty(NPT_F32, 32, shape, &t));
+	CHECK(npt_tensor_unsqueeze(t, 0, &r) == NPT_E_RANK, "unsqueeze past 32");
+	npt_tensor_free(t);
+	int64_t big[2] = { INT64_MAX / 2, 4 };
+
+	CHECK(npt_tensor_empty(NPT_F32, 2, big, &t) == NPT_E_OVERFLOW, "overflowing size");
+	int64_t neg[1] = { -3 };
+
+	CHECK(npt_tensor_empty(NPT_F32, 1, neg, &t) == NPT_E_INVAL, "negative dim");
+	int64_t huge[3] = { 1 << 30, 1 << 30, 1 << 30 };
+
+	CHECK(npt_tensor_empty(NPT_F64, 3, huge, &t) == NPT_E_OVERFLOW, "2^90 elements");
+	/* broadcast_to an overflowing shape */
+	int64_t one = 1;
+
+	OK(npt_tensor_zeros(NPT_F32, 1, &one, &t));
+	int64_t bb[3] = { INT64_MAX / 4, INT64_MAX / 4, 2 };
+
+	CHECK(npt_tensor_broadcast_to(t, 3, bb, &r) == NPT_E_OVERFLOW, "broadcast overflow: %s",
+	      npt_last_error());
+	npt_tensor_free(t);
+	return 1;
+}
+
+static int t_broadcast_errors(void)
+{
+	int64_t s1[2] = { 2, 3 }, s2[1] = { 4 };
+	npt_tensor_t *a = f32_tensor(2, s1, 1), *b = f32_tensor(1, s2, 2), *c = NULL;
+
+	CHECK(a && b, "setup");
+	CHECK(npt_add(a, b, &c) == NPT_E_SHAPE && !c, "mismatched shapes accepted");
+	CHECK(strstr(npt_last_error(), "add: operands could not be broadcast together with "
+		     "shapes (2,3) (4,)"), "message: %s", npt_last_error());
+	npt_tensor_t *w = NULL;
+
+	CHECK(npt_where(a, a, b, &w) == NPT_E_SHAPE, "where 3-way mismatch");
+	CHECK(strstr(npt_last_error(), "(2,3) (2,3) (4,)"), "where message: %s", npt_last_error());
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	return 1;
+}
+
+static int t_write_broadcast_view(void)
+{
+	int64_t s[1] = { 4 }, big[2] = { 3, 4 };
+	npt_tensor_t *row = f32_tensor(1, s, 3), *v = NULL, *sum = NULL, *other = NULL;
+
+	OK(npt_tensor_broadcast_to(row, 2, big, &v));
+	CHECK(!npt_tensor_is_writable(v), "broadcast view is writable");
+	CHECK(npt_tensor_shares_buffer(v, row), "broadcast_to copied");
+	CHECK(npt_tensor_strides(v)[0] == 0, "stride 0 expected");
+	other = f32_tensor(2, big, 4);
+	OK(npt_add(other, other, &sum));
+	CHECK(npt_tensor_eval_into(sum, v) == NPT_E_READONLY, "write into a broadcast view");
+	CHECK(strstr(npt_last_error(), "broadcast"), "message: %s", npt_last_error());
+	/* the output is never broadcast: (1,4) out for a (3,4) result */
+	npt_tensor_t *small = NULL;
+	int64_t s14[2] = { 1, 4 };
+
+	OK(npt_tensor_zeros(NPT_F32, 2, s14, &small));
+	CHECK(npt_tensor_eval_into(sum, small) == NPT_E_SHAPE, "broadcast output");
+	npt_tensor_free(small);
+	npt_tensor_free(sum);
+	npt_tensor_free(other);
+	npt_tensor_free(v);
+	npt_tensor_free(row);
+	return 1;
+}
+
+static int released;
+static void on_release(void *arg)
+{
+	released += *(int *)arg;
+}
+
+static int t_readonly_borrowed(void)
+{
+	static float weights[6] = { 1, 2, 3, 4, 5, 6 };
+	int64_t s[2] = { 2, 3 };
+	int one = 1;
+	npt_tensor_t *w = NULL, *y = NULL, *view = NULL;
+	float *p;
+
+	released = 0;
+	OK(npt_tensor_from_data(weights, NPT_F32, 2, s, NULL, NPT_BORROW_READONLY, on_release,
+				&one, &w));
+	CHECK(!npt_tensor_is_writable(w), "read-only borrowed is writable");
+	OK(npt_add(w, w, &y));
+	OK(npt_tensor_data(y, (void **)&p));
+	CHECK(p[5] == 12.0f, "reading borrowed memory");
+	CHECK(npt_tensor_eval_into(y, w) == NPT_E_READONLY, "write into read-only weights");
+	CHECK(strstr(npt_last_error(), "read-only"), "message: %s", npt_last_error());
+	OK(npt_tensor_transpose(w, 0, 1, &view));
+	npt_tensor_free(w);
+	CHECK(released == 0, "released while a view is alive");
+	npt_tensor_free(view);
+	npt_tensor_free(y);
+	CHECK(released == 1, "release callback ran %d times", released);
+	CHECK(npt_tensor_from_data(weights, NPT_F32, 2, s, NULL, 0x8, NULL, NULL, &w) ==
+	      NPT_E_INVAL, "unknown flag accepted");
+	return 1;
+}
+
+static int t_dtype_errors(void)
+{
+	int64_t s[1] = { 3 };
+	npt_tensor_t *b = NULL, *i = NULL, *r = NULL;
+
+	OK(npt_tensor_zeros(NPT_BOOL, 1, s, &b));
+	OK(npt_tensor_zeros(NPT_I32, 1, s, &i));
+	CHECK(npt_sub(b, b, &r) == NPT_E_DTYPE, "bool subtract (NumPy TypeError)");
+	CHECK(npt_unary(NPT_OP_NEG, b, &r) == NPT_E_DTYPE, "bool negative");
+	CHECK(npt_softmax(i, 0, &r) == NPT_E_DTYPE, "softmax of int");
+	CHECK(strstr(npt_last_error(), "int32"), "message names the dtype: %s", npt_last_error());
+	CHECK(npt_layernorm(i, 0, NULL, NULL, 1e-5, &r) == NPT_E_DTYPE, "layernorm of int");
+	/* float result into an int output: same_kind violation */
+	npt_tensor_t *f = NULL, *e = NULL;
+
+	OK(npt_tensor_zeros(NPT_F32, 1, s, &f));
+	OK(npt_add(f, f, &e));
+	CHECK(npt_tensor_eval_into(e, i) == NPT_E_DTYPE, "same_kind casting");
+	npt_tensor_free(e);
+	/* integer ** negative: a value error at evaluation */
+	int32_t *ip;
+
+	OK(npt_tensor_data(i, (void **)&ip));
+	ip[1] = -1;
+	OK(npt_binary(NPT_OP_POW, i, i, &r));
+	CHECK(npt_tensor_eval(r) == NPT_E_VALUE, "int ** negative");
+	CHECK(strstr(npt_last_error(), "negative integer powers"), "%s", npt_last_error());
+	npt_tensor_free(r);
+	npt_tensor_free(f);
+	npt_tensor_free(b);
+	npt_tensor_free(i);
+	return 1;
+}
+
+static int t_axis_and_empty(void)
+{
+	int64_t s[2] = { 0, 3 };
+	npt_tensor_t *t = NULL, *r = NULL;
+	int ax[2] = { 1, 1 }, bad = 2;
+
+	OK(npt_tensor_zeros(NPT_F32, 2, s, &t));
+	CHECK(npt_reduce(NPT_RED_MAX, t, 1, (int[]){ 0 }, false, &r) == NPT_E_EMPTY,
+	      "max over empty axis");
+	CHECK(strstr(npt_last_error(), "zero-size array to reduction operation maximum"), "%s",
+	      npt_last_error());
+	OK(npt_reduce(NPT_RED_MAX, t, 1, (int[]){ 1 }, false, &r)); /* (0,) result: fine */
+	npt_tensor_free(r);
+	CHECK(npt_argmax(t, NPT_AXIS_ALL, false, &r) == NPT_E_EMPTY, "argmax of empty");
+	OK(npt_reduce(NPT_RED_SUM, t, -1, NULL, false, &r));
+	double *d;
+	float *fp;
+
+	OK(npt_tensor_data(r, (void **)&fp));
+	CHECK(*fp == 0.0f, "sum of empty is 0");
+	npt_tensor_free(r);
+	OK(npt_reduce(NPT_RED_PROD, t, -1, NULL, false, &r));
+	OK(npt_tensor_data(r, (void **)&fp));
+	CHECK(*fp == 1.0f, "prod of empty is 1");
+	npt_tensor_free(r);
+	CHECK(npt_reduce(NPT_RED_SUM, t, 2, ax, false, &r) == NPT_E_AXIS, "duplicate axis");
+	CHECK(npt_reduce(NPT_RED_SUM, t, 1, &bad, false, &r) == NPT_E_AXIS, "axis range");
+	CHECK(strstr(npt_last_error(), "axis 2 is out of bounds"), "%s", npt_last_error());
+	npt_tensor_t *m = NULL;
+	int64_t e1[1] = { 0 };
+
+	npt_tensor_free(t);
+	OK(npt_tensor_zeros(NPT_I32, 1, e1, &t));
+	OK(npt_reduce(NPT_RED_MEAN, t, -1, NULL, false, &m));
+	OK(npt_tensor_data(m, (void **)&d));
+	CHECK(isnan(*d) && npt_tensor_dtype(m) == NPT_F64, "mean of empty int is f64 NaN");
+	npt_tensor_free(m);
+	npt_tensor_free(t);
+	return 1;
+}
+
+static int t_matmul_errors(void)
+{
+	int64_t s1[2] = { 2, 3 }, s2[2] = { 4, 5 }, s0 = 0;
+	npt_tensor_t *a = f32_tensor(2, s1, 5), *b = f32_tensor(2, s2, 6), *r = NULL, *z = NULL;
+
+	CHECK(npt_matmul(a, b, &r) == NPT_E_SHAPE, "core dim mismatch");
+	CHECK(strstr(npt_last_error(), "(2,3) (4,5)"), "%s", npt_last_error());
+	OK(npt_tensor_zeros(NPT_F32, 0, &s0, &z));
+	CHECK(npt_matmul(z, a, &r) == NPT_E_SHAPE, "0-d operand");
+	npt_tensor_free(z);
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	return 1;
+}
+
+/* ---- accounting ---- */
+
+static int t_fused_chain_allocates_output_only(void)
+{
+	int64_t s[2] = { 512, 256 }, row[1] = { 256 }, col[2] = { 512, 1 };
+	npt_tensor_t *a = f32_tensor(2, s, 7), *b = f32_tensor(1, row, 8), *c = f32_tensor(2, col, 9);
+	npt_tensor_t *t1, *t2, *t3, *t4, *t5;
+	npt_stats_t st;
+
+	/* (a*b + c)/b - c: five ops, row and column broadcasts */
+	OK(npt_mul(a, b, &t1));
+	OK(npt_add(t1, c, &t2));
+	npt_tensor_free(t1);
+	OK(npt_div(t2, b, &t3));
+	npt_tensor_free(t2);
+	OK(npt_sub(t3, c, &t4));
+	npt_tensor_free(t3);
+	OK(npt_unary(NPT_OP_EXP, t4, &t5));
+	npt_tensor_free(t4);
+	npt_stats_reset();
+	OK(npt_tensor_eval(t5));
+	npt_stats_get(&st);
+	CHECK(st.os_bytes + st.reused_bytes == 512 * 256 * 4,
+	      "fused chain allocated %llu bytes; the output is %d",
+	      (unsigned long long)(st.os_bytes + st.reused_bytes), 512 * 256 * 4);
+	CHECK(st.materialized_bytes == 0, "broadcasts were copied");
+	npt_tensor_free(t5);
+	/* the same chain again: served from the pool, no fresh memory */
+	OK(npt_mul(a, b, &t1));
+	OK(npt_add(t1, c, &t2));
+	npt_tensor_free(t1);
+	npt_stats_reset();
+	OK(npt_tensor_eval(t2));
+	npt_stats_get(&st);
+	CHECK(st.os_bytes == 0 && st.reused_bytes == 512 * 256 * 4,
+	      "pool reuse: os %llu reused %llu", (unsigned long long)st.os_bytes,
+	      (unsigned long long)st.reused_bytes);
+	npt_tensor_free(t2);
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	npt_tensor_free(c);
+	return 1;
+}
+
+static int t_reduce_prologue_fused(void)
+{
+	int64_t s[3] = { 64, 32, 48 }, w[1] = { 48 };
+	npt_tensor_t *a = f32_tensor(3, s, 30), *b = f32_tensor(1, w, 31), *m, *r, *ref, *ma;
+	npt_stats_t st;
+	float *p, *q;
+
+	OK(npt_mul(a, b, &m));
+	OK(npt_sum_to_shape(m, 1, w, &r));
+	npt_tensor_free(m);
+	npt_stats_reset();
+	OK(npt_tensor_eval(r));
+	npt_stats_get(&st);
+	CHECK(st.os_bytes + st.reused_bytes == 48 * 4, "sum_to_shape(a*b) allocated %llu bytes",
+	      (unsigned long long)(st.os_bytes + st.reused_bytes));
+	/* same values as with a materialised product */
+	OK(npt_mul(a, b, &ma));
+	OK(npt_tensor_eval(ma));
+	OK(npt_sum_to_shape(ma, 1, w, &ref));
+	OK(npt_tensor_data(r, (void **)&p));
+	OK(npt_tensor_data(ref, (void **)&q));
+	CHECK(!memcmp(p, q, 48 * 4), "fused and unfused sums differ");
+	npt_tensor_free(ma);
+	npt_tensor_free(ref);
+	npt_tensor_free(r);
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	return 1;
+}
+
+/* outputs >= 16 MiB take the streaming-store path: same bits as plain math */
+static int t_streaming_outputs(void)
+{
+	int64_t s[2] = { 4100, 1030 }, r[1] = { 1030 }, c[2] = { 4100, 1 }, os[2] = { 4100, 1031 };
+	npt_tensor_t *x = f32_tensor(2, s, 40), *row = f32_tensor(1, r, 41), *col = f32_tensor(2, c, 42);
+	npt_tensor_t *t1, *t2, *t3, *t4, *big, *view;
+	float *px, *pr, *pc, *po;
+
+	OK(npt_mul(x, row, &t1));
+	OK(npt_add(t1, col, &t2));
+	OK(npt_div(t2, row, &t3));
+	OK(npt_sub(col, t3, &t4)); /* scalar-vector form last */
+	OK(npt_tensor_zeros(NPT_F32, 2, os, &big));
+	OK(npt_tensor_slice(big, 1, 1, NPT_SLICE_END, 1, &view)); /* misaligned rows */
+	OK(npt_tensor_eval_into(t4, view));
+	OK(npt_tensor_data(x, (void **)&px));
+	OK(npt_tensor_data(row, (void **)&pr));
+	OK(npt_tensor_data(col, (void **)&pc));
+	OK(npt_tensor_data(view, (void **)&po));
+	for (int64_t i = 0; i < s[0]; i++)
+		for (int64_t j = 0; j < s[1]; j++) {
+			volatile float m = px[i * s[1] + j] * pr[j];
+			volatile float a = m + pc[i];
+			volatile float d = a / pr[j];
+			float want = pc[i] - d, got = po[i * os[1] + j];
+
+			CHECK(memcmp(&want, &got, 4) == 0, "(%lld,%lld): got %a want %a", (long long)i,
+			      (long long)j, got, want);
+		}
+	OK(npt_tensor_eval(t4)); /* fresh big output, aligned */
+	OK(npt_tensor_data(t4, (void **)&po));
+	for (int64_t i = 0; i < s[0]; i += 97)
+		for (int64_t j = 0; j < s[1]; j++) {
+			float got = po[i * s[1] + j];
+			float *v;
+
+			OK(npt_tensor_data(view, (void **)&v));
+			CHECK(memcmp(&got, &v[i * os[1] + j], 4) == 0, "fresh vs out= differ");
+		}
+	/* layernorm rows: streamed (16.9 MB output) and cached (a 2000-row slice) agree */
+	npt_tensor_t *ln, *part, *lnp;
+	float *a1, *a2;
+
+	OK(npt_layernorm(x, 1, row, NULL, 1e-5, &ln));
+	OK(npt_tensor_slice(x, 0, 0, 2000, 1, &part));
+	OK(npt_layernorm(part, 1, row, NULL, 1e-5, &lnp));
+	OK(npt_tensor_data(ln, (void **)&a1));
+	OK(npt_tensor_data(lnp, (void **)&a2));
+	CHECK(!memcmp(a1, a2, 2000 * 1030 * 4), "streamed layernorm differs");
+	npt_tensor_free(ln);
+	npt_tensor_free(lnp);
+	npt_tensor_free(part);
+	npt_tensor_free(t1);
+	npt_tensor_free(t2);
+	npt_tensor_free(t3);
+	npt_tensor_free(t4);
+	npt_tensor_free(view);
+	npt_tensor_free(big);
+	npt_tensor_free(x);
+	npt_tensor_free(row);
+	npt_tensor_free(col);
+	return 1;
+}
+
+static int t_strerror_all(void)
+{
+	for (int s = NPT_OK; s <= NPT_E_UNSUPPORTED; s++)
+		for (int k = s + 1; k <= NPT_E_UNSUPPORTED; k++)
+			CHECK(strcmp(npt_strerror(s), npt_strerror(k)), "statuses %d and %d share "
+			      "a message", s, k);
+	CHECK(strstr(npt_strerror((npt_status_t)999), "unknown"), "unknown status");
+	for (int d = 0; d < NPT_NDTYPES; d++)
+		CHECK(npt_dtype_size(d) > 0 && strcmp(npt_dtype_name(d), "invalid-dtype"), "dtype %d",
+		      d);
+	return 1;
+}
+
+static int t_dead_intermediate_reused_in_place(void)
+{
+	int64_t s[2] = { 256, 256 };
+	int64_t one = 1;
+	npt_tensor_t *a = f32_tensor(2, s, 10), *m, *sm, *y, *two = f32_tensor(1, &one, 3);
+	npt_stats_t st;
+
+	/* softmax is a fusion boundary: its result is an intermediate that dies
+	 * when y is computed, so y is written into softmax's buffer */
+	OK(npt_softmax(a, 1, &sm));
+	OK(npt_mul(sm, two, &m));
+	npt_tensor_free(sm);
+	OK(npt_unary(NPT_OP_ABS, m, &sm));
+	npt_tensor_free(m);
+	OK(npt_unary(NPT_OP_SQRT, sm, &y));
+	npt_tensor_free(sm);
+	npt_stats_reset();
+	OK(npt_tensor_eval(y));
+	npt_stats_get(&st);
+	CHECK(st.inplace_bytes == 256 * 256 * 4, "in-place bytes %llu",
+	      (unsigned long long)st.inplace_bytes);
+	CHECK(st.os_bytes + st.reused_bytes == 256 * 256 * 4, "allocated %llu",
+	      (unsigned long long)(st.os_bytes + st.reused_bytes));
+	float *p;
+
+	OK(npt_tensor_data(y, (void **)&p));
+	double rs = 0;
+
+	float *tp;
+
+	OK(npt_tensor_data(two, (void **)&tp));
+	for (int i = 0; i < 256; i++)
+		rs += p[i] * p[i];
+	CHECK(fabs(rs - fabs(*tp)) < 1e-3, "sum of sqrt(softmax*c)^2 over a row is |c|: %g %g",
+	      rs, *tp);
+	npt_tensor_free(y);
+	/* a held lazy intermediate keeps its input alive: no in-place reuse then */
+	npt_tensor_t *held, *z, *smc;
+
+	OK(npt_softmax(a, 1, &sm));
+	OK(npt_mul(sm, two, &held)); /* the caller keeps `held` */
+	npt_tensor_free(sm);
+	OK(npt_unary(NPT_OP_ABS, held, &z));
+	npt_stats_reset();
+	OK(npt_tensor_eval(z));
+	npt_stats_get(&st);
+	CHECK(st.inplace_bytes == 0, "reused the buffer of a value a held tensor still needs");
+	OK(npt_softmax(a, 1, &sm));
+	OK(npt_mul(sm, two, &smc));
+	npt_tensor_free(sm);
+	float *h, *c;
+
+	OK(npt_tensor_data(held, (void **)&h));
+	OK(npt_tensor_data(smc, (void **)&c));
+	CHECK(!memcmp(h, c, 256 * 256 * 4), "held lazy tensor computed wrong values");
+	npt_tensor_free(smc);
+	npt_tensor_free(z);
+	npt_tensor_free(held);
+	npt_tensor_free(two);
+	npt_tensor_free(a);
+	return 1;
+}
+
+static char logbuf[4096];
+static void on_log(npt_log_level_t lvl, const char *msg, void *arg)
+{
+	(void)lvl;
+	(void)arg;
+	snprintf(logbuf, sizeof(logbuf), "%s", msg);
+}
+
+static int t_materialize_report(void)
+{
+	int64_t s[3] = { 4, 64, 32 }, w[2] = { 32, 16 };
+	npt_tensor_t *a = f32_tensor(3, s, 11), *b = f32_tensor(2, w, 12), *bt, *r;
+
+	npt_set_log_callback(on_log, NULL);
+	npt_set_materialize_threshold(0);
+	logbuf[0] = 0;
+	/* a stride-0 batch of b is fine for BLAS (per-batch pointer); a stride-0
+	 * inner dim is not: expand a (1,32)->(64,32) row as the matrix */
+	int64_t one[2] = { 1, 32 }, ex[2] = { 64, 32 };
+	npt_tensor_t *row = f32_tensor(2, one, 13);
+
+	OK(npt_tensor_expand(row, 2, ex, &bt));
+	OK(npt_matmul(bt, b, &r));
+	OK(npt_tensor_eval(r));
+	CHECK(strstr(logbuf, "matmul") && strstr(logbuf, "(64,32)"), "log: %s", logbuf);
+	npt_tensor_free(r);
+	npt_set_expand_mode(NPT_EXPAND_VIEW);
+	OK(npt_matmul(bt, b, &r));
+	CHECK(npt_tensor_eval(r) == NPT_E_WOULD_COPY, "VIEW mode must refuse the copy");
+	npt_set_expand_mode(NPT_EXPAND_AUTO);
+	npt_tensor_free(r);
+	npt_set_materialize_threshold(16 << 20);
+	npt_set_log_callback(NULL, NULL);
+	npt_tensor_free(bt);
+	npt_tensor_free(row);
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	return 1;
+}
+
+/* ---- threads ---- */
+
+static int t_threads_equivalence(void)
+{
+	int64_t s[2] = { 700, 900 }, r[1] = { 900 };
+	float *res[3];
+
+	for (int k = 0; k < 3; k++) {
+		npt_tensor_t *a = f32_tensor(2, s, 14), *b = f32_tensor(1, r, 15), *t1, *t2, *t3;
+
+		OK(npt_set_num_threads(k == 0 ? 1 : k == 1 ? 2 : 4));
+		OK(npt_mul(a, b, &t1));
+		OK(npt_unary(NPT_OP_TANH, t1, &t2));
+		OK(npt_layernorm(t2, 1, NULL, NULL, 1e-5, &t3));
+		float *p;
+
+		OK(npt_tensor_data(t3, (void **)&p));
+		res[k] = malloc(700 * 900 * sizeof(float));
+		memcpy(res[k], p, 700 * 900 * sizeof(float));
+		npt_tensor_free(t1);
+		npt_tensor_free(t2);
+		npt_tensor_free(t3);
+		npt_tensor_free(a);
+		npt_tensor_free(b);
+	}
+	OK(npt_set_num_threads(0));
+	CHECK(npt_get_num_threads() >= 1, "thread count");
+	CHECK(npt_set_num_threads(-1) == NPT_E_INVAL, "negative thread count");
+	int same = !memcmp(res[0], res[1], 700 * 900 * 4) && !memcmp(res[0], res[2], 700 * 900 * 4);
+
+	for (int k = 0; k < 3; k++)
+		free(res[k]);
+	CHECK(same, "results differ between 1, 2 and 4 threads");
+	return 1;
+}
+
+/* ---- naive-reference differential test of broadcasting ---- */
+
+static double ref_op(int op, double x, double y)
+{
+	switch (op) {
+	case NPT_OP_ADD: return x + y;
+	case NPT_OP_SUB: return x - y;
+	case NPT_OP_MUL: return x * y;
+	case NPT_OP_MAXIMUM: return x >= y ? x : y;
+	default: return x < y;
+	}
+}
+
+static int t_random_broadcast_vs_naive(void)
+{
+	unsigned seed = 4242;
+	int ops[5] = { NPT_OP_ADD, NPT_OP_SUB, NPT_OP_MUL, NPT_OP_MAXIMUM, NPT_OP_LT };
+
+	for (int iter = 0; iter < 300; iter++) {
+		int nd = rand_r(&seed) % 5;
+		int64_t os[4], as[4], bs[4];
+		int na = nd - (nd ? rand_r(&seed) % (nd + 1) : 0), nb = nd;
+
+		for (int d = 0; d < nd; d++) {
+			os[d] = rand_r(&seed) % 4;
+			as[d] = bs[d] = os[d];
+			if (rand_r(&seed) % 3 == 0)
+				bs[d] = 1;
+		}
+		for (int d = 0; d < na; d++)
+			as[d] = rand_r(&seed) % 3 == 0 ? 1 : os[nd - na + d];
+		/* b: a reversed (negative stride) view of a fresh tensor */
+		npt_tensor_t *a = f32_tensor(na, as, iter), *b0 = f32_tensor(nb, bs, iter + 1000);
+		npt_tensor_t *b = b0, *r = NULL;
+
+		CHECK(a && b0, "setup");
+		if (nb && bs[nb - 1] > 1)
+			OK(npt_tensor_slice(b0, nb - 1, NPT_SLICE_END, NPT_SLICE_END, -1, &b));
+		else
+			npt_tensor_retain(b);
+		int op = ops[iter % 5];
+
+		OK(npt_binary(op, a, b, &r));
+		void *rp;
+		float *ap, *bp;
+
+		OK(npt_tensor_data(r, &rp));
+		OK(npt_tensor_data(a, (void **)&ap));
+		OK(npt_tensor_data(b, (void **)&bp));
+		int64_t n = npt_tensor_numel(r);
+		const int64_t *rs = npt_tensor_shape(r);
+
+		CHECK(npt_tensor_ndim(r) == nd, "result rank");
+		for (int d = 0; d < nd; d++) /* a size-1 dim in both stays 1 */
+			CHECK(rs[d] == os[d] || (rs[d] == 1 && bs[d] == 1), "result shape");
+
+		for (int64_t i = 0; i < n; i++) {
+			int64_t rem = i, ao = 0, bo = 0;
+
+			for (int d = nd - 1; d >= 0; d--) {
+				int64_t idx = rem % rs[d];
+
+				rem /= rs[d];
+				int ka = d - (nd - na);
+
+				if (ka >= 0 && as[ka] != 1)
+					ao += idx * npt_tensor_strides(a)[ka];
+				if (bs[d] != 1)
+					bo += idx * npt_tensor_strides(b)[d];
+			}
+			double want = ref_op(op, ap[ao], bp[bo]);
+			double got = op == NPT_OP_LT ? ((uint8_t *)rp)[i] : ((float *)rp)[i];
+
+			CHECK((float)want == (float)got, "iter %d op %s elem %lld: got %g want %g "
+			      "(nd %d na %d: out %lld,%lld a %lld,%lld b %lld,%lld)",
+			      iter, npt_op_name(op), (long long)i, got, want, nd, na,
+			      (long long)os[0], (long long)os[1], (long long)as[0],
+			      (long long)as[1], (long long)bs[2], (long long)bs[3]);
+		}
+		npt_tensor_free(r);
+		npt_tensor_free(b);
+		npt_tensor_free(b0);
+		npt_tensor_free(a);
+	}
+	return 1;
+}
+
+static int t_dlpack_roundtrip(void)
+{
+	int64_t s[2] = { 3, 4 };
+	npt_tensor_t *a = f32_tensor(2, s, 16), *t = NULL, *b = NULL;
+	struct DLManagedTensor *m = NULL;
+
+	OK(npt_tensor_transpose(a, 0, 1, &t));
+	OK(npt_tensor_to_dlpack(t, &m));
+	CHECK(m->dl_tensor.strides[0] == 1 && m->dl_tensor.strides[1] == 4, "element strides");
+	OK(npt_tensor_from_dlpack(m, false, &b));
+	CHECK(npt_tensor_shape(b)[0] == 4 && npt_tensor_strides(b)[1] == 4, "imported view");
+	float *pa, *pb;
+
+	OK(npt_tensor_data(t, (void **)&pa));
+	OK(npt_tensor_data(b, (void **)&pb));
+	CHECK(pa == pb, "zero copy");
+	npt_tensor_free(t);
+	npt_tensor_free(a);
+	npt_tensor_free(b); /* runs the deleter, which frees the last reference */
+	return 1;
+}
+
+static int t_lazy_write_barrier(void)
+{
+	int64_t s[1] = { 8 };
+	npt_tensor_t *a = f32_tensor(1, s, 17), *y = NULL, *z = NULL;
+	float before, *p, *q;
+
+	OK(npt_tensor_data(a, (void **)&p));
+	before = p[3];
+	OK(npt_add(a, a, &y)); /* lazy, reads a */
+	OK(npt_mul(a, a, &z));
+	OK(npt_tensor_eval_into(z, a)); /* a = a*a in place: y must see the old a */
+	OK(npt_tensor_data(y, (void **)&q));
+	CHECK(q[3] == before + before, "lazy reader saw a later write: %g vs %g", q[3],
+	      2 * before);
+	npt_tensor_free(y);
+	npt_tensor_free(z);
+	npt_tensor_free(a);
+	return 1;
+}
+
+static int t_long_chain(void)
+{
+	int64_t s[1] = { 1000 };
+	npt_tensor_t *a = f32_tensor(1, s, 18), *x;
+	npt_stats_t st;
+
+	/* a 200000-node chain is freed without deep recursion */
+	x = npt_tensor_retain(a);
+	for (int i = 0; i < 200000; i++) {
+		npt_tensor_t *y;
+
+		OK(npt_unary(NPT_OP_NEG, x, &y));
+		npt_tensor_free(x);
+		x = y;
+	}
+	npt_tensor_free(x);
+	x = npt_tensor_retain(a);
+	for (int i = 0; i < 500; i++) { /* beyond one program's capacity: split, still right */
+		npt_tensor_t *y;
+
+		OK(npt_add(x, a, &y));
+		npt_tensor_free(x);
+		x = y;
+	}
+	npt_stats_reset();
+	float *p, *pa;
+
+	OK(npt_tensor_data(x, (void **)&p));
+	npt_stats_get(&st);
+	OK(npt_tensor_data(a, (void **)&pa));
+	CHECK(fabsf(p[7] - 501 * pa[7]) <= 1e-3f * fabsf(501 * pa[7]) + 1e-3f, "%g vs %g", p[7],
+	      501 * pa[7]);
+	npt_tensor_free(x);
+	npt_tensor_free(a);
+	return 1;
+}
+
+int main(void)
+{
+	printf("1..19\n");
+	npt_set_expand_mode(NPT_EXPAND_AUTO); /* the accounting tests assume it, whatever the env */
+	run("NULL arguments, destroy(NULL), bad dtype codes", t_null_and_free);
+	run("rank > 32 and overflowing sizes are refused", t_rank_and_overflow);
+	run("broadcast errors name the op and list the shapes", t_broadcast_errors);
+	run("writes into broadcast views and broadcast outputs are refused",
+	    t_write_broadcast_view);
+	run("read-only borrowed buffers refuse writes; release runs once", t_readonly_borrowed);
+	run("unsupported dtypes, same_kind casting, int ** negative", t_dtype_errors);
+	run("axis errors, empty max/argmax errors, sum/prod/mean identities", t_axis_and_empty);
+	run("matmul shape errors", t_matmul_errors);
+	run("a fused 5-op chain allocates only its output; the pool serves the next",
+	    t_fused_chain_allocates_output_only);
+	run("a dead intermediate's buffer is reused in place", t_dead_intermediate_reused_in_place);
+	run("implicit materialisation is reported; VIEW mode refuses it", t_materialize_report);
+	run("1, 2 and 4 threads give identical results", t_threads_equivalence);
+	run("random broadcasting vs a naive reference (negative strides)",
+	    t_random_broadcast_vs_naive);
+	run("DLPack export/import round trip without copies", t_dlpack_roundtrip);
+	run("a write into a buffer evaluates lazy readers first", t_lazy_write_barrier);
+	run("a 500-op chain evaluates correctly; a 200000-node graph frees", t_long_chain);
+	run("an elementwise prologue fuses into sum_to_shape (no intermediate)",
+	    t_reduce_prologue_fused);
+	run("every status and dtype has its own name", t_strerror_all);
+	run("outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact",
+	    t_streaming_outputs);
+	return nfail ? 1 : 0;
+}
