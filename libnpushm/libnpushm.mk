@@ -1,1 +1,147 @@
-# libnpushm.mk - build and test rules for libnpushm/ (filled in by the libnpushm work).
+# libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
+#
+#   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests,
+#                            the demo and benchmark programs
+#   make check-libnpushm     the test suite on the posix backend, natively
+#   make check-libnpushm-kmod  the same suite on the kmod backend, in the VM
+#   make run-demo            the shared-weights demo (make demo = setup + build + this);
+#                            NPUSHM_BACKEND=kmod runs it in the VM with the module
+#   make fuzz                libFuzzer on the safetensors header parser
+#                            (LIBNPUSHM_FUZZ_SECONDS, default 600)
+#   make bench-weights       the shared-weights benchmark (bench/weights/)
+
+LIBNPUSHM_DIR := $(CURDIR)/libnpushm
+LIBNPUSHM_OBJDIR := $(BUILD)/obj/libnpushm
+LIBNPUSHM_TESTDIR := $(BUILD)/libnpushm
+
+LIBNPUSHM_PKGS := libnl-genl-3.0 json-c libxxhash
+LIBNPUSHM_PKG_CFLAGS := $(shell pkg-config --cflags $(LIBNPUSHM_PKGS) 2>/dev/null || echo -I/usr/include/libnl3)
+LIBNPUSHM_PKG_LIBS := $(shell pkg-config --libs $(LIBNPUSHM_PKGS) 2>/dev/null || echo -lnl-genl-3 -lnl-3 -ljson-c -lxxhash)
+
+LIBNPUSHM_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(LIBNPUSHM_DIR)/include $(LIBNPUSHM_PKG_CFLAGS)
+LIBNPUSHM_LIB_CFLAGS := $(LIBNPUSHM_CFLAGS) -DNPUSHM_BUILDING_LIBRARY -fvisibility=hidden -I$(LIBNPUSHM_DIR)/src
+LIBNPUSHM_LIBS := $(LIBNPUSHM_PKG_LIBS) -lpthread
+
+LIBNPUSHM_SRCS := $(wildcard $(LIBNPUSHM_DIR)/src/*.c)
+LIBNPUSHM_HDRS := $(wildcard $(LIBNPUSHM_DIR)/src/*.h) $(LIBNPUSHM_DIR)/include/npushm.h \
+	$(CURDIR)/include/uapi/linux/npushm.h
+LIBNPUSHM_OBJS := $(patsubst $(LIBNPUSHM_DIR)/src/%.c,$(LIBNPUSHM_OBJDIR)/%.o,$(LIBNPUSHM_SRCS))
+
+LIBNPUSHM_SO := $(LIBDIR)/libnpushm.so
+LIBNPUSHM_A := $(LIBDIR)/libnpushm.a
+LIBNPUSHM_CLI := $(BINDIR)/npushm
+# Programs linked against the shared library find it next to themselves.
+LIBNPUSHM_RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+LIBNPUSHM_TEST_RPATH := -Wl,-rpath,$(LIBDIR)
+
+USER_TARGETS += $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI)
+
+$(LIBNPUSHM_OBJDIR)/%.o: $(LIBNPUSHM_DIR)/src/%.c $(LIBNPUSHM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_LIB_CFLAGS) -c $< -o $@
+
+$(LIBNPUSHM_SO): $(LIBNPUSHM_OBJS) $(LIBNPUSHM_DIR)/libnpushm.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LIBNPUSHM_OBJS) -Wl,-soname,libnpushm.so \
+		-Wl,--version-script,$(LIBNPUSHM_DIR)/libnpushm.map -Wl,--no-undefined $(LIBNPUSHM_LIBS)
+
+$(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $(LIBNPUSHM_OBJS)
+
+# ------------------------------------------------------------------ the CLI
+LIBNPUSHM_CLI_SRCS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.c)
+LIBNPUSHM_CLI_HDRS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.h)
+
+$(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -o $@ $(LIBNPUSHM_CLI_SRCS) -L$(LIBDIR) -lnpushm \
+		$(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
+
+# ---------------------------------------------------------------- the tests
+LIBNPUSHM_TEST_SRCS := $(wildcard $(LIBNPUSHM_DIR)/tests/*.c)
+LIBNPUSHM_TESTS := $(LIBNPUSHM_TESTDIR)/npushm-tests
+USER_TARGETS += $(LIBNPUSHM_TESTS)
+
+# Linked statically so the tests can reach the parser and the manifest checker.
+$(LIBNPUSHM_TESTS): $(LIBNPUSHM_TEST_SRCS) $(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
+		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
+
+# ------------------------------------------------------------------- fuzzing
+# Opt-in: make fuzz [LIBNPUSHM_FUZZ_SECONDS=600]. The committed corpus is copied
+# so the run does not rewrite it; crashes land in build/libnpushm/fuzz-artifacts
+# and belong in libnpushm/fuzz/regressions/ (tests parse every file there).
+LIBNPUSHM_FUZZ := $(LIBNPUSHM_TESTDIR)/fuzz-safetensors
+LIBNPUSHM_FUZZ_SECONDS ?= 600
+LIBNPUSHM_FUZZ_SRCS := $(LIBNPUSHM_DIR)/fuzz/fuzz_safetensors.c $(LIBNPUSHM_DIR)/src/safetensors.c \
+	$(LIBNPUSHM_DIR)/src/dtype.c $(LIBNPUSHM_DIR)/src/status.c
+
+$(LIBNPUSHM_FUZZ): $(LIBNPUSHM_FUZZ_SRCS) $(LIBNPUSHM_HDRS)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -I$(LIBNPUSHM_DIR)/include -I$(LIBNPUSHM_DIR)/src \
+		$(LIBNPUSHM_PKG_CFLAGS) -o $@ $(LIBNPUSHM_FUZZ_SRCS) -ljson-c
+
+.PHONY: fuzz libnpushm-fuzz
+fuzz: libnpushm-fuzz
+libnpushm-fuzz: $(LIBNPUSHM_FUZZ)
+	@rm -rf $(LIBNPUSHM_TESTDIR)/fuzz-corpus && mkdir -p $(LIBNPUSHM_TESTDIR)/fuzz-artifacts
+	@cp -r $(LIBNPUSHM_DIR)/fuzz/corpus $(LIBNPUSHM_TESTDIR)/fuzz-corpus
+	$(LIBNPUSHM_FUZZ) -max_total_time=$(LIBNPUSHM_FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+		-dict=$(LIBNPUSHM_DIR)/fuzz/safetensors.dict -print_final_stats=1 \
+		-artifact_prefix=$(LIBNPUSHM_TESTDIR)/fuzz-artifacts/ \
+		$(LIBNPUSHM_TESTDIR)/fuzz-corpus $(LIBNPUSHM_DIR)/fuzz/regressions
+
+# Both suites: the same tests, posix natively and kmod in the VM.
+CHECK_SUITES += libnpushm libnpushm-kmod
+.PHONY: check-libnpushm check-libnpushm-kmod
+check-libnpushm: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
+	@tools/run-suite libnpushm libnpushm/tests/run-tests.sh
+check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
+	@tools/run-suite libnpushm-kmod libnpushm/tests/run-kmod-vm.sh
+
+# --------------------------------------------------------------------- demo
+# make demo (top level) = setup + build + run-demo. Posix backend by default;
+# make demo NPUSHM_BACKEND=kmod runs the same demo in the VM with the module
+# (pool of 1 GiB, no uid quota, 3 GiB of guest memory).
+LIBNPUSHM_DEMO := $(BINDIR)/npushm-demo
+LIBNPUSHM_DEMO_MODEL := $(BUILD)/demo/bert-base.safetensors
+LIBNPUSHM_DEMO_SRCS := $(wildcard $(LIBNPUSHM_DIR)/demo/*.c)
+USER_TARGETS += $(LIBNPUSHM_DEMO)
+
+$(LIBNPUSHM_DEMO): $(LIBNPUSHM_DEMO_SRCS) $(wildcard $(LIBNPUSHM_DIR)/demo/*.h) $(LIBNPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -o $@ $(LIBNPUSHM_DEMO_SRCS) -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH)
+
+.PHONY: run-demo
+run-demo: $(LIBNPUSHM_DEMO)
+	@mkdir -p $(BUILD)/demo
+ifeq ($(NPUSHM_BACKEND),kmod)
+	@test -f kmod/npushm.ko || { echo "run-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
+	@$(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL) --generate-only
+	@echo "run-demo: booting the VM with the npushm module (this takes a minute under TCG)..."
+	@mkdir -p $(BUILD)/vm/demo && rm -f $(BUILD)/vm/demo/demo.txt
+	@VM_QUIET=1 selftests/vm/run-vm.sh -m 3G -t 900 -o $(BUILD)/vm/demo -- \
+		env NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0" selftests/vm/with-module.sh \
+		sh -c 'NPUSHM_BACKEND=kmod $(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL) > $(BUILD)/vm/demo/demo.txt 2>&1'; \
+		rc=$$?; cat $(BUILD)/vm/demo/demo.txt; exit $$rc
+else
+	@NPUSHM_BACKEND=$${NPUSHM_BACKEND:-posix} $(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL)
+endif
+
+# ---------------------------------------------------------------- benchmark
+LIBNPUSHM_BENCH := $(BINDIR)/npushm-bench-weights
+USER_TARGETS += $(LIBNPUSHM_BENCH)
+
+$(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_DIR)/demo/memstat.c \
+		$(LIBNPUSHM_DIR)/demo/memstat.h $(LIBNPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_DIR)/demo -o $@ $(CURDIR)/bench/weights/weights_bench.c \
+		$(LIBNPUSHM_DIR)/demo/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm
+
+.PHONY: bench-weights
+bench-weights: $(LIBNPUSHM_BENCH)
+	@bench/weights/run.sh

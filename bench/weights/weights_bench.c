@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weights_bench.c - the shared-weights benchmark (bench/weights/run.sh runs it).
+ *
+ * 1. Memory: N = 1, 2, 4, 8, 16 workers each touch every page of a model of
+ *    at least 512 MiB, in three ways run back to back:
+ *      npushm   attach the published model (one shared copy)
+ *      private  read the file into private memory (what each process does today)
+ *      mmap     mmap the file read-only (shares the page cache)
+ *    and we report the workers' total PSS (smaps_rollup) and the system-wide
+ *    Shmem and AnonPages deltas from before the model was loaded, against
+ *    the target 1.02 x model + 8 MiB per worker.
+ * 2. Attach + map latency (npushm_model_attach + detach) vs model size:
+ *    median and p99 of many repetitions, target <= 1 ms.
+ * 3. Load throughput vs `cat FILE > /dev/null`, both on a warm page cache,
+ *    target >= 80 %; with the floor of the fresh memory (a tmpfs file of the
+ *    same size allocated by fallocate) for context.
+ *
+ *   npushm-bench-weights [--dir DIR] [--size MiB] [--max-workers N] [--quick]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "npushm.h"
+#include "memstat.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "npushm-bench-weights: %s: %s\n", what, npushm_last_error()[0] ? npushm_last_error() : strerror(errno));
+	exit(1);
+}
+
+/* A model of @mib MiB: 64 F32 tensors of random bytes. */
+static void write_model(const char *path, uint64_t mib)
+{
+	uint64_t total = mib << 20, per = total / 64, off = 0, s = 12345, hl;
+	char *hdr = malloc(64 * 128 + 64);
+	uint64_t *buf = malloc(1 << 20);
+	size_t o = 0;
+	FILE *f = fopen(path, "wb");
+
+	if (!hdr || !buf || !f)
+		die(path);
+	per &= ~4095ULL;
+	o += (size_t)sprintf(hdr + o, "{");
+	for (int i = 0; i < 64; i++) {
+		o += (size_t)sprintf(hdr + o, "%s\"w%02d\":{\"dtype\":\"F32\",\"shape\":[%llu,1024],\"data_offsets\":[%llu,%llu]}",
+				     i ? "," : "", i, (unsigned long long)(per / 4096), (unsigned long long)off,
+				     (unsigned long long)(off + per));
+		off += per;
+	}
+	o += (size_t)sprintf(hdr + o, "}");
+	while (o % 8)
+		hdr[o++] = ' ';
+	hl = o;
+	fwrite(&hl, 8, 1, f);
+	fwrite(hdr, 1, o, f);
+	for (uint64_t done = 0; done < off; done += 1 << 20) {
+		size_t n = off - done < (1 << 20) ? (size_t)(off - done) : (1 << 20);
+
+		for (size_t i = 0; i < n / 8; i++) {
+			s ^= s << 13;
+			s ^= s >> 7;
+			s ^= s << 17;
+			buf[i] = s;
+		}
+		fwrite(buf, 1, n, f);
+	}
+	if (fclose(f))
+		die(path);
+	free(hdr);
+	free(buf);
+}
+
+static void warm(const char *path)
+{
+	char *buf = malloc(1 << 20);
+	int fd = open(path, O_RDONLY);
+
+	while (fd >= 0 && read(fd, buf, 1 << 20) > 0)
+		;
+	close(fd);
+	free(buf);
+}
+
+static uint64_t touch(const volatile unsigned char *p, uint64_t n)
+{
+	uint64_t s = 0;
+
+	for (uint64_t i = 0; i < n; i += 4096)
+		s += p[i];
+	return s;
+}
+
+enum mode { MODE_NPUSHM, MODE_PRIVATE, MODE_MMAP };
+static const char *const mode_name[] = { "npushm", "private", "mmap" };
+
+/* Worker body: get the bytes its way, touch all, report, wait. */
+static int worker(enum mode mode, const char *name, const char *path, uint64_t size, int up, int down)
+{
+	uint64_t sum = 0;
+	char c = 'r';
+
+	if (mode == MODE_NPUSHM) {
+		npushm_model_t *m;
+
+		if (npushm_model_attach(name, &m))
+			return 1;
+		for (size_t i = 0; i < npushm_model_tensor_count(m); i++) {
+			npushm_tensor_t t;
+
+			npushm_model_tensor_at(m, i, &t);
+			sum += touch(t.data, t.nbytes);
+		}
+	} else if (mode == MODE_PRIVATE) {
+		unsigned char *p = malloc(size);
+		int fd = open(path, O_RDONLY);
+		uint64_t got = 0;
+		ssize_t n;
+
+		if (!p || fd < 0)
+			return 1;
+		while (got < size && (n = read(fd, p + got, size - got > (8 << 20) ? (8 << 20) : size - got)) > 0)
+			got += (uint64_t)n;
+		close(fd);
+		sum = touch(p, got);
+	} else {
+		int fd = open(path, O_RDONLY);
+		unsigned char *p = fd >= 0 ? mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+
+		if (p == MAP_FAILED)
+			return 1;
+		close(fd);
+		sum = touch(p, size);
+	}
+	(void)sum;
+	if (write(up, &c, 1) != 1 || read(down, &c, 1) < 0)
+		return 1;
+	return 0;
+}
+
+struct mem_result {
+	long pss_kb, shmem_kb, anon_kb, cached_kb;
+};
+
+static void run_mode(enum mode mode, int n, const char *name, const char *path, uint64_t size,
+		     npushm_dev_t *dev, struct mem_result *r)
+{
+	struct memstat_sys s0, s1;
+	npushm_dev_info_t di0 = { 0 }, di1 = { 0 };
+	pid_t pids[64];
+	int up[2], down[2];
+	char c;
+
+	sync();
+	memstat_sys(&s0);
+	npushm_dev_query(dev, &di0);
+	if (mode == MODE_NPUSHM) {
+		npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+
+		npushm_model_remove(dev, name);
+		if (npushm_model_load(dev, path, name, &lo, NULL))
+			die("load");
+	}
+	if (pipe(up) || pipe(down))
+		die("pipe");
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			close(up[0]);
+			close(down[1]);
+			_exit(worker(mode, name, path, size, up[1], down[0]));
+		}
+	}
+	close(up[1]);
+	close(down[0]);
+	for (int i = 0; i < n; i++)
+		if (read(up[0], &c, 1) != 1)
+			die("a worker failed");
+	r->pss_kb = 0;
+	for (int i = 0; i < n; i++) {
+		struct memstat_proc p;
+
+		if (memstat_proc(pids[i], &p))
+			r->pss_kb += p.pss_kb;
+	}
+	memstat_sys(&s1);
+	r->shmem_kb = s1.shmem_kb - s0.shmem_kb;
+	r->anon_kb = s1.anon_kb - s0.anon_kb;
+	r->cached_kb = s1.cached_kb - s0.cached_kb;
+	/* On kmod the model lives in the module's pool: add the pool's growth to "shmem". */
+	if (npushm_dev_backend(dev) == NPUSHM_BACKEND_KMOD) {
+		npushm_dev_query(dev, &di1);
+		r->shmem_kb += (long)((int64_t)(di1.in_use - di0.in_use) >> 10);
+	}
+	close(down[1]);
+	for (int i = 0; i < n; i++)
+		waitpid(pids[i], NULL, 0);
+	close(up[0]);
+	if (mode == MODE_NPUSHM)
+		npushm_model_remove(dev, name);
+}
+
+static void bench_memory(const char *path, uint64_t size, int max_workers, npushm_dev_t *dev)
+{
+	static const int ns[] = { 1, 2, 4, 8, 16 };
+	double model_mib = (double)size / 1048576.0;
+	bool all_met = true;
+
+	printf("\n## 1. Memory: N workers touch every page of a %.0f MiB model\n\n", model_mib);
+	printf("Target for npushm: total <= 1.02 x model + 8 MiB x N, judged on the workers' total PSS and\n");
+	printf("on the system-wide Shmem delta (plus the pool's growth on kmod), in MiB, from before the load.\n");
+	printf("AnonPages and Cached deltas are shown too; on a shared machine they also move with\n");
+	printf("everything else that runs (tmpfs pages count in both Shmem and Cached).\n\n");
+	printf("| N | mode | total PSS | Shmem d | AnonPages d | Cached d | PSS / model | target (MiB) | met |\n");
+	printf("|---:|---|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]) && ns[k] <= max_workers; k++) {
+		for (int mode = MODE_NPUSHM; mode <= MODE_MMAP; mode++) {
+			struct mem_result r;
+			double target = 1.02 * model_mib + 8.0 * ns[k], total;
+			const char *met = "";
+
+			run_mode((enum mode)mode, ns[k], "bench-weights", path, size, dev, &r);
+			total = (double)r.pss_kb / 1024.0;
+			if (mode == MODE_NPUSHM) {
+				bool ok = total <= target && (double)r.shmem_kb / 1024.0 <= target;
+
+				met = ok ? "yes" : "NO";
+				all_met &= ok;
+			}
+			printf("| %d | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | %s |\n", ns[k],
+			       mode_name[mode], total, (double)r.shmem_kb / 1024.0, (double)r.anon_kb / 1024.0,
+			       (double)r.cached_kb / 1024.0, total / model_mib,
+			       mode == MODE_NPUSHM ? target : NAN, met);
+			fflush(stdout);
+		}
+	}
+	printf("\nmemory target (npushm: PSS and Shmem delta, every N): %s\n",
+	       all_met ? "MET" : "NOT MET");
+}
+
+static const char *attach_sizes = "1,16,128,512,1024";
+
+static void bench_attach(const char *dir, npushm_dev_t *dev, bool quick)
+{
+	uint64_t mib[16];
+	size_t nsizes = 0;
+	bool all_met = true, all_p99 = true;
+
+	for (const char *p = attach_sizes; *p && nsizes < 16; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+		mib[nsizes++] = strtoull(p, NULL, 10);
+
+	printf("\n## 2. Attach + map latency vs model size (npushm_model_attach + npushm_model_detach)\n\n");
+	printf("| model | tensors | reps | median (us) | p99 (us) | max (us) | median <= 1 ms |\n");
+	printf("|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t k = 0; k < nsizes; k++) {
+		char path[4096];
+		int reps = quick ? 200 : 1000;
+		double *t = malloc(sizeof(double) * (size_t)reps);
+		npushm_load_opts_t lo = { .mode = 0644 };
+		bool ok;
+
+		snprintf(path, sizeof(path), "%s/attach-%llu.safetensors", dir, (unsigned long long)mib[k]);
+		write_model(path, mib[k]);
+		npushm_model_remove(dev, "bench-attach");
+		if (npushm_model_load(dev, path, "bench-attach", &lo, NULL))
+			die("load");
+		for (int i = 0; i < reps; i++) {
+			npushm_model_t *m;
+			double t0 = now();
+
+			if (npushm_model_attach_dev(dev, "bench-attach", &m))
+				die("attach");
+			npushm_model_detach(m);
+			t[i] = (now() - t0) * 1e6;
+		}
+		qsort(t, (size_t)reps, sizeof(double), cmp_double);
+		ok = t[reps / 2] <= 1000.0;
+		all_met &= ok;
+		all_p99 &= t[reps * 99 / 100] <= 1000.0;
+		printf("| %llu MiB | 64 | %d | %.1f | %.1f | %.1f | %s |\n", (unsigned long long)mib[k], reps,
+		       t[reps / 2], t[reps * 99 / 100], t[reps - 1], ok ? "yes" : "NO");
+		fflush(stdout);
+		npushm_model_remove(dev, "bench-attach");
+		unlink(path);
+		free(t);
+	}
+	printf("\nattach target (median <= 1 ms at every size): %s; p99 <= 1 ms at every size: %s\n",
+	       all_met ? "MET" : "NOT MET", all_p99 ? "yes" : "no (see the load: preemption on a shared machine)");
+}
+
+static double time_cat(const char *path)
+{
+	double t0 = now();
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		execl("/bin/cat", "cat", path, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	return now() - t0;
+}
+
+static double time_alloc_floor(uint64_t size)
+{
+	int fd = open("/dev/shm", O_TMPFILE | O_RDWR, 0600);
+	double t0 = now(), t;
+
+	if (fd < 0 || fallocate(fd, 0, 0, (off_t)size))
+		return NAN;
+	t = now() - t0;
+	close(fd);
+	return t;
+}
+
+static void bench_load(const char *path, uint64_t size, npushm_dev_t *dev, int reps)
+{
+	double cat[16], load[16], floor_s[16], ratio;
+	npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+
+	warm(path);
+	for (int i = 0; i < reps; i++) {
+		double t0;
+
+		cat[i] = time_cat(path);
+		npushm_model_remove(dev, "bench-load");
+		t0 = now();
+		if (npushm_model_load(dev, path, "bench-load", &lo, NULL))
+			die("load");
+		load[i] = now() - t0;
+		npushm_model_remove(dev, "bench-load");
+		floor_s[i] = time_alloc_floor(size);
+	}
+	qsort(cat, (size_t)reps, sizeof(double), cmp_double);
+	qsort(load, (size_t)reps, sizeof(double), cmp_double);
+	qsort(floor_s, (size_t)reps, sizeof(double), cmp_double);
+	ratio = cat[reps / 2] / load[reps / 2];
+	printf("\n## 3. Load throughput vs cat, warm page cache (%d runs each, medians)\n\n", reps);
+	printf("| what | time (s) | GB/s | vs cat |\n|---|---:|---:|---:|\n");
+	printf("| `cat FILE > /dev/null` | %.3f | %.2f | 100%% |\n", cat[reps / 2], (double)size / cat[reps / 2] / 1e9);
+	printf("| npushm load (parse, copy, hash, seal, publish) | %.3f | %.2f | %.0f%% |\n", load[reps / 2],
+	       (double)size / load[reps / 2] / 1e9, 100 * ratio);
+	printf("| fresh tmpfs memory alone (fallocate of the same size) | %.3f | %.2f | %.0f%% |\n",
+	       floor_s[reps / 2], (double)size / floor_s[reps / 2] / 1e9, 100 * cat[reps / 2] / floor_s[reps / 2]);
+	printf("\nload target (>= 80%% of cat): %s (%.0f%%)\n", ratio >= 0.8 ? "MET" : "NOT MET", 100 * ratio);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, 'd' }, { "size", required_argument, NULL, 's' },
+		{ "max-workers", required_argument, NULL, 'w' }, { "quick", no_argument, NULL, 'q' },
+		{ "only", required_argument, NULL, 'o' }, { "attach-sizes", required_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = "/tmp";
+	uint64_t mib = 576;
+	int max_workers = 16, c;
+	bool quick = false;
+	const char *only = NULL;
+	char path[4096];
+	npushm_dev_t *dev;
+	struct stat sb;
+
+	while ((c = getopt_long(argc, argv, "d:s:w:q", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 's': mib = strtoull(optarg, NULL, 10); break;
+		case 'w': max_workers = atoi(optarg); break;
+		case 'q': quick = true; break;
+		case 'o': only = optarg; break;
+		case 'a': attach_sizes = optarg; break;
+		default:
+			fprintf(stderr, "usage: npushm-bench-weights [--dir DIR] [--size MiB] [--max-workers N] [--quick]\n"
+				"                            [--only load|attach|memory] [--attach-sizes 1,16,...]\n");
+			return 2;
+		}
+	}
+	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
+		die("open");
+	snprintf(path, sizeof(path), "%s/bench-weights-%llu.safetensors", dir, (unsigned long long)mib);
+	if (stat(path, &sb))
+		write_model(path, mib);
+	stat(path, &sb);
+	warm(path);
+	printf("# npushm shared-weights benchmark: backend %s, model %.0f MiB (%lld bytes, 64 F32 tensors)\n",
+	       npushm_backend_name(npushm_dev_backend(dev)), (double)sb.st_size / 1048576.0, (long long)sb.st_size);
+	if (!only || !strcmp(only, "load"))
+		bench_load(path, (uint64_t)sb.st_size, dev, quick ? 3 : 5);
+	if (!only || !strcmp(only, "attach"))
+		bench_attach(dir, dev, quick);
+	if (!only || !strcmp(only, "memory"))
+		bench_memory(path, (uint64_t)sb.st_size, max_workers, dev);
+	unlink(path);
+	npushm_dev_close(dev);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h - what the npushm command's files share: parsed options, the
+ * command entry points, output helpers. Commands return the process exit
+ * status (0 ok, 1 failure, 2 usage) and print through cli_fail() so that
+ * errors look the same in text and JSON mode.
+ */
+#ifndef NPUSHM_CLI_H
+#define NPUSHM_CLI_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "npushm.h"
+
+struct cli_opts {
+	bool json;
+	bool quiet;
+	bool no_dedup;
+	bool all;
+	npushm_backend_t backend;
+	const char *name;
+	unsigned mode;
+	const char *args[4];	/* positional arguments after the command */
+	int nargs;
+};
+
+int cmd_load(const struct cli_opts *o);
+int cmd_ls(const struct cli_opts *o);
+int cmd_info(const struct cli_opts *o);
+int cmd_rm(const struct cli_opts *o);
+
+/* Print the thread's libnpushm error (or @msg) and return 1. */
+int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg);
+/* Print @obj as the JSON result and drop it; returns 0. */
+int cli_print_json(struct json_object *obj);
+/* Open the backend chosen by --backend / NPUSHM_BACKEND; message on failure. */
+npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc);
+/* "1.5 GiB" into @buf. */
+const char *cli_size(unsigned long long bytes, char *buf, unsigned len);
+/* "NOT_FOUND" and so on. */
+const char *cli_status_name(npushm_status_t st);
+
+/* progress.c: a progress bar on stderr, drawn only when it is a terminal. */
+struct cli_progress;
+struct cli_progress *cli_progress_new(const char *label, bool enabled);
+void cli_progress_cb(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total);
+void cli_progress_free(struct cli_progress *p);
+
+#endif

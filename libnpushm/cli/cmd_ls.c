@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_ls.c - `npushm ls`: the regions the caller can see, one per line,
+ * with their names, size, content hash and tensor count when the region is
+ * a model, whether it is sealed, and how many processes map it (when the
+ * backend can tell). Hash aliases are folded into their region's HASH
+ * column unless --all. The mapper counts are read before this process
+ * attaches anything, so they do not include `npushm ls` itself.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static bool is_alias(const char *name)
+{
+	return !strncmp(name, NPUSHM_HASH_ALIAS_PREFIX, strlen(NPUSHM_HASH_ALIAS_PREFIX));
+}
+
+/* The name to attach by: the first non-alias name, else the alias. */
+static const char *main_name(const npushm_region_entry_t *e)
+{
+	for (size_t i = 0; i < e->name_count; i++)
+		if (!is_alias(e->names[i].name))
+			return e->names[i].name;
+	return e->name_count ? e->names[0].name : NULL;
+}
+
+static struct json_object *count_or_null(uint32_t v)
+{
+	return v == NPUSHM_COUNT_UNKNOWN ? NULL : json_object_new_uint64(v);
+}
+
+int cmd_ls(const struct cli_opts *o)
+{
+	npushm_region_list_t *list = NULL;
+	struct json_object *jregions = NULL;
+	npushm_dev_info_t di;
+	npushm_dev_t *dev;
+	npushm_status_t st;
+	int rc = 0;
+
+	dev = cli_open_dev(o, &rc);
+	if (!dev)
+		return rc;
+	st = npushm_dev_list_regions(dev, &list);
+	if (st) {
+		rc = cli_fail(o, st, NULL);
+		goto out;
+	}
+	if (o->json)
+		jregions = json_object_new_array();
+	else
+		printf("%-32s %-6s %10s %-16s %7s %6s %5s\n", "NAME", "KIND", "SIZE", "HASH", "TENSORS",
+		       "SEALED", "PROCS");
+	for (size_t i = 0; i < npushm_region_list_count(list); i++) {
+		const npushm_region_entry_t *e = npushm_region_list_at(list, i);
+		const char *name = main_name(e);
+		npushm_model_t *m = NULL;
+		npushm_model_info_t mi = { 0 };
+		char names[512] = "", sz[32], procs[16];
+		size_t used = 0;
+
+		if (name && npushm_model_attach_dev(dev, name, &m) == NPUSHM_OK)
+			npushm_model_info(m, &mi);
+		for (size_t k = 0; k < e->name_count; k++) {
+			if (is_alias(e->names[k].name) && !o->all && m)
+				continue;
+			used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
+						 "%s%s", used ? "," : "", e->names[k].name);
+			if (used >= sizeof(names))
+				break;
+		}
+		if (o->json) {
+			struct json_object *j = json_object_new_object(), *jn = json_object_new_array();
+
+			json_object_object_add(j, "id", json_object_new_uint64(e->id));
+			json_object_object_add(j, "size", json_object_new_uint64(e->size));
+			json_object_object_add(j, "sealed", json_object_new_boolean(e->flags & NPUSHM_REGION_SEALED));
+			json_object_object_add(j, "persistent", json_object_new_boolean(e->flags & NPUSHM_REGION_PERSISTENT));
+			json_object_object_add(j, "owner_uid", json_object_new_uint64(e->owner_uid));
+			json_object_object_add(j, "owner_gid", json_object_new_uint64(e->owner_gid));
+			json_object_object_add(j, "mappers", count_or_null(e->mappers));
+			json_object_object_add(j, "mappings", count_or_null(e->mappings));
+			json_object_object_add(j, "handles", count_or_null(e->handles));
+			for (size_t k = 0; k < e->name_count; k++) {
+				struct json_object *n = json_object_new_object();
+
+				json_object_object_add(n, "name", json_object_new_string(e->names[k].name));
+				json_object_object_add(n, "mode", json_object_new_uint64(e->names[k].mode));
+				json_object_object_add(n, "uid", json_object_new_uint64(e->names[k].uid));
+				json_object_object_add(n, "gid", json_object_new_uint64(e->names[k].gid));
+				json_object_object_add(n, "persistent", json_object_new_boolean(e->names[k].persistent));
+				json_object_object_add(n, "hash_alias", json_object_new_boolean(is_alias(e->names[k].name)));
+				json_object_array_add(jn, n);
+			}
+			json_object_object_add(j, "names", jn);
+			if (m) {
+				struct json_object *jm = json_object_new_object();
+
+				json_object_object_add(jm, "hash", json_object_new_string(mi.hash_hex));
+				json_object_object_add(jm, "tensors", json_object_new_uint64(mi.tensor_count));
+				json_object_object_add(jm, "source_size", json_object_new_uint64(mi.source_size));
+				json_object_object_add(j, "model", jm);
+			} else {
+				json_object_object_add(j, "model", NULL);
+			}
+			json_object_array_add(jregions, j);
+		} else {
+			char tensors[24] = "-";
+
+			if (m)
+				snprintf(tensors, sizeof(tensors), "%zu", mi.tensor_count);
+			if (e->mappers == NPUSHM_COUNT_UNKNOWN)
+				snprintf(procs, sizeof(procs), "?");
+			else
+				snprintf(procs, sizeof(procs), "%u", e->mappers);
+			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s\n", names[0] ? names : "(unnamed)",
+			       m ? "model" : "region", cli_size(e->size, sz, sizeof(sz)),
+			       m ? mi.hash_hex : "-", tensors,
+			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs);
+		}
+		npushm_model_detach(m);
+	}
+	if (o->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "backend", json_object_new_string(npushm_backend_name(npushm_dev_backend(dev))));
+		if (npushm_dev_query(dev, &di) == NPUSHM_OK) {
+			json_object_object_add(j, "capacity", json_object_new_uint64(di.capacity));
+			json_object_object_add(j, "in_use", json_object_new_uint64(di.in_use));
+		}
+		json_object_object_add(j, "regions", jregions);
+		cli_print_json(j);
+	}
+out:
+	npushm_region_list_free(list);
+	npushm_dev_close(dev);
+	return rc;
+}

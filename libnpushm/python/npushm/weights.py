@@ -1,0 +1,247 @@
+"""npushm.weights: shared model weights, attached by name and handed to NumPy and
+PyTorch without a copy.
+
+    import npushm
+    npushm.load("bert.safetensors", "bert")          # once, any process
+    with npushm.attach("bert") as m:                  # every worker: O(1), read-only
+        w = m["encoder.layer.0.attention.self.query.weight"]
+        a = w.numpy()                                 # numpy.from_dlpack, read-only
+        t = w.torch()                                 # torch.utils.dlpack.from_dlpack
+
+Tensors implement the DLPack protocol (__dlpack__, __dlpack_device__), so
+numpy.from_dlpack(w) and torch.utils.dlpack.from_dlpack(w) work directly. The
+memory is the model region's read-only mapping: arrays share it (no copy) and
+keep it mapped after the model is closed; writing through a framework tensor
+faults (PyTorch has no read-only tensors), .numpy() arrays are marked read-only.
+"""
+import ctypes
+import json
+
+from . import _libnpushm as _L
+from ._libnpushm import NpushmError
+
+_DLTENSOR = b"dltensor"
+_USED = b"used_dltensor"
+
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+@_DESTRUCTOR
+def _capsule_destructor(capsule):
+    # A capsule nobody consumed still owns its DLManagedTensor; a consumed one
+    # was renamed "used_dltensor" and its consumer calls the deleter.
+    if _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+        ptr = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+        managed = ctypes.cast(ptr, ctypes.POINTER(_L.DLManagedTensor))
+        managed.contents.deleter(managed)
+
+
+_NUMPY_DTYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16",
+                 "F16": "float16", "I32": "int32", "U32": "uint32", "F32": "float32",
+                 "F64": "float64", "I64": "int64", "U64": "uint64"}
+
+
+class ModelTensor:
+    """One tensor of an attached model: metadata plus zero-copy views."""
+
+    def __init__(self, model, index, ct):
+        self._model = model
+        self._index = index
+        self.name = ct.name.decode()
+        self.dtype = _L.DTYPES[ct.dtype]
+        self.shape = tuple(ct.shape[i] for i in range(ct.ndim))
+        self.strides = tuple(ct.strides[i] for i in range(ct.ndim))
+        self.address = ct.data
+        self.nbytes = ct.nbytes
+        self.offset = ct.offset
+
+    def __repr__(self):
+        return "<npushm tensor %r %s%s at 0x%x>" % (self.name, self.dtype, list(self.shape), self.address)
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU, device 0
+
+    def __dlpack__(self, stream=None):
+        if stream is not None and stream != -1:
+            raise BufferError("npushm tensors live on the CPU and take no stream")
+        out = ctypes.POINTER(_L.DLManagedTensor)()
+        _L.check(_L.lib().npushm_model_tensor_dlpack(self._model._handle(), self._index,
+                                                     ctypes.byref(out)))
+        return _api.PyCapsule_New(ctypes.cast(out, ctypes.c_void_p), _DLTENSOR,
+                                  ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+    def numpy(self):
+        """A read-only NumPy array over the shared memory (no copy)."""
+        import numpy as np
+        if self.dtype == "BOOL":
+            # DLPack 0.6 has no bool: view the same bytes through NumPy's buffer protocol.
+            arr = self.raw().view(np.bool_).reshape(self.shape)
+        elif self.dtype in ("BF16", "F8_E5M2", "F8_E4M3"):
+            raise TypeError("tensor %r is %s, which NumPy has no type for; use .torch() (BF16) or .raw()"
+                            % (self.name, self.dtype))
+        else:
+            arr = np.from_dlpack(self)
+        arr.flags.writeable = False
+        return arr
+
+    def raw(self):
+        """The tensor's bytes as a read-only uint8 NumPy array (any dtype, no copy)."""
+        import numpy as np
+        return np.asarray(_Pinned(self._model, self.address, self.nbytes))
+
+    def torch(self):
+        """A PyTorch tensor over the shared memory (no copy; do not write to it)."""
+        import torch.utils.dlpack
+        return torch.utils.dlpack.from_dlpack(self)
+
+
+class _Pinned:
+    """Exposes bytes of a model's mapping to NumPy and keeps the model attached
+    for as long as any array made from it lives."""
+
+    def __init__(self, model, address, nbytes):
+        model._pin()
+        self._model = model
+        self.__array_interface__ = {"data": (address or 0, True), "shape": (nbytes,),
+                                    "typestr": "|u1", "version": 3}
+
+    def __del__(self):
+        self._model._unpin()
+
+
+class Model:
+    """An attached model: a mapping shared read-only with every other process that
+    attached the same name. Index by tensor name; iterate for the names."""
+
+    def __init__(self, name, backend="auto"):
+        self.name = name
+        self._dev = _L.Device(backend)
+        self._h = ctypes.c_void_p()
+        try:
+            _L.check(_L.lib().npushm_model_attach_dev(self._dev.handle, name.encode(),
+                                                      ctypes.byref(self._h)))
+        finally:
+            self._dev.close()
+        info = _L.ModelInfo()
+        _L.lib().npushm_model_info(self._h, ctypes.byref(info))
+        self.hash = info.hash_hex.decode()
+        self.source_size = info.source_size
+        self.region_size = info.region_size
+        self.region_id = info.region_id
+        self.metadata = json.loads(info.metadata_json.decode())
+        self._count = info.tensor_count
+        self._pins = 0
+        self._closing = False
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("model %r is closed" % self.name)
+        return self._h
+
+    def __len__(self):
+        return self._count
+
+    def __iter__(self):
+        return iter(self.names())
+
+    def names(self):
+        return [t.name for t in self.tensors()]
+
+    def tensors(self):
+        out = []
+        for i in range(self._count):
+            ct = _L.CTensor()
+            _L.check(_L.lib().npushm_model_tensor_at(self._handle(), i, ctypes.byref(ct)))
+            out.append(ModelTensor(self, i, ct))
+        return out
+
+    def __contains__(self, name):
+        try:
+            self[name]
+            return True
+        except KeyError:
+            return False
+
+    def __getitem__(self, name):
+        ct = _L.CTensor()
+        st = _L.lib().npushm_model_tensor_find(self._handle(), name.encode(), ctypes.byref(ct))
+        if st == _L.STATUS.index("NOT_FOUND"):
+            raise KeyError(_L.lib().npushm_last_error().decode())
+        _L.check(st)
+        return ModelTensor(self, ct.index, ct)
+
+    def _pin(self):
+        self._handle()
+        self._pins += 1
+
+    def _unpin(self):
+        self._pins -= 1
+        if self._closing and self._pins == 0:
+            self._detach()
+
+    def _detach(self):
+        if self._h:
+            _L.lib().npushm_model_detach(self._h)
+            self._h = ctypes.c_void_p()
+
+    def close(self):
+        """Drop this handle; arrays and tensors made from it keep the mapping until they go."""
+        self._closing = True
+        if self._pins == 0:
+            self._detach()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<npushm model %r: %d tensors, xxh3 %s>" % (self.name, self._count, self.hash)
+
+
+def attach(name, backend="auto"):
+    """Attach the model published as `name` (see Model)."""
+    return Model(name, backend)
+
+
+def load(path, name, mode=0o640, dedup=True, backend="auto", progress=None):
+    """Load a safetensors file once into shared memory and publish it as `name`.
+    Returns a dict (hash, region_id, region_size, source_size, tensors, deduplicated).
+    progress(stage, done, total) is called while loading if given."""
+    opts = _L.LoadOpts()
+    opts.mode = mode
+    opts.flags = 0 if dedup else _L.LOAD_NO_DEDUP
+    if progress is not None:
+        cb = _L.PROGRESS_FN(lambda arg, stage, done, total: progress(stage, done, total))
+        opts.progress = cb
+    res = _L.LoadResult()
+    with _L.Device(backend) as dev:
+        _L.check(_L.lib().npushm_model_load(dev.handle, str(path).encode(), name.encode(),
+                                            ctypes.byref(opts), ctypes.byref(res)))
+    return {"hash": res.hash_hex.decode(), "region_id": res.region_id,
+            "region_size": res.region_size, "source_size": res.source_size,
+            "tensors": res.tensor_count, "deduplicated": bool(res.deduplicated)}
+
+
+def remove(name, backend="auto"):
+    """Remove a model's name (attached workers keep their mapping)."""
+    with _L.Device(backend) as dev:
+        _L.check(_L.lib().npushm_model_remove(dev.handle, name.encode()))
+
+
+__all__ = ["Model", "ModelTensor", "attach", "load", "remove", "NpushmError"]

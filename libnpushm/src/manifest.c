@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manifest.c - validate a model region's manifest (see manifest.h).
+ *
+ * The reader trusts nothing: the region may have been published by anyone
+ * with the rights to do so. Every offset and count is range-checked with
+ * overflow-safe arithmetic before it is dereferenced, and every tensor's
+ * bytes must lie inside the data area, aligned, with the size its shape and
+ * dtype give. Cost is O(manifest): tensor data is never touched, which keeps
+ * attach O(1) in model size.
+ */
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "dtype.h"
+#include "internal.h"
+#include "manifest.h"
+
+#define CORRUPT(...) npi_fail(NPUSHM_ERR_CORRUPT, 0, __VA_ARGS__)
+
+uint64_t npi_manifest_hash_of(const void *manifest, uint64_t manifest_size)
+{
+	struct npi_manifest_hdr h;
+	XXH3_state_t *st = XXH3_createState();
+	uint64_t v;
+
+	if (!st)
+		return 0;	/* never matches a stored hash: reported as corrupt */
+	memcpy(&h, manifest, sizeof(h));
+	h.manifest_hash = 0;
+	XXH3_64bits_reset(st);
+	XXH3_64bits_update(st, &h, sizeof(h));
+	XXH3_64bits_update(st, (const char *)manifest + sizeof(h), manifest_size - sizeof(h));
+	v = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return v;
+}
+
+/* [off, off + count * elem) inside [lo, hi)? */
+static bool range_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t lo, uint64_t hi)
+{
+	uint64_t bytes, end;
+
+	if (__builtin_mul_overflow(count, elem, &bytes) || __builtin_add_overflow(off, bytes, &end))
+		return false;
+	return off >= lo && end <= hi;
+}
+
+npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_manifest_view *v)
+{
+	const struct npi_manifest_hdr *h = base;
+	uint64_t ms;
+
+	memset(v, 0, sizeof(*v));
+	if (size < sizeof(*h) || memcmp(h->magic, NPI_MANIFEST_MAGIC, 8))
+		return CORRUPT("the region holds no npushm model (no manifest at its start)");
+	if (h->version != NPI_MANIFEST_VERSION)
+		return CORRUPT("the model's manifest has version %u but this library reads version %u; reload the model with this npushm",
+			       h->version, NPI_MANIFEST_VERSION);
+	if (h->hdr_size != sizeof(*h))
+		return CORRUPT("the manifest header is %u bytes, expected %zu", h->hdr_size, sizeof(*h));
+	ms = h->manifest_size;
+	if (ms < sizeof(*h) || ms > size || h->region_size > size)
+		return CORRUPT("the manifest claims %llu bytes in a region of %llu",
+			       (unsigned long long)ms, (unsigned long long)size);
+	if (npi_manifest_hash_of(base, ms) != h->manifest_hash)
+		return CORRUPT("the manifest's checksum does not match: the region was modified or damaged");
+	if (h->data_offset < ms || h->data_offset > h->data_end || h->data_end > size)
+		return CORRUPT("the data area [%llu, %llu) is not inside the region",
+			       (unsigned long long)h->data_offset, (unsigned long long)h->data_end);
+	if ((h->tensors_offset | h->dims_offset) % 8)
+		return CORRUPT("the manifest tables are misaligned");
+	if (!range_ok(h->tensors_offset, h->tensor_count, sizeof(struct npi_manifest_tensor), sizeof(*h), ms) ||
+	    !range_ok(h->dims_offset, h->dims_count, sizeof(int64_t), sizeof(*h), ms) ||
+	    !range_ok(h->strings_offset, h->strings_size, 1, sizeof(*h), ms) ||
+	    !range_ok(h->metadata_offset, h->metadata_size, 1, sizeof(*h), ms))
+		return CORRUPT("a manifest table lies outside the manifest");
+	v->hdr = h;
+	v->tensors = (const void *)((const char *)base + h->tensors_offset);
+	v->dims = (const void *)((const char *)base + h->dims_offset);
+	v->strings = (const char *)base + h->strings_offset;
+	v->metadata = (const char *)base + h->metadata_offset;
+	if (h->metadata_size == 0 || v->metadata[h->metadata_size - 1] != '\0' ||
+	    strlen(v->metadata) != h->metadata_size - 1)
+		return CORRUPT("the manifest's metadata is not a NUL-terminated string");
+	for (uint64_t i = 0; i < h->tensor_count; i++) {
+		const struct npi_manifest_tensor *t = &v->tensors[i];
+		const char *name;
+		uint64_t nbytes, end, expect = 1;
+
+		if (!range_ok(t->name_offset, (uint64_t)t->name_len + 1, 1, 0, h->strings_size))
+			return CORRUPT("tensor %llu's name lies outside the string table", (unsigned long long)i);
+		name = v->strings + t->name_offset;
+		if (t->name_len == 0 || name[t->name_len] != '\0' || memchr(name, '\0', t->name_len))
+			return CORRUPT("tensor %llu's name is not a non-empty NUL-terminated string",
+				       (unsigned long long)i);
+		if (i > 0) {
+			const struct npi_manifest_tensor *p = &v->tensors[i - 1];
+			const char *pname = v->strings + p->name_offset;
+
+			if (strcmp(pname, name) >= 0)
+				return CORRUPT("the tensor table is not sorted by name at '%s'", name);
+		}
+		if (t->dtype == NPUSHM_DTYPE_INVALID || t->dtype >= NPUSHM_DTYPE_COUNT_)
+			return CORRUPT("tensor '%s' has the invalid dtype %u", name, t->dtype);
+		if (t->ndim > NPUSHM_TENSOR_MAX_DIMS ||
+		    !range_ok(t->dims_index, 2 * (uint64_t)t->ndim, 1, 0, h->dims_count))
+			return CORRUPT("tensor '%s': its shape lies outside the dims table", name);
+		nbytes = npushm_dtype_size((npushm_dtype_t)t->dtype);
+		for (int d = (int)t->ndim - 1; d >= 0; d--) {
+			int64_t extent = v->dims[t->dims_index + (uint64_t)d];
+			int64_t stride = v->dims[t->dims_index + t->ndim + (uint64_t)d];
+
+			if (extent < 0 || __builtin_mul_overflow(nbytes, (uint64_t)extent, &nbytes))
+				return CORRUPT("tensor '%s': dimension %d is invalid", name, d);
+			if (stride != (int64_t)expect)
+				return CORRUPT("tensor '%s': strides are not C-contiguous", name);
+			if (__builtin_mul_overflow(expect, (uint64_t)extent, &expect))
+				expect = UINT64_MAX;
+		}
+		if (nbytes != t->nbytes)
+			return CORRUPT("tensor '%s': %llu bytes recorded but its shape gives %llu", name,
+				       (unsigned long long)t->nbytes, (unsigned long long)nbytes);
+		if (t->offset % NPUSHM_TENSOR_ALIGN || t->offset < h->data_offset ||
+		    __builtin_add_overflow(t->offset, t->nbytes, &end) || end > h->data_end)
+			return CORRUPT("tensor '%s': its data [%llu, +%llu) is misaligned or outside the data area",
+				       name, (unsigned long long)t->offset, (unsigned long long)t->nbytes);
+	}
+	return NPUSHM_OK;
+}
+
+void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, size_t i,
+			 npushm_tensor_t *t)
+{
+	const struct npi_manifest_tensor *e = &v->tensors[i];
+
+	t->name = v->strings + e->name_offset;
+	t->name_len = e->name_len;
+	t->dtype = (npushm_dtype_t)e->dtype;
+	t->ndim = e->ndim;
+	t->shape = v->dims + e->dims_index;
+	t->strides = v->dims + e->dims_index + e->ndim;
+	t->data = (const char *)base + e->offset;
+	t->nbytes = e->nbytes;
+	t->offset = e->offset;
+	t->index = i;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model.h - the attached-model handle shared by model_attach.c (lookup),
+ * model_dlpack.c (DLPack views) and model_remove.c.
+ *
+ * The model owns one read-only mapping of the region; it is reference
+ * counted so that DLPack tensors handed to frameworks keep the mapping
+ * alive after npushm_model_detach(). The last reference unmaps.
+ */
+#ifndef NPUSHM_MODEL_H
+#define NPUSHM_MODEL_H
+
+#include "internal.h"
+#include "manifest.h"
+
+struct npushm_model {
+	atomic_int refs;
+	void *base;			/* PROT_READ, MAP_SHARED */
+	uint64_t size;
+	uint64_t region_id;
+	struct npi_manifest_view view;
+	char *name;
+};
+
+void npi_model_ref(npushm_model_t *m);
+void npi_model_unref(npushm_model_t *m);
+/* "model 'x' not found: ...; run `npushm load FILE --name x` first". */
+npushm_status_t npi_model_not_found(const char *name);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model_layout.c - where a model's bytes go in its region, and the manifest
+ * that describes them (the format is in manifest.h).
+ *
+ * The manifest comes first; every tensor follows at a 64-byte aligned
+ * offset, in file order, so the copy streams sequentially. The manifest's
+ * tensor table is sorted by name for binary search and carries C-order
+ * strides. Nothing here can overflow: the header was validated against the
+ * file's size before.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "model_load.h"
+
+npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page)
+{
+	uint64_t cursor, names = 0;
+
+	l->dims_count = 0;
+	for (size_t i = 0; i < h->count; i++) {
+		l->dims_count += 2 * (uint64_t)h->tensors[i].ndim;
+		names += h->tensors[i].name_len + 1;
+	}
+	l->strings_size = names;
+	l->metadata_size = strlen(h->metadata_json) + 1;
+	cursor = sizeof(struct npi_manifest_hdr) + h->count * sizeof(struct npi_manifest_tensor) +
+		 l->dims_count * sizeof(int64_t) + l->strings_size + l->metadata_size;
+	l->manifest_size = cursor;
+	npi_align_up(cursor, NPUSHM_TENSOR_ALIGN, &cursor);
+	l->data_offset = cursor;
+	l->dst = calloc(h->count + 1, sizeof(*l->dst));
+	if (!l->dst)
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the layout");
+	for (size_t i = 0; i < h->count; i++) {
+		/* The header is bounded by the file size, so none of this overflows. */
+		npi_align_up(cursor, NPUSHM_TENSOR_ALIGN, &cursor);
+		l->dst[i] = cursor;
+		cursor += h->tensors[i].nbytes;
+	}
+	l->data_end = cursor;
+	if (!npi_align_up(cursor ? cursor : 1, page, &l->region_size))
+		return npi_fail(NPUSHM_ERR_INVALID, 0, "the model is too large");
+	return NPUSHM_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct npi_st_tensor *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* Build the manifest (without the hash fields' final values) in memory. */
+npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct layout *l,
+				      uint64_t source_size, const uint8_t hash[16], uint8_t **out)
+{
+	struct npi_manifest_hdr *mh;
+	struct npi_manifest_tensor *mt;
+	const struct npi_st_tensor **sorted;
+	uint8_t *buf = calloc(1, l->manifest_size);
+	uint64_t dims_at = 0, str_at = 0;
+	int64_t *dims;
+	char *strings;
+
+	sorted = calloc(h->count + 1, sizeof(*sorted));
+	if (!buf || !sorted) {
+		free(buf);
+		free(sorted);
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the manifest");
+	}
+	mh = (void *)buf;
+	memcpy(mh->magic, NPI_MANIFEST_MAGIC, 8);
+	mh->version = NPI_MANIFEST_VERSION;
+	mh->hdr_size = sizeof(*mh);
+	mh->manifest_size = l->manifest_size;
+	mh->region_size = l->region_size;
+	mh->data_offset = l->data_offset;
+	mh->data_end = l->data_end;
+	mh->source_size = source_size;
+	memcpy(mh->hash, hash, 16);
+	mh->tensor_count = h->count;
+	mh->tensors_offset = sizeof(*mh);
+	mh->dims_offset = mh->tensors_offset + h->count * sizeof(*mt);
+	mh->dims_count = l->dims_count;
+	mh->strings_offset = mh->dims_offset + l->dims_count * sizeof(int64_t);
+	mh->strings_size = l->strings_size;
+	mh->metadata_offset = mh->strings_offset + l->strings_size;
+	mh->metadata_size = l->metadata_size;
+	mt = (void *)(buf + mh->tensors_offset);
+	dims = (void *)(buf + mh->dims_offset);
+	strings = (char *)buf + mh->strings_offset;
+	memcpy(buf + mh->metadata_offset, h->metadata_json, l->metadata_size);
+
+	for (size_t i = 0; i < h->count; i++)
+		sorted[i] = &h->tensors[i];
+	qsort(sorted, h->count, sizeof(*sorted), by_name);
+	for (size_t i = 0; i < h->count; i++) {
+		const struct npi_st_tensor *t = sorted[i];
+		size_t file_index = (size_t)(t - h->tensors);
+		int64_t stride = 1;
+
+		mt[i].name_offset = str_at;
+		mt[i].name_len = (uint32_t)t->name_len;
+		mt[i].dtype = (uint16_t)t->dtype;
+		mt[i].ndim = (uint16_t)t->ndim;
+		mt[i].dims_index = dims_at;
+		mt[i].offset = l->dst[file_index];
+		mt[i].nbytes = t->nbytes;
+		mt[i].source_offset = h->data_start + t->begin;
+		memcpy(strings + str_at, t->name, t->name_len + 1);
+		str_at += t->name_len + 1;
+		for (int d = (int)t->ndim - 1; d >= 0; d--) {
+			dims[dims_at + (uint64_t)d] = t->shape[d];
+			dims[dims_at + t->ndim + (uint64_t)d] = stride;
+			stride *= t->shape[d];	/* bounded: nbytes did not overflow */
+		}
+		dims_at += 2 * (uint64_t)t->ndim;
+	}
+	free(sorted);
+	mh->manifest_hash = npi_manifest_hash_of(buf, l->manifest_size);
+	*out = buf;
+	return NPUSHM_OK;
+}
+
+/* Write @len bytes at region offset @off through the handle or the mapping. */
+npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, size_t len, uint64_t off)
+{
+	if (r->dev->ops->region_write)
+		return r->dev->ops->region_write(r, buf, len, off);
+	memcpy((char *)map + off, buf, len);
+	return NPUSHM_OK;
+}

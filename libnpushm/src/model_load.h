@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model_load.h - what the loader's files share: the state of one load
+ * (model_load.c drives it), the region layout and manifest builder
+ * (model_layout.c) and the copy pipeline (model_copy.c).
+ */
+#ifndef NPUSHM_MODEL_LOAD_H
+#define NPUSHM_MODEL_LOAD_H
+
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "safetensors.h"
+
+#define LOAD_CHUNK (1u << 20)		/* bytes per read; fits in L2 */
+#define LOAD_SLOTS 4			/* chunks in flight between reader and writer */
+
+struct layout {
+	uint64_t manifest_size;
+	uint64_t data_offset;
+	uint64_t data_end;
+	uint64_t region_size;
+	uint64_t *dst;			/* region offset per tensor (file order) */
+	uint64_t dims_count;
+	uint64_t strings_size;
+	uint64_t metadata_size;
+};
+
+struct load {
+	const char *path;
+	const char *name;
+	uint32_t mode;
+	const npushm_load_opts_t *opts;
+	int fd;
+	struct stat st0;
+	uint8_t *prefix;		/* 8 + N bytes: length and header */
+	struct npi_st_header *h;
+	struct layout l;
+	npushm_region_t *r;
+	void *map;
+	uint8_t hash[16];
+	char hash_hex[33];
+	uint64_t used_id, used_size;	/* the region the name ended up on */
+};
+
+/* Call the load's progress callback, if any. */
+void npi_load_progress(const struct load *ld, npushm_load_stage_t stage, uint64_t done,
+		       uint64_t total);
+
+/* model_layout.c: where everything goes, and the manifest bytes (caller frees @out). */
+npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page);
+npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct layout *l,
+				  uint64_t source_size, const uint8_t hash[16], uint8_t **out);
+/* Write @len bytes at region offset @off, through the handle or the mapping @map. */
+npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, size_t len,
+			     uint64_t off);
+
+/* model_copy.c: stream the data into ld->r while hashing the file; or only hash it. */
+npushm_status_t npi_load_copy(struct load *ld);
+npushm_status_t npi_load_hash_only(struct load *ld);
+
+#endif

@@ -1,0 +1,35 @@
+#!/bin/sh
+# check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
+# own as strict C99 and C++11 (before and after the UAPI header), and
+# libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0.
+here=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$here/.." && pwd)
+BUILD=${BUILD:-$root/build}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "1..3"
+printf '#include <npushm.h>\n#include <linux/npushm.h>\nint main(void) { npushm_region_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/a.c"
+printf '#include <linux/npushm.h>\n#include <npushm.h>\nint f(void) { return NPUSHM_NAME_MAX; }\n' > "$tmp/b.c"
+if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/a.o" 2> "$tmp/log" &&
+   gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/b.c" -o "$tmp/b.o" 2>> "$tmp/log" &&
+   g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/c.o" 2>> "$tmp/log"; then
+	echo "ok 1 - npushm.h is self-contained C99 and C++11, with or next to the UAPI header"
+else
+	echo "not ok 1 - npushm.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
+fi
+syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.0$')
+if [ -n "$syms" ] && [ -z "$bad" ]; then
+	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 ($(echo "$syms" | wc -l) of them)"
+else
+	echo "not ok 2 - unexpected exports:"; echo "$bad" | sed 's/^/# /'
+fi
+missing=""
+for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
+	echo "$syms" | grep -q "^$f@@" || missing="$missing $f"
+done
+if [ -z "$missing" ]; then
+	echo "ok 3 - every function declared NPUSHM_API in npushm.h is exported"
+else
+	echo "not ok 3 - declared but not exported:$missing"
+fi

@@ -1,0 +1,84 @@
+#!/bin/sh
+# run-tests.sh - the libnpushm test suite as one TAP stream: the C tests
+# (build/libnpushm/npushm-tests), the npushm command (test_cli.py) and the
+# Python package (test_python.py), renumbered into one plan, then a final
+# check that nothing was left behind (no region, no tmpfs file).
+#
+#   NPUSHM_BACKEND=posix|kmod run-tests.sh
+#
+# Backend posix (default): the Python parts get a private directory under
+# /dev/shm as NPUSHM_SHM_DIR, removed afterwards. Backend kmod: run it where
+# /dev/npushm exists (run-kmod-vm.sh does so in the VM).
+# Exit status 1 if any test failed.
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$root/build}
+NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix}
+PY=/usr/bin/python3
+export BUILD NPUSHM_BACKEND
+# On kmod a tmpfs directory handed down from the host (run-vm.sh passes NPUSHM_*
+# on) would not exist in the VM; the posix parts below choose their own.
+[ "$NPUSHM_BACKEND" = kmod ] && unset NPUSHM_SHM_DIR
+cd "$root" || exit 1
+
+count=0
+failed=0
+state=$(mktemp)
+out=$(mktemp)
+cleanup() { rm -f "$state" "$out"; [ -n "${shmdir:-}" ] && rm -rf "$shmdir"; }
+trap cleanup EXIT
+
+# part NAME COMMAND...: run it, renumber its TAP, count results.
+part() {
+	name=$1
+	shift
+	t0=$(date +%s)
+	"$@" > "$out" 2>&1
+	rc=$?
+	echo "# part $name: $(($(date +%s) - t0)) s"
+
+	awk -v base="$count" -v pre="$name" -v rc="$rc" -v state="$state" '
+		function emit(okay, text) { n++; if (!okay) f++; printf "%s %d - %s: %s\n", okay ? "ok" : "not ok", base + n, pre, text }
+		/^(ok|not ok) [0-9]+/ {
+			okay = ($1 == "ok")
+			line = $0; sub(/^(ok|not ok) [0-9]+( - )?/, "", line)
+			emit(okay, line); got++; next
+		}
+		/^1\.\.[0-9]+/ { plan = substr($0, 4) + 0; next }
+		{ print }
+		END {
+			if (got < plan) emit(0, "stopped after " got " of " plan " tests (exit status " rc ")")
+			else if (rc != 0 && f == 0) emit(0, "exited with status " rc " without a failing test")
+			else if (got == 0) emit(0, "ran no test (exit status " rc ")")
+			printf "%d %d\n", n, f > state
+		}' "$out"
+	set -- $(cat "$state")
+	count=$((count + $1))
+	failed=$((failed + $2))
+}
+
+echo "# libnpushm tests, backend $NPUSHM_BACKEND"
+# The header and export checks concern the build, not the backend: natively only
+# (compiling under TCG costs half a minute).
+if [ "${NPUSHM_IN_VM:-0}" != 1 ]; then
+	part abi "$here/check-abi.sh"
+fi
+part c "$BUILD/libnpushm/npushm-tests"
+if [ "$NPUSHM_BACKEND" = posix ]; then
+	shmdir=/dev/shm/npushm-pytests.$$
+	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
+fi
+part cli "$PY" "$here/test_cli.py"
+part python env PYTHONPATH="$root/libnpushm/python" "$PY" "$here/test_python.py"
+
+# Nothing may be left behind: no region visible to `npushm ls`, no tmpfs file.
+left=$("$BUILD/bin/npushm" ls --json | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["regions"]; print(" ".join(n["name"] for x in r for n in x["names"]) or ("%d unnamed" % len(r) if r else ""))')
+count=$((count + 1))
+if [ -z "$left" ] && { [ -z "${shmdir:-}" ] || [ -z "$(ls -A "$shmdir")" ]; }; then
+	echo "ok $count - nothing left behind (no region, no shared-memory file)"
+else
+	echo "not ok $count - left behind: $left $(ls -A "${shmdir:-/nonexistent}" 2>/dev/null)"
+	failed=$((failed + 1))
+fi
+echo "1..$count"
+[ "$failed" = 0 ]

@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""test_cli.py - the npushm command: every subcommand with --json parsed and
+checked against an independent reading of the file (safetensors_ref), the text
+output, the error messages and exit statuses, and the progress bar (only on a
+terminal). Runs on the backend NPUSHM_BACKEND selects; prints TAP."""
+import json
+import os
+import pty
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_ref as ref  # noqa: E402
+from taplib import check, diag, run  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("NPUSHM_BIN") or os.path.join(os.environ.get("BUILD", ROOT + "/build"), "bin", "npushm")
+KMOD = os.environ.get("NPUSHM_BACKEND") == "kmod"
+TMP = tempfile.mkdtemp(prefix="npushm-cli.")
+PFX = "cli%d." % os.getpid()
+created = set()
+
+
+def cli(*args, expect=0):
+    p = subprocess.run([BIN] + list(args), capture_output=True, text=True)
+    if p.returncode != expect:
+        raise AssertionError("npushm %s: exit %d (expected %d)\nstdout: %s\nstderr: %s"
+                             % (" ".join(args), p.returncode, expect, p.stdout, p.stderr))
+    return p
+
+
+def cli_json(*args, expect=0):
+    p = cli(*args, "--json", expect=expect)
+    return json.loads(p.stdout), p
+
+
+def model_file(name, seed=1, n=6):
+    """Six tensors of several dtypes and ranks (pure Python: no NumPy import,
+    which costs seconds in the VM)."""
+    rng = random.Random(seed)
+
+    def pack(fmt, values):
+        return struct.pack("<%d%s" % (len(values), fmt), *values)
+
+    raw = {
+        "embeddings.weight": ("F32", [50, 16], pack("f", [rng.gauss(0, 1) for _ in range(800)])),
+        "layer.0.bias": ("F16", [16], pack("e", [rng.gauss(0, 1) for _ in range(16)])),
+        "layer.0.ids": ("I64", [n], pack("q", list(range(n)))),
+        "scalar": ("F64", [], pack("d", [2.5])),
+        "empty": ("I32", [0, 3], b""),
+        "mask": ("BOOL", [7], bytes(rng.randint(0, 1) for _ in range(7))),
+    }
+    path = os.path.join(TMP, name)
+    ref.write_raw(path, raw, metadata={"format": "pt", "seed": str(seed)})
+    return path
+
+
+def load(path, name, *extra):
+    created.add(name)
+    return cli_json("load", path, "--name", name, *extra)[0]
+
+
+def test_load_info_ls_rm_json_agree_with_the_file():
+    path = model_file("a.safetensors")
+    name = PFX + "a"
+    res = load(path, name)
+    check(res["name"] == name and res["file"] == path)
+    check(res["backend"] == ("kmod" if KMOD else "posix"))
+    check(res["tensors"] == 6 and res["source_size"] == os.path.getsize(path))
+    check(len(res["hash"]) == 32 and not res["deduplicated"])
+    check(res["region_size"] >= res["source_size"] and res["region_size"] % 4096 == 0)
+    info, _ = cli_json("info", name)
+    check(info["hash"] == res["hash"] and info["region_id"] == res["region_id"])
+    check(info["metadata"] == {"format": "pt", "seed": "1"})
+    want = ref.read(path)
+    names = [t["name"] for t in info["tensors"]]
+    check(names == sorted(want), "tensors not in name order: %s" % names)
+    for t in info["tensors"]:
+        dtype, shape, data = want[t["name"]]
+        check(t["dtype"] == dtype and tuple(t["shape"]) == shape, t)
+        check(t["nbytes"] == len(data) and t["offset"] % 64 == 0, t)
+        strides, acc = [], 1
+        for d in reversed(shape):
+            strides.insert(0, acc)
+            acc *= d
+        check(t["strides"] == strides, t)
+    ls, _ = cli_json("ls")
+    mine = [r for r in ls["regions"] if any(n["name"] == name for n in r["names"])]
+    check(len(mine) == 1, "ls lists the model once")
+    r = mine[0]
+    check(r["sealed"] and r["persistent"] and r["id"] == res["region_id"])
+    check(r["model"] == {"hash": res["hash"], "tensors": 6, "source_size": res["source_size"]})
+    check(r["mappers"] == 0, "nobody maps it (ls does not count itself)")
+    check(any(n["hash_alias"] and n["name"] == "xxh3:" + res["hash"] for n in r["names"]))
+    mode = [n["mode"] for n in r["names"] if n["name"] == name][0]
+    check(mode == (0o640 if KMOD else 0o440), "mode %o" % mode)
+    check(ls["backend"] == res["backend"] and ls["capacity"] > 0)
+    out, _ = cli_json("rm", name)
+    check(out == {"removed": name})
+    ls, _ = cli_json("ls")
+    check(not any(n["name"] in (name, "xxh3:" + res["hash"]) for r in ls["regions"] for n in r["names"]),
+          "rm removed the name and the alias")
+
+
+def test_dedup_and_no_dedup():
+    path = model_file("d.safetensors", seed=2)
+    a = load(path, PFX + "d1")
+    b = load(path, PFX + "d2")
+    c = load(path, PFX + "d3", "--no-dedup")
+    check(b["deduplicated"] and b["region_id"] == a["region_id"])
+    check(not c["deduplicated"] and c["region_id"] != a["region_id"])
+    ls, _ = cli_json("ls")
+    regions = {r["id"]: r for r in ls["regions"]}
+    check(sorted(n["name"] for n in regions[a["region_id"]]["names"])
+          == sorted([PFX + "d1", PFX + "d2", "xxh3:" + a["hash"]]))
+    for n in ("d1", "d2", "d3"):
+        cli("rm", PFX + n)
+        created.discard(PFX + n)
+
+
+def test_text_output():
+    path = model_file("t.safetensors", seed=3)
+    name = PFX + "t"
+    p = cli("load", path, "--name", name, "--mode", "0644")
+    created.add(name)
+    check(p.stdout.startswith("loaded '%s' from %s: 6 tensors" % (name, path)), p.stdout)
+    check(p.stderr == "", "no progress bar when stderr is not a terminal: %r" % p.stderr)
+    p = cli("ls")
+    line = [l for l in p.stdout.splitlines() if l.startswith(name)]
+    check(line and " model " in line[0] and " yes " in line[0], p.stdout)
+    check(p.stdout.splitlines()[0].split()[:3] == ["NAME", "KIND", "SIZE"])
+    p = cli("info", name)
+    check("embeddings.weight" in p.stdout and "[50, 16]" in p.stdout and "F32" in p.stdout, p.stdout)
+    p = cli("rm", name)
+    created.discard(name)
+    check(p.stdout == "removed '%s'\n" % name)
+
+
+def test_errors_say_what_to_do():
+    p = cli("info", "bert", expect=1)
+    check(p.stderr == "npushm: model 'bert' not found: no region published under that name; "
+          "run `npushm load FILE --name bert` first\n", repr(p.stderr))
+    err, p = cli_json("info", "bert", expect=1)
+    check(err["error"]["status"] == "NOT_FOUND" and "npushm load" in err["error"]["message"])
+    err, _ = cli_json("rm", PFX + "nothing", expect=1)
+    check(err["error"]["status"] == "NOT_FOUND")
+    bad = os.path.join(TMP, "bad.safetensors")
+    with open(bad, "wb") as f:
+        f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":[1,2,3]}   ")
+    err, p = cli_json("load", bad, "--name", PFX + "bad", expect=1)
+    check(err["error"]["status"] == "FORMAT")
+    check(err["error"]["message"] == "'%s' is not a valid safetensors file: tensor 'a': the value is a JSON array, "
+          "not an object with dtype, shape and data_offsets" % bad, err["error"]["message"])
+    check(p.stderr.startswith("npushm: '%s' is not a valid" % bad))
+    err, _ = cli_json("load", os.path.join(TMP, "missing"), "--name", PFX + "m", expect=1)
+    check(err["error"]["status"] == "NOT_FOUND" and "cannot open" in err["error"]["message"])
+    ls, _ = cli_json("ls")
+    check(not any(n["name"].startswith(PFX + "bad") for r in ls["regions"] for n in r["names"]))
+    path = model_file("e.safetensors", seed=4)
+    load(path, PFX + "e")
+    err, _ = cli_json("load", path, "--name", PFX + "e", expect=1)
+    check(err["error"]["status"] == "EXISTS" and "npushm rm %se" % PFX in err["error"]["message"])
+    cli("rm", PFX + "e")
+    created.discard(PFX + "e")
+
+
+def test_usage_errors_exit_2():
+    for args in ([], ["frobnicate"], ["load", "x.safetensors"], ["load", "--name", "x"],
+                 ["load", "f", "--name", "x", "--mode", "0777"], ["load", "f", "--name", "x", "--mode", "abc"],
+                 ["info"], ["rm"], ["ls", "extra"], ["--backend", "gpu", "ls"], ["info", "a", "b"]):
+        p = cli(*args, expect=2)
+        check(p.stderr.startswith("npushm: ") and "usage:" in p.stderr, (args, p.stderr))
+    p = cli("--help")
+    check(p.stdout.startswith("usage: npushm"))
+
+
+def test_progress_bar_only_on_a_terminal():
+    path = os.path.join(TMP, "big.safetensors")
+    ref.write_raw(path, {"w": ("F32", [1024, 1024], struct.pack("<f", 1.0) * (1024 * 1024))})
+    name = PFX + "tty"
+    created.add(name)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(BIN, [BIN, "load", path, "--name", name])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    check(os.WEXITSTATUS(status) == 0, out)
+    text = out.decode(errors="replace")
+    check("100% " in text and "[####" in text and "/s" in text, "progress bar drawn: %r" % text[:300])
+    check("loaded '%s'" % name in text)
+    # With --json on the same terminal: no bar, only the JSON document.
+    cli("rm", name)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(BIN, [BIN, "load", path, "--name", name, "--json"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    check(b"#" not in out and json.loads(out.decode())["name"] == name, out[:300])
+    cli("rm", name)
+    created.discard(name)
+
+
+def test_backend_option_selects_the_backend():
+    ls, _ = cli_json("--backend", "posix", "ls")
+    check(ls["backend"] == "posix")
+    if KMOD:
+        ls, _ = cli_json("--backend", "kmod", "ls")
+        check(ls["backend"] == "kmod")
+    elif not os.path.exists("/dev/npushm"):
+        err, _ = cli_json("--backend", "kmod", "ls", expect=1)
+        check(err["error"]["status"] == "NO_DEVICE" and "insmod" in err["error"]["message"])
+
+
+def main():
+    rc = 1
+    try:
+        rc = run(globals())
+    finally:
+        for name in created:
+            subprocess.run([BIN, "rm", name], capture_output=True)
+        shutil.rmtree(TMP, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

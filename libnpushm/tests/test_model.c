@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_model.c - the weight store: load, attach, tensor lookup, DLPack,
+ * dedup and removal, checked differentially against the bytes the test
+ * wrote itself and against an independent XXH3-128 of the file; bad files
+ * rejected with the file named and nothing published or leaked; attach
+ * touching no tensor data; damaged manifests refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dlpack/dlpack.h>
+#include <xxhash.h>
+
+#include "harness.h"
+#include "../src/manifest.h"
+
+static const char *dtypes[] = { "BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16",
+				"BF16", "I32", "U32", "F32", "F64", "I64", "U64" };
+
+static char *path_in_tmp(const char *file)
+{
+	static char p[4][512];
+	static int n;
+	char *s = p[n++ % 4];
+
+	snprintf(s, sizeof(p[0]), "%s/%s", th_tmpdir(), file);
+	return s;
+}
+
+static void file_hash(const char *path, uint8_t out[16])
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	void *p;
+
+	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	REQUIRE(p != MAP_FAILED);
+	XXH128_canonicalFromHash((XXH128_canonical_t *)out, XXH3_128bits(p, (size_t)st.st_size));
+	munmap(p, (size_t)st.st_size);
+	close(fd);
+}
+
+/* Random model: names, dtypes, ranks 0..4 with extents 0..5 (and some big). */
+static int random_model(struct th_tensor *t, int max, uint64_t *s, char names[][32])
+{
+	int n = 1 + (int)(th_rand(s) % (uint64_t)max);
+
+	for (int i = 0; i < n; i++) {
+		snprintf(names[i], 32, "layer.%llu.w%d", (unsigned long long)(th_rand(s) % 1000), i);
+		t[i].name = names[i];
+		t[i].dtype = dtypes[th_rand(s) % 15];
+		t[i].ndim = (int)(th_rand(s) % 5);
+		for (int d = 0; d < t[i].ndim; d++) {
+			uint64_t r = th_rand(s) % 10;
+
+			t[i].shape[d] = r == 0 ? 0 : r == 1 ? 1 : r < 8 ? (int64_t)(r - 1) : 97;
+		}
+	}
+	return n;
+}
+
+static void check_model_matches(npushm_model_t *m, struct th_tensor *t, int n, const char *path)
+{
+	npushm_model_info_t mi;
+	uint8_t want_hash[16];
+	struct stat st;
+
+	npushm_model_info(m, &mi);
+	REQUIRE(stat(path, &st) == 0);
+	CHECK_EQ(mi.tensor_count, n);
+	CHECK_EQ(mi.source_size, st.st_size);
+	file_hash(path, want_hash);
+	CHECK(memcmp(mi.hash, want_hash, 16) == 0);
+	CHECK_EQ(npushm_model_tensor_count(m), n);
+	for (int i = 0; i < n; i++) {
+		npushm_tensor_t x, y;
+		int64_t stride = 1;
+
+		if (!th_check_status(__FILE__, __LINE__, t[i].name, npushm_model_tensor_find(m, t[i].name, &x),
+				     NPUSHM_OK, NULL))
+			continue;
+		CHECK(strcmp(x.name, t[i].name) == 0);
+		CHECK_EQ(x.name_len, strlen(t[i].name));
+		CHECK(strcmp(npushm_dtype_name(x.dtype), t[i].dtype) == 0);
+		CHECK_EQ(x.ndim, t[i].ndim);
+		CHECK_EQ(x.nbytes, t[i].nbytes);
+		CHECK_EQ((uintptr_t)x.data % NPUSHM_TENSOR_ALIGN, 0);
+		CHECK_EQ(x.offset % NPUSHM_TENSOR_ALIGN, 0);
+		for (int d = t[i].ndim - 1; d >= 0; d--) {
+			CHECK_EQ(x.shape[d], t[i].shape[d]);
+			CHECK_EQ(x.strides[d], stride);
+			stride *= t[i].shape[d];
+		}
+		CHECK(memcmp(x.data, t[i].data, t[i].nbytes) == 0);
+		/* tensor_at walks the same table in name order. */
+		REQUIRE_OK(npushm_model_tensor_at(m, (size_t)i, &y));
+	}
+	for (size_t i = 1; i < (size_t)n; i++) {
+		npushm_tensor_t a, b;
+
+		npushm_model_tensor_at(m, i - 1, &a);
+		npushm_model_tensor_at(m, i, &b);
+		CHECK(strcmp(a.name, b.name) < 0);
+	}
+}
+
+TEST(model_load_attach_matches_the_file_for_random_models)
+{
+	npushm_dev_t *dev = th_dev();
+	uint64_t used0 = th_pool_used(dev), s = 0x9e3779b97f4a7c15ULL;
+
+	for (int round = 0; round < 12; round++) {
+		struct th_tensor t[24] = { 0 };
+		char names[24][32];
+		const char *name = th_name("rnd"), *path = path_in_tmp("rnd.safetensors");
+		int n = random_model(t, 24, &s, names);
+		npushm_load_result_t res;
+		npushm_model_t *m;
+
+		th_write_model(path, t, n, round % 2 ? "{\"round\":\"odd\"}" : NULL, s);
+		REQUIRE_OK(npushm_model_load(dev, path, name, NULL, &res));
+		CHECK_EQ(res.tensor_count, n);
+		CHECK(!res.deduplicated);
+		REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+		check_model_matches(m, t, n, path);
+		{
+			npushm_model_info_t mi;
+
+			npushm_model_info(m, &mi);
+			CHECK(strcmp(mi.metadata_json, round % 2 ? "{\"round\":\"odd\"}" : "{}") == 0);
+			CHECK(memcmp(mi.hash, res.hash, 16) == 0);
+			CHECK_EQ(mi.region_id, res.region_id);
+		}
+		npushm_model_detach(m);
+		CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+		th_free_model(t, n);
+	}
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+TEST(model_empty_and_tiny_models)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *path = path_in_tmp("empty.safetensors"), *name = th_name("empty");
+	struct th_tensor one = { .name = "x", .dtype = "U8", .ndim = 1, .shape = { 1 } };
+	npushm_model_t *m;
+	npushm_tensor_t t;
+
+	th_write_raw(path, "{}", 6, 0, 0);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	CHECK_EQ(npushm_model_tensor_count(m), 0);
+	CHECK_ST(npushm_model_tensor_at(m, 0, &t), NPUSHM_ERR_INVALID);
+	CHECK_ST_MSG(npushm_model_tensor_find(m, "x", &t), NPUSHM_ERR_NOT_FOUND, "has no tensor named 'x'");
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+
+	th_write_model(path, &one, 1, NULL, 3);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	check_model_matches(m, &one, 1, path);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	th_free_model(&one, 1);
+	npushm_dev_close(dev);
+}
+
+TEST(model_lookup_errors_name_model_and_tensor)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("look");
+	npushm_model_t *m = (void *)1;
+	npushm_tensor_t t;
+	char expect[256];
+
+	snprintf(expect, sizeof(expect),
+		 "model '%s' not found: no region published under that name; run `npushm load FILE --name %s` first",
+		 name, name);
+	CHECK_ST_MSG(npushm_model_attach_dev(dev, name, &m), NPUSHM_ERR_NOT_FOUND, expect);
+	CHECK(m == NULL);
+	CHECK_ST(npushm_model_attach_dev(dev, "", &m), NPUSHM_ERR_NAME);
+	CHECK_ST(npushm_model_attach_dev(dev, NULL, &m), NPUSHM_ERR_NAME);
+	REQUIRE_OK(npushm_model_load(dev, th_big_model("l.safetensors", 8192, 1), name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach(name, &m));	/* the device-less form */
+	CHECK_ST(npushm_model_tensor_find(m, "w", &t), NPUSHM_OK);
+	CHECK_ST(npushm_model_tensor_find(m, "W", &t), NPUSHM_ERR_NOT_FOUND);
+	CHECK_ST(npushm_model_tensor_find(m, "", &t), NPUSHM_ERR_NOT_FOUND);
+	CHECK_ST(npushm_model_tensor_find(m, NULL, &t), NPUSHM_ERR_INVALID);
+	CHECK_ST(npushm_model_tensor_at(m, 1, &t), NPUSHM_ERR_INVALID);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	CHECK_ST_MSG(npushm_model_remove(dev, name), NPUSHM_ERR_NOT_FOUND, "not found");
+	npushm_dev_close(dev);
+}
+
+static void expect_rejected(npushm_dev_t *dev, const char *path, npushm_status_t want, const char *sub)
+{
+	const char *name = th_name("bad");
+	uint64_t used0 = th_pool_used(dev);
+	int fds0 = th_fd_count(), files0 = th_shm_files();
+	npushm_region_t *r = NULL;
+
+	th_check_status(__FILE__, __LINE__, path, npushm_model_load(dev, path, name, NULL, NULL), want, sub);
+	CHECK(strstr(npushm_last_error(), path) != NULL);	/* the file is named */
+	CHECK_ST(npushm_region_open(dev, name, 0, &r), NPUSHM_ERR_NOT_FOUND);
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_fd_count(), fds0);
+	CHECK_EQ(th_shm_files(), files0);
+}
+
+TEST(model_bad_files_are_rejected_with_the_file_named)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *p = path_in_tmp("bad.safetensors");
+	struct th_tensor t = { .name = "w", .dtype = "F32", .ndim = 2, .shape = { 64, 64 } };
+	uint64_t size;
+
+	expect_rejected(dev, path_in_tmp("missing.safetensors"), NPUSHM_ERR_NOT_FOUND, "cannot open");
+	expect_rejected(dev, th_tmpdir(), NPUSHM_ERR_IO, "not a regular file");
+	th_write_raw(p, "", 0, 0, 0);
+	truncate(p, 3);
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "is not a valid safetensors file: the file is 3 bytes long");
+	th_write_raw(p, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16, 1);
+	truncate(p, 8 + 10);
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "runs past the end of the file");
+	/* Truncated data: valid header, short data section. */
+	size = th_write_model(p, &t, 1, NULL, 9);
+	truncate(p, (off_t)(size - 100));
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "run past the end of the data section");
+	th_write_raw(p, "{\"w\":{\"dtype\":\"Q4\",\"shape\":[4],\"data_offsets\":[0,4]}}", 0, 4, 1);
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "unknown dtype 'Q4'");
+	th_write_raw(p, "{\"w\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}garbage", 0, 4, 1);
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "only spaces may pad it");
+	/* Random bytes. */
+	{
+		FILE *f = fopen(p, "wb");
+		uint64_t s = 77;
+
+		REQUIRE(f);
+		for (int i = 0; i < 4096; i++)
+			fputc((int)(th_rand(&s) & 0xff), f);
+		fclose(f);
+	}
+	expect_rejected(dev, p, NPUSHM_ERR_FORMAT, "not a valid safetensors file");
+	th_free_model(&t, 1);
+	npushm_dev_close(dev);
+}
+
+static void unreadable_as_nobody(void *arg)
+{
+	npushm_dev_t *dev = th_dev();
+
+	CHECK_ST_MSG(npushm_model_load(dev, arg, th_name("noread"), NULL, NULL), NPUSHM_ERR_ACCESS,
+		     (const char *)arg);
+	npushm_dev_close(dev);
+}
+
+TEST(model_unreadable_file_is_access_denied)
+{
+	const char *p;
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	p = th_big_model("secret.safetensors", 4096, 2);
+	REQUIRE(chmod(p, 0600) == 0);
+	CHECK_EQ(th_as_nobody(unreadable_as_nobody, (void *)p), 0);
+}
+
+TEST(model_load_argument_checks)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *p = th_big_model("args.safetensors", 4096, 3);
+	npushm_load_opts_t bad_mode = { .mode = 0700 }, bad_flags = { .flags = 0x80 };
+
+	CHECK_ST_MSG(npushm_model_load(dev, p, "xxh3:abc", NULL, NULL), NPUSHM_ERR_NAME, "reserved");
+	CHECK_ST(npushm_model_load(dev, p, "has space", NULL, NULL), NPUSHM_ERR_NAME);
+	CHECK_ST(npushm_model_load(dev, p, NULL, NULL, NULL), NPUSHM_ERR_NAME);
+	CHECK_ST(npushm_model_load(dev, NULL, "x", NULL, NULL), NPUSHM_ERR_INVALID);
+	CHECK_ST(npushm_model_load(NULL, p, "x", NULL, NULL), NPUSHM_ERR_INVALID);
+	CHECK_ST_MSG(npushm_model_load(dev, p, "x", &bad_mode, NULL), NPUSHM_ERR_INVALID, "0666");
+	CHECK_ST(npushm_model_load(dev, p, "x", &bad_flags, NULL), NPUSHM_ERR_INVALID);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+TEST(model_name_taken_is_reported_and_nothing_changes)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("taken");
+	const char *a = th_big_model("a.safetensors", 65536, 11);
+	const char *b;
+	npushm_load_result_t ra, rb;
+	npushm_model_t *m;
+	npushm_model_info_t mi;
+	uint64_t used;
+	char expect[256];
+
+	REQUIRE_OK(npushm_model_load(dev, a, name, NULL, &ra));
+	used = th_pool_used(dev);
+	b = th_big_model("b.safetensors", 65536, 12);
+	snprintf(expect, sizeof(expect), "the name '%s' is already published; run `npushm rm %s` first", name, name);
+	CHECK_ST_MSG(npushm_model_load(dev, b, name, NULL, &rb), NPUSHM_ERR_EXISTS, expect);
+	CHECK_ST_MSG(npushm_model_load(dev, a, name, NULL, &rb), NPUSHM_ERR_EXISTS, expect); /* dedup path too */
+	CHECK_EQ(th_pool_used(dev), used);
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	npushm_model_info(m, &mi);
+	CHECK(memcmp(mi.hash, ra.hash, 16) == 0);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	npushm_dev_close(dev);
+}
+
+TEST(model_dedup_reuses_one_copy_and_rm_frees_it)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *a = th_name("dA"), *b = th_name("dB"), *c = th_name("dC"), *d = th_name("dD");
+	const char *f1 = th_big_model("d1.safetensors", 4 << 20, 21);
+	const char *f2 = th_big_model("d2.safetensors", 4 << 20, 22);	/* same size, other bytes */
+	npushm_load_opts_t nodedup = { .flags = NPUSHM_LOAD_NO_DEDUP };
+	npushm_load_result_t ra, rb, rc, rd;
+	npushm_region_t *r;
+	char alias[64];
+	uint64_t used0 = th_pool_used(dev), one;
+	npushm_model_t *m;
+
+	REQUIRE_OK(npushm_model_load(dev, f1, a, NULL, &ra));
+	one = th_pool_used(dev) - used0;
+	CHECK(one >= (4 << 20));
+	REQUIRE_OK(npushm_model_load(dev, f1, b, NULL, &rb));
+	CHECK(rb.deduplicated);
+	CHECK_EQ(rb.region_id, ra.region_id);
+	CHECK(memcmp(ra.hash, rb.hash, 16) == 0);
+	CHECK_EQ(th_pool_used(dev) - used0, one);	/* no second copy */
+	REQUIRE_OK(npushm_model_load(dev, f2, c, NULL, &rc));
+	CHECK(!rc.deduplicated);
+	CHECK(rc.region_id != ra.region_id);
+	REQUIRE_OK(npushm_model_load(dev, f1, d, &nodedup, &rd));
+	CHECK(!rd.deduplicated);
+	CHECK(rd.region_id != ra.region_id);
+	CHECK_EQ(th_pool_used(dev) - used0, 3 * one);
+	/* The alias names the first copy. */
+	snprintf(alias, sizeof(alias), "xxh3:%s", ra.hash_hex);
+	REQUIRE_OK(npushm_region_open(dev, alias, 0, &r));
+	CHECK_EQ(npushm_region_id(r), ra.region_id);
+	npushm_region_close(r);
+	/* Removing one name keeps the other working; removing both frees the copy. */
+	CHECK_ST(npushm_model_remove(dev, a), NPUSHM_OK);
+	REQUIRE_OK(npushm_model_attach_dev(dev, b, &m));
+	npushm_model_detach(m);
+	CHECK_ST(npushm_region_open(dev, alias, 0, &r), NPUSHM_OK);
+	npushm_region_close(r);
+	CHECK_ST(npushm_model_remove(dev, b), NPUSHM_OK);
+	CHECK_ST(npushm_region_open(dev, alias, 0, &r), NPUSHM_ERR_NOT_FOUND);
+	CHECK_EQ(th_pool_used(dev) - used0, 2 * one);
+	CHECK_ST(npushm_model_remove(dev, c), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, d), NPUSHM_OK);
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+TEST(model_attach_touches_no_tensor_data)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("lazy");
+	npushm_model_t *m;
+	npushm_tensor_t t;
+	npushm_dev_info_t di;
+	long rss, pss, rss2, pss2, limit;
+	uint64_t size = th_is_kmod() ? (16 << 20) : (64 << 20);
+
+	/* The manifest's first fault may map one allocation chunk (kmod: 2 MiB), never more. */
+	REQUIRE_OK(npushm_dev_query(dev, &di));
+	limit = (long)(di.chunk_size >> 10) + 256;
+	REQUIRE_OK(npushm_model_load(dev, th_big_model("lazy.safetensors", size, 31), name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	REQUIRE(th_mapping_rss(npushm_model_base(m), &rss, &pss));
+	th_diag("after attach: mapping of %llu MiB has Rss %ld kB (chunk %llu kB)",
+		(unsigned long long)(size >> 20), rss, (unsigned long long)(di.chunk_size >> 10));
+	CHECK(rss >= 0 && rss <= limit);	/* the manifest, not the data */
+	CHECK((uint64_t)limit * 1024 * 4 <= size);	/* so the check means something */
+	REQUIRE_OK(npushm_model_tensor_find(m, "w", &t));
+	for (uint64_t i = 0; i < t.nbytes; i += 4096)
+		(void)*(const volatile char *)((const char *)t.data + i);
+	REQUIRE(th_mapping_rss(npushm_model_base(m), &rss2, &pss2));
+	CHECK(rss2 >= (long)(size >> 10) - 64);	/* reading faults the data in */
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	npushm_dev_close(dev);
+}
+
+TEST(model_attach_refuses_unsealed_and_foreign_regions)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *plain = th_name("plain"), *junk = th_name("junk");
+	npushm_model_t *m = NULL;
+	npushm_region_t *r1, *r2;
+	char *p;
+
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r1));
+	REQUIRE_OK(npushm_region_publish(r1, plain, 0644, NPUSHM_PUBLISH_PERSISTENT));
+	CHECK_ST_MSG(npushm_model_attach_dev(dev, plain, &m), NPUSHM_ERR_CORRUPT, "not sealed");
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r2));
+	REQUIRE_OK(npushm_region_map(r2, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, (void **)&p));
+	strcpy(p, "NPUSHMW? not a manifest");
+	npushm_region_unmap(r2, p);
+	REQUIRE_OK(npushm_region_seal(r2));
+	REQUIRE_OK(npushm_region_publish(r2, junk, 0644, NPUSHM_PUBLISH_PERSISTENT));
+	CHECK_ST_MSG(npushm_model_attach_dev(dev, junk, &m), NPUSHM_ERR_CORRUPT, "no npushm model");
+	CHECK(m == NULL);
+	CHECK_ST(npushm_name_unlink(dev, plain), NPUSHM_OK);
+	CHECK_ST(npushm_name_unlink(dev, junk), NPUSHM_OK);
+	npushm_region_close(r1);
+	npushm_region_close(r2);
+	npushm_dev_close(dev);
+}
+
+/* Copy a real manifest, damage one field, fix the checksum, check the message. */
+TEST(model_manifest_validation_catches_each_inconsistency)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("mf");
+	struct th_tensor t[3] = {
+		{ .name = "a", .dtype = "F32", .ndim = 2, .shape = { 3, 5 } },
+		{ .name = "b", .dtype = "I64", .ndim = 1, .shape = { 7 } },
+		{ .name = "c", .dtype = "U8", .ndim = 0 },
+	};
+	const char *path = path_in_tmp("mf.safetensors");
+	struct npi_manifest_view v;
+	npushm_model_t *m;
+	uint64_t size;
+	uint8_t *copy;
+
+	th_write_model(path, t, 3, NULL, 5);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	{
+		npushm_model_info_t mi;
+
+		npushm_model_info(m, &mi);
+		size = mi.region_size;
+	}
+	copy = malloc(size);
+	REQUIRE(copy);
+#define DAMAGE(stmt, want)                                                                   \
+	do {                                                                                 \
+		struct npi_manifest_hdr *h_ = (void *)copy;                                  \
+		struct npi_manifest_tensor *t_;                                              \
+		memcpy(copy, npushm_model_base(m), size);                                    \
+		t_ = (void *)(copy + h_->tensors_offset);                                    \
+		(void)t_;                                                                    \
+		stmt;                                                                        \
+		h_->manifest_hash = npi_manifest_hash_of(copy, h_->manifest_size);           \
+		CHECK_ST_MSG(npi_manifest_check(copy, size, &v), NPUSHM_ERR_CORRUPT, want);  \
+	} while (0)
+	memcpy(copy, npushm_model_base(m), size);
+	CHECK_ST(npi_manifest_check(copy, size, &v), NPUSHM_OK);
+	CHECK_ST_MSG(npi_manifest_check(copy, 64, &v), NPUSHM_ERR_CORRUPT, "no npushm model");
+	copy[200] ^= 1;
+	CHECK_ST_MSG(npi_manifest_check(copy, size, &v), NPUSHM_ERR_CORRUPT, "checksum");
+	DAMAGE(h_->magic[0] = 'X', "no npushm model");
+	DAMAGE(h_->version = 2, "version 2");
+	DAMAGE(h_->hdr_size = 8, "header is 8 bytes");
+	DAMAGE(h_->manifest_size = size + 1, "claims");
+	DAMAGE(h_->data_end = size + 4096, "data area");
+	DAMAGE(h_->tensor_count = 1000000, "outside the manifest");
+	DAMAGE(h_->tensors_offset += 4, "misaligned");
+	DAMAGE(h_->metadata_size = 1, "metadata");
+	DAMAGE(t_[0].name_offset = 1ULL << 40, "outside the string table");
+	DAMAGE(t_[1].name_len = 0, "non-empty");
+	DAMAGE((t_[0].name_offset = t_[1].name_offset, t_[0].name_len = t_[1].name_len), "not sorted");
+	DAMAGE(t_[0].dtype = 99, "invalid dtype 99");
+	DAMAGE(t_[0].ndim = 40, "dims table");
+	DAMAGE(t_[0].nbytes += 1, "bytes recorded");
+	DAMAGE(t_[0].offset += 1, "misaligned or outside");
+	DAMAGE(t_[0].offset = size, "misaligned or outside");
+	DAMAGE(((int64_t *)(copy + h_->dims_offset))[t_[0].dims_index + 2] = 2, "not C-contiguous");
+	DAMAGE(((int64_t *)(copy + h_->dims_offset))[t_[0].dims_index] = -3, "dimension 0 is invalid");
+#undef DAMAGE
+	free(copy);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	th_free_model(t, 3);
+	npushm_dev_close(dev);
+}
+
+TEST(model_dlpack_views_share_memory_and_outlive_detach)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("dl");
+	struct th_tensor t[3] = {
+		{ .name = "bf", .dtype = "BF16", .ndim = 2, .shape = { 4, 8 } },
+		{ .name = "f32", .dtype = "F32", .ndim = 3, .shape = { 2, 3, 4 } },
+		{ .name = "mask", .dtype = "BOOL", .ndim = 1, .shape = { 5 } },
+	};
+	const char *path = path_in_tmp("dl.safetensors");
+	DLManagedTensor *dl = NULL, *dl2 = NULL;
+	npushm_model_t *m;
+	npushm_tensor_t x;
+	uint8_t copy[96];
+
+	th_write_model(path, t, 3, NULL, 8);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	/* Name order: bf, f32, mask. */
+	REQUIRE_OK(npushm_model_tensor_dlpack(m, 1, &dl));
+	REQUIRE_OK(npushm_model_tensor_at(m, 1, &x));
+	CHECK(dl->dl_tensor.data == x.data);
+	CHECK_EQ(dl->dl_tensor.device.device_type, kDLCPU);
+	CHECK_EQ(dl->dl_tensor.ndim, 3);
+	CHECK_EQ(dl->dl_tensor.dtype.code, kDLFloat);
+	CHECK_EQ(dl->dl_tensor.dtype.bits, 32);
+	CHECK_EQ(dl->dl_tensor.dtype.lanes, 1);
+	CHECK_EQ(dl->dl_tensor.shape[0], 2);
+	CHECK_EQ(dl->dl_tensor.shape[2], 4);
+	CHECK_EQ(dl->dl_tensor.strides[0], 12);
+	CHECK_EQ(dl->dl_tensor.strides[2], 1);
+	CHECK_EQ(dl->dl_tensor.byte_offset, 0);
+	REQUIRE_OK(npushm_model_tensor_dlpack(m, 0, &dl2));
+	CHECK_EQ(dl2->dl_tensor.dtype.code, kDLBfloat);
+	CHECK_ST_MSG(npushm_model_tensor_dlpack(m, 2, &(DLManagedTensor *){ NULL }), NPUSHM_ERR_UNSUPPORTED, "BOOL");
+	CHECK_ST(npushm_model_tensor_dlpack(m, 3, &(DLManagedTensor *){ NULL }), NPUSHM_ERR_INVALID);
+	memcpy(copy, x.data, 96);
+	npushm_model_detach(m);	/* the DLPack tensors keep the mapping */
+	CHECK(memcmp(dl->dl_tensor.data, copy, 96) == 0);
+	CHECK(memcmp(dl->dl_tensor.data, t[1].data, 96) == 0);
+	dl->deleter(dl);
+	dl2->deleter(dl2);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	th_free_model(t, 3);
+	npushm_dev_close(dev);
+}
+
+struct touch_ctx {
+	const char *path;
+	int done;
+};
+
+/* A progress callback that rewrites a byte of the file mid-copy. */
+static void touch_file(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	struct touch_ctx *c = arg;
+
+	if (stage == NPUSHM_LOAD_COPY && done > total / 2 && !c->done) {
+		int fd = open(c->path, O_WRONLY);
+		struct timespec ts[2] = { { 0, UTIME_NOW }, { 1, 0 } };
+
+		c->done = 1;
+		CHECK(pwrite(fd, "x", 1, 200) == 1);
+		futimens(fd, ts);	/* a different mtime even within one clock tick */
+		close(fd);
+	}
+}
+
+TEST(model_file_changed_while_loading_is_refused)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *path = th_big_model("chg.safetensors", 8 << 20, 41), *name = th_name("chg");
+	struct touch_ctx ctx = { path, 0 };
+	npushm_load_opts_t lo = { 0 };
+	uint64_t used0 = th_pool_used(dev);
+
+	lo.progress = touch_file;
+	lo.progress_arg = &ctx;
+	CHECK_ST_MSG(npushm_model_load(dev, path, name, &lo, NULL), NPUSHM_ERR_IO, "changed while it was being loaded");
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+TEST(model_dedup_works_without_room_for_a_second_copy)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *a = th_name("fullA"), *b = th_name("fullB"), *c = th_name("fullC");
+	const char *f1 = th_big_model("full1.safetensors", 8 << 20, 61);
+	const char *f2 = th_big_model("full2.safetensors", 8 << 20, 62);
+	npushm_load_result_t ra, rb;
+	npushm_region_t *filler = NULL;
+	npushm_dev_info_t di;
+	uint64_t used0;
+
+	REQUIRE_OK(npushm_model_load(dev, f1, a, NULL, &ra));
+	used0 = th_pool_used(dev);
+	/* Leave room for less than a second copy. */
+	if (th_is_kmod()) {
+		REQUIRE_OK(npushm_dev_query(dev, &di));
+		if (!di.uid_quota)
+			th_skip("the module was loaded without a uid_quota");
+		REQUIRE_OK(npushm_region_alloc(dev, di.uid_quota - di.uid_in_use - (4 << 20), 0, &filler));
+	} else {
+		char opts[64];
+
+		if (!th_is_root())
+			th_skip("shrinking the private tmpfs needs root");
+		snprintf(opts, sizeof(opts), "size=%lluk", (unsigned long long)((used0 >> 10) + 4096));
+		REQUIRE(mount(NULL, getenv("NPUSHM_SHM_DIR"), NULL, MS_REMOUNT, opts) == 0);
+	}
+	CHECK_ST(npushm_model_load(dev, f1, b, NULL, &rb), NPUSHM_OK);
+	CHECK(rb.deduplicated);
+	CHECK_EQ(rb.region_id, ra.region_id);
+	/* Different bytes: the original "no room" failure comes back, nothing is left. */
+	CHECK(npushm_model_load(dev, f2, c, NULL, NULL) == (th_is_kmod() ? NPUSHM_ERR_QUOTA : NPUSHM_ERR_NO_SPACE));
+	CHECK(strstr(npushm_last_error(), f2) != NULL);
+	CHECK_ST(npushm_model_attach_dev(dev, c, &(npushm_model_t *){ NULL }), NPUSHM_ERR_NOT_FOUND);
+	CHECK_EQ(th_pool_used(dev), used0 + (filler ? npushm_region_size(filler) : 0));
+	npushm_region_close(filler);
+	CHECK_ST(npushm_model_remove(dev, a), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, b), NPUSHM_OK);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}

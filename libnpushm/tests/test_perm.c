@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_perm.c - permissions as another user: regions and models published
+ * by root with different modes, opened, mapped, attached and removed by uid
+ * 65534 in a child (setresuid). Each refusal must be ACCESS with a message
+ * that names the region or model.
+ */
+#include <unistd.h>
+
+#include "harness.h"
+
+struct perm_ctx {
+	const char *r600, *r644, *r666, *m640, *m644;
+	const char *file;
+};
+
+static void as_other(void *arg)
+{
+	struct perm_ctx *c = arg;
+	npushm_dev_t *dev = th_dev();
+	npushm_region_t *r = NULL, *mine;
+	npushm_model_t *m = NULL;
+	npushm_tensor_t t;
+	void *p;
+
+	CHECK_ST_MSG(npushm_region_open(dev, c->r600, 0, &r), NPUSHM_ERR_ACCESS, c->r600);
+	CHECK(r == NULL);
+	CHECK_ST(npushm_region_open(dev, c->r644, 0, &r), NPUSHM_OK);
+	npushm_region_close(r);
+	CHECK_ST_MSG(npushm_region_open(dev, c->r644, NPUSHM_OPEN_WRITE, &r), NPUSHM_ERR_ACCESS, "read-write");
+	CHECK_ST(npushm_region_open(dev, c->r666, NPUSHM_OPEN_WRITE, &r), NPUSHM_OK);
+	if (r) {
+		CHECK_ST(npushm_region_map(r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &p), NPUSHM_OK);
+		npushm_region_close(r);
+	}
+	CHECK_ST_MSG(npushm_name_unlink(dev, c->r644), NPUSHM_ERR_ACCESS, c->r644);
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &mine));
+	CHECK_ST(npushm_region_publish(mine, c->r644, 0600, 0), NPUSHM_ERR_EXISTS);
+	npushm_region_close(mine);
+
+	CHECK_ST_MSG(npushm_model_attach_dev(dev, c->m640, &m), NPUSHM_ERR_ACCESS, c->m640);
+	CHECK(m == NULL);
+	REQUIRE_OK(npushm_model_attach_dev(dev, c->m644, &m));
+	CHECK_ST(npushm_model_tensor_find(m, "w", &t), NPUSHM_OK);
+	CHECK(t.nbytes > 0 && ((const volatile char *)t.data)[t.nbytes - 1] == ((const volatile char *)t.data)[t.nbytes - 1]);
+	npushm_model_detach(m);
+	CHECK_ST_MSG(npushm_model_remove(dev, c->m644), NPUSHM_ERR_ACCESS, c->m644);
+	/* A model this user loads is its own to remove. */
+	{
+		const char *mine_model = th_name("nobody-model");
+		npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+
+		CHECK_ST(npushm_model_load(dev, c->file, mine_model, &lo, NULL), NPUSHM_OK);
+		CHECK_ST(npushm_model_remove(dev, mine_model), NPUSHM_OK);
+	}
+	npushm_dev_close(dev);
+}
+
+TEST(perm_other_users_get_what_the_mode_allows)
+{
+	npushm_dev_t *dev = th_dev();
+	struct perm_ctx c = {
+		.r600 = th_name("r600"), .r644 = th_name("r644"), .r666 = th_name("r666"),
+		.m640 = th_name("m640"), .m644 = th_name("m644"),
+	};
+	npushm_load_opts_t lo640 = { .mode = 0640 }, lo644 = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+	npushm_region_t *r[3];
+	uint64_t used0 = th_pool_used(dev);
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	c.file = th_big_model("perm.safetensors", 64 << 10, 5);
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r[0]));
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r[1]));
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r[2]));
+	REQUIRE_OK(npushm_region_publish(r[0], c.r600, 0600, NPUSHM_PUBLISH_PERSISTENT));
+	REQUIRE_OK(npushm_region_publish(r[1], c.r644, 0644, NPUSHM_PUBLISH_PERSISTENT));
+	REQUIRE_OK(npushm_region_publish(r[2], c.r666, 0666, NPUSHM_PUBLISH_PERSISTENT));
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.m640, &lo640, NULL));
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.m644, &lo644, NULL));
+	CHECK_EQ(th_as_nobody(as_other, &c), 0);
+	CHECK_ST(npushm_model_remove(dev, c.m640), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, c.m644), NPUSHM_OK);
+	for (int i = 0; i < 3; i++)
+		npushm_region_close(r[i]);
+	CHECK_ST(npushm_name_unlink(dev, c.r600), NPUSHM_OK);
+	CHECK_ST(npushm_name_unlink(dev, c.r644), NPUSHM_OK);
+	CHECK_ST(npushm_name_unlink(dev, c.r666), NPUSHM_OK);
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
