@@ -384,8 +384,7 @@ int npushm_names_ioctl_open(struct file *file, void *arg,
 	struct npushm_region *region = NULL;
 	struct npushm_name *name;
 	struct npushm_ns *ns;
-	struct file *handle;
-	int fd, ret;
+	int ret;
 	char *str;
 
 	if (req->flags & ~NPUSHM_OPEN_RDWR)
@@ -410,27 +409,13 @@ int npushm_names_ioctl_open(struct file *file, void *arg,
 	if (!region)
 		return ret;
 
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0) {
-		ret = fd;
-		goto out_put;
+	ret = npushm_region_handle_out(region, rdwr, out);
+	if (ret >= 0) {
+		req->fd = ret;
+		req->id = region->id;
+		req->size = region->size;
+		ret = 0;
 	}
-	handle = npushm_region_file(region, rdwr, false);
-	if (IS_ERR(handle)) {
-		ret = PTR_ERR(handle);
-		goto out_put_fd;
-	}
-	req->fd = fd;
-	req->id = region->id;
-	req->size = region->size;
-	out->file = handle;
-	out->fd = fd;
-	npushm_region_put(region);
-	return 0;
-
-out_put_fd:
-	put_unused_fd(fd);
-out_put:
 	npushm_region_put(region);
 	return ret;
 }

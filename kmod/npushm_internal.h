@@ -190,6 +190,8 @@ bool npushm_region_tryget(struct npushm_region *region);
 void npushm_region_put(struct npushm_region *region);
 struct file *npushm_region_file(struct npushm_region *region, bool writable,
 				bool internal);
+int npushm_region_handle_out(struct npushm_region *region, bool writable,
+			     struct npushm_ioctl_out *out);
 struct npushm_region *npushm_region_from_file(struct file *file);
 bool npushm_file_writable(struct file *file);
 int npushm_region_fs_init(void);

@@ -210,6 +210,33 @@ struct file *npushm_region_file(struct npushm_region *region, bool writable,
 }
 
 /**
+ * npushm_region_handle_out - a new user handle, to be installed by dispatch
+ * @region: the region (the caller holds a reference)
+ * @writable: a read-write handle, else read-only
+ * @out: receives the file and its reserved descriptor
+ *
+ * Return: the reserved descriptor number, or -errno.
+ */
+int npushm_region_handle_out(struct npushm_region *region, bool writable,
+			     struct npushm_ioctl_out *out)
+{
+	struct file *handle;
+	int fd;
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	handle = npushm_region_file(region, writable, false);
+	if (IS_ERR(handle)) {
+		put_unused_fd(fd);
+		return PTR_ERR(handle);
+	}
+	out->file = handle;
+	out->fd = fd;
+	return fd;
+}
+
+/**
  * npushm_region_from_file - the region behind a handle
  * @file: any file
  *
@@ -271,8 +298,7 @@ int npushm_region_ioctl_alloc(struct file *file, void *arg,
 {
 	struct npushm_alloc *req = arg;
 	struct npushm_region *region;
-	struct file *handle;
-	int fd, ret;
+	int ret;
 
 	if (req->flags)
 		return -EINVAL;
@@ -282,28 +308,13 @@ int npushm_region_ioctl_alloc(struct file *file, void *arg,
 	ret = npushm_region_create(req->size, &region);
 	if (ret)
 		return ret;
-
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0) {
-		ret = fd;
-		goto out_put;
+	ret = npushm_region_handle_out(region, true, out);
+	if (ret >= 0) {
+		req->size = region->size;
+		req->id = region->id;
+		req->fd = ret;
+		ret = 0;
 	}
-	handle = npushm_region_file(region, true, false);
-	if (IS_ERR(handle)) {
-		ret = PTR_ERR(handle);
-		goto out_put_fd;
-	}
-	req->size = region->size;
-	req->id = region->id;
-	req->fd = fd;
-	out->file = handle;
-	out->fd = fd;
-	npushm_region_put(region);
-	return 0;
-
-out_put_fd:
-	put_unused_fd(fd);
-out_put:
 	npushm_region_put(region);
 	return ret;
 }

@@ -7,7 +7,8 @@
 # The guest sees the host's root filesystem read-only over virtio-9p (so the
 # checkout and host binaries are usable at the same paths) and OUTDIR
 # read-write at the same path. COMMAND runs as root in the checkout directory.
-# The console log is OUTDIR/console.log, the kernel log OUTDIR/dmesg.txt.
+# The console log is OUTDIR/console.log, the kernel log OUTDIR/dmesg.txt;
+# OUTDIR defaults to a new build/vm/out.XXXXXX (build/vm/last links the newest).
 # Environment: BUILD (default ./build), VM_KERNEL_ROOT (an unpacked kernel
 # tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
 # VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_QUIET=1 (do not
@@ -18,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(pwd)/build}
 mem=2G
 tmo=900
-out=$BUILD/vm/out
+out=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-m) mem=$2; shift 2 ;;
@@ -38,12 +39,20 @@ moddir=$kroot/lib/modules/$abi
 command -v qemu-system-x86_64 >/dev/null || { echo "run-vm: qemu-system-x86_64 missing; run tools/setup.sh" >&2; exit 2; }
 [ -d "$moddir" ] || { echo "run-vm: $moddir missing (an unpacked kernel needs lib/modules/$abi; run tools/setup.sh)" >&2; exit 2; }
 
+if [ -z "$out" ]; then
+	# A directory of its own, so that VMs can run side by side; build/vm/last
+	# points at the newest, and only the ten newest are kept.
+	mkdir -p "$BUILD/vm"
+	out=$(mktemp -d "$BUILD/vm/out.XXXXXX")
+	ln -sfn "$(basename "$out")" "$BUILD/vm/last"
+	ls -dt "$BUILD"/vm/out.* 2>/dev/null | tail -n +11 | xargs -r rm -rf
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/console.log" "$out/dmesg.txt"
 
 # Initramfs: busybox plus the modules needed to mount 9p, in dependency order.
-ird=$BUILD/vm/initramfs-$abi
+ird=$BUILD/vm/initramfs-$abi.$$
 irf=$BUILD/vm/initramfs-$abi.cpio.gz
 if [ ! -f "$irf" ] || [ "$here/initramfs-init" -nt "$irf" ] || [ "$moddir/modules.dep" -nt "$irf" ]; then
 	rm -rf "$ird" && mkdir -p "$ird/bin" "$ird/modules" "$ird/proc" "$ird/sys" "$ird/dev"
@@ -62,8 +71,9 @@ if [ ! -f "$irf" ] || [ "$here/initramfs-init" -nt "$irf" ] || [ "$moddir/module
 			echo "$b" >> "$ird/modules.order"
 		done
 	done
-	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$irf.tmp"
-	mv "$irf.tmp" "$irf"
+	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$irf.$$"
+	mv "$irf.$$" "$irf"
+	rm -rf "$ird"
 fi
 
 # The script the guest runs: the command, in this directory, with this PATH.
