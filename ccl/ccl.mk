@@ -1,1 +1,58 @@
-# ccl.mk - build and test rules for ccl/ (filled in by the ccl work).
+# ccl.mk - build and test rules for ccl/ (collectives: libnpccl, tests, ccl-perf).
+#
+#   make                      builds build/lib/libnpccl.so and the test programs
+#   make check-ccl            unit + collective matrix + fault + negative tests
+#   make check-ccl-netns      multi-host tests over network namespaces (root)
+#   make check-ccl-full       opt-in: full cross product at large sizes (slow)
+
+CCL_DIR := $(CURDIR)/ccl
+CCL_OBJDIR := $(BUILD)/obj/ccl
+CCL_SRCS := $(wildcard $(CCL_DIR)/src/*.c)
+CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
+CCL_LIB := $(LIBDIR)/libnpccl.so
+# shared memory goes through libnpushm (ccl/src/shm_region.c)
+CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
+CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
+	-fvisibility=hidden -pthread
+CCL_LIBS := -L$(LIBDIR) -lnpushm -Wl,-rpath,$(LIBDIR) -lxxhash -lm -pthread
+CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test
+CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread
+
+USER_TARGETS += $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+
+$(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_CFLAGS) -c $< -o $@
+
+$(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(CCL_OBJS) -Wl,--version-script=$(CCL_DIR)/src/libnpccl.map \
+		-Wl,-soname,libnpccl.so $(CCL_LIBS)
+
+$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+
+$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
+		$(CCL_OBJS) $(CCL_LIBS)
+
+# ccl-perf: the benchmark harness with the npccl backend
+CCL_BENCH_DIR := $(CURDIR)/bench/ccl
+$(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
+		$(CCL_BENCH_DIR)/backend_npccl.c $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -O2 -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
+		-L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+
+CHECK_SUITES += ccl ccl-netns
+.PHONY: check-ccl check-ccl-netns check-ccl-full
+check-ccl: $(CCL_LIB) $(CCL_TEST_BINS)
+	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
+
+check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
+	@tools/run-suite ccl-netns $(CCL_DIR)/tests/netns-test.sh $(BINDIR)
+
+check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)
+	@tools/run-suite ccl-full $(BINDIR)/ccl-test matrix --full

@@ -1,0 +1,154 @@
+/*
+ * backend_npccl.c - ccl-perf backend over libnpccl.
+ *
+ * Under a launcher (mpirun, torchrun-style variables, NPCCL_RANK...) it
+ * joins with npccl_comm_init_env. Standalone, `-n N` forks N ranks sharing a
+ * unique id; `--bind` pins rank r to CPU r (like mpirun --bind-to core).
+ */
+#include "backend.h"
+#include "npccl.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static npccl_comm_t comm;
+
+static npccl_dtype_t ndt(enum bk_dtype d)
+{
+	return d == BK_F64 ? NPCCL_FLOAT64 : d == BK_I32 ? NPCCL_INT32 : NPCCL_FLOAT32;
+}
+
+static void bind_cpu(int r)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(r % (int)sysconf(_SC_NPROCESSORS_ONLN), &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+int bk_init(int *argc, char ***argv, int *rank, int *size)
+{
+	int n = 0, bind = 0, out = 1;
+	char **av = *argv;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(av[i], "-n") && i + 1 < *argc) {
+			n = atoi(av[++i]);
+			continue;
+		}
+		if (!strcmp(av[i], "--bind")) {
+			bind = 1;
+			continue;
+		}
+		av[out++] = av[i];
+	}
+	*argc = out;
+	char err[512];
+	if (n <= 0) {
+		if (bind && getenv("NPCCL_RANK"))
+			bind_cpu(atoi(getenv("NPCCL_RANK")));
+		if (npccl_comm_init_env(&comm, err, sizeof(err))) {
+			fprintf(stderr, "ccl-perf: %s\n(use -n N to fork N local ranks)\n", err);
+			return -1;
+		}
+	} else {
+		npccl_unique_id_t id;
+		if (npccl_get_unique_id(&id))
+			return -1;
+		int r;
+		pid_t pids[256];
+		for (r = 1; r < n; r++) {
+			pids[r] = fork();
+			if (pids[r] == 0)
+				break;
+		}
+		if (r == n)
+			r = 0;
+		if (bind)
+			bind_cpu(r);
+		if (npccl_comm_init_rank_err(&comm, n, &id, r, err, sizeof(err))) {
+			fprintf(stderr, "ccl-perf rank %d: %s\n", r, err);
+			_exit(1);
+		}
+		if (r != 0) {
+			/* children: only rank 0 prints; fd 1 to /dev/null */
+			if (!freopen("/dev/null", "w", stdout))
+				return -1;
+		}
+	}
+	npccl_comm_rank(comm, rank);
+	npccl_comm_size(comm, size);
+	return 0;
+}
+
+const char *bk_name(void)
+{
+	return "npccl";
+}
+
+int bk_run(enum bk_coll coll, const void *s, void *r, size_t count, enum bk_dtype dt, int root)
+{
+	npccl_status_t st;
+	npccl_dtype_t d = ndt(dt);
+	switch (coll) {
+	case BK_ALLREDUCE: st = npccl_allreduce(s, r, count, d, NPCCL_SUM, comm); break;
+	case BK_ALLGATHER: st = npccl_allgather(s, r, count, d, comm); break;
+	case BK_REDUCE_SCATTER: {
+		int me;
+		npccl_comm_rank(comm, &me);
+		void *dst = s == r ? (char *)r + (size_t)me * count * npccl_dtype_size(d) : r;
+		st = npccl_reduce_scatter(s, dst, count, d, NPCCL_SUM, comm);
+		break;
+	}
+	case BK_BROADCAST: st = npccl_broadcast(s, r, count, d, root, comm); break;
+	case BK_REDUCE: st = npccl_reduce(s, r, count, d, NPCCL_SUM, root, comm); break;
+	case BK_ALLTOALL: st = npccl_alltoall(s, r, count, d, comm); break;
+	default: return -1;
+	}
+	if (st) {
+		fprintf(stderr, "npccl: %s\n", npccl_comm_last_error(comm));
+		return -1;
+	}
+	return 0;
+}
+
+double bk_max(double v)
+{
+	double m = v;
+	npccl_allreduce(&v, &m, 1, NPCCL_FLOAT64, NPCCL_MAX, comm);
+	return m;
+}
+
+double bk_sum(double v)
+{
+	double m = v;
+	npccl_allreduce(&v, &m, 1, NPCCL_FLOAT64, NPCCL_SUM, comm);
+	return m;
+}
+
+void bk_barrier(void)
+{
+	npccl_barrier(comm);
+}
+
+const char *bk_algo(enum bk_coll coll, size_t count, enum bk_dtype dt)
+{
+	static const npccl_coll_t map[] = { NPCCL_COLL_ALLREDUCE, NPCCL_COLL_ALLGATHER,
+					    NPCCL_COLL_REDUCE_SCATTER, NPCCL_COLL_BROADCAST,
+					    NPCCL_COLL_REDUCE, NPCCL_COLL_ALLTOALL };
+	npccl_explanation_t ex;
+	if (npccl_explain(comm, map[coll], count, ndt(dt), &ex))
+		return "";
+	return npccl_algo_name(ex.algo);
+}
+
+void bk_finalize(void)
+{
+	npccl_comm_destroy(comm);
+	int st;
+	while (wait(&st) > 0)
+		;
+}

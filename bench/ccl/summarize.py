@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""summarize.py OUTDIR - read the ccl-perf tables run-ccl-perf.sh wrote and
+print, per size, npccl vs the better MPI (out-of-place busbw), the ceilings,
+and whether each target of issue 5 is met:
+  * busbw >= 1.2x max(Open MPI, MPICH) at every size >= 1 MiB (intra-host)
+  * AllReduce busbw >= 10 GB/s from 2 to 256 MiB (intra-host)
+  * 8-byte latency <= the better MPI's (intra-host)
+  * TCP busbw >= 90% of iperf3 (largest sizes, across namespaces)
+"""
+import os
+import re
+import sys
+
+
+def table(path):
+    rows = {}
+    if not os.path.exists(path):
+        return rows
+    for line in open(path, errors="replace"):
+        f = line.split()
+        if len(f) < 13 or line.startswith("#") or not f[0].isdigit():
+            continue
+        size = int(f[0])
+        rows.setdefault(size, {
+            "count": int(f[1]), "t": float(f[5]), "busbw": float(f[7]), "wrong": int(f[8]),
+            "t_in": float(f[9]), "busbw_in": float(f[11]), "wrong_in": int(f[12]),
+            "algo": f[-1] if not f[-1].replace(".", "").isdigit() else ""})
+    return rows
+
+
+def gbps(path, pat):
+    if not os.path.exists(path):
+        return None
+    for line in open(path, errors="replace"):
+        if pat in line:
+            m = re.search(r"([\d.]+) Gbits/sec", line)
+            if m:
+                return float(m.group(1)) / 8
+    return None
+
+
+def main():
+    out = sys.argv[1]
+    memcpy = None
+    if os.path.exists(f"{out}/memcpy.txt"):
+        m = re.search(r"([\d.]+) GB/s", open(f"{out}/memcpy.txt").read())
+        memcpy = float(m.group(1)) if m else None
+    iperf = gbps(f"{out}/iperf3.txt", "receiver")
+    verdicts = []
+    for kind, title in (("intra", "intra-host (shm)"), ("tcp", "two namespaces over veth (TCP)")):
+        n, o, m = (table(f"{out}/{kind}-{b}.txt") for b in ("npccl", "openmpi", "mpich"))
+        if not n:
+            continue
+        print(f"\n## {title}: out-of-place busbw GB/s (time us)")
+        print(f"| size | npccl | algo | Open MPI | MPICH | npccl / best MPI |")
+        print("|---:|---:|---|---:|---:|---:|")
+        worst_ratio, min_bw, ratio_rows = 1e9, 1e9, []
+        for size in sorted(n):
+            a = n[size]
+            b = o.get(size, {}).get("busbw")
+            c = m.get(size, {}).get("busbw")
+            best = max([x for x in (b, c) if x is not None], default=None)
+            ratio = a["busbw"] / best if best else None
+            fmt = lambda v: "-" if v is None else f"{v:.2f}"
+            print(f"| {size} | {a['busbw']:.2f} ({a['t']:.1f}) | {a['algo']} | {fmt(b)} | {fmt(c)} | "
+                  f"{'-' if ratio is None else f'{ratio:.2f}x'} |")
+            if size >= (1 << 20) and ratio is not None and size & (size - 1) == 0:
+                worst_ratio = min(worst_ratio, ratio)
+                ratio_rows.append((size, ratio))
+            if (2 << 20) <= size <= (256 << 20) and size & (size - 1) == 0:
+                min_bw = min(min_bw, a["busbw"])
+        wrong = sum(r["wrong"] + r["wrong_in"] for r in n.values())
+        print(f"\n#wrong over all npccl rows: {wrong}")
+        if kind == "intra":
+            if ratio_rows:
+                verdicts.append(("busbw >= 1.2x best MPI at every size >= 1 MiB",
+                                 worst_ratio >= 1.2, f"worst {worst_ratio:.2f}x"))
+            if min_bw < 1e9:
+                verdicts.append(("AllReduce busbw >= 10 GB/s at 2..256 MiB", min_bw >= 10,
+                                 f"lowest {min_bw:.2f} GB/s (memcpy ceiling {memcpy} GB/s)"))
+            small = min(n)
+            lat = [x[small]["t"] for x in (o, m) if small in x]
+            if lat:
+                verdicts.append((f"{small}-byte latency <= best MPI", n[small]["t"] <= min(lat),
+                                 f"npccl {n[small]['t']:.2f} us, MPI best {min(lat):.2f} us"))
+        else:
+            big = [s for s in n if s >= (16 << 20) and s & (s - 1) == 0]
+            if iperf and big:
+                best = max(n[s]["busbw"] for s in big)
+                verdicts.append(("TCP busbw >= 90% of iperf3", best >= 0.9 * iperf,
+                                 f"npccl {best:.2f} GB/s vs iperf3 {iperf:.2f} GB/s "
+                                 f"({100 * best / iperf:.0f}%)"))
+    print("\n## targets")
+    for name, ok, detail in verdicts:
+        print(f"- {'MET' if ok else 'NOT MET'}: {name}: {detail}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+/*
+ * npccl.h - collective communication for npushm: AllReduce, AllGather,
+ * ReduceScatter, Broadcast, Reduce, Gather, Scatter, AllToAll, Barrier and
+ * Send/Recv between processes, over shared memory on one host and TCP
+ * between hosts.
+ *
+ * Tutorial
+ * --------
+ * Every process ("rank") joins a communicator, then all ranks call the same
+ * collectives in the same order:
+ *
+ *     npccl_unique_id_t id;                       // on one process:
+ *     npccl_get_unique_id(&id);                   //   serves the rendezvous
+ *     ...hand `id` to every rank (fork, file, npccl_unique_id_to_string)...
+ *     npccl_comm_t comm;
+ *     npccl_comm_init_rank(&comm, nranks, &id, rank);
+ *     npccl_allreduce(in, out, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+ *     npccl_comm_destroy(comm);
+ *
+ * Under a launcher, npccl_comm_init_env(&comm) reads the launcher's
+ * variables instead (torchrun: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+ * Open MPI: OMPI_COMM_WORLD_RANK/SIZE; MPICH/Hydra: PMI_RANK/PMI_SIZE), so
+ * `mpirun -np 4 ./app` and `torchrun --nproc-per-node 4 app` both work.
+ * docs/ccl.md says how the rendezvous address is found in each case.
+ *
+ * Ranks on the same host (same boot id and network namespace) exchange data
+ * through shared memory; the others over TCP. For each call the library picks
+ * an algorithm from a cost model measured at init; npccl_explain() tells which
+ * one and the predicted time, NPCCL_ALGO or npccl_comm_set_algo() override it.
+ *
+ * Failures: every call has a deadline (NPCCL_TIMEOUT_MS, default 30000 ms).
+ * A peer that died, stopped or called a different operation makes the call
+ * fail on every surviving rank with a status and a message naming the rank
+ * and the operation's sequence number (npccl_comm_last_error()). After such a
+ * failure the communicator only accepts npccl_comm_destroy/npccl_comm_abort.
+ *
+ * Buffers: the library never keeps a pointer to a caller's buffer after a call
+ * returns, and never frees one. Send buffers are only read; receive buffers
+ * are only written within the bytes the call names. A call is "in place" when
+ * the send and receive pointers are equal (for AllGather and Gather: when the
+ * send buffer is the caller's own block inside the receive buffer, for
+ * ReduceScatter and Scatter the reverse); any other overlap is an error.
+ *
+ * Thread safety: functions taking no communicator are thread-safe. A
+ * communicator must be used by one thread at a time (calls on it are not
+ * serialised internally); different communicators may be used concurrently
+ * from different threads. npccl_comm_abort() may be called from any thread
+ * while another thread is blocked in a call on the same communicator.
+ */
+#ifndef NPCCL_H
+#define NPCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NPCCL_BUILDING) && defined(__GNUC__)
+#define NPCCL_API __attribute__((visibility("default")))
+#else
+#define NPCCL_API
+#endif
+
+#define NPCCL_VERSION_MAJOR 1
+#define NPCCL_VERSION_MINOR 0
+
+/** Status of every call that can fail. npccl_strerror() names it. */
+typedef enum npccl_status {
+	NPCCL_OK = 0,
+	NPCCL_ERR_INVALID_ARG,	/* bad argument: NULL, bad dtype, rank out of range... */
+	NPCCL_ERR_NOMEM,	/* out of memory */
+	NPCCL_ERR_SYSTEM,	/* a system call failed (see npccl_comm_last_error) */
+	NPCCL_ERR_BOOTSTRAP,	/* rendezvous failed: root unreachable, rank missing, port in use */
+	NPCCL_ERR_TIMEOUT,	/* a peer did not arrive within the deadline */
+	NPCCL_ERR_PEER_DEAD,	/* a peer process exited or its connection closed */
+	NPCCL_ERR_MISMATCH,	/* ranks called different operations/dtypes/counts/roots */
+	NPCCL_ERR_PROTOCOL,	/* truncated or corrupt frame, peer of another communicator */
+	NPCCL_ERR_ABORTED,	/* the communicator was aborted or failed earlier */
+	NPCCL_ERR_UNSUPPORTED,	/* combination not supported (e.g. algorithm for this call) */
+	NPCCL_NUM_STATUS
+} npccl_status_t;
+
+typedef enum npccl_dtype {
+	NPCCL_INT8, NPCCL_UINT8, NPCCL_INT32, NPCCL_UINT32, NPCCL_INT64, NPCCL_UINT64,
+	NPCCL_FLOAT16, NPCCL_BFLOAT16, NPCCL_FLOAT32, NPCCL_FLOAT64,
+	NPCCL_NUM_DTYPES
+} npccl_dtype_t;
+
+/* f16 and bf16 are reduced in f32 and rounded to nearest even. AVG is the
+ * SUM divided by the number of ranks once at the end (integer division
+ * truncates toward zero). Integer SUM/PROD wrap modulo 2^bits. */
+typedef enum npccl_redop {
+	NPCCL_SUM, NPCCL_PROD, NPCCL_MIN, NPCCL_MAX, NPCCL_AVG,
+	NPCCL_NUM_REDOPS
+} npccl_redop_t;
+
+typedef enum npccl_coll {
+	NPCCL_COLL_ALLREDUCE, NPCCL_COLL_ALLGATHER, NPCCL_COLL_REDUCE_SCATTER,
+	NPCCL_COLL_BROADCAST, NPCCL_COLL_REDUCE, NPCCL_COLL_GATHER, NPCCL_COLL_SCATTER,
+	NPCCL_COLL_ALLTOALL, NPCCL_COLL_BARRIER, NPCCL_COLL_SEND, NPCCL_COLL_RECV,
+	NPCCL_NUM_COLLS
+} npccl_coll_t;
+
+/* Algorithms. Not every collective has every algorithm:
+ * npccl_algo_supported() tells. */
+typedef enum npccl_algo {
+	NPCCL_ALGO_AUTO = 0,	/* cost model picks (default) */
+	NPCCL_ALGO_RING,	/* ring / pipelined chain */
+	NPCCL_ALGO_TREE,	/* pipelined (double) binary tree */
+	NPCCL_ALGO_RECDOUBLING,	/* recursive doubling (Bruck for AllGather) */
+	NPCCL_ALGO_RABENSEIFNER,	/* recursive-halving reduce-scatter + doubling allgather */
+	NPCCL_ALGO_DIRECT,	/* every rank talks to every rank; for tiny messages */
+	NPCCL_ALGO_SHM,		/* one host only: ranks reduce slices straight out of shared memory */
+	NPCCL_ALGO_HIER,	/* several hosts: intra-host reduce-scatter, inter-host, intra-host allgather */
+	NPCCL_NUM_ALGOS
+} npccl_algo_t;
+
+typedef struct npccl_comm *npccl_comm_t;
+
+/** Opaque rendezvous token: the root's address and a random communicator tag. */
+#define NPCCL_UNIQUE_ID_BYTES 128
+typedef struct npccl_unique_id {
+	char internal[NPCCL_UNIQUE_ID_BYTES];
+} npccl_unique_id_t;
+
+/** Hex text form of an id (for environment variables and files), NUL included. */
+#define NPCCL_UNIQUE_ID_STRLEN (2 * NPCCL_UNIQUE_ID_BYTES + 1)
+
+/* ---- status, logging -------------------------------------------------- */
+
+/** Static English text for a status; never NULL. */
+NPCCL_API const char *npccl_strerror(npccl_status_t status);
+
+typedef enum npccl_log_level {
+	NPCCL_LOG_ERROR = 1, NPCCL_LOG_WARN, NPCCL_LOG_INFO, NPCCL_LOG_DEBUG
+} npccl_log_level_t;
+
+/** Diagnostics go to `fn` (NULL: to stderr, but only up to the level set by
+ * NPCCL_LOG=error|warn|info|debug, default: nothing). `msg` is valid during
+ * the callback only. The callback may be called from any thread. */
+typedef void (*npccl_log_fn)(npccl_log_level_t level, const char *msg, void *user);
+NPCCL_API void npccl_set_log_callback(npccl_log_fn fn, void *user);
+
+NPCCL_API const char *npccl_dtype_name(npccl_dtype_t dtype);
+NPCCL_API const char *npccl_redop_name(npccl_redop_t op);
+NPCCL_API const char *npccl_coll_name(npccl_coll_t coll);
+NPCCL_API const char *npccl_algo_name(npccl_algo_t algo);
+/** Bytes per element, 0 for an invalid dtype. */
+NPCCL_API size_t npccl_dtype_size(npccl_dtype_t dtype);
+
+/* ---- communicators ---------------------------------------------------- */
+
+/** Starts a rendezvous server thread in the calling process (it serves one
+ * communicator, then exits, or gives up after NPCCL_BOOTSTRAP_TIMEOUT_MS)
+ * and writes its address into *id. The address is the one for
+ * NPCCL_SOCKET_ADDR (an IPv4 address) if set, else 127.0.0.1. */
+NPCCL_API npccl_status_t npccl_get_unique_id(npccl_unique_id_t *id);
+
+/** Text form of an id: `str` must hold NPCCL_UNIQUE_ID_STRLEN bytes. */
+NPCCL_API npccl_status_t npccl_unique_id_to_string(const npccl_unique_id_t *id, char *str);
+NPCCL_API npccl_status_t npccl_unique_id_from_string(const char *str, npccl_unique_id_t *id);
+
+/** Collective over `nranks` processes: each calls it with its own `rank`
+ * (0..nranks-1) and the same id. Blocks until all ranks joined or the
+ * bootstrap deadline (NPCCL_BOOTSTRAP_TIMEOUT_MS, default 60000) passed.
+ * On failure *comm is NULL and, if `errbuf` is not NULL, a message saying
+ * what went wrong is written there (at most errlen bytes, NUL-terminated). */
+NPCCL_API npccl_status_t npccl_comm_init_rank(npccl_comm_t *comm, int nranks,
+					      const npccl_unique_id_t *id, int rank);
+NPCCL_API npccl_status_t npccl_comm_init_rank_err(npccl_comm_t *comm, int nranks,
+						  const npccl_unique_id_t *id, int rank,
+						  char *errbuf, size_t errlen);
+
+/** Creates the communicator from the launcher's environment (see top). */
+NPCCL_API npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *errbuf, size_t errlen);
+
+/** Collective over `comm`: ranks with the same `color` (>= 0) form a new
+ * communicator ordered by (key, old rank). NPCCL_SPLIT_NOCOLOR yields NULL. */
+#define NPCCL_SPLIT_NOCOLOR (-1)
+NPCCL_API npccl_status_t npccl_comm_split(npccl_comm_t comm, int color, int key,
+					  npccl_comm_t *newcomm);
+
+/** Releases everything; accepts NULL. Not collective: a rank may destroy its
+ * communicator while the others still use theirs (they then see it as gone). */
+NPCCL_API npccl_status_t npccl_comm_destroy(npccl_comm_t comm);
+
+/** Tells the peers this rank gives up (they fail with NPCCL_ERR_ABORTED
+ * naming this rank), then releases everything like npccl_comm_destroy.
+ * Never blocks for long and always returns; accepts NULL. */
+NPCCL_API npccl_status_t npccl_comm_abort(npccl_comm_t comm);
+
+NPCCL_API npccl_status_t npccl_comm_rank(npccl_comm_t comm, int *rank);
+NPCCL_API npccl_status_t npccl_comm_size(npccl_comm_t comm, int *size);
+/** Number of hosts in the communicator and the index of the caller's. */
+NPCCL_API npccl_status_t npccl_comm_hosts(npccl_comm_t comm, int *nhosts, int *host);
+
+/** Message for the last failed call on `comm` ("" if none). Valid until the
+ * next call on `comm`. */
+NPCCL_API const char *npccl_comm_last_error(npccl_comm_t comm);
+
+/** Deadline for each later call, in milliseconds (> 0). Local setting. */
+NPCCL_API npccl_status_t npccl_comm_set_timeout(npccl_comm_t comm, int timeout_ms);
+
+/** Forces `algo` for `coll` (NPCCL_ALGO_AUTO restores the cost model). Must
+ * be called with the same arguments on every rank. NPCCL_ERR_UNSUPPORTED if
+ * the collective has no such algorithm on this communicator. */
+NPCCL_API npccl_status_t npccl_comm_set_algo(npccl_comm_t comm, npccl_coll_t coll,
+					     npccl_algo_t algo);
+/** Whether `algo` can run `coll` on `comm` (e.g. SHM needs a single host). */
+NPCCL_API int npccl_algo_supported(npccl_comm_t comm, npccl_coll_t coll, npccl_algo_t algo);
+
+/** What the library would do for a call, and the cost model's prediction. */
+typedef struct npccl_explanation {
+	npccl_algo_t algo;
+	double predicted_us;	/* predicted time of the call in microseconds */
+	const char *transport;	/* "shm", "tcp" or "shm+tcp" */
+	char text[256];		/* human-readable: algorithm, model terms, why */
+} npccl_explanation_t;
+
+NPCCL_API npccl_status_t npccl_explain(npccl_comm_t comm, npccl_coll_t coll, size_t count,
+				       npccl_dtype_t dtype, npccl_explanation_t *out);
+
+/** Cost-model constants measured at init (agreed by all ranks). */
+typedef struct npccl_cost_model {
+	double shm_alpha_us, shm_beta_us_per_mb;	/* latency; inverse bandwidth */
+	double tcp_alpha_us, tcp_beta_us_per_mb;
+	double gamma_us_per_mb;				/* reduction (f32 sum) */
+} npccl_cost_model_t;
+NPCCL_API npccl_status_t npccl_comm_cost_model(npccl_comm_t comm, npccl_cost_model_t *out);
+
+/* ---- collectives -------------------------------------------------------
+ * All are collective over the communicator (Send/Recv: over the pair) and
+ * block until this rank's part is done. count == 0 is allowed everywhere. */
+
+/** recvbuf[i] = op over ranks of sendbuf[i], i < count. */
+NPCCL_API npccl_status_t npccl_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+					 npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t comm);
+/** recvbuf (count*nranks) = rank 0's sendbuf (count), rank 1's, ... */
+NPCCL_API npccl_status_t npccl_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+					 npccl_dtype_t dtype, npccl_comm_t comm);
+/** recvbuf (recvcount) = block `rank` of op over ranks of sendbuf (recvcount*nranks). */
+NPCCL_API npccl_status_t npccl_reduce_scatter(const void *sendbuf, void *recvbuf,
+					      size_t recvcount, npccl_dtype_t dtype,
+					      npccl_redop_t op, npccl_comm_t comm);
+/** recvbuf = root's sendbuf on every rank (sendbuf is only read on root). */
+NPCCL_API npccl_status_t npccl_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+					 npccl_dtype_t dtype, int root, npccl_comm_t comm);
+/** recvbuf on root = op over ranks of sendbuf (recvbuf unused elsewhere). */
+NPCCL_API npccl_status_t npccl_reduce(const void *sendbuf, void *recvbuf, size_t count,
+				      npccl_dtype_t dtype, npccl_redop_t op, int root,
+				      npccl_comm_t comm);
+/** recvbuf on root (sendcount*nranks) = every rank's sendbuf in rank order. */
+NPCCL_API npccl_status_t npccl_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
+				      npccl_dtype_t dtype, int root, npccl_comm_t comm);
+/** recvbuf (recvcount) = block `rank` of root's sendbuf (recvcount*nranks). */
+NPCCL_API npccl_status_t npccl_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+				       npccl_dtype_t dtype, int root, npccl_comm_t comm);
+/** Block j of sendbuf (count each) goes to rank j's block `rank` of recvbuf. */
+NPCCL_API npccl_status_t npccl_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+					npccl_dtype_t dtype, npccl_comm_t comm);
+NPCCL_API npccl_status_t npccl_barrier(npccl_comm_t comm);
+/** Point to point; messages between a pair match in call order; the counts
+ * and dtypes of matching calls must agree (else NPCCL_ERR_MISMATCH). */
+NPCCL_API npccl_status_t npccl_send(const void *buf, size_t count, npccl_dtype_t dtype, int peer,
+				    npccl_comm_t comm);
+NPCCL_API npccl_status_t npccl_recv(void *buf, size_t count, npccl_dtype_t dtype, int peer,
+				    npccl_comm_t comm);
+/** Send to `dst` and receive from `src` at the same time (no deadlock in rings). */
+NPCCL_API npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, int dst,
+					void *recvbuf, size_t recvcount, int src,
+					npccl_dtype_t dtype, npccl_comm_t comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NPCCL_H */

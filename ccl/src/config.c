@@ -1,0 +1,111 @@
+/*
+ * config.c - reads the NPCCL_* environment variables when a communicator or
+ * unique id is created.
+ * docs/ccl.md lists them; invalid values fall back to the defaults with a
+ * warning through the log.
+ */
+#include "npccl_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static struct npccl_config cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	long v = strtol(s, &end, 0);
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	if (*end || v < lo || v > hi) {
+		npccl_log(NPCCL_LOG_WARN, "%s=%s is not a number in [%ld, %ld]; using %ld", name,
+			  s, lo, hi, def);
+		return def;
+	}
+	return v;
+}
+
+/* NPCCL_ALGO: "ring" (every collective that has it) or
+ * "allreduce=ring,broadcast=tree". */
+static void parse_algo(void)
+{
+	const char *s = getenv("NPCCL_ALGO");
+	if (!s || !*s)
+		return;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		const char *aname = eq ? eq + 1 : tok;
+		npccl_algo_t a = npccl_algo_from_name(aname);
+		if (a == NPCCL_NUM_ALGOS) {
+			npccl_log(NPCCL_LOG_WARN, "NPCCL_ALGO: unknown algorithm '%s' ignored",
+				  aname);
+			continue;
+		}
+		if (!eq) {
+			for (int c = 0; c < NPCCL_NUM_COLLS; c++)
+				cfg.algo[c] = a;
+			continue;
+		}
+		*eq = 0;
+		int found = 0;
+		for (int c = 0; c < NPCCL_NUM_COLLS; c++)
+			if (!strcasecmp(tok, npccl_coll_name((npccl_coll_t)c))) {
+				cfg.algo[c] = a;
+				found = 1;
+			}
+		if (!found)
+			npccl_log(NPCCL_LOG_WARN, "NPCCL_ALGO: unknown collective '%s' ignored",
+				  tok);
+	}
+}
+
+static void load(void)
+{
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.timeout_ms = (int)env_long("NPCCL_TIMEOUT_MS", 30000, 1, 86400000);
+	cfg.bootstrap_timeout_ms = (int)env_long("NPCCL_BOOTSTRAP_TIMEOUT_MS", 60000, 1, 86400000);
+	cfg.disable_shm = env_long("NPCCL_DISABLE_SHM", 0, 0, 1);
+	cfg.shm_slot_bytes = (size_t)env_long("NPCCL_SHM_SLOT_BYTES", 128 << 10, 4096, 64 << 20);
+	cfg.shm_slot_bytes = ALIGN_UP(cfg.shm_slot_bytes, 64);
+	cfg.shm_slots = (int)env_long("NPCCL_SHM_SLOTS", 4, 2, 64);
+	cfg.fp_chunk_bytes = (size_t)env_long("NPCCL_SHM_CHUNK_BYTES", 512 << 10, 4096, 256 << 20);
+	cfg.fp_chunk_bytes = ALIGN_UP(cfg.fp_chunk_bytes, 4096);
+	cfg.fp_direct_max = (size_t)env_long("NPCCL_SHM_DIRECT_MAX", 16 << 10, 0, 1 << 20);
+	cfg.shm_nt_min = (size_t)env_long("NPCCL_SHM_NT_MIN", 8 << 20, 0, 1L << 40);
+	cfg.pipeline_chunk = (size_t)env_long("NPCCL_PIPELINE_CHUNK", 256 << 10, 1024, 256 << 20);
+	cfg.pipeline_chunk = ALIGN_UP(cfg.pipeline_chunk, 64);
+	cfg.spin_us = (int)env_long("NPCCL_SPIN_US", 100, 0, 10000000);
+	parse_algo();
+	const char *f = getenv("NPCCL_FAULT_INJECT");
+	if (f)
+		snprintf(cfg.fault, sizeof(cfg.fault), "%s", f);
+}
+
+const struct npccl_config *npccl_config(void)
+{
+	pthread_once(&cfg_once, load);
+	return &cfg;
+}
+
+/* Called when a communicator or unique id is created, so a process sees the
+ * environment as it is then (tests change it between communicators). */
+void npccl_config_reload(void)
+{
+	pthread_once(&cfg_once, load);
+	pthread_mutex_lock(&cfg_lock);
+	load();
+	pthread_mutex_unlock(&cfg_lock);
+}

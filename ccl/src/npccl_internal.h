@@ -1,0 +1,444 @@
+/*
+ * npccl_internal.h - structures shared by the ccl sources: the communicator,
+ * peers, point-to-point requests, the wire header, the shared-memory control
+ * block, and the internal functions each file provides.
+ *
+ * Contracts: a communicator is used by one thread at a time (abort aside);
+ * every blocking loop goes through comm_wait() so deadlines, dead peers and
+ * control messages are handled in one place; errors are recorded once with
+ * comm_fail() and every later call returns them.
+ */
+#ifndef NPCCL_INTERNAL_H
+#define NPCCL_INTERNAL_H
+
+#define NPCCL_BUILDING 1
+#include "npccl.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "shm_region.h"
+
+#define NPCCL_HIDDEN __attribute__((visibility("hidden")))
+#define CACHELINE 64
+#define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---- logging and errors (status.c) ------------------------------------ */
+NPCCL_HIDDEN void npccl_log(npccl_log_level_t level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+NPCCL_HIDDEN uint64_t now_ns(void);
+
+/* ---- configuration from the environment (config.c) -------------------- */
+struct npccl_config {
+	int timeout_ms;
+	int bootstrap_timeout_ms;
+	bool disable_shm;
+	size_t shm_slot_bytes;	/* p2p FIFO slot payload */
+	int shm_slots;		/* p2p FIFO depth */
+	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */
+	size_t fp_direct_max;	/* at or below: each rank reduces everything */
+	size_t shm_nt_min;	/* from here on: streaming stores to the output */
+	size_t pipeline_chunk;	/* tree/chain pipelining chunk */
+	int spin_us;		/* busy-wait before sleeping */
+	npccl_algo_t algo[NPCCL_NUM_COLLS];
+	char fault[128];	/* NPCCL_FAULT_INJECT, for tests */
+};
+NPCCL_HIDDEN const struct npccl_config *npccl_config(void);
+NPCCL_HIDDEN void npccl_config_reload(void);
+NPCCL_HIDDEN npccl_algo_t npccl_algo_from_name(const char *name);
+
+/* ---- host identity (hostid.c) ------------------------------------------ */
+struct host_identity {
+	uint64_t host_id;	/* boot id + network namespace: same value = shm reachable */
+	uint64_t pidns_id;	/* pid namespace inode: same value = pids comparable */
+	char hostname[40];
+};
+NPCCL_HIDDEN void host_identity_get(struct host_identity *out);
+
+/* ---- wire format ------------------------------------------------------- */
+#define WIRE_MAGIC 0x4e50434cu	/* "NPCL" */
+enum frame_type {
+	FRAME_DATA = 1, FRAME_ABORT, FRAME_QUERY, FRAME_REPLY, FRAME_BYE, FRAME_HELLO
+};
+
+/* Description of one operation: identical on every rank for a matching call. */
+struct op_desc {
+	uint64_t seq;
+	uint64_t count;
+	int32_t root;
+	uint8_t coll, dtype, redop, algo;
+};
+
+/* 48-byte header of every frame (TCP) and every FIFO slot (shm). */
+struct wire_hdr {
+	uint32_t magic;
+	uint8_t type;
+	uint8_t coll, dtype, redop;
+	int32_t root;
+	uint32_t src_rank;
+	uint64_t seq;
+	uint64_t count;
+	uint64_t len;		/* payload bytes of the whole message */
+	uint32_t algo;
+	uint32_t check;		/* XXH32 of the 44 bytes before it */
+};
+_Static_assert(sizeof(struct wire_hdr) == 48, "wire header layout");
+
+NPCCL_HIDDEN void wire_hdr_seal(struct wire_hdr *h);
+NPCCL_HIDDEN bool wire_hdr_valid(const struct wire_hdr *h);
+
+/* Control message (fixed size) on the per-peer control channel. */
+struct ctl_msg {
+	struct wire_hdr hdr;	/* type ABORT/QUERY/REPLY/BYE; desc of sender's op */
+	int32_t culprit;
+	int32_t status;
+	uint32_t in_op;
+	int32_t waiting_on;
+	uint64_t completed_seq;
+	char text[400];
+};
+
+/* ---- point-to-point requests ------------------------------------------ */
+enum req_kind { REQ_SEND, REQ_RECV, REQ_RECV_REDUCE };
+
+struct peer;
+struct req {
+	struct req *next;	/* per-peer queue */
+	enum req_kind kind;
+	struct peer *peer;
+	const char *sbuf;
+	char *rbuf;
+	size_t len, done;
+	struct wire_hdr hdr;	/* send: header sent; recv: expected */
+	struct wire_hdr rxhdr;	/* recv: header received */
+	uint32_t hdr_done;	/* TCP: header bytes moved so far */
+	uint8_t dtype, redop;	/* RECV_REDUCE: rbuf[i] = rbuf[i] op in[i] */
+	bool complete;
+	bool in_use;
+};
+
+/* ---- peers and transports ---------------------------------------------- */
+struct peer_info {		/* exchanged at bootstrap, fixed layout */
+	uint32_t rank;
+	uint32_t pid;
+	uint64_t host_id;
+	uint64_t pidns_id;
+	uint32_t ipv4;		/* network order: address peers connect to */
+	uint16_t port;		/* network order: TCP listen port */
+	uint16_t pad;
+	char hostname[40];
+};
+
+struct transport_ops;
+struct shm_fifo;
+
+struct peer {
+	int rank;
+	struct peer_info info;
+	bool local;		/* same host: shared memory */
+	int local_index;	/* index among the local ranks, -1 if remote */
+	int ctl_fd;		/* control channel: Unix socket (local) or TCP */
+	int data_fd;		/* TCP data socket, -1 for local peers */
+	int pidfd;		/* -1 if not available (other pid namespace) */
+	int doorbell_fd;	/* local: the peer's eventfd */
+	const struct transport_ops *tp;
+	struct req *sendq, *sendq_tail;
+	struct req *recvq, *recvq_tail;
+	uint64_t p2p_send_seq, p2p_recv_seq;
+	/* shm */
+	struct shm_region *region;	/* the peer's region, mapped */
+	struct shm_fifo *tx_fifo;	/* in the peer's region, written by us */
+	struct shm_fifo *rx_fifo;	/* in our region, written by the peer */
+	char *bounce;		/* TCP RECV_REDUCE staging */
+	size_t bounce_fill;
+	bool gone;		/* connection closed or process exited */
+	bool exited;		/* its pidfd says the process exited */
+	bool fault_stalled;	/* fault injection: our side stopped sending */
+	bool said_bye;		/* closed through npccl_comm_destroy */
+	bool ctl_eof;
+	/* diagnosis */
+	bool replied;
+	struct ctl_msg reply;
+	/* control channel receive buffer (partial messages) */
+	size_t ctl_rx_fill;
+	struct ctl_msg ctl_rx;
+};
+
+/* Transport interface. Two-sided operations are used by every algorithm;
+ * the one-sided members are the shape an RDMA verbs transport fills in
+ * (memory registration, remote writes, completion polling) and are NULL in
+ * the shm and TCP transports. */
+struct npccl_mr {		/* registered memory */
+	void *addr;
+	size_t len;
+	uint64_t remote_key;
+	void *impl;
+};
+struct npccl_completion {
+	uint64_t wr_id;
+	int status;
+};
+struct transport_ops {
+	const char *name;
+	/* advance the head request of the queue: 1 done, 0 not yet, <0 failed */
+	int (*progress_send)(struct npccl_comm *c, struct peer *p, struct req *r);
+	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
+	/* file descriptor and poll events to sleep on for `p`, -1 if none */
+	int (*poll_fd)(struct peer *p, short *events);
+	/* one-sided (RDMA): NULL when unsupported */
+	int (*reg_mem)(struct npccl_comm *c, void *addr, size_t len, struct npccl_mr *out);
+	int (*dereg_mem)(struct npccl_comm *c, struct npccl_mr *mr);
+	int (*write)(struct npccl_comm *c, struct peer *p, const struct npccl_mr *local,
+		     size_t local_off, uint64_t remote_addr, uint64_t remote_key, size_t len,
+		     uint64_t wr_id);
+	int (*poll_cq)(struct npccl_comm *c, struct npccl_completion *out, int max);
+};
+NPCCL_HIDDEN extern const struct transport_ops tcp_transport;
+NPCCL_HIDDEN extern const struct transport_ops shm_transport;
+
+/* ---- shared-memory layout (transport_shm.c, algo_shm.c) ---------------- */
+struct shm_ctl {
+	_Alignas(CACHELINE) atomic_uint sleeping;	/* 1: ring my doorbell */
+	_Alignas(CACHELINE) atomic_uint_fast64_t op_seq;	/* desc of current op, */
+	uint64_t op_count;					/* published at entry */
+	int32_t op_root;
+	uint8_t op_coll, op_dtype, op_redop, op_algo;
+	_Alignas(CACHELINE) atomic_uint_fast64_t staged;	/* fast-path progress */
+	uint64_t step_hash[4];	/* op hash of step g at [g % 4], same line as staged */
+	_Alignas(CACHELINE) atomic_uint_fast64_t reduced;
+	_Alignas(CACHELINE) atomic_uint_fast64_t gathered;
+	_Alignas(CACHELINE) char pad[CACHELINE];
+};
+
+struct shm_fifo {
+	_Alignas(CACHELINE) atomic_uint_fast64_t head;	/* slots written (sender) */
+	_Alignas(CACHELINE) atomic_uint_fast64_t tail;	/* slots consumed (receiver) */
+	_Alignas(CACHELINE) char slots[];	/* nslots x (64 header + slot_bytes) */
+};
+
+struct shm_layout {
+	size_t slot_bytes, slot_stride, fifo_bytes;
+	int nslots;
+	size_t fifo_off;	/* first FIFO (one per local sender index) */
+	size_t fp_chunk;	/* fast-path chunk bytes */
+	int fp_slots;
+	size_t fp_stage_off, fp_result_off;
+	size_t total;
+};
+
+/* A group of ranks an algorithm runs over (the whole communicator, the
+ * ranks of one host, or one rank per host). */
+struct group {
+	int n, me;
+	const int *ranks;	/* comm rank of each member */
+};
+
+/* ---- the communicator --------------------------------------------------- */
+struct npccl_comm {
+	int rank, nranks;
+	uint64_t magic;
+	struct peer *peers;	/* nranks entries; peers[rank] is self */
+	int nhosts, host_index;
+	int *host_of;		/* host index per rank */
+	int nlocal, local_index;
+	int *local_ranks;	/* comm ranks on this host, ascending */
+	bool uniform;		/* every host has nlocal ranks, same local order */
+	int listen_fd;		/* TCP listen socket (closed after setup) */
+	int unix_listen_fd;
+
+	/* shared memory */
+	struct shm_layout layout;
+	struct shm_region *region;	/* mine */
+	struct shm_ctl **ctl;		/* [nlocal]: control block of each local rank */
+	char **fp_stage, **fp_result;	/* [nlocal] */
+	int doorbell_fd;		/* my eventfd */
+	uint64_t fp_step;
+	bool oversubscribed;
+
+	/* current operation */
+	uint64_t next_seq;	/* collectives; point-to-point use per-peer counters */
+	struct op_desc cur;
+	uint64_t cur_hash;	/* hash of cur (seq excluded) for the shm check */
+	bool in_op;
+	uint64_t completed_seq;
+	int waiting_on;
+	uint64_t deadline_ns;
+	int timeout_ms;
+	atomic_int aborting;
+	atomic_int in_call;
+
+	/* failure: set once */
+	npccl_status_t failed;
+	char errmsg[640];
+	char lasterr[800];
+
+	/* scratch, persistent and prefaulted */
+	char *scratch;
+	size_t scratch_size;
+	char *scratch2;
+	size_t scratch2_size;
+
+	/* groups algorithms run over */
+	struct group g_all, g_local, g_cross;
+	int *all_ranks, *cross_ranks;
+
+	/* requests */
+	struct req *reqs;
+	int nreqs;
+
+	/* algorithm choice; last choice per collective cached (same on all ranks) */
+	npccl_cost_model_t model;
+	npccl_algo_t forced[NPCCL_NUM_COLLS];
+	size_t choice_bytes[NPCCL_NUM_COLLS];
+	npccl_algo_t choice[NPCCL_NUM_COLLS];
+	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
+
+	/* fault injection (tests) */
+	int fault_kind;
+	uint64_t fault_seq;
+	int fault_rank;
+};
+
+
+/* ---- progress engine (progress.c) -------------------------------------- */
+NPCCL_HIDDEN struct req *p2p_post_send(struct npccl_comm *c, int peer, const void *buf,
+				       size_t len);
+NPCCL_HIDDEN struct req *p2p_post_recv(struct npccl_comm *c, int peer, void *buf, size_t len);
+NPCCL_HIDDEN struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf,
+					      size_t len, npccl_dtype_t dt, npccl_redop_t op);
+NPCCL_HIDDEN npccl_status_t p2p_wait(struct npccl_comm *c, struct req **r, int n);
+NPCCL_HIDDEN npccl_status_t p2p_wait_all(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_status_t p2p_sendrecv(struct npccl_comm *c, int dst, const void *sbuf,
+					 size_t slen, int src, void *rbuf, size_t rlen);
+NPCCL_HIDDEN void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len);
+/* wait until ready(arg) is true, handling control messages and deadline */
+NPCCL_HIDDEN npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
+				      int waiting_on);
+NPCCL_HIDDEN void doorbell_ring(struct npccl_comm *c, int rank);
+NPCCL_HIDDEN void doorbell_ring_all_local(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms);
+
+/* ---- failure handling (fault.c) ---------------------------------------- */
+NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit,
+				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+NPCCL_HIDDEN void comm_broadcast_abort(struct npccl_comm *c, int culprit);
+NPCCL_HIDDEN npccl_status_t comm_diagnose_timeout(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how);
+NPCCL_HIDDEN void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m);
+NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit,
+				int status, const char *text);
+NPCCL_HIDDEN void op_desc_format(const struct op_desc *d, char *buf, size_t len);
+NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_t len);
+NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
+					  const struct op_desc *theirs);
+NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
+enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME, FAULT_EXIT };
+
+/* ---- reductions (reduce_kernels.c) ------------------------------------- */
+/* dst[i] = dst[i] op src[i] */
+NPCCL_HIDDEN void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst,
+				 const void *src, size_t n);
+/* dst[i] = a[i] op b[i] (dst may equal a or b) */
+NPCCL_HIDDEN void reduce_into(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *a,
+			      const void *b, size_t n);
+/* dst[i] /= divisor (AVG finalisation) */
+NPCCL_HIDDEN void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor);
+NPCCL_HIDDEN float f16_to_f32(uint16_t h);
+NPCCL_HIDDEN uint16_t f32_to_f16(float f);
+NPCCL_HIDDEN float bf16_to_f32(uint16_t h);
+NPCCL_HIDDEN uint16_t f32_to_bf16(float f);
+
+/* ---- algorithms --------------------------------------------------------- */
+struct coll_args {
+	npccl_coll_t coll;
+	const char *sbuf;
+	char *rbuf;
+	size_t count;		/* elements: per rank block for AG/RS/gather/scatter/a2a */
+	npccl_dtype_t dtype;
+	npccl_redop_t op;	/* AVG is run as SUM, then scaled */
+	int root;
+	size_t esize;
+	npccl_algo_t algo;
+};
+
+NPCCL_HIDDEN void block_range(size_t n, int parts, int i, size_t *off, size_t *len);
+NPCCL_HIDDEN char *comm_scratch(struct npccl_comm *c, size_t bytes);
+NPCCL_HIDDEN char *comm_scratch2(struct npccl_comm *c, size_t bytes);
+
+NPCCL_HIDDEN npccl_status_t algo_allreduce(struct npccl_comm *c, const struct group *g,
+					   const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_allgather(struct npccl_comm *c, const struct group *g,
+					   const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_reduce_scatter(struct npccl_comm *c, const struct group *g,
+						const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_broadcast(struct npccl_comm *c, const struct group *g,
+					   const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_reduce(struct npccl_comm *c, const struct group *g,
+					const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_gather(struct npccl_comm *c, const struct group *g,
+					const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_scatter(struct npccl_comm *c, const struct group *g,
+					 const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_alltoall(struct npccl_comm *c, const struct group *g,
+					  const struct coll_args *a, npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t algo_barrier(struct npccl_comm *c, const struct group *g,
+					 npccl_algo_t algo);
+NPCCL_HIDDEN npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t shm_barrier(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
+
+/* ---- cost model (costmodel.c) ------------------------------------------ */
+NPCCL_HIDDEN npccl_status_t costmodel_measure(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t coll,
+					   size_t bytes, double *predicted_us);
+NPCCL_HIDDEN double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll,
+				      npccl_algo_t algo, size_t bytes);
+NPCCL_HIDDEN bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t algo);
+
+/* ---- bootstrap (bootstrap.c, launcher.c) -------------------------------- */
+struct unique_id_wire {
+	char tag[8];		/* "NPCCLID1" */
+	uint64_t magic;		/* communicator tag */
+	uint32_t ipv4;		/* network order */
+	uint16_t port;		/* network order */
+	uint16_t flags;
+};
+NPCCL_HIDDEN npccl_status_t unique_id_create(uint32_t ipv4_be, uint16_t port_be, int listen_fd,
+					     uint64_t magic, npccl_unique_id_t *id, char *err,
+					     size_t errlen);
+NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id,
+					  char *err, size_t errlen);
+NPCCL_HIDDEN npccl_status_t launcher_resolve(int *rank, int *nranks, npccl_unique_id_t *id,
+					     int *listen_fd_for_root, char *err, size_t errlen);
+NPCCL_HIDDEN npccl_status_t comm_init_common(npccl_comm_t *out, int nranks,
+					     const npccl_unique_id_t *id, int rank, char *err,
+					     size_t errlen);
+
+/* ---- sockets (sock.c) --------------------------------------------------- */
+NPCCL_HIDDEN int sock_listen_tcp(uint32_t ipv4_be, uint16_t port_be, char *err, size_t errlen);
+NPCCL_HIDDEN int sock_connect_tcp(uint32_t ipv4_be, uint16_t port_be, uint64_t deadline_ns,
+				  char *err, size_t errlen);
+NPCCL_HIDDEN int sock_write_full(int fd, const void *buf, size_t len, uint64_t deadline_ns);
+NPCCL_HIDDEN int sock_read_full(int fd, void *buf, size_t len, uint64_t deadline_ns);
+NPCCL_HIDDEN int sock_accept(int lfd, uint64_t deadline_ns);
+NPCCL_HIDDEN void sock_tune_data(int fd);
+NPCCL_HIDDEN int sock_set_nonblock(int fd, bool on);
+NPCCL_HIDDEN const char *ipv4_str(uint32_t ipv4_be, char *buf);
+NPCCL_HIDDEN int parse_host_port(const char *s, uint32_t *ipv4_be, uint16_t *port_be);
+NPCCL_HIDDEN int send_fds(int sock, const void *data, size_t len, const int *fds, int nfds);
+NPCCL_HIDDEN int recv_fds(int sock, void *data, size_t len, int *fds, int maxfds,
+			  uint64_t deadline_ns);
+
+/* ---- shm transport setup (transport_shm.c) ------------------------------ */
+NPCCL_HIDDEN npccl_status_t shm_listen(struct npccl_comm *c, char *err, size_t errlen);
+NPCCL_HIDDEN void shm_layout_compute(struct shm_layout *l, int nlocal);
+NPCCL_HIDDEN npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen);
+NPCCL_HIDDEN void shm_teardown(struct npccl_comm *c);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * reduce_kernels.c - elementwise reductions for every dtype and operation.
+ *
+ * Each kernel is a plain loop compiled three times (x86-64-v4 = AVX-512,
+ * x86-64-v3 = AVX2/F16C/FMA, baseline) with target_clones; the loader picks
+ * the best for the CPU, so the same binary runs in a VM without AVX-512.
+ * Signed integers are added and multiplied as unsigned (wrap-around, no
+ * undefined behaviour). f16 and bf16 are widened to f32, combined, and
+ * rounded back to nearest even. dst may alias a source in reduce_into.
+ */
+#include "npccl_internal.h"
+
+#include <string.h>
+
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+static inline float bf2f(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static inline uint16_t f2bf(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	uint32_t qnan = (u >> 16) | 0x40u;
+	return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? qnan : rounded);
+}
+
+float bf16_to_f32(uint16_t h) { return bf2f(h); }
+uint16_t f32_to_bf16(float f) { return f2bf(f); }
+float f16_to_f32(uint16_t h)
+{
+	_Float16 x;
+	memcpy(&x, &h, 2);
+	return (float)x;
+}
+uint16_t f32_to_f16(float f)
+{
+	_Float16 x = (_Float16)f;
+	uint16_t h;
+	memcpy(&h, &x, 2);
+	return h;
+}
+
+#define OP_SUM(a, b) ((a) + (b))
+#define OP_PROD(a, b) ((a) * (b))
+#define OP_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define OP_MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* integer kernels: T storage, U arithmetic type for sum/prod */
+#define INT_KERNELS(name, T, U)                                                        \
+	CLONES static void name##_sum(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = (T)((U)a[i] + (U)b[i]); }              \
+	CLONES static void name##_prod(T *d, const T *a, const T *b, size_t n)         \
+	{ for (size_t i = 0; i < n; i++) d[i] = (T)((U)a[i] * (U)b[i]); }              \
+	CLONES static void name##_min(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = OP_MIN(a[i], b[i]); }                  \
+	CLONES static void name##_max(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = OP_MAX(a[i], b[i]); }
+
+#define FLT_KERNELS(name, T)                                                           \
+	CLONES static void name##_sum(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = a[i] + b[i]; }                         \
+	CLONES static void name##_prod(T *d, const T *a, const T *b, size_t n)         \
+	{ for (size_t i = 0; i < n; i++) d[i] = a[i] * b[i]; }                         \
+	CLONES static void name##_min(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = OP_MIN(a[i], b[i]); }                  \
+	CLONES static void name##_max(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = OP_MAX(a[i], b[i]); }
+
+#define HALF_KERNELS(name, TOF, FROMF, T)                                              \
+	CLONES static void name##_sum(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) d[i] = FROMF(TOF(a[i]) + TOF(b[i])); }        \
+	CLONES static void name##_prod(T *d, const T *a, const T *b, size_t n)         \
+	{ for (size_t i = 0; i < n; i++) d[i] = FROMF(TOF(a[i]) * TOF(b[i])); }        \
+	CLONES static void name##_min(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]);         \
+		d[i] = y < x ? b[i] : a[i]; } }                                        \
+	CLONES static void name##_max(T *d, const T *a, const T *b, size_t n)          \
+	{ for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]);         \
+		d[i] = y > x ? b[i] : a[i]; } }
+
+INT_KERNELS(k_i8, int8_t, uint8_t)
+INT_KERNELS(k_u8, uint8_t, uint32_t)
+INT_KERNELS(k_i32, int32_t, uint32_t)
+INT_KERNELS(k_u32, uint32_t, uint32_t)
+INT_KERNELS(k_i64, int64_t, uint64_t)
+INT_KERNELS(k_u64, uint64_t, uint64_t)
+FLT_KERNELS(k_f32, float)
+FLT_KERNELS(k_f64, double)
+#define H2F(x) ((float)(x))
+#define F2H(x) ((_Float16)(x))
+HALF_KERNELS(k_f16, H2F, F2H, _Float16)
+HALF_KERNELS(k_bf16, bf2f, f2bf, uint16_t)
+
+typedef void (*kern_fn)(void *, const void *, const void *, size_t);
+#define ROW(name) { (kern_fn)name##_sum, (kern_fn)name##_prod, (kern_fn)name##_min, \
+		    (kern_fn)name##_max }
+static const kern_fn kernels[NPCCL_NUM_DTYPES][4] = {
+	ROW(k_i8), ROW(k_u8), ROW(k_i32), ROW(k_u32), ROW(k_i64),
+	ROW(k_u64), ROW(k_f16), ROW(k_bf16), ROW(k_f32), ROW(k_f64),
+};
+
+static kern_fn pick(npccl_dtype_t dt, npccl_redop_t op)
+{
+	int o = op == NPCCL_AVG ? NPCCL_SUM : (int)op;
+	return kernels[dt][o];
+}
+
+void reduce_into(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *a, const void *b,
+		 size_t n)
+{
+	if (n)
+		pick(dt, op)(dst, a, b, n);
+}
+
+void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *src, size_t n)
+{
+	if (n)
+		pick(dt, op)(dst, dst, src, n);
+}
+
+#define SCALE_INT(T)                                                                   \
+	{ T *p = dst; for (size_t i = 0; i < n; i++) p[i] = (T)(p[i] / (T)divisor); }  \
+	break;
+
+void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor)
+{
+	if (divisor <= 1 || n == 0)
+		return;
+	switch (dt) {
+	case NPCCL_INT8: SCALE_INT(int8_t)
+	case NPCCL_UINT8: SCALE_INT(uint8_t)
+	case NPCCL_INT32: SCALE_INT(int32_t)
+	case NPCCL_UINT32: SCALE_INT(uint32_t)
+	case NPCCL_INT64: SCALE_INT(int64_t)
+	case NPCCL_UINT64: SCALE_INT(uint64_t)
+	case NPCCL_FLOAT32: { float *p = dst; for (size_t i = 0; i < n; i++) p[i] /= (float)divisor; break; }
+	case NPCCL_FLOAT64: { double *p = dst; for (size_t i = 0; i < n; i++) p[i] /= (double)divisor; break; }
+	case NPCCL_FLOAT16: {
+		_Float16 *p = dst;
+		for (size_t i = 0; i < n; i++)
+			p[i] = (_Float16)((float)p[i] / (float)divisor);
+		break;
+	}
+	case NPCCL_BFLOAT16: {
+		uint16_t *p = dst;
+		for (size_t i = 0; i < n; i++)
+			p[i] = f2bf(bf2f(p[i]) / (float)divisor);
+		break;
+	}
+	default: break;
+	}
+}

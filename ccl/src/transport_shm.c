@@ -1,0 +1,405 @@
+/*
+ * transport_shm.c - the intra-host transport.
+ *
+ * Every rank owns one shared region (shm_region.c) holding its control block
+ * (doorbell flag, published operation, fast-path counters), one FIFO per
+ * local sender (nslots slots of a 64-byte header + slot payload; head is
+ * written by the sender, tail by this rank, both with release/acquire
+ * ordering) and the fast-path staging/result slots used by algo_shm.c.
+ * Regions, doorbell eventfds and pidfds are exchanged once over an abstract
+ * Unix socket per local pair, which then stays open as the control channel
+ * (its EOF and the pidfd tell when a peer dies). A sender copies pieces into
+ * the receiver's FIFO; the receiver copies (or reduces) them out, checking
+ * the header of the first piece exactly as the TCP transport does.
+ */
+#include "npccl_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SHM_HELLO_MAGIC 0x4e505348u	/* "NPSH" */
+
+struct shm_hello {
+	uint32_t magic;
+	int32_t from, to;
+	int32_t has_pidfd;
+	uint64_t comm_magic;
+};
+
+void shm_layout_compute(struct shm_layout *l, int nlocal)
+{
+	const struct npccl_config *cfg = npccl_config();
+	l->slot_bytes = cfg->shm_slot_bytes;
+	l->nslots = cfg->shm_slots;
+	l->slot_stride = 64 + l->slot_bytes;
+	l->fifo_bytes = ALIGN_UP(offsetof(struct shm_fifo, slots) +
+					 (size_t)l->nslots * l->slot_stride, 4096);
+	l->fifo_off = ALIGN_UP(sizeof(struct shm_ctl), 4096);
+	l->fp_chunk = cfg->fp_chunk_bytes;
+	l->fp_slots = 4;	/* at most 4: shm_ctl.step_hash has 4 entries */
+	l->fp_stage_off = l->fifo_off + (size_t)nlocal * l->fifo_bytes;
+	l->fp_result_off = l->fp_stage_off + (size_t)l->fp_slots * l->fp_chunk;
+	l->total = l->fp_result_off + (size_t)l->fp_slots * l->fp_chunk;
+}
+
+static socklen_t unix_addr(struct sockaddr_un *sa, uint64_t magic, int rank)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "npccl-%016llx-%d",
+			 (unsigned long long)magic, rank);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+npccl_status_t shm_listen(struct npccl_comm *c, char *err, size_t errlen)
+{
+	c->unix_listen_fd = -1;
+	if (npccl_config()->disable_shm)
+		return NPCCL_OK;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
+		return NPCCL_ERR_SYSTEM;
+	}
+	struct sockaddr_un sa;
+	socklen_t sl = unix_addr(&sa, c->magic, c->rank);
+	if (bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 256) < 0) {
+		int e = errno;
+		snprintf(err, errlen,
+			 "cannot listen on the abstract Unix socket @npccl-%016llx-%d: %s%s",
+			 (unsigned long long)c->magic, c->rank, strerror(e),
+			 e == EADDRINUSE ? " (rank joined twice with the same unique id?)" : "");
+		close(fd);
+		return e == EADDRINUSE ? NPCCL_ERR_BOOTSTRAP : NPCCL_ERR_SYSTEM;
+	}
+	c->unix_listen_fd = fd;
+	return NPCCL_OK;
+}
+
+static int connect_unix(uint64_t magic, int rank, uint64_t deadline)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = unix_addr(&sa, magic, rank);
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sl) == 0)
+			return fd;
+		int e = errno;
+		close(fd);
+		if (now_ns() >= deadline || (e != ECONNREFUSED && e != ENOENT && e != EAGAIN))
+			return -e;
+		usleep(1000);
+	}
+}
+
+static npccl_status_t exchange_fail(struct npccl_comm *c, int peer, const char *what,
+				    char *err, size_t errlen)
+{
+	snprintf(err, errlen, "rank %d: shared-memory setup with local rank %d failed: %s",
+		 c->rank, peer, what);
+	return NPCCL_ERR_BOOTSTRAP;
+}
+
+static int attach_peer(struct npccl_comm *c, struct peer *p, const struct shm_hello *h, int *fds,
+		       int nfds, int sock, uint64_t deadline, char *e2, size_t e2len)
+{
+	if (nfds < 1) {
+		snprintf(e2, e2len, "no doorbell descriptor received");
+		return -1;
+	}
+	p->doorbell_fd = fds[0];
+	p->pidfd = (h->has_pidfd && nfds > 1) ? fds[1] : -1;
+	int ms = (int)((deadline - MIN(deadline, now_ns())) / 1000000) + 1;
+	if (shm_region_recv(sock, ms, &p->region, e2, e2len) < 0)
+		return -1;
+	if (shm_region_size(p->region) != c->layout.total) {
+		snprintf(e2, e2len, "region size %zu differs from ours (%zu): mixed configuration",
+			 shm_region_size(p->region), c->layout.total);
+		return -1;
+	}
+	p->ctl_fd = sock;
+	return 0;
+}
+
+npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
+{
+	c->doorbell_fd = -1;
+	if (c->nlocal <= 1) {
+		if (c->unix_listen_fd >= 0)
+			close(c->unix_listen_fd);
+		c->unix_listen_fd = -1;
+		return NPCCL_OK;
+	}
+	const struct npccl_config *cfg = npccl_config();
+	uint64_t deadline = now_ns() + (uint64_t)cfg->bootstrap_timeout_ms * 1000000ull;
+	char e2[256], name[48];
+	shm_layout_compute(&c->layout, c->nlocal);
+	snprintf(name, sizeof(name), "npccl-%016llx-%d", (unsigned long long)c->magic, c->rank);
+	if (shm_region_create(c->layout.total, name, &c->region, e2, sizeof(e2)) < 0) {
+		snprintf(err, errlen, "rank %d: %s", c->rank, e2);
+		return NPCCL_ERR_SYSTEM;
+	}
+	c->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int self_pidfd = pidfd_open(getpid(), 0);
+	if (c->doorbell_fd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		return NPCCL_ERR_SYSTEM;
+	}
+	int myfds[2] = { c->doorbell_fd, self_pidfd };
+	int nmy = self_pidfd >= 0 ? 2 : 1;
+	npccl_status_t st = NPCCL_OK;
+
+	/* A: connect to the local ranks above us */
+	for (int k = c->local_index + 1; k < c->nlocal && st == NPCCL_OK; k++) {
+		int j = c->local_ranks[k];
+		int fd = connect_unix(c->magic, j, deadline);
+		if (fd < 0) {
+			st = exchange_fail(c, j, "it never listened", err, errlen);
+			break;
+		}
+		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, self_pidfd >= 0, c->magic };
+		if (send_fds(fd, &h, sizeof(h), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0) {
+			close(fd);
+			st = exchange_fail(c, j, "it closed the connection", err, errlen);
+			break;
+		}
+		c->peers[j].ctl_fd = fd;
+	}
+	/* B: accept the local ranks below us, answer each */
+	for (int pending = c->local_index; pending > 0 && st == NPCCL_OK;) {
+		int fd = sock_accept(c->unix_listen_fd, deadline);
+		if (fd < 0) {
+			snprintf(err, errlen,
+				 "rank %d: a local rank did not connect within %d ms during setup",
+				 c->rank, cfg->bootstrap_timeout_ms);
+			st = NPCCL_ERR_BOOTSTRAP;
+			break;
+		}
+		struct shm_hello h;
+		int fds[2] = { -1, -1 };
+		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, MIN(deadline, now_ns() + 5000000000ull));
+		bool ok = nf >= 0 && h.magic == SHM_HELLO_MAGIC && h.comm_magic == c->magic &&
+			  h.to == c->rank && h.from >= 0 && h.from < c->nranks &&
+			  c->peers[h.from].local && h.from < c->rank && c->peers[h.from].ctl_fd < 0;
+		if (!ok) {
+			npccl_log(NPCCL_LOG_WARN, "rank %d: refused a local connection from a "
+						  "process of another communicator", c->rank);
+			for (int i = 0; i < MAX(nf, 0); i++)
+				close(fds[i]);
+			close(fd);
+			continue;
+		}
+		struct peer *p = &c->peers[h.from];
+		if (attach_peer(c, p, &h, fds, nf, fd, deadline, e2, sizeof(e2)) < 0) {
+			close(fd);
+			st = exchange_fail(c, h.from, e2, err, errlen);
+			break;
+		}
+		struct shm_hello r = { SHM_HELLO_MAGIC, c->rank, h.from, self_pidfd >= 0, c->magic };
+		if (send_fds(fd, &r, sizeof(r), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0)
+			st = exchange_fail(c, h.from, "it closed the connection", err, errlen);
+		pending--;
+	}
+	/* C: the answers of the ranks above us */
+	for (int k = c->local_index + 1; k < c->nlocal && st == NPCCL_OK; k++) {
+		int j = c->local_ranks[k];
+		struct peer *p = &c->peers[j];
+		struct shm_hello h;
+		int fds[2] = { -1, -1 };
+		int nf = recv_fds(p->ctl_fd, &h, sizeof(h), fds, 2, deadline);
+		if (nf < 0 || h.magic != SHM_HELLO_MAGIC || h.from != j || h.comm_magic != c->magic) {
+			st = exchange_fail(c, j, "no valid answer", err, errlen);
+			break;
+		}
+		if (attach_peer(c, p, &h, fds, nf, p->ctl_fd, deadline, e2, sizeof(e2)) < 0)
+			st = exchange_fail(c, j, e2, err, errlen);
+	}
+	if (self_pidfd >= 0)
+		close(self_pidfd);
+	close(c->unix_listen_fd);
+	c->unix_listen_fd = -1;
+	if (st != NPCCL_OK)
+		return st;
+
+	c->ctl = calloc((size_t)c->nlocal, sizeof(*c->ctl));
+	c->fp_stage = calloc((size_t)c->nlocal, sizeof(char *));
+	c->fp_result = calloc((size_t)c->nlocal, sizeof(char *));
+	if (!c->ctl || !c->fp_stage || !c->fp_result)
+		return NPCCL_ERR_NOMEM;
+	for (int k = 0; k < c->nlocal; k++) {
+		int j = c->local_ranks[k];
+		char *base = j == c->rank ? shm_region_addr(c->region)
+					  : shm_region_addr(c->peers[j].region);
+		c->ctl[k] = (struct shm_ctl *)base;
+		c->fp_stage[k] = base + c->layout.fp_stage_off;
+		c->fp_result[k] = base + c->layout.fp_result_off;
+		if (j == c->rank)
+			continue;
+		struct peer *p = &c->peers[j];
+		p->tp = &shm_transport;
+		p->tx_fifo = (struct shm_fifo *)(base + c->layout.fifo_off +
+						 (size_t)c->local_index * c->layout.fifo_bytes);
+		p->rx_fifo = (struct shm_fifo *)((char *)shm_region_addr(c->region) +
+						 c->layout.fifo_off + (size_t)k * c->layout.fifo_bytes);
+		sock_set_nonblock(p->ctl_fd, true);
+	}
+	cpu_set_t set;
+	int ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	long onln = sysconf(_SC_NPROCESSORS_ONLN);
+	c->oversubscribed = c->nlocal > MAX(ncpu, (int)MIN(onln, 1024)) || c->nlocal > ncpu * 2;
+	if (getenv("NPCCL_OVERSUBSCRIBED"))
+		c->oversubscribed = atoi(getenv("NPCCL_OVERSUBSCRIBED")) != 0;
+	return NPCCL_OK;
+}
+
+void shm_teardown(struct npccl_comm *c)
+{
+	for (int i = 0; i < c->nranks; i++) {
+		struct peer *p = &c->peers[i];
+		shm_region_close(p->region);
+		p->region = NULL;
+	}
+	shm_region_close(c->region);
+	c->region = NULL;
+	if (c->doorbell_fd >= 0)
+		close(c->doorbell_fd);
+	c->doorbell_fd = -1;
+	free(c->ctl);
+	free(c->fp_stage);
+	free(c->fp_result);
+	c->ctl = NULL;
+	c->fp_stage = c->fp_result = NULL;
+}
+
+/* ---- FIFO progress -------------------------------------------------------- */
+
+static int shm_progress_send(struct npccl_comm *c, struct peer *p, struct req *r)
+{
+	const struct shm_layout *l = &c->layout;
+	struct shm_fifo *f = p->tx_fifo;
+	uint64_t head = atomic_load_explicit(&f->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&f->tail, memory_order_acquire);
+	bool moved = false;
+	int done = 0;
+	for (;;) {
+		if (head - tail >= (uint64_t)l->nslots) {
+			tail = atomic_load_explicit(&f->tail, memory_order_acquire);
+			if (head - tail >= (uint64_t)l->nslots)
+				break;
+		}
+		char *slot = f->slots + (head % (uint64_t)l->nslots) * l->slot_stride;
+		size_t n = MIN(l->slot_bytes, r->len - r->done);
+		memcpy(slot, &r->hdr, sizeof(r->hdr));
+		if (n)
+			memcpy(slot + 64, r->sbuf + r->done, n);
+		r->done += n;
+		r->hdr_done = 1;
+		head++;
+		atomic_store_explicit(&f->head, head, memory_order_release);
+		moved = true;
+		if (r->done == r->len) {
+			done = 1;
+			break;
+		}
+	}
+	if (moved)
+		doorbell_ring(c, p->rank);
+	if (!done && p->gone) {
+		/* it may have written more just before leaving: look once more */
+		if (atomic_load_explicit(&f->tail, memory_order_acquire) != tail)
+			return 0;
+		return comm_peer_lost(c, p->rank, "its connection closed"), -1;
+	}
+	return done;
+}
+
+static int shm_check_header(struct npccl_comm *c, struct peer *p, struct req *r,
+			    const struct wire_hdr *h)
+{
+	char who[128];
+	if (!wire_hdr_valid(h)) {
+		peer_describe(c, p->rank, who, sizeof(who));
+		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,
+			  "corrupt message header in shared memory from %s", who);
+		return -1;
+	}
+	const struct wire_hdr *e = &r->hdr;
+	if (h->seq != e->seq || h->coll != e->coll || h->count != e->count ||
+	    h->dtype != e->dtype || h->redop != e->redop || h->root != e->root ||
+	    h->algo != e->algo) {
+		struct op_desc d = { .seq = h->seq, .count = h->count, .root = h->root,
+				     .coll = h->coll, .dtype = h->dtype, .redop = h->redop,
+				     .algo = (uint8_t)h->algo };
+		comm_mismatch(c, p->rank, &d);
+		return -1;
+	}
+	if (h->len != e->len) {
+		peer_describe(c, p->rank, who, sizeof(who));
+		comm_fail(c, NPCCL_ERR_MISMATCH, p->rank,
+			  "%s sent %llu bytes where this rank expected %llu", who,
+			  (unsigned long long)h->len, (unsigned long long)e->len);
+		return -1;
+	}
+	return 0;
+}
+
+static int shm_progress_recv(struct npccl_comm *c, struct peer *p, struct req *r)
+{
+	const struct shm_layout *l = &c->layout;
+	struct shm_fifo *f = p->rx_fifo;
+	uint64_t tail = atomic_load_explicit(&f->tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&f->head, memory_order_acquire);
+	size_t esize = npccl_dtype_size((npccl_dtype_t)r->dtype);
+	bool moved = false;
+	int done = 0;
+	while (tail < head) {
+		const char *slot = f->slots + (tail % (uint64_t)l->nslots) * l->slot_stride;
+		if (!r->hdr_done) {
+			if (shm_check_header(c, p, r, (const struct wire_hdr *)slot) < 0)
+				return -1;
+			r->hdr_done = 1;
+		}
+		size_t n = MIN(l->slot_bytes, r->len - r->done);
+		if (n) {
+			if (r->kind == REQ_RECV)
+				memcpy(r->rbuf + r->done, slot + 64, n);
+			else
+				reduce_inplace((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop,
+					       r->rbuf + r->done, slot + 64, n / esize);
+		}
+		r->done += n;
+		tail++;
+		atomic_store_explicit(&f->tail, tail, memory_order_release);
+		moved = true;
+		if (r->done == r->len) {
+			done = 1;
+			break;
+		}
+	}
+	if (moved)
+		doorbell_ring(c, p->rank);
+	if (!done && p->gone) {
+		if (atomic_load_explicit(&f->head, memory_order_acquire) != head)
+			return 0;
+		return comm_peer_lost(c, p->rank, "its connection closed"), -1;
+	}
+	return done;
+}
+
+const struct transport_ops shm_transport = {
+	.name = "shm",
+	.progress_send = shm_progress_send,
+	.progress_recv = shm_progress_recv,
+	.poll_fd = NULL,
+};

@@ -1,0 +1,1061 @@
+/*
+ * ccl_test.c - multi-process tests of libnpccl, printing TAP.
+ *
+ *   ccl-test matrix [--full] [--ranks A-B] [--tcp]   collectives vs reference
+ *   ccl-test fault NAME                              one failure scenario
+ *   ccl-test env-worker                              rank started by a launcher
+ *   ccl-test netns-worker OUT                        rank in a network namespace
+ *   ccl-test misc                                    API, split, explain, negatives
+ *
+ * Ranks are forked children sharing a unique id made by the parent; results
+ * travel back through a shared anonymous mapping. The parent is a watchdog:
+ * a rank that does not finish within its budget is killed and the test
+ * fails (never a hang). Inputs come from ccl_testlib.h: exact in any order.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+
+#include "ccl_testlib.h"
+
+#ifndef MAX
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
+
+#define MAXR 8
+#define MAXT 512
+#define MSG 1100
+
+struct result {
+	int done;
+	int ok;
+	int status;
+	double elapsed_ms;
+	char msg[MSG];
+};
+
+struct shared {
+	atomic_int barrier_count;
+	int ntests;
+	char names[MAXT][96];
+	struct result res[MAXR][MAXT];
+};
+
+static struct shared *sh;
+static int tap_n;
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Forks p ranks running fn(rank, p, id, arg); waits up to budget_s seconds,
+ * kills everything on a hang. Returns the number of ranks that did not exit 0
+ * (or -1 on watchdog). */
+typedef int (*rank_fn)(int rank, int p, const npccl_unique_id_t *id, void *arg);
+
+static int run_ranks(int p, rank_fn fn, void *arg, double budget_s, pid_t *pids_out)
+{
+	npccl_unique_id_t id;
+	if (npccl_get_unique_id(&id) != NPCCL_OK) {
+		fprintf(stderr, "npccl_get_unique_id failed\n");
+		return p;
+	}
+	pid_t pids[MAXR];
+	fflush(stdout);
+	for (int r = 0; r < p; r++) {
+		pids[r] = fork();
+		if (pids[r] == 0) {
+			alarm((unsigned)budget_s + 30);	/* last resort */
+			_exit(fn(r, p, &id, arg));
+		}
+		if (pids_out)
+			pids_out[r] = pids[r];
+	}
+	int bad = 0, left = p;
+	double end = now_ms() + budget_s * 1000;
+	int alive[MAXR];
+	for (int r = 0; r < p; r++)
+		alive[r] = 1;
+	while (left > 0) {
+		int st;
+		pid_t w = waitpid(-1, &st, WNOHANG);
+		if (w > 0) {
+			for (int r = 0; r < p; r++)
+				if (pids[r] == w && alive[r]) {
+					alive[r] = 0;
+					left--;
+					if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+						bad++;
+				}
+			continue;
+		}
+		if (now_ms() > end) {
+			for (int r = 0; r < p; r++)
+				if (alive[r]) {
+					fprintf(stderr, "watchdog: rank %d (pid %d) still running after "
+							"%.0f s: killed\n", r, pids[r], budget_s);
+					kill(pids[r], SIGKILL);
+				}
+			while (waitpid(-1, NULL, 0) > 0)
+				;
+			return -1;
+		}
+		usleep(2000);
+	}
+	return bad;
+}
+
+/* ---------------------------------------------------------------- matrix */
+
+static const npccl_coll_t colls[] = {
+	NPCCL_COLL_ALLREDUCE, NPCCL_COLL_ALLGATHER, NPCCL_COLL_REDUCE_SCATTER,
+	NPCCL_COLL_BROADCAST, NPCCL_COLL_REDUCE, NPCCL_COLL_GATHER, NPCCL_COLL_SCATTER,
+	NPCCL_COLL_ALLTOALL, NPCCL_COLL_BARRIER, NPCCL_COLL_SEND,
+};
+#define NCOLLS (int)(sizeof(colls) / sizeof(colls[0]))
+
+static int is_reducing(npccl_coll_t c)
+{
+	return c == NPCCL_COLL_ALLREDUCE || c == NPCCL_COLL_REDUCE_SCATTER || c == NPCCL_COLL_REDUCE;
+}
+
+struct matrix_opts {
+	int full;
+	int tcp;
+};
+
+/* element counts for p ranks; the last is the "several MiB" size */
+static int counts_for(int p, size_t *c, int full)
+{
+	int n = 0;
+	size_t base[] = { 0, 1, (size_t)(p > 1 ? p - 1 : 2), (size_t)p + 1, 7, 13, 31, 15, 17, 1023, 1025 };
+	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+		c[n++] = base[i];
+	if (full) {
+		c[n++] = 65537;
+		c[n++] = 262143;
+	}
+	return n;
+}
+
+static char *xalloc(size_t n)
+{
+	char *p = malloc(n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+static int set_algo(npccl_comm_t comm, npccl_coll_t coll, npccl_algo_t a)
+{
+	if (coll == NPCCL_COLL_SEND)
+		return 0;
+	return npccl_comm_set_algo(comm, coll, a);
+}
+
+/* One call of `coll` and its check. Returns 0 ok, else writes msg. */
+static int one_call(npccl_comm_t comm, int me, int p, npccl_coll_t coll, npccl_dtype_t dt,
+		    npccl_redop_t op, size_t count, int inplace, int root, char *msg)
+{
+	size_t es = npccl_dtype_size(dt);
+	size_t in_n = count, out_n = count;
+	switch (coll) {
+	case NPCCL_COLL_ALLGATHER: out_n = count * (size_t)p; break;
+	case NPCCL_COLL_REDUCE_SCATTER: in_n = count * (size_t)p; break;
+	case NPCCL_COLL_GATHER: out_n = count * (size_t)p; break;
+	case NPCCL_COLL_SCATTER: in_n = count * (size_t)p; break;
+	case NPCCL_COLL_ALLTOALL: in_n = out_n = count * (size_t)p; break;
+	default: break;
+	}
+	npccl_redop_t gop = is_reducing(coll) ? op : NPCCL_SUM;
+	char *in = xalloc(in_n * es), *out = xalloc(MAX(in_n, out_n) * es);
+	char *exp = xalloc(out_n * es);
+	memset(out, 0xA5, MAX(in_n, out_n) * es);
+	for (size_t i = 0; i < in_n; i++)
+		put(dt, in, i, gen(dt, gop, me, i));
+	npccl_status_t st = NPCCL_OK;
+	const char *sb = in;
+	char *rb = out;
+	size_t check_off = 0;	/* where the result lives in `out` */
+	switch (coll) {
+	case NPCCL_COLL_ALLREDUCE:
+		if (inplace) {
+			memcpy(out, in, in_n * es);
+			sb = out;
+		}
+		st = npccl_allreduce(sb, rb, count, dt, op, comm);
+		for (size_t i = 0; i < count; i++)
+			put_reduced(dt, op, p, exp, i, i);
+		break;
+	case NPCCL_COLL_REDUCE_SCATTER:
+		if (inplace) {
+			memcpy(out, in, in_n * es);
+			sb = out;
+			rb = out + (size_t)me * count * es;
+			check_off = (size_t)me * count * es;
+		}
+		st = npccl_reduce_scatter(sb, rb, count, dt, op, comm);
+		for (size_t i = 0; i < count; i++)
+			put_reduced(dt, op, p, exp, i, (size_t)me * count + i);
+		break;
+	case NPCCL_COLL_REDUCE:
+		if (inplace && me == root) {
+			memcpy(out, in, in_n * es);
+			sb = out;
+		}
+		st = npccl_reduce(sb, rb, count, dt, op, root, comm);
+		for (size_t i = 0; i < count; i++)
+			put_reduced(dt, op, p, exp, i, i);
+		if (me != root)
+			out_n = 0;
+		break;
+	case NPCCL_COLL_ALLGATHER:
+		if (inplace) {
+			memcpy(out + (size_t)me * count * es, in, count * es);
+			sb = out + (size_t)me * count * es;
+		}
+		st = npccl_allgather(sb, rb, count, dt, comm);
+		for (int r = 0; r < p; r++)
+			for (size_t i = 0; i < count; i++)
+				put(dt, exp, (size_t)r * count + i, gen(dt, gop, r, i));
+		break;
+	case NPCCL_COLL_BROADCAST:
+		if (inplace) {
+			if (me == root)
+				memcpy(out, in, count * es);
+			sb = out;
+		}
+		st = npccl_broadcast(sb, rb, count, dt, root, comm);
+		for (size_t i = 0; i < count; i++)
+			put(dt, exp, i, gen(dt, gop, root, i));
+		break;
+	case NPCCL_COLL_GATHER:
+		if (inplace && me == root) {
+			memcpy(out + (size_t)root * count * es, in, count * es);
+			sb = out + (size_t)root * count * es;
+		}
+		st = npccl_gather(sb, rb, count, dt, root, comm);
+		for (int r = 0; r < p; r++)
+			for (size_t i = 0; i < count; i++)
+				put(dt, exp, (size_t)r * count + i, gen(dt, gop, r, i));
+		if (me != root)
+			out_n = 0;
+		break;
+	case NPCCL_COLL_SCATTER:
+		if (inplace && me == root) {
+			memcpy(out, in, in_n * es);
+			sb = out;
+			rb = out + (size_t)root * count * es;
+			check_off = (size_t)root * count * es;
+		}
+		st = npccl_scatter(sb, rb, count, dt, root, comm);
+		for (size_t i = 0; i < count; i++)
+			put(dt, exp, i, gen(dt, gop, root, (size_t)me * count + i));
+		break;
+	case NPCCL_COLL_ALLTOALL:
+		if (inplace) {
+			memcpy(out, in, in_n * es);
+			sb = out;
+		}
+		st = npccl_alltoall(sb, rb, count, dt, comm);
+		for (int j = 0; j < p; j++)
+			for (size_t i = 0; i < count; i++)
+				put(dt, exp, (size_t)j * count + i, gen(dt, gop, j, (size_t)me * count + i));
+		break;
+	case NPCCL_COLL_BARRIER: {
+		static int round;
+		round++;
+		atomic_fetch_add(&sh->barrier_count, 1);
+		st = npccl_barrier(comm);
+		int seen = atomic_load(&sh->barrier_count);
+		/* everyone incremented for this round before anyone left it */
+		if (st == NPCCL_OK && seen < round * p) {
+			snprintf(msg, MSG, "barrier round %d: left with counter %d < %d", round, seen,
+				 round * p);
+			free(in), free(out), free(exp);
+			return 1;
+		}
+		/* second barrier so the counter of the next round is clean */
+		if (st == NPCCL_OK)
+			st = npccl_barrier(comm);
+		round = round;	/* rounds counted per call pair */
+		out_n = 0;
+		break;
+	}
+	case NPCCL_COLL_SEND: {
+		/* ring exchange with sendrecv, then ordered send/recv pairs */
+		int right = (me + 1) % p, left = (me - 1 + p) % p;
+		if (p == 1) {
+			out_n = 0;
+			break;
+		}
+		st = npccl_sendrecv(in, count, right, out, count, left, dt, comm);
+		for (size_t i = 0; i < count; i++)
+			put(dt, exp, i, gen(dt, gop, left, i));
+		if (st == NPCCL_OK && p % 2 == 0) {
+			/* even ranks send first to me+1, odd receive first */
+			if (memcmp(out, exp, count * es)) {
+				snprintf(msg, MSG, "sendrecv: wrong data from rank %d", left);
+				free(in), free(out), free(exp);
+				return 1;
+			}
+			int partner = me ^ 1;
+			if (me % 2 == 0)
+				st = npccl_send(in, count, dt, partner, comm);
+			else
+				st = npccl_recv(out, count, dt, partner, comm);
+			if (st == NPCCL_OK)
+				st = me % 2 ? npccl_send(in, count, dt, partner, comm)
+					    : npccl_recv(out, count, dt, partner, comm);
+			for (size_t i = 0; i < count; i++)
+				put(dt, exp, i, gen(dt, gop, partner, i));
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	int bad = 0;
+	if (st != NPCCL_OK) {
+		snprintf(msg, MSG, "%s(count=%zu %s %s root=%d%s) returned %s: %s",
+			 npccl_coll_name(coll), count, npccl_dtype_name(dt), npccl_redop_name(op),
+			 root, inplace ? " in place" : "", npccl_strerror(st),
+			 npccl_comm_last_error(comm));
+		bad = 2;
+	} else if (out_n && memcmp(out + check_off, exp, out_n * es)) {
+		size_t i = 0;
+		while (i < out_n && !memcmp(out + check_off + i * es, exp + i * es, es))
+			i++;
+		snprintf(msg, MSG, "%s(count=%zu %s %s root=%d%s): wrong result at element %zu of %zu",
+			 npccl_coll_name(coll), count, npccl_dtype_name(dt), npccl_redop_name(op), root,
+			 inplace ? " in place" : "", i, out_n);
+		bad = 1;
+	}
+	free(in);
+	free(out);
+	free(exp);
+	return bad;
+}
+
+struct test_item {
+	npccl_coll_t coll;
+	npccl_algo_t algo;
+};
+
+static int build_items(npccl_comm_t comm, struct test_item *items)
+{
+	int n = 0;
+	for (int ci = 0; ci < NCOLLS; ci++) {
+		npccl_coll_t coll = colls[ci];
+		if (coll == NPCCL_COLL_SEND) {
+			items[n++] = (struct test_item){ coll, NPCCL_ALGO_AUTO };
+			continue;
+		}
+		for (int a = 1; a < NPCCL_NUM_ALGOS; a++)
+			if (npccl_algo_supported(comm, coll, (npccl_algo_t)a))
+				items[n++] = (struct test_item){ coll, (npccl_algo_t)a };
+	}
+	return n;
+}
+
+static int matrix_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	struct matrix_opts *o = arg;
+	npccl_comm_t comm;
+	char err[512];
+	npccl_status_t st = npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err));
+	if (st) {
+		snprintf(sh->res[me][0].msg, MSG, "init: %s", err);
+		sh->res[me][0].done = 1;
+		return 1;
+	}
+	struct test_item items[64];
+	int n = build_items(comm, items);
+	if (me == 0) {
+		sh->ntests = n + 1;
+		for (int t = 0; t < n; t++)
+			snprintf(sh->names[t], sizeof(sh->names[t]), "%s algo=%s", npccl_coll_name(items[t].coll),
+				 items[t].coll == NPCCL_COLL_SEND ? "p2p" : npccl_algo_name(items[t].algo));
+		snprintf(sh->names[n], sizeof(sh->names[n]), "large messages, every dtype and op");
+	}
+	size_t counts[32];
+	int ncounts = counts_for(p, counts, o->full);
+	int call = 0;
+	for (int t = 0; t < n; t++) {
+		struct result *r = &sh->res[me][t];
+		double t0 = now_ms();
+		r->ok = 1;
+		if (set_algo(comm, items[t].coll, items[t].algo)) {
+			r->ok = 0;
+			snprintf(r->msg, MSG, "set_algo refused: %s", npccl_comm_last_error(comm));
+		}
+		int reducing = is_reducing(items[t].coll);
+		int nops = reducing ? NPCCL_NUM_REDOPS : 1;
+		int ndt = items[t].coll == NPCCL_COLL_BARRIER ? 1 : NPCCL_NUM_DTYPES;
+		for (int d = 0; d < ndt && r->ok; d++)
+			for (int op = 0; op < nops && r->ok; op++)
+				for (int k = 0; k < ncounts && r->ok; k++) {
+					if (items[t].coll == NPCCL_COLL_BARRIER && k > 0)
+						break;
+					int inplace = (k + d + op) % 2;
+					int root = call % p;
+					call++;
+					int bad = one_call(comm, me, p, items[t].coll, (npccl_dtype_t)d,
+							   (npccl_redop_t)op, counts[k], inplace, root,
+							   r->msg);
+					if (bad) {
+						r->ok = 0;
+						r->status = bad;
+					}
+				}
+		r->elapsed_ms = now_ms() - t0;
+		r->done = 1;
+		if (!r->ok && r->status == 2)	/* communicator unusable */
+			break;
+	}
+	/* large: one call per (coll, algo) rotating dtype and op, 1-5 MiB */
+	struct result *r = &sh->res[me][n];
+	double t_large = now_ms();
+	r->ok = 1;
+	int rot = 0;
+	for (int t = 0; t < n && r->ok; t++) {
+		if (items[t].coll == NPCCL_COLL_BARRIER)
+			continue;
+		set_algo(comm, items[t].coll, items[t].algo);
+		int reps = o->full ? NPCCL_NUM_DTYPES * NPCCL_NUM_REDOPS : 1;
+		for (int rep = 0; rep < reps && r->ok; rep++, rot++) {
+			npccl_dtype_t d = (npccl_dtype_t)((rot + p) % NPCCL_NUM_DTYPES);
+			npccl_redop_t op = (npccl_redop_t)((rot / 2 + p) % NPCCL_NUM_REDOPS);
+			size_t target = items[t].coll == NPCCL_COLL_ALLREDUCE ? (5u << 20) : (1u << 20);
+			size_t per_rank = items[t].coll == NPCCL_COLL_ALLGATHER ||
+						  items[t].coll == NPCCL_COLL_REDUCE_SCATTER ||
+						  items[t].coll == NPCCL_COLL_GATHER ||
+						  items[t].coll == NPCCL_COLL_SCATTER ||
+						  items[t].coll == NPCCL_COLL_ALLTOALL
+					  ? (size_t)p : 1;
+			size_t count = target / npccl_dtype_size(d) / per_rank + (size_t)(rot % 3);
+			if (one_call(comm, me, p, items[t].coll, d, op, count, rot % 2, rot % p,
+				     r->msg))
+				r->ok = 0;
+		}
+	}
+	r->elapsed_ms = now_ms() - t_large;
+	r->done = 1;
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int cmd_matrix(int argc, char **argv)
+{
+	struct matrix_opts o = { 0, 0 };
+	int lo = 1, hi = 8;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--full"))
+			o.full = 1;
+		else if (!strcmp(argv[i], "--tcp"))
+			o.tcp = 1;
+		else if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
+			sscanf(argv[++i], "%d-%d", &lo, &hi);
+	}
+	if (o.tcp)
+		setenv("NPCCL_DISABLE_SHM", "1", 1);
+	int failed = 0;
+	for (int p = lo; p <= hi; p++) {
+		memset(sh, 0, sizeof(*sh));
+		double t0 = now_ms();
+		int rc = run_ranks(p, matrix_rank, &o, o.full ? 1200 : 120, NULL);
+		int n = sh->ntests;
+		if (n == 0) {
+			tap(0, "%s p=%d: ranks did not start: %s", o.tcp ? "tcp" : "shm", p,
+			    sh->res[0][0].msg);
+			failed++;
+			continue;
+		}
+		for (int t = 0; t < n; t++) {
+			int ok = 1;
+			const char *why = "";
+			double ms = 0;
+			for (int r = 0; r < p; r++) {
+				struct result *res = &sh->res[r][t];
+				if (!res->done || !res->ok) {
+					ok = 0;
+					why = res->done ? res->msg : (rc < 0 ? "rank hung (watchdog)" : "rank did not finish");
+					if (!res->done && !why[0])
+						why = "rank did not finish";
+					printf("# rank %d: %s\n", r, why);
+				}
+				ms = MAX(ms, res->elapsed_ms);
+			}
+			tap(ok, "%s p=%d %s (%.0f ms)", o.tcp ? "tcp" : "shm", p, sh->names[t], ms);
+			failed += !ok;
+		}
+		if (rc != 0) {
+			tap(0, "%s p=%d: %d rank(s) exited abnormally", o.tcp ? "tcp" : "shm", p, rc);
+			failed++;
+		}
+		printf("# p=%d took %.1f s\n", p, (now_ms() - t0) / 1000);
+	}
+	printf("1..%d\n", tap_n);
+	return failed ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- faults */
+
+struct fault_arg {
+	const char *name;
+	int victim;
+	size_t count;
+};
+
+static void record(int me, npccl_status_t st, npccl_comm_t comm, const char *extra)
+{
+	struct result *r = &sh->res[me][0];
+	r->status = st;
+	snprintf(r->msg, MSG, "%s%s", extra ? extra : "", comm ? npccl_comm_last_error(comm) : "");
+	r->done = 1;
+}
+
+static void *abort_later(void *comm)
+{
+	usleep(300000);
+	npccl_comm_abort(comm);	/* must return although another thread is blocked */
+	return NULL;
+}
+
+static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
+{
+	struct fault_arg *a = argp;
+	npccl_comm_t comm;
+	char err[512];
+	npccl_status_t st = npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err));
+	if (st) {
+		record(me, st, NULL, err);
+		return 1;
+	}
+	size_t n = a->count;
+	float *buf = calloc(n + 8, sizeof(float));
+	double t0 = now_ms();
+	const char *nm = a->name;
+	if (!strcmp(nm, "mismatch-count") || !strcmp(nm, "mismatch-dtype") ||
+	    !strcmp(nm, "mismatch-op") || !strcmp(nm, "mismatch-coll") ||
+	    !strcmp(nm, "mismatch-root")) {
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		if (st == NPCCL_OK) {
+			if (me == a->victim) {
+				if (!strcmp(nm, "mismatch-count"))
+					st = npccl_allreduce(buf, buf, n + 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
+				else if (!strcmp(nm, "mismatch-dtype"))
+					st = npccl_allreduce(buf, buf, n, NPCCL_INT32, NPCCL_SUM, comm);
+				else if (!strcmp(nm, "mismatch-op"))
+					st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_MAX, comm);
+				else if (!strcmp(nm, "mismatch-coll"))
+					st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
+				else
+					st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 1, comm);
+			} else if (!strcmp(nm, "mismatch-root")) {
+				st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
+			} else {
+				st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+			}
+		}
+		/* a rank whose own part of the mismatched call completed (a root
+		 * whose sends were buffered) learns of it on its next call */
+		if (st == NPCCL_OK)
+			st = npccl_barrier(comm);
+	} else if (!strcmp(nm, "absent")) {
+		/* the victim makes one call fewer and then idles */
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		if (me == a->victim) {
+			sleep(4);
+		} else if (st == NPCCL_OK) {
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		}
+	} else if (!strcmp(nm, "abort-thread")) {
+		if (me == a->victim) {
+			pthread_t th;
+			pthread_create(&th, NULL, abort_later, comm);
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+			pthread_join(th, NULL);
+			sh->res[me][0].elapsed_ms = now_ms() - t0;
+			record(me, st, NULL, "blocked call returned when another thread aborted");
+			free(buf);
+			return 0;
+		}
+		usleep(800000);
+		/* the victim's data may already be complete: then the next call fails */
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		if (st == NPCCL_OK)
+			st = npccl_barrier(comm);
+	} else if (!strcmp(nm, "abort")) {
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		if (me == a->victim) {
+			usleep(200000);
+			npccl_comm_abort(comm);
+			record(me, NPCCL_ERR_ABORTED, NULL, "aborted");
+			free(buf);
+			return 0;
+		}
+		if (st == NPCCL_OK)
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	} else {
+		/* kill9, sigstop, corrupt, truncate: loop until something fails */
+		for (int it = 0; it < 100000 && st == NPCCL_OK; it++)
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	}
+	sh->res[me][0].elapsed_ms = now_ms() - t0;
+	record(me, st, comm, NULL);
+	npccl_comm_destroy(comm);
+	free(buf);
+	return 0;
+}
+
+struct fault_case {
+	const char *name;
+	int p;
+	int victim;
+	size_t count;
+	int tcp;
+	const char *inject;
+	npccl_status_t expect;
+	const char *expect_text;	/* must appear in every survivor's message */
+	int timeout_ms;
+};
+
+static int run_fault(const struct fault_case *fc)
+{
+	memset(sh, 0, sizeof(*sh));
+	char tmo[32];
+	snprintf(tmo, sizeof(tmo), "%d", fc->timeout_ms);
+	setenv("NPCCL_TIMEOUT_MS", tmo, 1);
+	if (fc->tcp)
+		setenv("NPCCL_DISABLE_SHM", "1", 1);
+	else
+		unsetenv("NPCCL_DISABLE_SHM");
+	if (fc->inject)
+		setenv("NPCCL_FAULT_INJECT", fc->inject, 1);
+	else
+		unsetenv("NPCCL_FAULT_INJECT");
+	struct fault_arg a = { fc->name, fc->victim, fc->count };
+	pid_t pids[MAXR];
+	int killer = !strcmp(fc->name, "kill9") || !strcmp(fc->name, "sigstop");
+	double t0 = now_ms();
+	pid_t drv = 0;
+	if (killer) {
+		/* a helper process hits the victim once collectives are running */
+		drv = fork();
+		if (drv == 0) {
+			usleep(300000);
+			_exit(0);
+		}
+	}
+	/* run_ranks with a side thread doing the kill */
+	struct {
+		pid_t *pids;
+		int victim;
+		int sig;
+		int on;
+	} kctx = { pids, fc->victim, !strcmp(fc->name, "sigstop") ? SIGSTOP : SIGKILL, killer };
+	(void)kctx;
+	int rc;
+	if (killer) {
+		/* fork ranks manually to know the victim's pid */
+		npccl_unique_id_t id;
+		npccl_get_unique_id(&id);
+		for (int r = 0; r < fc->p; r++) {
+			pids[r] = fork();
+			if (pids[r] == 0) {
+				alarm(60);
+				_exit(fault_rank(r, fc->p, &id, &a));
+			}
+		}
+		waitpid(drv, NULL, 0);
+		/* wait until every rank is past init (they loop on allreduce) */
+		usleep(200000);
+		kill(pids[fc->victim], kctx.sig);
+		double end = now_ms() + fc->timeout_ms * 3 + 10000;
+		int left = fc->p - 1;
+		rc = 0;
+		while (left > 0 && now_ms() < end) {
+			pid_t w = waitpid(-1, NULL, WNOHANG);
+			if (w > 0 && w != pids[fc->victim])
+				left--;
+			else
+				usleep(2000);
+		}
+		if (left > 0)
+			rc = -1;
+		for (int r = 0; r < fc->p; r++)
+			kill(pids[r], SIGKILL);
+		kill(pids[fc->victim], SIGCONT);
+		while (waitpid(-1, NULL, 0) > 0)
+			;
+	} else {
+		rc = run_ranks(fc->p, fault_rank, &a, fc->timeout_ms * 3 / 1000.0 + 40, NULL);
+	}
+	double took = now_ms() - t0;
+	int ok = rc >= 0;
+	for (int r = 0; r < fc->p; r++) {
+		if (r == fc->victim && (killer || !strcmp(fc->name, "absent")))
+			continue;
+		struct result *res = &sh->res[r][0];
+		int good = res->done && (int)res->status == (int)fc->expect &&
+			   strstr(res->msg, fc->expect_text) != NULL;
+		if (!strncmp(fc->name, "abort", 5) && r == fc->victim)
+			good = res->done && res->status == NPCCL_ERR_ABORTED;
+		printf("# rank %d: %s after %.0f ms: %s\n", r,
+		       res->done ? npccl_strerror((npccl_status_t)res->status) : "(no result)",
+		       res->elapsed_ms, res->msg);
+		ok &= good;
+	}
+	tap(ok, "fault %s%s: every survivor fails with %s naming \"%s\" (%.1f s, deadline %d ms)",
+	    fc->name, fc->tcp ? " (tcp)" : " (shm)", npccl_strerror(fc->expect), fc->expect_text,
+	    took / 1000, fc->timeout_ms);
+	unsetenv("NPCCL_FAULT_INJECT");
+	unsetenv("NPCCL_DISABLE_SHM");
+	return ok;
+}
+
+static const struct fault_case fault_cases[] = {
+	{ "kill9", 4, 2, 1 << 20, 0, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 5000 },
+	{ "kill9", 3, 1, 1 << 18, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 1", 5000 },
+	{ "sigstop", 4, 1, 1 << 16, 0, NULL, NPCCL_ERR_TIMEOUT, "rank 1", 1500 },
+	{ "sigstop", 3, 2, 1 << 16, 1, NULL, NPCCL_ERR_TIMEOUT, "rank 2", 1500 },
+	{ "mismatch-count", 3, 1, 1000, 0, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },
+	{ "mismatch-count", 3, 1, 100000, 1, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },
+	{ "mismatch-dtype", 4, 3, 1000, 0, NULL, NPCCL_ERR_MISMATCH, "rank 3", 3000 },
+	{ "mismatch-op", 2, 1, 100, 1, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },
+	{ "mismatch-coll", 3, 2, 5000, 0, NULL, NPCCL_ERR_MISMATCH, "rank 2", 3000 },
+	{ "mismatch-root", 3, 1, 5000, 1, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },
+	{ "absent", 3, 1, 1000, 0, NULL, NPCCL_ERR_TIMEOUT, "rank 1", 1500 },
+	{ "abort", 3, 0, 1000, 0, NULL, NPCCL_ERR_ABORTED, "rank 0", 5000 },
+	{ "abort-thread", 3, 1, 1000, 0, NULL, NPCCL_ERR_ABORTED, "rank 1", 5000 },
+	{ "abort-thread", 2, 1, 100000, 1, NULL, NPCCL_ERR_ABORTED, "rank 1", 5000 },
+	{ "corrupt", 3, 1, 1 << 16, 1, "corrupt:1:4", NPCCL_ERR_PROTOCOL, "rank 1", 5000 },
+	{ "truncate", 2, 1, 1 << 16, 1, "truncate:1:4", NPCCL_ERR_PROTOCOL, "rank 1", 5000 },
+};
+
+static int cmd_fault(int argc, char **argv)
+{
+	int failed = 0;
+	for (size_t i = 0; i < sizeof(fault_cases) / sizeof(fault_cases[0]); i++) {
+		if (argc > 0 && strcmp(argv[0], fault_cases[i].name))
+			continue;
+		failed += !run_fault(&fault_cases[i]);
+	}
+	printf("1..%d\n", tap_n);
+	return failed ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- misc */
+
+static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	npccl_comm_t comm;
+	char err[512];
+	struct result *r = sh->res[me];
+	if (npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err))) {
+		snprintf(r[0].msg, MSG, "init: %s", err);
+		return 1;
+	}
+	int t = 0;
+	/* 0: invalid arguments are rejected with a message and no failure */
+	float x[4] = { 1, 2, 3, 4 };
+	int ok = npccl_allreduce(NULL, x, 4, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_ERR_INVALID_ARG &&
+		 strstr(npccl_comm_last_error(comm), "NULL") &&
+		 npccl_allreduce(x, x, 4, (npccl_dtype_t)99, NPCCL_SUM, comm) == NPCCL_ERR_INVALID_ARG &&
+		 npccl_allreduce(x, x + 1, 2, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_ERR_INVALID_ARG &&
+		 npccl_broadcast(x, x, 4, NPCCL_FLOAT32, p, comm) == NPCCL_ERR_INVALID_ARG &&
+		 npccl_send(x, 1, NPCCL_FLOAT32, me, comm) == NPCCL_ERR_INVALID_ARG &&
+		 npccl_allreduce(x, x, 4, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_OK &&
+		 x[0] == 1.0f * p;
+	r[t].ok = ok;
+	snprintf(r[t++].msg, MSG, "last error: %s", npccl_comm_last_error(comm));
+	/* 1: explain names an algorithm and a positive prediction; set_algo works */
+	npccl_explanation_t ex;
+	ok = npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1 << 20, NPCCL_FLOAT32, &ex) == NPCCL_OK &&
+	     ex.algo != NPCCL_ALGO_AUTO && ex.predicted_us > 0 && strstr(ex.text, "allreduce");
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_RING);
+	npccl_explanation_t ex2;
+	npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1 << 20, NPCCL_FLOAT32, &ex2);
+	ok = ok && ex2.algo == NPCCL_ALGO_RING && strstr(ex2.text, "forced");
+	ok = ok && npccl_comm_set_algo(comm, NPCCL_COLL_ALLTOALL, NPCCL_ALGO_TREE) == NPCCL_ERR_UNSUPPORTED;
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_AUTO);
+	r[t].ok = ok;
+	snprintf(r[t++].msg, MSG, "explain: %s | %s", ex.text, ex2.text);
+	/* 2: split into even/odd ranks, reversed order by key */
+	npccl_comm_t sub = NULL;
+	npccl_status_t st = npccl_comm_split(comm, me % 2, -me, &sub);
+	ok = st == NPCCL_OK && sub;
+	if (ok) {
+		int sr, ss;
+		npccl_comm_rank(sub, &sr);
+		npccl_comm_size(sub, &ss);
+		int expect_size = (p + 1 - me % 2) / 2;
+		float v = (float)me, sum = 0;
+		st = npccl_allreduce(&v, &sum, 1, NPCCL_FLOAT32, NPCCL_SUM, sub);
+		float esum = 0;
+		for (int i = me % 2; i < p; i += 2)
+			esum += (float)i;
+		ok = ss == expect_size && sr == expect_size - 1 - me / 2 && st == NPCCL_OK && sum == esum;
+		snprintf(r[t].msg, MSG, "split: size %d (want %d) rank %d sum %g (want %g) %s", ss,
+			 expect_size, sr, sum, esum, npccl_comm_last_error(sub));
+	} else {
+		snprintf(r[t].msg, MSG, "split failed: %s", npccl_comm_last_error(comm));
+	}
+	npccl_comm_destroy(sub);
+	npccl_comm_t none = (npccl_comm_t)1;
+	ok = ok && npccl_comm_split(comm, NPCCL_SPLIT_NOCOLOR, 0, &none) == NPCCL_OK && none == NULL;
+	r[t++].ok = ok;
+	/* 3: cost model constants are positive and agreed */
+	npccl_cost_model_t m;
+	npccl_comm_cost_model(comm, &m);
+	double v[5] = { m.shm_alpha_us, m.shm_beta_us_per_mb, m.tcp_alpha_us, m.tcp_beta_us_per_mb,
+			m.gamma_us_per_mb }, mx[5];
+	npccl_allreduce(v, mx, 5, NPCCL_FLOAT64, NPCCL_MAX, comm);
+	ok = m.shm_alpha_us > 0 && m.gamma_us_per_mb > 0 && !memcmp(v, mx, sizeof(v));
+	r[t].ok = ok;
+	snprintf(r[t++].msg, MSG, "model: shm a=%.2fus b=%.1fus/MB tcp a=%.1fus b=%.1fus/MB g=%.1fus/MB",
+		 m.shm_alpha_us, m.shm_beta_us_per_mb, m.tcp_alpha_us, m.tcp_beta_us_per_mb,
+		 m.gamma_us_per_mb);
+	for (int i = 0; i < t; i++)
+		r[i].done = 1;
+	if (me == 0)
+		sh->ntests = t;
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int bootstrap_fail_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	const char *mode = arg;
+	npccl_comm_t comm;
+	char err[512] = "";
+	npccl_unique_id_t bad = *id;
+	if (!strcmp(mode, "foreign") && me == 1)
+		bad.internal[8] ^= 0x55;	/* another communicator's tag */
+	if (!strcmp(mode, "missing") && me == p - 1) {
+		sh->res[me][0].done = 1;
+		return 0;	/* never joins */
+	}
+	npccl_status_t st = npccl_comm_init_rank_err(&comm, p, &bad, me, err, sizeof(err));
+	sh->res[me][0].status = st;
+	snprintf(sh->res[me][0].msg, MSG, "%s", err);
+	sh->res[me][0].done = 1;
+	if (st == NPCCL_OK)
+		npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int cmd_misc(void)
+{
+	int failed = 0;
+	for (int p = 1; p <= 4; p += (p == 1 ? 1 : 2)) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			if (tcp)
+				setenv("NPCCL_DISABLE_SHM", "1", 1);
+			else
+				unsetenv("NPCCL_DISABLE_SHM");
+			memset(sh, 0, sizeof(*sh));
+			int rc = run_ranks(p, misc_rank, NULL, 60, NULL);
+			const char *names[] = { "invalid arguments rejected, communicator still usable",
+						"explain and set_algo", "split (even/odd, key order)",
+						"cost model measured and agreed" };
+			for (int t = 0; t < 4; t++) {
+				int ok = rc == 0;
+				for (int r = 0; r < p; r++)
+					if (!sh->res[r][t].done || !sh->res[r][t].ok) {
+						ok = 0;
+						printf("# rank %d: %s\n", r, sh->res[r][t].msg);
+					}
+				if (ok)
+					printf("# %s\n", sh->res[0][t].msg);
+				tap(ok, "%s p=%d: %s", tcp ? "tcp" : "shm", p, names[t]);
+				failed += !ok;
+			}
+		}
+	}
+	unsetenv("NPCCL_DISABLE_SHM");
+	/* a rank with another communicator's tag is rejected with a clear error */
+	memset(sh, 0, sizeof(*sh));
+	setenv("NPCCL_BOOTSTRAP_TIMEOUT_MS", "1500", 1);
+	run_ranks(2, bootstrap_fail_rank, "foreign", 30, NULL);
+	int ok = sh->res[1][0].status == NPCCL_ERR_PROTOCOL &&
+		 strstr(sh->res[1][0].msg, "another communicator") &&
+		 sh->res[0][0].status == NPCCL_ERR_BOOTSTRAP && strstr(sh->res[0][0].msg, "did not join");
+	printf("# rank 1: %s\n# rank 0: %s\n", sh->res[1][0].msg, sh->res[0][0].msg);
+	tap(ok, "bootstrap: peer of another communicator rejected, root reports the missing rank");
+	failed += !ok;
+	/* a rank that never joins is named */
+	memset(sh, 0, sizeof(*sh));
+	run_ranks(3, bootstrap_fail_rank, "missing", 30, NULL);
+	ok = sh->res[0][0].status == NPCCL_ERR_BOOTSTRAP && strstr(sh->res[0][0].msg, ": 2") &&
+	     sh->res[1][0].status == NPCCL_ERR_BOOTSTRAP;
+	printf("# rank 0: %s\n", sh->res[0][0].msg);
+	tap(ok, "bootstrap: a rank that never joins is named on the others");
+	failed += !ok;
+	/* port in use: rank 0 under a launcher cannot listen */
+	int hold = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	bind(hold, (struct sockaddr *)&sa, sizeof(sa));
+	listen(hold, 1);
+	socklen_t sl = sizeof(sa);
+	getsockname(hold, (struct sockaddr *)&sa, &sl);
+	char port[16];
+	snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+	setenv("RANK", "0", 1);
+	setenv("WORLD_SIZE", "2", 1);
+	setenv("MASTER_ADDR", "127.0.0.1", 1);
+	setenv("MASTER_PORT", port, 1);
+	npccl_comm_t comm;
+	char err[512];
+	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
+	ok = st == NPCCL_ERR_BOOTSTRAP && strstr(err, "already in use") && comm == NULL;
+	printf("# %s\n", err);
+	tap(ok, "bootstrap: port in use gives a clear error");
+	failed += !ok;
+	close(hold);
+	unsetenv("RANK");
+	unsetenv("WORLD_SIZE");
+	unsetenv("MASTER_ADDR");
+	unsetenv("MASTER_PORT");
+	unsetenv("NPCCL_BOOTSTRAP_TIMEOUT_MS");
+	/* destroy/abort accept NULL; bad init arguments */
+	ok = npccl_comm_destroy(NULL) == NPCCL_OK && npccl_comm_abort(NULL) == NPCCL_OK &&
+	     npccl_comm_init_rank(&comm, 0, NULL, 0) == NPCCL_ERR_INVALID_ARG &&
+	     npccl_comm_init_env(&comm, err, sizeof(err)) == NPCCL_ERR_INVALID_ARG;
+	tap(ok, "destroy/abort accept NULL, invalid init arguments rejected (%s)", err);
+	failed += !ok;
+	printf("1..%d\n", tap_n);
+	return failed ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- env */
+
+/* Started by a launcher (mpirun, or the netns script with torchrun-style
+ * variables): init from the environment, run a few collectives, check them,
+ * print one line "envcheck rank R/P hosts H ok|FAIL ...". */
+static int cmd_env_worker(void)
+{
+	npccl_comm_t comm;
+	char err[512];
+	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
+	if (st) {
+		printf("envcheck FAIL init: %s\n", err);
+		return 1;
+	}
+	int me, p, nh, h;
+	npccl_comm_rank(comm, &me);
+	npccl_comm_size(comm, &p);
+	npccl_comm_hosts(comm, &nh, &h);
+	char msg[MSG] = "";
+	int bad = 0;
+	size_t counts[] = { 0, 1, 7, 1025, (size_t)p + 1, 300001 };
+	npccl_algo_t algos[] = { NPCCL_ALGO_AUTO, NPCCL_ALGO_RING, NPCCL_ALGO_TREE,
+				 NPCCL_ALGO_RECDOUBLING, NPCCL_ALGO_RABENSEIFNER, NPCCL_ALGO_DIRECT,
+				 NPCCL_ALGO_HIER, NPCCL_ALGO_SHM };
+	int k = 0;
+	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && !bad; a++) {
+		if (!npccl_algo_supported(comm, NPCCL_COLL_ALLREDUCE, algos[a]))
+			continue;
+		npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, algos[a]);
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !bad; c++, k++)
+			bad = one_call(comm, me, p, NPCCL_COLL_ALLREDUCE, (npccl_dtype_t)(k % NPCCL_NUM_DTYPES),
+				       (npccl_redop_t)(k % NPCCL_NUM_REDOPS), counts[c], k % 2, 0, msg);
+	}
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_AUTO);
+	for (int ci = 1; ci < NCOLLS && !bad; ci++) {
+		if (colls[ci] == NPCCL_COLL_BARRIER)
+			continue;	/* its counter check needs shared memory */
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !bad; c++, k++)
+			bad = one_call(comm, me, p, colls[ci], (npccl_dtype_t)(k % NPCCL_NUM_DTYPES),
+				       (npccl_redop_t)(k % NPCCL_NUM_REDOPS), counts[c], k % 2,
+				       (int)(c % (size_t)p), msg);
+	}
+	if (!bad && npccl_barrier(comm) != NPCCL_OK) {
+		bad = 1;
+		snprintf(msg, MSG, "barrier: %s", npccl_comm_last_error(comm));
+	}
+	npccl_explanation_t ex;
+	npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1 << 20, NPCCL_FLOAT32, &ex);
+	printf("envcheck rank %d/%d hosts %d %s %s | %s\n", me, p, nh, bad ? "FAIL" : "ok", msg,
+	       me == 0 ? ex.text : "");
+	npccl_comm_destroy(comm);
+	return bad;
+}
+
+/* Launched rank that loops AllReduce until it fails (fault tests across
+ * namespaces): prints "envloop rank R status S: message". */
+static int cmd_env_loop(void)
+{
+	npccl_comm_t comm;
+	char err[512];
+	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
+		printf("envloop init failed: %s\n", err);
+		return 1;
+	}
+	int me;
+	npccl_comm_rank(comm, &me);
+	size_t n = 1 << 18;
+	float *buf = calloc(n, sizeof(float));
+	npccl_status_t st = NPCCL_OK;
+	long it = 0;
+	printf("envloop rank %d running\n", me);
+	while (st == NPCCL_OK && it++ < 2000000)
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	printf("envloop rank %d status %s: %s\n", me, npccl_strerror(st), npccl_comm_last_error(comm));
+	npccl_comm_destroy(comm);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		fprintf(stderr, "usage: ccl-test matrix|fault|misc|env-worker [...]\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "env-worker"))
+		return cmd_env_worker();
+	if (!strcmp(argv[1], "env-loop"))
+		return cmd_env_loop();
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 2;
+	if (!strcmp(argv[1], "matrix"))
+		return cmd_matrix(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "fault"))
+		return cmd_fault(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "misc"))
+		return cmd_misc();
+	fprintf(stderr, "unknown command %s\n", argv[1]);
+	return 2;
+}

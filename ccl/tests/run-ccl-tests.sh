@@ -1,0 +1,85 @@
+#!/bin/sh
+# run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
+# shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
+# API/bootstrap negatives, fault injection, and launches by real mpirun
+# (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
+# suite instead of blocking it. Output: one TAP stream.
+BIN=${1:?usage: run-ccl-tests.sh BINDIR}
+out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+n=0 fail=0
+
+# run PART TIMEOUT CMD...: renumber the part's TAP lines into ours
+run() {
+	part=$1 tmo=$2
+	shift 2
+	timeout -k 5 "$tmo" "$@" >"$out/$part.out" 2>"$out/$part.err"
+	rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*|"not ok "*)
+			n=$((n + 1))
+			st=${line%% [0-9]*}
+			rest=$(printf '%s' "$line" | sed 's/^\(not \)\{0,1\}ok [0-9]* //')
+			[ "$st" = "not ok" ] && fail=$((fail + 1))
+			echo "$st $n $rest" ;;
+		1..*) ;;
+		*) echo "$line" ;;
+		esac
+	done <"$out/$part.out"
+	if [ "$rc" != 0 ] && ! grep -q '^not ok' "$out/$part.out"; then
+		n=$((n + 1)) fail=$((fail + 1))
+		echo "not ok $n - $part exited with status $rc${rc:+ (124 = timed out after ${tmo}s)}"
+		sed 's/^/# /' "$out/$part.err" | tail -20
+	fi
+}
+
+run unit 60 "$BIN/ccl-unit-test"
+run matrix-shm 200 "$BIN/ccl-test" matrix --ranks 1-8
+run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
+run misc 120 "$BIN/ccl-test" misc
+run faults 180 "$BIN/ccl-test" fault
+
+# real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
+for mpi in openmpi mpich; do
+	runner=$(command -v mpirun.$mpi)
+	if [ -z "$runner" ]; then
+		n=$((n + 1))
+		echo "ok $n - launch by mpirun.$mpi # SKIP mpirun.$mpi not installed"
+		continue
+	fi
+	extra=""
+	[ $mpi = openmpi ] && extra="--allow-run-as-root --oversubscribe"
+	timeout -k 5 60 "$runner" $extra -np 3 "$BIN/ccl-test" env-worker >"$out/$mpi.out" 2>&1
+	rc=$?
+	good=$(grep -c '^envcheck rank .* ok' "$out/$mpi.out")
+	n=$((n + 1))
+	if [ "$rc" = 0 ] && [ "$good" = 3 ]; then
+		echo "ok $n - launch by mpirun.$mpi -np 3: init from its environment, collectives correct"
+	else
+		fail=$((fail + 1))
+		echo "not ok $n - launch by mpirun.$mpi -np 3 (exit $rc, $good of 3 ranks ok)"
+		sed 's/^/# /' "$out/$mpi.out" | tail -20
+	fi
+done
+
+# torchrun-style variables on one host
+port=$((20000 + $$ % 20000))
+pids=""
+for r in 0 1 2 3; do
+	RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+		timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/torch.$r" 2>&1 &
+	pids="$pids $!"
+done
+ok=1
+for p in $pids; do wait "$p" || ok=0; done
+n=$((n + 1))
+if [ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]; then
+	echo "ok $n - torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks"
+else
+	fail=$((fail + 1))
+	echo "not ok $n - torchrun-style environment, 4 ranks"
+	cat "$out"/torch.* | sed 's/^/# /' | tail -20
+fi
+echo "1..$n"
+[ "$fail" = 0 ]
