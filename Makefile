@@ -38,6 +38,7 @@ include libnpushm/libnpushm.mk
 include ccl/ccl.mk
 include tensor/tensor.mk
 include selftests/selftests.mk
+include selftests/debug/debug.mk
 
 .PHONY: user
 user: $(USER_TARGETS)

@@ -6,7 +6,8 @@
 #
 # Environment: BUILD (build directory), NPUSHM_KO (the module to load,
 # default kmod/npushm.ko), NPUSHM_TEST_PARAMS (module parameters),
-# NPUSHM_SELFTESTS (a subset of test programs to run).
+# NPUSHM_SELFTESTS (a subset of test programs to run), NPUSHM_FAULT_INJECT
+# (set by the debug lane's fault pass: run the fault-injection loops instead).
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M test_importer=1}
@@ -23,6 +24,12 @@ if [ "$(id -u)" != 0 ] || [ -z "${NPUSHM_IN_VM:-}" ]; then
 fi
 
 ko=${NPUSHM_KO:-$here/kmod/npushm.ko}
+if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
+	# The debug lane's fault-injection pass: module init and exit through
+	# every injection point, then every entry point (npushm_faults).
+	echo "# ==== fault-loop modinit"
+	fault-loop modinit "$ko" "$params" || fail=1
+fi
 # shellcheck disable=SC2086
 if ! insmod "$ko" $params; then
 	echo "1..1"; tap not-ok "insmod $ko $params"; exit 1
@@ -41,7 +48,11 @@ else
 	rxe=not-ok
 fi
 
-tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
+if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
+	tests=${NPUSHM_SELFTESTS:-$BUILD/selftests/fault/npushm_faults}
+else
+	tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
+fi
 for t in $tests; do
 	echo "# ==== $(basename "$t")"
 	"$t" || fail=1

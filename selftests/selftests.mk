@@ -15,10 +15,20 @@ SELFTEST_LDLIBS_npushm_netlink_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
 SELFTEST_LDLIBS_npushm_stress_test := $(SELFTEST_LIBNL)
 
-USER_TARGETS += $(SELFTEST_BINS)
+# The fault-injection pass of the debug lane (not run on the stock kernel).
+SELFTEST_FAULTS := $(BUILD)/selftests/fault/npushm_faults
+SELFTEST_LDLIBS_npushm_faults := $(SELFTEST_LIBNL)
+SELFTEST_BINS_ALL := $(SELFTEST_BINS) $(SELFTEST_FAULTS)
+
+USER_TARGETS += $(SELFTEST_BINS_ALL)
 
 .PHONY: selftests
-selftests: $(SELFTEST_BINS)
+selftests: $(SELFTEST_BINS_ALL)
+
+$(SELFTEST_FAULTS): $(CURDIR)/selftests/npushm_faults.c $(wildcard $(CURDIR)/selftests/*.h) \
+		$(CURDIR)/selftests/debug/fail_nth.h $(CURDIR)/include/uapi/linux/npushm.h
+	@mkdir -p $(dir $@)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_npushm_faults)
 
 $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
 		$(CURDIR)/include/uapi/linux/npushm.h

@@ -12,7 +12,7 @@
 #     linux/        the configured and built tree (build the module with make -C linux M=...)
 #     root/         boot/vmlinuz-<release> and lib/modules/<release>/ (VM_KERNEL_ROOT for run-vm.sh)
 #     build.log     output of the last build; stamp: written only after a complete, verified build
-# A first build takes 25-40 minutes on 2 cores and needs about 4 GB of disk;
+# A first build takes 25-60 minutes on 2 cores (57 with the machine shared) and needs 4 GB of disk;
 # with the stamp present a run costs nothing. An interrupted build resumes
 # where it stopped. Concurrent runs wait for each other (flock).
 # Environment: NPUSHM_DEBUG_CACHE (parent directory, above), NPUSHM_DEBUG_JOBS
@@ -29,8 +29,9 @@ say() { echo "build-kernel: $*" >&2; }
 
 [ -f "$frag" ] || die "config fragment $frag missing"
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
-[ -n "$srcver" ] && [ -f "$tarball" ] ||
+if [ -z "$srcver" ] || [ ! -f "$tarball" ]; then
 	die "Debian's linux-source-6.1 is not installed ($tarball); run tools/setup.sh as root (or apt-get install linux-source-6.1)"
+fi
 hash=$(sha256sum "$frag" | cut -c1-12)
 dir=$base/$srcver-$hash
 
@@ -41,8 +42,9 @@ case "${1:-}" in
 *) die "usage: build-kernel.sh [--dir|--cached]" ;;
 esac
 
-mkdir -p "$base" 2>/dev/null && [ -w "$base" ] ||
+if ! mkdir -p "$base" 2>/dev/null || [ ! -w "$base" ]; then
 	die "cannot write the cache parent $base; run as root or set NPUSHM_DEBUG_CACHE to a writable directory"
+fi
 
 # One build per input set at a time; a second caller waits, then reuses it.
 exec 9>"$base/.lock-$srcver-$hash"
@@ -72,7 +74,7 @@ fi
 
 log=$dir/build.log
 start=$(date +%s)
-say "building the debug kernel in $dir (first build: 25-40 minutes on 2 cores; log: $log)"
+say "building the debug kernel in $dir (first build: 25-60 minutes on 2 cores; log: $log)"
 : >> "$log"
 echo "=== $(date -u '+%F %T') build-kernel.sh: linux-source-6.1 $srcver, fragment $hash, -j$jobs" >> "$log"
 
@@ -116,7 +118,8 @@ bad=$(awk '
 	END {
 		for (n in want) {
 			if (want[n] == "unset") { if (n in have) print "  " n ": wanted unset, got " have[n] }
-			else if (have[n] != want[n]) print "  " n ": wanted " want[n] ", got " ((n in have) ? have[n] : "unset")
+			else if (!(n in have)) print "  " n ": wanted " want[n] ", got unset"
+			else if (have[n] != want[n]) print "  " n ": wanted " want[n] ", got " have[n]
 		}
 	}' "$frag" "$K/.config")
 if [ -n "$bad" ]; then

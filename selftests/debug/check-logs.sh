@@ -39,7 +39,7 @@ result() { # result OK DESCRIPTION [DETAIL-FILE-OR-TEXT...]
 		echo "not ok $n $2"
 		fail=1
 		shift 2
-		for d in "$@"; do printf '%s\n' "$d"; done | head -n 40 | sed 's/^/#   /'
+		for d in "$@"; do [ -z "$d" ] || printf "%s\n" "$d"; done | head -n 40 | sed "s/^/#   /"
 	fi
 	n=$((n + 1))
 }
@@ -59,7 +59,7 @@ bad=0
 [ "$dl" = 1 ] || bad=1
 result "$bad" "lockdep and atomic-sleep checks: no report (debug_locks=${dl:-unknown})" \
 	"$([ -z "$hits" ] || { echo "first report:"; first "$lockdep" "$kasan"; })" \
-	"$([ "$dl" = 1 ] || echo "lockdep is off at the end of the run (debug_locks=${dl:-unknown}): a report or a lockdep limit turned it off")"
+	"$([ "$dl" = 1 ] || echo "lockdep is off at the end of the run (debug_locks=${dl:-unknown}): turned off by its own report, by any report that taints the kernel (KASAN, WARN), or by a lockdep limit (BUG: MAX_LOCKDEP_...)")"
 
 if [ -f "$out/kmemleak.txt" ]; then
 	c=$(grep -c 'unreferenced object' "$out/kmemleak.txt")

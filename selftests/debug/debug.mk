@@ -1,7 +1,7 @@
 # debug.mk - the debug-kernel lane: the module's selftests under KASAN,
 # lockdep, kmemleak and fault injection (docs/debug-kernel.md).
 #
-#   make debug-kernel            build (once, 25-40 min) or find the cached debug kernel
+#   make debug-kernel            build (once, 25-60 min) or find the cached debug kernel
 #   make check-debug             build/reuse it, build npushm.ko against it, run the
 #                                module selftests + the fault-injection pass in it;
 #                                ends "N passed, N failed, N skipped"
@@ -17,10 +17,12 @@ DEBUG_KO ?=
 DEBUG_VM_APPEND ?=
 DEBUG_VM_MEM ?= 2G
 DEBUG_TIMEOUT ?= 3600
-DEBUG_IN_CHECK ?= no
+DEBUG_IN_CHECK ?= cached
 export DEBUG_SUITE DEBUG_FAULT_SUITE DEBUG_FAULT_OPTS DEBUG_KO DEBUG_VM_APPEND DEBUG_VM_MEM DEBUG_TIMEOUT
 
 DEBUG_DIR := selftests/debug
+# Wherever this file is included, it does not change make's default goal.
+DEBUG_SAVED_GOAL := $(.DEFAULT_GOAL)
 
 .PHONY: debug-kernel check-debug check-debug-if-cached check-debug-lane
 debug-kernel:
@@ -45,3 +47,5 @@ CHECK_SUITES += debug-lane
 endif
 check-debug-lane:
 	@tools/run-suite debug-lane $(DEBUG_DIR)/run-debug-lane.sh --if-cached
+
+.DEFAULT_GOAL := $(DEBUG_SAVED_GOAL)

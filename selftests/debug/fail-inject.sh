@@ -20,7 +20,11 @@
 #                /proc/self/make-it-fail is inherited) fails with probability
 #                P% (every Ith one, at most T times, -1 = no limit; after BYTES
 #                of allocations). Other tasks are never failed (task-filter=Y).
-#                CMD's own exec is already a target.
+#                CMD's own exec is already a target. Keep T small: unlimited
+#                failures in a task that reads files over 9p (binaries and
+#                libraries come from the host's root that way) can leave the
+#                guest's 9p mount broken for every later process (6.1's 9p
+#                client: later opens fail with EINVAL).
 #   --nth N      the Nth injection point reached by CMD's task, counted from just
 #                before its exec, fails (once). Exec and the dynamic loader reach
 #                the first few hundred; prefer --arm with fail_nth.h for tests.
@@ -89,6 +93,9 @@ defaults() { # the kernel's boot-time settings: nothing is injected
 defaults
 [ "$off" = 1 ] && exit 0
 
+for c in failslab fail_page_alloc fail_usercopy; do
+	put "$verbose" "$c/verbose"	# fail-nth fires in all three, chosen or not
+done
 for cap in $caps; do
 	case "$cap" in
 	slab) c=failslab; put N failslab/ignore-gfp-wait ;;
@@ -97,7 +104,6 @@ for cap in $caps; do
 	usercopy) c=fail_usercopy ;;
 	esac
 	put Y "$c/task-filter"
-	put "$verbose" "$c/verbose"
 	if [ "$mode" = probability ]; then
 		put "$interval" "$c/interval"; put "$times" "$c/times"; put "$space" "$c/space"
 		put "$prob" "$c/probability"

@@ -8,7 +8,7 @@
 #   run-debug-lane.sh [--if-cached]
 #
 # --if-cached: when the debug kernel is not built yet, print one "# SKIP"
-# result and exit 0 instead of building it (25-40 minutes).
+# result and exit 0 instead of building it (25-60 minutes).
 # Environment (make variables of the same name in selftests/debug/debug.mk):
 #   DEBUG_SUITE        suite command run in the VM, from the checkout
 #                      (default selftests/run-module-tests.sh)
@@ -116,7 +116,7 @@ vmout=$work/vm
 rm -rf "$vmout"
 mkdir -p "$vmout"
 append="panic_on_warn=0 kasan_multi_shot kasan.fault=report log_buf_len=8M ${DEBUG_VM_APPEND:-}"
-echo "# booting $rel (about 11 s), then: $suite${fsuite:+; fault pass: fail-inject.sh $fopts -- $fsuite}"
+echo "# booting $rel (under a minute), then: $suite${fsuite:+; fault pass: fail-inject.sh $fopts -- $fsuite}"
 t0=$(date +%s)
 VM_KERNEL_ROOT=$dir/root VM_APPEND=$append "$top/selftests/vm/run-vm.sh" -m "$mem" -t "$tmo" -o "$vmout" -- \
 	env DEBUG_OUT="$vmout" NPUSHM_KO="$ko" DEBUG_SUITE="$suite" DEBUG_FAULT_SUITE="$fsuite" \
