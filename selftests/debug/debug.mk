@@ -7,8 +7,9 @@
 #                                ends "N passed, N failed, N skipped"
 #   make check-debug-if-cached   the same when the kernel is cached, else one "# SKIP"
 #
-# make check runs the lane as suite "debug-lane" only with DEBUG_IN_CHECK=cached,
-# and then only when the kernel is cached (a clean CI machine prints a SKIP).
+# make check runs the lane as suite "debug-lane" when DEBUG_IN_CHECK=cached (the
+# default), and then only when the kernel is cached (a clean CI machine prints
+# a SKIP); DEBUG_IN_CHECK=no leaves it out.
 # Variables (exported to selftests/debug/run-debug-lane.sh, which documents them):
 DEBUG_SUITE ?= selftests/run-module-tests.sh
 DEBUG_FAULT_SUITE ?= $(DEBUG_SUITE)
