@@ -53,7 +53,8 @@ if [ ! -f "$K/root/boot/vmlinuz-$abi" ] || [ ! -f "$M/drivers/infiniband/sw/rxe/
 	echo "setup: unpacking linux-image-$abi for the VM"
 	rm -rf "$K/root" "$K"/linux-image-*.deb
 	(cd "$K" && apt-get download -q "linux-image-$abi" >/dev/null 2>&1) ||
-		(cd "$K" && apt-get download "linux-image-$abi")
+		{ apt-get update -qq >/dev/null 2>&1; (cd "$K" && apt-get download "linux-image-$abi"); } ||
+		{ echo "setup: cannot download linux-image-$abi from Debian's archive" >&2; exit 1; }
 	dpkg-deb -x "$K"/linux-image-"$abi"_*.deb "$K/root.tmp"
 	depmod -b "$K/root.tmp" "$abi"
 	rm -f "$K"/linux-image-*.deb
