@@ -27,5 +27,8 @@ void bk_barrier(void);
 /* what the library chose, "" if it does not say */
 const char *bk_algo(enum bk_coll coll, size_t count, enum bk_dtype dt);
 void bk_finalize(void);
+/* --shared: buffers the library shares between the local ranks (npccl:
+ * npccl_mem_alloc, zero-copy AllReduce). NULL if the backend has none. */
+void *bk_alloc_shared(size_t bytes);
 
 #endif

@@ -103,3 +103,9 @@ void bk_finalize(void)
 {
 	MPI_Finalize();
 }
+
+void *bk_alloc_shared(size_t bytes)
+{
+	(void)bytes;
+	return NULL;	/* MPI_Alloc_mem memory is not shared with the peers */
+}

@@ -145,6 +145,16 @@ const char *bk_algo(enum bk_coll coll, size_t count, enum bk_dtype dt)
 	return npccl_algo_name(ex.algo);
 }
 
+void *bk_alloc_shared(size_t bytes)
+{
+	void *p = NULL;
+	if (npccl_mem_alloc(comm, bytes, &p)) {
+		fprintf(stderr, "npccl_mem_alloc: %s\n", npccl_comm_last_error(comm));
+		return NULL;
+	}
+	return p;
+}
+
 void bk_finalize(void)
 {
 	npccl_comm_destroy(comm);

@@ -4,7 +4,8 @@
  *
  *   ccl-perf [-c allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]
  *            [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-t SECONDS] [-w WARMUP]
- *            [-d f32|f64|i32] [--odd] [--fresh] [backend options: -n N --bind]
+ *            [-d f32|f64|i32] [--odd] [--fresh] [--shared]
+ *            [backend options: -n N --bind]
  *
  * For each size: warm-up, then enough iterations for -t seconds (default
  * 0.5, agreed by all ranks), out of place and in place. t is the mean time
@@ -13,7 +14,10 @@
  * reduce_scatter, alltoall S = count*p*elemsize), busbw = algbw*F with
  * F = 2(p-1)/p allreduce, (p-1)/p allgather/reduce_scatter/alltoall, 1 for
  * broadcast and reduce. Results are verified after the timed loop (#wrong):
- * inputs are small integers, exact in any summation order.
+ * inputs are small integers, exact in any summation order. --fresh maps a
+ * new output buffer for every call (page faults included); --shared takes
+ * the buffers from the library's shared allocator (npccl_mem_alloc: the
+ * zero-copy AllReduce) instead of private anonymous memory.
  */
 #include "backend.h"
 
@@ -224,7 +228,7 @@ int main(int argc, char **argv)
 	enum bk_dtype d = BK_F32;
 	size_t minb = 8, maxb = 256u << 20;
 	double factor = 2, min_time = 0.5;
-	int warmup = 5, odd = 0;
+	int warmup = 5, odd = 0, shared = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
 		if (!strcmp(a, "-c")) {
@@ -249,6 +253,8 @@ int main(int argc, char **argv)
 			odd = 1;
 		} else if (!strcmp(a, "--fresh")) {
 			fresh_output = 1;
+		} else if (!strcmp(a, "--shared")) {
+			shared = 1;
 		} else {
 			if (rank == 0)
 				fprintf(stderr, "ccl-perf: unknown option %s\n", a);
@@ -262,8 +268,21 @@ int main(int argc, char **argv)
 	size_t cap = maxb + 64 * es;
 	struct bufs b;
 	b.bytes = cap + 4096;
-	b.send = mmap(NULL, b.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	b.recv = mmap(NULL, b.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (shared) {
+		b.send = bk_alloc_shared(b.bytes);
+		b.recv = bk_alloc_shared(b.bytes);
+		if (!b.send || !b.recv) {
+			if (rank == 0)
+				fprintf(stderr, "ccl-perf: %s has no shared allocator\n", bk_name());
+			bk_finalize();
+			return 2;
+		}
+	} else {
+		b.send = mmap(NULL, b.bytes, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		b.recv = mmap(NULL, b.bytes, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	}
 	if (b.send == MAP_FAILED || b.recv == MAP_FAILED) {
 		fprintf(stderr, "ccl-perf: cannot allocate %zu bytes\n", b.bytes);
 		return 1;
@@ -271,9 +290,10 @@ int main(int argc, char **argv)
 	double F = c == BK_ALLREDUCE ? 2.0 * (p - 1) / p
 		   : (c == BK_BROADCAST || c == BK_REDUCE) ? 1.0 : (double)(p - 1) / p;
 	if (rank == 0) {
-		printf("# ccl-perf %s, backend %s, %d ranks, dtype %s, >= %.2f s per size%s\n",
+		printf("# ccl-perf %s, backend %s, %d ranks, dtype %s, >= %.2f s per size%s%s\n",
 		       coll_names[c], bk_name(), p, dt_names[d], min_time,
-		       fresh_output ? ", out-of-place output freshly mapped for every call" : "");
+		       fresh_output ? ", out-of-place output freshly mapped for every call" : "",
+		       shared ? ", buffers from the library's shared allocator" : "");
 		printf("#%11s %11s %6s %6s %5s %10s %7s %7s %6s %10s %7s %7s %6s %9s %9s %9s  %s\n", "size",
 		       "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
 		       "algbw", "busbw", "#wrong", "tmax", "p50", "p99", "algo");

@@ -272,6 +272,29 @@ NPCCL_API npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, i
 					void *recvbuf, size_t recvcount, int src,
 					npccl_dtype_t dtype, npccl_comm_t comm);
 
+/* ---- memory shared with the peers (zero-copy AllReduce) ----------------
+ * Like NCCL's ncclMemAlloc + buffer registration: memory from
+ * npccl_mem_alloc lives in a shared region that every rank on the host has
+ * mapped. When the send and the receive buffer of an AllReduce both lie in
+ * such memory on every rank of a single-host communicator, each rank reduces
+ * its slice straight from all ranks' send buffers into all ranks' receive
+ * buffers: no staging copies (docs/ccl.md, "Zero-copy AllReduce"). Any other
+ * buffer keeps working through the staging slots; results are identical. */
+
+/** Allocates `bytes` (> 0) of shared memory: page-aligned, zeroed,
+ * prefaulted. Collective: every rank of `comm` calls it with the same
+ * `bytes`, in the same order relative to its other calls (it blocks until
+ * the ranks on this host have exchanged the regions; deadline and failure
+ * reports as for a collective). *ptr [out]: the buffer, NULL on failure. It
+ * stays valid until npccl_mem_free or npccl_comm_destroy, whichever comes
+ * first; the caller owns its contents. */
+NPCCL_API npccl_status_t npccl_mem_alloc(npccl_comm_t comm, size_t bytes, void **ptr);
+/** Releases a buffer from npccl_mem_alloc on `comm` (NULL: nothing to do).
+ * Does not block. Every rank must free the same buffers in the same order
+ * relative to its collective calls (a later shared-memory AllReduce or
+ * Barrier fails with NPCCL_ERR_MISMATCH otherwise). */
+NPCCL_API npccl_status_t npccl_mem_free(npccl_comm_t comm, void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,8 +30,11 @@ static size_t blk_off(size_t n, int parts, int i)
 	return off;
 }
 
-/* Ring reduce-scatter over the blocks of rbuf: afterwards member me holds
- * the fully reduced block (me + 1) % P. */
+/* Ring reduce-scatter: afterwards member me holds the fully reduced block
+ * (me + 1) % P in rbuf. Reads the input from sbuf (which may equal rbuf):
+ * step 0 sends block me straight from it, and every receive reduces into a
+ * block of rbuf not touched before, from the same block of sbuf, so rbuf
+ * needs no copy of the input first. */
 static npccl_status_t ring_rs_phase(struct npccl_comm *c, const struct group *g,
 				    const struct coll_args *a)
 {
@@ -44,8 +47,9 @@ static npccl_status_t ring_rs_phase(struct npccl_comm *c, const struct group *g,
 		block_range(a->count, P, sb, &so, &sl);
 		block_range(a->count, P, rb, &ro, &rl);
 		struct req *r[2];
-		r[0] = p2p_post_recv_reduce(c, left, a->rbuf + ro * es, rl * es, a->dtype, a->op);
-		r[1] = p2p_post_send(c, right, a->rbuf + so * es, sl * es);
+		r[0] = p2p_post_recv_reduce_from(c, left, a->rbuf + ro * es, a->sbuf + ro * es,
+						 rl * es, a->dtype, a->op);
+		r[1] = p2p_post_send(c, right, (s == 0 ? a->sbuf : a->rbuf) + so * es, sl * es);
 		npccl_status_t st = p2p_wait(c, r, 2);
 		if (st)
 			return st;
@@ -296,6 +300,12 @@ static npccl_status_t direct_allreduce(struct npccl_comm *c, const struct group 
 npccl_status_t algo_allreduce(struct npccl_comm *c, const struct group *g,
 			      const struct coll_args *a, npccl_algo_t algo)
 {
+	size_t bytes = a->count * a->esize;
+	/* the ring reads sbuf itself; the others work in rbuf from the start */
+	bool in_rbuf = g->n == 1 || (algo != NPCCL_ALGO_RING && algo != NPCCL_ALGO_AUTO &&
+				     algo <= NPCCL_ALGO_DIRECT);
+	if (in_rbuf && a->sbuf != a->rbuf && bytes)
+		memcpy(a->rbuf, a->sbuf, bytes);
 	if (g->n == 1)
 		return NPCCL_OK;
 	switch (algo) {
@@ -445,7 +455,8 @@ npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a)
 	block_range(a->count, lg->n, (lg->me + 1) % lg->n, &off, &len);
 	struct coll_args sub = *a;
 	sub.rbuf = a->rbuf + off * a->esize;
-	sub.sbuf = sub.rbuf;
+	/* one rank per host: the input is still in sbuf */
+	sub.sbuf = lg->n > 1 ? sub.rbuf : a->sbuf + off * a->esize;
 	sub.count = len;
 	npccl_algo_t x = len * a->esize >= (64 << 10) || xg->n < 3 ? NPCCL_ALGO_RING
 								    : NPCCL_ALGO_RECDOUBLING;

@@ -20,48 +20,6 @@
 #include "npccl_internal.h"
 
 #include <string.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
-
-/* Messages at least NPCCL_SHM_NT_MIN bytes are written to the caller's
- * output with non-temporal stores: they do not fit in the caches anyway,
- * and streaming stores skip the read-for-ownership of every output line. */
-
-static void copy_out(void *dst, const void *src, size_t n, bool nt)
-{
-#if defined(__x86_64__)
-	if (nt && n >= 256) {
-		char *d = dst;
-		const char *s = src;
-		size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-		memcpy(d, s, head);
-		d += head, s += head, n -= head;
-		size_t i = 0;
-		for (; i + 64 <= n; i += 64) {
-			__m128i a = _mm_loadu_si128((const __m128i *)(s + i));
-			__m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
-			__m128i c2 = _mm_loadu_si128((const __m128i *)(s + i + 32));
-			__m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
-			_mm_stream_si128((__m128i *)(d + i), a);
-			_mm_stream_si128((__m128i *)(d + i + 16), b);
-			_mm_stream_si128((__m128i *)(d + i + 32), c2);
-			_mm_stream_si128((__m128i *)(d + i + 48), e);
-		}
-		memcpy(d + i, s + i, n - i);
-		return;
-	}
-#endif
-	memcpy(dst, src, n);
-}
-
-static void copy_out_done(bool nt)
-{
-#if defined(__x86_64__)
-	if (nt)
-		_mm_sfence();
-#endif
-}
 
 enum { CNT_STAGED, CNT_REDUCED, CNT_GATHERED };
 
@@ -103,6 +61,15 @@ static void step_mismatch(struct npccl_comm *c, int k)
 	if (peer_mismatch(c, k))
 		return;
 	struct shm_ctl *p = c->ctl[k];
+	if (atomic_load_explicit(&p->op_seq, memory_order_acquire) == c->cur.seq &&
+	    p->op_mem_sig != c->mem_sig) {
+		char who[128];
+		peer_describe(c, c->local_ranks[k], who, sizeof(who));
+		comm_fail(c, NPCCL_ERR_MISMATCH, c->local_ranks[k],
+			  "%s and this rank hold different npccl_mem_alloc buffers: every rank must "
+			  "make the same npccl_mem_alloc/npccl_mem_free calls in the same order", who);
+		return;
+	}
 	struct op_desc d = { .seq = atomic_load(&p->op_seq), .count = p->op_count,
 			     .root = p->op_root, .coll = p->op_coll, .dtype = p->op_dtype,
 			     .redop = p->op_redop, .algo = p->op_algo };
@@ -198,17 +165,59 @@ static npccl_status_t fp_direct(struct npccl_comm *c, const struct coll_args *a)
 	return NPCCL_OK;
 }
 
-npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a)
+/* Core-distance probe. A peer reads the staging and result slots right
+ * after they were written, so they move core to core. On this kind of VM
+ * the two vCPUs sit sometimes on nearby cores (round trip ~130 ns: such
+ * transfers run at 15-20 GB/s) and sometimes far apart (~550 ns: 3-4 GB/s,
+ * while data written with streaming stores and read back from memory still
+ * moves at ~13 GB/s), and the hypervisor moves them every second or so. So
+ * large calls between two ranks measure the round trip first (best of
+ * PROBE_ROUNDS, a few microseconds) and each rank writes its slots with
+ * streaming stores when it is long. Local ranks 0 and 1 only; never blocks:
+ * a side that does not answer within PROBE_GIVEUP_NS leaves the previous
+ * decision in place. */
+#define PROBE_ROUNDS 4
+#define PROBE_GIVEUP_NS 20000
+#define PROBE_FAR_NS 300
+
+static uint32_t probe_rtt(struct npccl_comm *c)
+{
+	int me = c->local_index;
+	atomic_uint_fast64_t *mine = &c->ctl[me]->probe, *theirs = &c->ctl[1 - me]->probe;
+	uint64_t base = ++c->probe_seq * (PROBE_ROUNDS + 1), best = UINT64_MAX, prev = 0;
+	for (int i = 0; i < PROBE_ROUNDS; i++) {
+		uint64_t v = base + (uint64_t)i, t0 = now_ns(), t;
+		if (me == 0)
+			atomic_store_explicit(mine, v, memory_order_release);
+		while (atomic_load_explicit(theirs, memory_order_acquire) < v) {
+			if (now_ns() - t0 > PROBE_GIVEUP_NS)
+				return 0;
+			cpu_relax();
+		}
+		t = now_ns();
+		if (me == 1)
+			atomic_store_explicit(mine, v, memory_order_release);
+		if (me == 0)
+			best = MIN(best, t - t0);
+		else if (i > 0)
+			best = MIN(best, t - prev);
+		prev = t;
+	}
+	return best == UINT64_MAX ? 0 : (uint32_t)MIN(best, UINT32_MAX);
+}
+
+/* Staging path (any buffers): chunk by chunk, stage the slices the peers
+ * reduce, reduce my slice in rank order into my output and my result slot in
+ * one pass, then copy the peers' result slices into my output. */
+static npccl_status_t staged_allreduce(struct npccl_comm *c, const struct coll_args *a, bool nt)
 {
 	const struct npccl_config *cfg = npccl_config();
 	int nl = c->nlocal, me = c->local_index, K = c->layout.fp_slots;
-	size_t es = a->esize, n = a->count, chunk = c->layout.fp_chunk;
-	if (n == 0)
-		return NPCCL_OK;
-	if (n * es <= MIN(cfg->fp_direct_max, chunk))
-		return fp_direct(c, a);
-	size_t ce = chunk / es;
-	bool nt = n * es >= cfg->shm_nt_min;
+	size_t es = a->esize, n = a->count, chunk = c->layout.fp_chunk, ce = chunk / es;
+	const void **srcs = (const void **)c->fp_srcs;
+	void **dsts = (void **)c->fp_dsts;
+	bool probe = cfg->stage_nt < 0 && nl == 2 && n * es >= cfg->probe_min;
+	bool snt = cfg->stage_nt > 0 || (cfg->stage_nt < 0 && c->probe_rtt_ns > PROBE_FAR_NS);
 	npccl_status_t st;
 	for (size_t off = 0; off < n; off += ce) {
 		size_t m = MIN(ce, n - off);
@@ -220,36 +229,42 @@ npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a)
 		char *out = a->rbuf + off * es;
 		char *stage = c->fp_stage[me] + soff;
 
-		/* 1. stage the slices the others reduce */
+		/* 1. stage the slices the others reduce (slot free once every
+		 * peer reduced the chunk that used it last) */
 		if (g + 1 > (uint64_t)K && (st = fp_wait_all(c, CNT_REDUCED, g + 1 - (uint64_t)K)))
 			return st;
+		void (*copy)(void *, const void *, size_t) = snt ? copy_stream : copy_cached;
 		if (mlo)
-			memcpy(stage, in, mlo * es);
+			copy(stage, in, mlo * es);
 		if (mlo + mlen < m)
-			memcpy(stage + (mlo + mlen) * es, in + (mlo + mlen) * es,
-			       (m - mlo - mlen) * es);
+			copy(stage + (mlo + mlen) * es, in + (mlo + mlen) * es,
+			     (m - mlo - mlen) * es);
+		if (snt)
+			copy_stream_fence();
 		fp_publish(c, CNT_STAGED, g + 1);
 
-		/* 2. reduce my slice from my input and the peers' staging */
+		/* 2. reduce my slice from my input and the peers' staging, in rank
+		 * order, into my output and my result slot */
 		if ((st = fp_wait_all(c, CNT_STAGED, g + 1)))
 			return st;
+		if (probe && off == 0) {
+			/* both ranks are here now: measure, apply from the next chunk */
+			uint32_t rtt = probe_rtt(c);
+			if (rtt)
+				c->probe_rtt_ns = rtt;
+			snt = c->probe_rtt_ns > PROBE_FAR_NS;
+		}
 		if (g + 1 > (uint64_t)K && (st = fp_wait_all(c, CNT_GATHERED, g + 1 - (uint64_t)K)))
 			return st;
-		char *res = c->fp_result[me] + soff + mlo * es;
 		if (mlen) {
-			const char *mine = in + mlo * es;
-			bool first = true;
-			for (int k = 0; k < nl; k++) {
-				if (k == me)
-					continue;
-				const char *src = c->fp_stage[k] + soff + mlo * es;
-				if (first)
-					reduce_into(a->dtype, a->op, res, mine, src, mlen);
-				else
-					reduce_inplace(a->dtype, a->op, res, src, mlen);
-				first = false;
-			}
-			copy_out(out + mlo * es, res, mlen * es, nt);
+			for (int k = 0; k < nl; k++)
+				srcs[k] = k == me ? in + mlo * es : c->fp_stage[k] + soff + mlo * es;
+			dsts[0] = out + mlo * es;
+			dsts[1] = c->fp_result[me] + soff + mlo * es;
+			reduce_multi(a->dtype, a->op, dsts, 2, (nt ? 1u : 0u) | (snt ? 2u : 0u),
+				     srcs, nl, mlen);
+			if (snt)
+				copy_stream_fence();
 		}
 		fp_publish(c, CNT_REDUCED, g + 1);
 
@@ -261,13 +276,109 @@ npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a)
 				continue;
 			size_t lo, len;
 			slice(m, es, nl, k, &lo, &len);
-			if (len)
-				copy_out(out + lo * es, c->fp_result[k] + soff + lo * es, len * es, nt);
+			if (!len)
+				continue;
+			if (nt)
+				copy_stream(out + lo * es, c->fp_result[k] + soff + lo * es, len * es);
+			else
+				copy_cached(out + lo * es, c->fp_result[k] + soff + lo * es, len * es);
 		}
 		fp_publish(c, CNT_GATHERED, g + 1);
 	}
-	copy_out_done(nt);
+	if (nt)
+		copy_stream_fence();
 	return NPCCL_OK;
+}
+
+/* Zero-copy path, step 1 ("hello"): every rank publishes where its buffers
+ * are (allocation number and offset, or none) and waits for the others'.
+ * Every rank then sees the same descriptors and the same allocations (the
+ * step hash includes mem_sig), so all take the same decision: zero-copy
+ * only if every rank's send and receive buffers are npccl_mem_alloc memory. */
+static npccl_status_t zc_hello(struct npccl_comm *c, const struct coll_args *a, bool *zc)
+{
+	int nl = c->nlocal, me = c->local_index;
+	size_t bytes = a->count * a->esize, soff = 0, roff = 0;
+	struct shm_mem *sm = shm_mem_find(c, a->sbuf, bytes, &soff);
+	struct shm_mem *rm = shm_mem_find(c, a->rbuf, bytes, &roff);
+	struct shm_ctl *mine = c->ctl[me];
+	mine->zc_sid = sm ? sm->id : UINT64_MAX;
+	mine->zc_soff = soff;
+	mine->zc_rid = rm ? rm->id : UINT64_MAX;
+	mine->zc_roff = roff;
+	mine->zc_seq = sm && rm ? c->cur.seq : 0;
+	uint64_t g = c->fp_step++;
+	fp_publish(c, CNT_STAGED, g + 1);
+	npccl_status_t st = fp_wait_all(c, CNT_STAGED, g + 1);
+	if (st)
+		return st;
+	*zc = true;
+	for (int k = 0; k < nl && *zc; k++) {
+		const struct shm_ctl *p = c->ctl[k];
+		struct shm_mem *s = shm_mem_by_id(c, p->zc_sid), *r = shm_mem_by_id(c, p->zc_rid);
+		*zc = p->zc_seq == c->cur.seq && s && r && p->zc_soff <= s->size &&
+		      bytes <= s->size - p->zc_soff && p->zc_roff <= r->size &&
+		      bytes <= r->size - p->zc_roff;
+		if (*zc) {
+			c->fp_srcs[k] = s->addr[k] + p->zc_soff;
+			c->fp_dsts[k] = r->addr[k] + p->zc_roff;
+		}
+	}
+	if (*zc && !c->zc_logged) {
+		c->zc_logged = true;
+		npccl_log(NPCCL_LOG_INFO, "rank %d: zero-copy AllReduce (npccl_mem_alloc buffers "
+					  "on all %d local ranks)", c->rank, nl);
+	}
+	if (!*zc) {
+		/* step g carried no data: complete it at once */
+		atomic_store_explicit(&mine->gathered, g + 1, memory_order_relaxed);
+		fp_publish(c, CNT_REDUCED, g + 1);
+	}
+	return NPCCL_OK;
+}
+
+/* Zero-copy path, step 2: reduce my slice of every rank's send buffer, in
+ * rank order, into every rank's receive buffer; done when every rank is
+ * (then nobody reads my input or writes my output any more). Per rank: the
+ * message is read once and written once, the minimum. */
+static npccl_status_t zc_allreduce(struct npccl_comm *c, const struct coll_args *a, bool nt)
+{
+	int nl = c->nlocal, me = c->local_index;
+	size_t es = a->esize, lo, len;
+	slice(a->count, es, nl, me, &lo, &len);
+	if (len) {
+		const void **srcs = (const void **)c->fp_srcs;
+		void **dsts = (void **)c->fp_dsts;
+		for (int k = 0; k < nl; k++) {
+			srcs[k] = (const char *)srcs[k] + lo * es;
+			dsts[k] = (char *)dsts[k] + lo * es;
+		}
+		reduce_multi(a->dtype, a->op, dsts, nl, nt ? UINT64_MAX : 0, srcs, nl, len);
+	}
+	if (nt)
+		copy_stream_fence();	/* before `reduced` tells the peers */
+	uint64_t g = c->fp_step - 1;
+	atomic_store_explicit(&c->ctl[me]->gathered, g + 1, memory_order_relaxed);
+	fp_publish(c, CNT_REDUCED, g + 1);
+	return fp_wait_all(c, CNT_REDUCED, g + 1);
+}
+
+npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a)
+{
+	const struct npccl_config *cfg = npccl_config();
+	size_t bytes = a->count * a->esize;
+	if (a->count == 0)
+		return NPCCL_OK;
+	if (bytes <= MIN(cfg->fp_direct_max, c->layout.fp_chunk))
+		return fp_direct(c, a);
+	bool nt = bytes >= cfg->shm_nt_min;
+	if (c->nmems > 0) {
+		bool zc = false;
+		npccl_status_t st = zc_hello(c, a, &zc);
+		if (st || zc)
+			return st ? st : zc_allreduce(c, a, nt);
+	}
+	return staged_allreduce(c, a, nt);
 }
 
 npccl_status_t shm_barrier(struct npccl_comm *c)

@@ -81,6 +81,30 @@ static npccl_algo_t choose(npccl_comm_t c, npccl_coll_t coll, size_t bytes)
 	return c->choice[coll] = costmodel_choose(c, coll, bytes, NULL);
 }
 
+/* The shared-memory mismatch checks: the call's descriptor in the control
+ * block, and a hash of it (plus the set of npccl_mem_alloc buffers, which
+ * every rank must have made alike) that the fast path puts next to its
+ * step counters. */
+static void publish_op(npccl_comm_t c)
+{
+	const struct op_desc *d = &c->cur;
+	c->cur_hash = (d->count * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)d->root << 32) ^
+		      ((uint64_t)d->coll << 24) ^ ((uint64_t)d->dtype << 16) ^
+		      ((uint64_t)d->redop << 8) ^ d->algo ^ (d->seq * 0xc2b2ae3d27d4eb4full) ^
+		      c->mem_sig;
+	if (c->nlocal > 1) {
+		struct shm_ctl *me = c->ctl[c->local_index];
+		me->op_count = d->count;
+		me->op_root = d->root;
+		me->op_coll = d->coll;
+		me->op_dtype = d->dtype;
+		me->op_redop = d->redop;
+		me->op_algo = d->algo;
+		me->op_mem_sig = c->mem_sig;
+		atomic_store_explicit(&me->op_seq, d->seq, memory_order_release);
+	}
+}
+
 /* Collective prologue shared by all: sequence number, peers alive, descriptor
  * published for the shared-memory mismatch check. */
 static npccl_status_t coll_begin(npccl_comm_t c, npccl_coll_t coll, size_t count,
@@ -91,20 +115,25 @@ static npccl_status_t coll_begin(npccl_comm_t c, npccl_coll_t coll, size_t count
 		return st;
 	c->next_seq++;
 	c->cur.algo = (uint8_t)choose(c, coll, bytes);
-	c->cur_hash = (count * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(uint32_t)root << 32) ^
-		      ((uint64_t)coll << 24) ^ ((uint64_t)dt << 16) ^ ((uint64_t)op << 8) ^
-		      c->cur.algo ^ (c->cur.seq * 0xc2b2ae3d27d4eb4full);
-	if (c->nlocal > 1) {
-		struct shm_ctl *me = c->ctl[c->local_index];
-		me->op_count = count;
-		me->op_root = root;
-		me->op_coll = (uint8_t)coll;
-		me->op_dtype = (uint8_t)dt;
-		me->op_redop = (uint8_t)op;
-		me->op_algo = c->cur.algo;
-		atomic_store_explicit(&me->op_seq, c->cur.seq, memory_order_release);
-	}
+	publish_op(c);
 	return NPCCL_OK;
+}
+
+npccl_status_t comm_op_begin(struct npccl_comm *c, uint8_t code, uint64_t count)
+{
+	npccl_status_t st = op_begin(c, NPCCL_COLL_BARRIER, count, NPCCL_UINT8, 0, -1,
+				     c->next_seq + 1);
+	if (st)
+		return st;
+	c->next_seq++;
+	c->cur.coll = code;
+	publish_op(c);
+	return NPCCL_OK;
+}
+
+npccl_status_t comm_op_end(struct npccl_comm *c, npccl_status_t st)
+{
+	return op_end(c, st);
 }
 
 static struct coll_args make_args(npccl_comm_t c, npccl_coll_t coll, const void *s, void *r,
@@ -136,14 +165,12 @@ npccl_status_t npccl_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 	if (st)
 		return c->in_op ? op_end(c, st) : st;
 	struct coll_args a = make_args(c, NPCCL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1);
-	if (a.algo == NPCCL_ALGO_SHM) {
+	if (a.algo == NPCCL_ALGO_SHM)
 		st = shm_allreduce(c, &a);
-	} else {
-		if (sendbuf != recvbuf && bytes)
-			memcpy(recvbuf, sendbuf, bytes);
-		st = a.algo == NPCCL_ALGO_HIER ? hier_allreduce(c, &a)
-					       : algo_allreduce(c, &c->g_all, &a, a.algo);
-	}
+	else if (a.algo == NPCCL_ALGO_HIER)
+		st = hier_allreduce(c, &a);
+	else
+		st = algo_allreduce(c, &c->g_all, &a, a.algo);
 	if (st == NPCCL_OK && op == NPCCL_AVG)
 		reduce_scale_avg(dtype, recvbuf, count, c->nranks);
 	return op_end(c, st);

@@ -35,6 +35,7 @@ static void comm_free(struct npccl_comm *c)
 {
 	if (!c)
 		return;
+	shm_mem_free_all(c);
 	for (int i = 0; c->peers && i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];
 		if (p->ctl_fd >= 0)

@@ -22,9 +22,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+const char *coll_label(unsigned coll)
+{
+	if (coll == COLL_MEM_ALLOC)
+		return "npccl_mem_alloc";
+	return npccl_coll_name((npccl_coll_t)coll);
+}
+
 void op_desc_format(const struct op_desc *d, char *buf, size_t len)
 {
 	npccl_coll_t coll = (npccl_coll_t)d->coll;
+	if (d->coll == COLL_MEM_ALLOC) {
+		snprintf(buf, len, "npccl_mem_alloc(%llu bytes)", (unsigned long long)d->count);
+		return;
+	}
 	switch (coll) {
 	case NPCCL_COLL_BARRIER:
 		snprintf(buf, len, "barrier");
@@ -74,8 +85,24 @@ static void op_prefix(struct npccl_comm *c, char *buf, size_t len)
 		snprintf(buf, len, "%s #%llu (point-to-point)", npccl_coll_name(c->cur.coll),
 			 (unsigned long long)c->cur.seq);
 	else
-		snprintf(buf, len, "%s #%llu", npccl_coll_name(c->cur.coll),
+		snprintf(buf, len, "%s #%llu", coll_label(c->cur.coll),
 			 (unsigned long long)c->cur.seq);
+}
+
+static void ctl_fill(struct npccl_comm *c, struct ctl_msg *m, int type, uint64_t len,
+		     int culprit, int status, const char *text)
+{
+	memset(m, 0, sizeof(*m));
+	p2p_set_hdr(c, &m->hdr, len);
+	m->hdr.type = (uint8_t)type;
+	wire_hdr_seal(&m->hdr);
+	m->culprit = culprit;
+	m->status = status;
+	m->in_op = c->in_op;
+	m->waiting_on = c->waiting_on;
+	m->completed_seq = c->completed_seq;
+	if (text)
+		snprintf(m->text, sizeof(m->text), "%s", text);
 }
 
 void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit, int status,
@@ -84,20 +111,19 @@ void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit, 
 	if (p->ctl_fd < 0 || p->ctl_eof)
 		return;
 	struct ctl_msg m;
-	memset(&m, 0, sizeof(m));
-	p2p_set_hdr(c, &m.hdr, 0);
-	m.hdr.type = (uint8_t)type;
-	wire_hdr_seal(&m.hdr);
-	m.culprit = culprit;
-	m.status = status;
-	m.in_op = c->in_op;
-	m.waiting_on = c->waiting_on;
-	m.completed_seq = c->completed_seq;
-	if (text)
-		snprintf(m.text, sizeof(m.text), "%s", text);
+	ctl_fill(c, &m, type, 0, culprit, status, text);
 	/* small message on a socket nobody else writes: all or nothing in practice */
 	ssize_t n = send(p->ctl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)n;
+}
+
+int comm_send_ctl_fd(struct npccl_comm *c, struct peer *p, int type, uint64_t len, int fd)
+{
+	if (p->ctl_fd < 0 || p->ctl_eof)
+		return -EPIPE;
+	struct ctl_msg m;
+	ctl_fill(c, &m, type, len, -1, 0, NULL);
+	return send_fds(p->ctl_fd, &m, sizeof(m), &fd, 1);
 }
 
 void comm_broadcast_abort(struct npccl_comm *c, int culprit)
@@ -210,6 +236,9 @@ void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg 
 					 p->rank);
 			npccl_log(NPCCL_LOG_ERROR, "rank %d: %s", c->rank, c->errmsg);
 		}
+		break;
+	case FRAME_REGION:
+		shm_mem_region_msg(c, p, m);
 		break;
 	default:
 		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,

@@ -32,6 +32,13 @@
 NPCCL_HIDDEN void npccl_log(npccl_log_level_t level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 NPCCL_HIDDEN uint64_t now_ns(void);
+/* spin-wait hint */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 /* ---- configuration from the environment (config.c) -------------------- */
 struct npccl_config {
@@ -43,6 +50,9 @@ struct npccl_config {
 	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */
 	size_t fp_direct_max;	/* at or below: each rank reduces everything */
 	size_t shm_nt_min;	/* from here on: streaming stores to the output */
+	int stage_nt;		/* staging slots written with streaming stores:
+				 * -1 auto (probe), 0 never, 1 always */
+	size_t probe_min;	/* messages from here on probe the core distance */
 	size_t pipeline_chunk;	/* tree/chain pipelining chunk */
 	int spin_us;		/* busy-wait before sleeping */
 	npccl_algo_t algo[NPCCL_NUM_COLLS];
@@ -63,8 +73,14 @@ NPCCL_HIDDEN void host_identity_get(struct host_identity *out);
 /* ---- wire format ------------------------------------------------------- */
 #define WIRE_MAGIC 0x4e50434cu	/* "NPCL" */
 enum frame_type {
-	FRAME_DATA = 1, FRAME_ABORT, FRAME_QUERY, FRAME_REPLY, FRAME_BYE, FRAME_HELLO
+	FRAME_DATA = 1, FRAME_ABORT, FRAME_QUERY, FRAME_REPLY, FRAME_BYE, FRAME_HELLO,
+	FRAME_REGION		/* control channel: an npccl_mem_alloc region (fd attached) */
 };
+
+/* Internal operation codes next to npccl_coll_t, for descriptors and
+ * messages only (never an index into per-collective arrays). */
+#define COLL_MEM_ALLOC ((uint8_t)(NPCCL_NUM_COLLS + 1))
+NPCCL_HIDDEN const char *coll_label(unsigned coll);
 
 /* Description of one operation: identical on every rank for a matching call. */
 struct op_desc {
@@ -117,7 +133,8 @@ struct req {
 	struct wire_hdr hdr;	/* send: header sent; recv: expected */
 	struct wire_hdr rxhdr;	/* recv: header received */
 	uint32_t hdr_done;	/* TCP: header bytes moved so far */
-	uint8_t dtype, redop;	/* RECV_REDUCE: rbuf[i] = rbuf[i] op in[i] */
+	uint8_t dtype, redop;	/* RECV_REDUCE: rbuf[i] = rsrc[i] op in[i] */
+	const char *rsrc;	/* RECV_REDUCE: first operand (rbuf itself, or another buffer) */
 	bool complete;
 	bool in_use;
 };
@@ -167,6 +184,15 @@ struct peer {
 	/* control channel receive buffer (partial messages) */
 	size_t ctl_rx_fill;
 	struct ctl_msg ctl_rx;
+	/* descriptors received on the control channel (SCM_RIGHTS), oldest
+	 * first, and the FRAME_REGION messages they came with (shm_mem.c) */
+	int rx_fds[8];
+	int nrx_fds;
+	struct region_msg {
+		uint64_t seq, bytes;
+		int fd;
+	} region_in[8];
+	int nregion_in;
 };
 
 /* Transport interface. Two-sided operations are used by every algorithm;
@@ -208,10 +234,17 @@ struct shm_ctl {
 	uint64_t op_count;					/* published at entry */
 	int32_t op_root;
 	uint8_t op_coll, op_dtype, op_redop, op_algo;
+	uint64_t op_mem_sig;	/* signature of the npccl_mem_alloc buffers */
 	_Alignas(CACHELINE) atomic_uint_fast64_t staged;	/* fast-path progress */
 	uint64_t step_hash[4];	/* op hash of step g at [g % 4], same line as staged */
 	_Alignas(CACHELINE) atomic_uint_fast64_t reduced;
 	_Alignas(CACHELINE) atomic_uint_fast64_t gathered;
+	/* zero-copy AllReduce: where this rank's buffers are, for call zc_seq
+	 * (published before `staged` of the call's first step) */
+	_Alignas(CACHELINE) uint64_t zc_seq;
+	uint64_t zc_sid, zc_soff, zc_rid, zc_roff;	/* allocation id + offset */
+	/* core-distance probe (ping-pong between local ranks 0 and 1) */
+	_Alignas(CACHELINE) atomic_uint_fast64_t probe;
 	_Alignas(CACHELINE) char pad[CACHELINE];
 };
 
@@ -256,6 +289,7 @@ struct npccl_comm {
 	struct shm_region *region;	/* mine */
 	struct shm_ctl **ctl;		/* [nlocal]: control block of each local rank */
 	char **fp_stage, **fp_result;	/* [nlocal] */
+	char **fp_srcs, **fp_dsts;	/* [max(nlocal, 2)]: kernel arguments */
 	int doorbell_fd;		/* my eventfd */
 	uint64_t fp_step;
 	bool oversubscribed;
@@ -297,6 +331,15 @@ struct npccl_comm {
 	size_t choice_bytes[NPCCL_NUM_COLLS];
 	npccl_algo_t choice[NPCCL_NUM_COLLS];
 	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
+	uint64_t probe_seq;		/* core-distance probes so far (same on ranks 0, 1) */
+	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
+
+	/* npccl_mem_alloc buffers (shm_mem.c); mem_sig is identical on every
+	 * rank that made the same allocations and is part of cur_hash */
+	struct shm_mem **mems;
+	int nmems, mems_cap;
+	uint64_t mem_next_id, mem_sig;
+	bool zc_logged;			/* "zero-copy in use" said once */
 
 	/* fault injection (tests) */
 	int fault_kind;
@@ -311,6 +354,10 @@ NPCCL_HIDDEN struct req *p2p_post_send(struct npccl_comm *c, int peer, const voi
 NPCCL_HIDDEN struct req *p2p_post_recv(struct npccl_comm *c, int peer, void *buf, size_t len);
 NPCCL_HIDDEN struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf,
 					      size_t len, npccl_dtype_t dt, npccl_redop_t op);
+/* buf[i] = src[i] op received[i] (src may equal buf) */
+NPCCL_HIDDEN struct req *p2p_post_recv_reduce_from(struct npccl_comm *c, int peer, void *buf,
+						   const void *src, size_t len, npccl_dtype_t dt,
+						   npccl_redop_t op);
 NPCCL_HIDDEN npccl_status_t p2p_wait(struct npccl_comm *c, struct req **r, int n);
 NPCCL_HIDDEN npccl_status_t p2p_wait_all(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t p2p_sendrecv(struct npccl_comm *c, int dst, const void *sbuf,
@@ -332,12 +379,40 @@ NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const
 NPCCL_HIDDEN void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m);
 NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit,
 				int status, const char *text);
+/* a control message carrying descriptor fd (SCM_RIGHTS) and hdr.len = len;
+ * 0 or -errno */
+NPCCL_HIDDEN int comm_send_ctl_fd(struct npccl_comm *c, struct peer *p, int type, uint64_t len,
+				  int fd);
 NPCCL_HIDDEN void op_desc_format(const struct op_desc *d, char *buf, size_t len);
 NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_t len);
 NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
 					  const struct op_desc *theirs);
 NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
 enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME, FAULT_EXIT };
+
+/* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
+struct shm_mem {
+	uint64_t id;		/* allocation number: the same on every rank */
+	size_t size;		/* bytes the caller asked for (same on every rank) */
+	char *base;		/* this rank's buffer */
+	struct shm_region *region;	/* this rank's region */
+	struct shm_region **peer_region;	/* [nlocal]: peers' regions, NULL for me */
+	char **addr;		/* [nlocal]: every local rank's buffer as mapped here */
+};
+/* the allocation holding [p, p + len) and the offset of p, or NULL */
+NPCCL_HIDDEN struct shm_mem *shm_mem_find(struct npccl_comm *c, const void *p, size_t len,
+					  size_t *off);
+NPCCL_HIDDEN struct shm_mem *shm_mem_by_id(struct npccl_comm *c, uint64_t id);
+/* control channel: a FRAME_REGION message arrived from p (takes its fd) */
+NPCCL_HIDDEN void shm_mem_region_msg(struct npccl_comm *c, struct peer *p,
+				     const struct ctl_msg *m);
+NPCCL_HIDDEN void shm_mem_free_all(struct npccl_comm *c);
+
+/* ---- bulk copies (copy_kernels.c) --------------------------------------- */
+NPCCL_HIDDEN void copy_cached(void *dst, const void *src, size_t n);
+/* non-temporal stores; copy_stream_fence() before publishing the data */
+NPCCL_HIDDEN void copy_stream(void *dst, const void *src, size_t n);
+NPCCL_HIDDEN void copy_stream_fence(void);
 
 /* ---- reductions (reduce_kernels.c) ------------------------------------- */
 /* dst[i] = dst[i] op src[i] */
@@ -346,6 +421,11 @@ NPCCL_HIDDEN void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst,
 /* dst[i] = a[i] op b[i] (dst may equal a or b) */
 NPCCL_HIDDEN void reduce_into(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *a,
 			      const void *b, size_t n);
+/* Every dsts[d][i] = srcs[0][i] op srcs[1][i] op ... (in that order), i < n,
+ * through an L1-sized block; destination d gets streaming stores when bit d
+ * of nt_mask is set. A destination may equal a source exactly. */
+NPCCL_HIDDEN void reduce_multi(npccl_dtype_t dt, npccl_redop_t op, void *const *dsts, int ndst,
+			       uint64_t nt_mask, const void *const *srcs, int nsrc, size_t n);
 /* dst[i] /= divisor (AVG finalisation) */
 NPCCL_HIDDEN void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor);
 NPCCL_HIDDEN float f16_to_f32(uint16_t h);
@@ -370,6 +450,7 @@ NPCCL_HIDDEN void block_range(size_t n, int parts, int i, size_t *off, size_t *l
 NPCCL_HIDDEN char *comm_scratch(struct npccl_comm *c, size_t bytes);
 NPCCL_HIDDEN char *comm_scratch2(struct npccl_comm *c, size_t bytes);
 
+/* input in a->sbuf (may equal a->rbuf), result in a->rbuf */
 NPCCL_HIDDEN npccl_status_t algo_allreduce(struct npccl_comm *c, const struct group *g,
 					   const struct coll_args *a, npccl_algo_t algo);
 NPCCL_HIDDEN npccl_status_t algo_allgather(struct npccl_comm *c, const struct group *g,
@@ -392,6 +473,12 @@ NPCCL_HIDDEN npccl_status_t shm_allreduce(struct npccl_comm *c, const struct col
 NPCCL_HIDDEN npccl_status_t shm_barrier(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
+
+/* ---- operation bracket (collectives.c) ---------------------------------- */
+/* Starts a collective-like operation `code` (deadline, sequence number,
+ * descriptor published for the mismatch checks); op_end() finishes it. */
+NPCCL_HIDDEN npccl_status_t comm_op_begin(struct npccl_comm *c, uint8_t code, uint64_t count);
+NPCCL_HIDDEN npccl_status_t comm_op_end(struct npccl_comm *c, npccl_status_t st);
 
 /* ---- cost model (costmodel.c) ------------------------------------------ */
 NPCCL_HIDDEN npccl_status_t costmodel_measure(struct npccl_comm *c);

@@ -130,15 +130,23 @@ struct req *p2p_post_recv(struct npccl_comm *c, int peer, void *buf, size_t len)
 	return post(c, REQ_RECV, peer, NULL, buf, len);
 }
 
-struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf, size_t len,
-				 npccl_dtype_t dt, npccl_redop_t op)
+struct req *p2p_post_recv_reduce_from(struct npccl_comm *c, int peer, void *buf,
+				      const void *src, size_t len, npccl_dtype_t dt,
+				      npccl_redop_t op)
 {
 	struct req *r = post(c, REQ_RECV_REDUCE, peer, NULL, buf, len);
 	if (r) {
 		r->dtype = (uint8_t)dt;
 		r->redop = (uint8_t)op;
+		r->rsrc = src;
 	}
 	return r;
+}
+
+struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf, size_t len,
+				 npccl_dtype_t dt, npccl_redop_t op)
+{
+	return p2p_post_recv_reduce_from(c, peer, buf, buf, len, dt, op);
 }
 
 /* Advance every queue; returns the failure status if a transport failed. */
@@ -286,11 +294,37 @@ void doorbell_ring_all_local(struct npccl_comm *c)
 
 /* ---- control channel ----------------------------------------------------- */
 
+/* Descriptors arrive with the first byte of the message they belong to
+ * (FRAME_REGION); keep them in arrival order until the message is handled.
+ * Local sockets only: recvmsg on a TCP control channel never has any. */
+static void ctl_take_fds(struct peer *p, struct msghdr *mh)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < nfd; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(int));
+			if (p->nrx_fds < (int)(sizeof(p->rx_fds) / sizeof(p->rx_fds[0])))
+				p->rx_fds[p->nrx_fds++] = fd;
+			else
+				close(fd);	/* its message then fails as "no descriptor" */
+		}
+	}
+}
+
 static void ctl_read(struct npccl_comm *c, struct peer *p)
 {
 	for (;;) {
 		char *dst = (char *)&p->ctl_rx + p->ctl_rx_fill;
-		ssize_t n = recv(p->ctl_fd, dst, sizeof(p->ctl_rx) - p->ctl_rx_fill, MSG_DONTWAIT);
+		struct iovec iov = { dst, sizeof(p->ctl_rx) - p->ctl_rx_fill };
+		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(p->ctl_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n > 0 && mh.msg_controllen > 0)
+			ctl_take_fds(p, &mh);
 		if (n > 0) {
 			p->ctl_rx_fill += (size_t)n;
 			if (p->ctl_rx_fill == sizeof(p->ctl_rx)) {
@@ -349,13 +383,6 @@ npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
 }
 
 /* ---- the wait loop -------------------------------------------------------- */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg, int waiting_on)
 {

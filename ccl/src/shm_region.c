@@ -118,6 +118,28 @@ int shm_region_recv(int sock, int timeout_ms, struct shm_region **out, char *err
 	return rc;
 }
 
+int shm_region_fd(const struct shm_region *r)
+{
+	return npushm_region_fd(r->r);
+}
+
+int shm_region_import(int fd, struct shm_region **out, char *err, size_t errlen)
+{
+	struct shm_region *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &r->dev) != NPUSHM_OK)
+		return fail(r, err, errlen, "cannot open the npushm device (libnpushm)");
+	if (npushm_region_import_fd(r->dev, fd, &r->r) != NPUSHM_OK)
+		return fail(r, err, errlen, "the descriptor a peer sent is no shared region");
+	int rc = map_region(r, err, errlen);
+	if (rc == 0)
+		*out = r;
+	return rc;
+}
+
 void *shm_region_addr(const struct shm_region *r)
 {
 	return r->addr;

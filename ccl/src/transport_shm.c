@@ -235,7 +235,9 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	c->ctl = calloc((size_t)c->nlocal, sizeof(*c->ctl));
 	c->fp_stage = calloc((size_t)c->nlocal, sizeof(char *));
 	c->fp_result = calloc((size_t)c->nlocal, sizeof(char *));
-	if (!c->ctl || !c->fp_stage || !c->fp_result)
+	c->fp_srcs = calloc((size_t)MAX(c->nlocal, 2), sizeof(char *));
+	c->fp_dsts = calloc((size_t)MAX(c->nlocal, 2), sizeof(char *));
+	if (!c->ctl || !c->fp_stage || !c->fp_result || !c->fp_srcs || !c->fp_dsts)
 		return NPCCL_ERR_NOMEM;
 	for (int k = 0; k < c->nlocal; k++) {
 		int j = c->local_ranks[k];
@@ -278,8 +280,10 @@ void shm_teardown(struct npccl_comm *c)
 	free(c->ctl);
 	free(c->fp_stage);
 	free(c->fp_result);
+	free(c->fp_srcs);
+	free(c->fp_dsts);
 	c->ctl = NULL;
-	c->fp_stage = c->fp_result = NULL;
+	c->fp_stage = c->fp_result = c->fp_srcs = c->fp_dsts = NULL;
 }
 
 /* ---- FIFO progress -------------------------------------------------------- */
@@ -375,8 +379,9 @@ static int shm_progress_recv(struct npccl_comm *c, struct peer *p, struct req *r
 			if (r->kind == REQ_RECV)
 				memcpy(r->rbuf + r->done, slot + 64, n);
 			else
-				reduce_inplace((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop,
-					       r->rbuf + r->done, slot + 64, n / esize);
+				reduce_into((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop,
+					    r->rbuf + r->done, r->rsrc + r->done, slot + 64,
+					    n / esize);
 		}
 		r->done += n;
 		tail++;

@@ -166,8 +166,9 @@ static int tcp_progress_recv(struct npccl_comm *c, struct peer *p, struct req *r
 			p->bounce_fill += left;
 			size_t piece = MIN(chunk, r->len - r->done);
 			if (p->bounce_fill == piece) {
-				reduce_inplace((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop,
-					       r->rbuf + r->done, p->bounce, piece / esize);
+				reduce_into((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop,
+					    r->rbuf + r->done, r->rsrc + r->done, p->bounce,
+					    piece / esize);
 				r->done += piece;
 				p->bounce_fill = 0;
 			}

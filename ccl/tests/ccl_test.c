@@ -6,6 +6,7 @@
  *   ccl-test env-worker                              rank started by a launcher
  *   ccl-test netns-worker OUT                        rank in a network namespace
  *   ccl-test misc                                    API, split, explain, negatives
+ *   ccl-test shm                                     shm AllReduce paths, npccl_mem_alloc
  *
  * Ranks are forked children sharing a unique id made by the parent; results
  * travel back through a shared anonymous mapping. The parent is a watchdog:
@@ -956,6 +957,297 @@ static int cmd_misc(void)
 	return failed ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- shm */
+
+/* AllReduce of `count` elements through buffers at byte offsets inside
+ * in_base/out_base (in place when in_base == NULL: the input is written to
+ * out_base first); checks against the reference. 0 ok, 1 wrong, 2 failed. */
+static int ar_call(npccl_comm_t comm, int me, int p, npccl_dtype_t dt, npccl_redop_t op,
+		   size_t count, char *in_base, size_t in_off, char *out_base, size_t out_off,
+		   char *msg)
+{
+	size_t es = npccl_dtype_size(dt);
+	char *out = out_base + out_off, *in = in_base ? in_base + in_off : out;
+	char *exp = xalloc(count * es);
+	memset(out, 0xA5, count * es);
+	for (size_t i = 0; i < count; i++) {
+		put(dt, in, i, gen(dt, op, me, i));
+		put_reduced(dt, op, p, exp, i, i);
+	}
+	npccl_status_t st = npccl_allreduce(in, out, count, dt, op, comm);
+	int bad = 0;
+	if (st) {
+		snprintf(msg, MSG, "allreduce(count=%zu %s %s%s) returned %s: %s", count,
+			 npccl_dtype_name(dt), npccl_redop_name(op), in_base ? "" : " in place",
+			 npccl_strerror(st), npccl_comm_last_error(comm));
+		bad = 2;
+	} else if (count && memcmp(out, exp, count * es)) {
+		size_t i = 0;
+		while (i < count && !memcmp(out + i * es, exp + i * es, es))
+			i++;
+		snprintf(msg, MSG, "allreduce(count=%zu %s %s%s, offsets %zu/%zu): wrong result at "
+			 "element %zu", count, npccl_dtype_name(dt), npccl_redop_name(op),
+			 in_base ? "" : " in place", in_off, out_off, i);
+		bad = 1;
+	}
+	free(exp);
+	return bad;
+}
+
+/* counts around the chunk size (4 KiB in these tests) and primes */
+static const size_t shm_counts[] = { 0, 1, 2, 3, 7, 13, 31, 61, 127, 509, 1021, 1024, 1025,
+				     2053, 4093, 8191, 8209 };
+#define NSHM_COUNTS (int)(sizeof(shm_counts) / sizeof(shm_counts[0]))
+
+struct shm_case {
+	const char *name;
+	const char *env[4];	/* NAME=VALUE set before the communicator is made */
+	int zero_copy;		/* 1: npccl_mem_alloc buffers, 2: rank 0 mixes in malloc */
+};
+
+static int zc_said;
+
+static void zc_log(npccl_log_level_t level, const char *msg, void *user)
+{
+	if (strstr(msg, "zero-copy AllReduce"))
+		zc_said = 1;
+}
+
+static int shm_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	const struct shm_case *sc = arg;
+	struct result *r = &sh->res[me][0];
+	npccl_comm_t comm;
+	char err[512];
+	npccl_set_log_callback(zc_log, NULL);
+	if (npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err))) {
+		snprintf(r->msg, MSG, "init: %s", err);
+		r->done = 1;
+		return 1;
+	}
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_SHM);
+	size_t cap = 8209 * 8 + 256;
+	char *in = NULL, *out = NULL;
+	void *a = NULL, *b = NULL;
+	r->ok = 1;
+	if (sc->zero_copy) {
+		if (npccl_mem_alloc(comm, cap, &a) || npccl_mem_alloc(comm, cap, &b)) {
+			snprintf(r->msg, MSG, "npccl_mem_alloc: %s", npccl_comm_last_error(comm));
+			r->ok = 0;
+		}
+		in = a, out = b;
+		/* zeroed, page-aligned, writable */
+		for (size_t i = 0; r->ok && i < cap; i += 4096)
+			r->ok = !in[i] && !out[i] && ((uintptr_t)in & 4095) == 0;
+		if (sc->zero_copy == 2 && me == 0)
+			out = xalloc(cap);	/* one rank's output is private: staging for all */
+	} else {
+		in = xalloc(cap);
+		out = xalloc(cap);
+	}
+	int k = 0;
+	for (int d = 0; d < NPCCL_NUM_DTYPES && r->ok; d++)
+		for (int op = 0; op < NPCCL_NUM_REDOPS && r->ok; op++)
+			for (int c = 0; c < NSHM_COUNTS && r->ok; c++, k++) {
+				size_t es = npccl_dtype_size((npccl_dtype_t)d);
+				size_t io = (size_t)(k % 5) * es, oo = (size_t)((k / 5) % 7) * es;
+				int inplace = k % 3 == 0;
+				int bad = ar_call(comm, me, p, (npccl_dtype_t)d, (npccl_redop_t)op,
+						  shm_counts[c], inplace ? NULL : in, io, out, oo,
+						  r->msg);
+				if (bad)
+					r->ok = 0;
+			}
+	/* the zero-copy path ran exactly when every rank's buffers were shared */
+	if (r->ok && zc_said != (sc->zero_copy == 1 && !getenv("NPCCL_DISABLE_SHM"))) {
+		r->ok = 0;
+		snprintf(r->msg, MSG, "zero-copy path %s", zc_said ? "used with private buffers"
+								   : "not used");
+	}
+	if (sc->zero_copy) {
+		/* after freeing, private buffers keep working */
+		if (out != b)
+			free(out);
+		npccl_mem_free(comm, b);
+		npccl_mem_free(comm, a);
+		char *pa = xalloc(cap), *pb = xalloc(cap);
+		for (int c = 0; c < NSHM_COUNTS && r->ok; c++)
+			if (ar_call(comm, me, p, NPCCL_FLOAT32, NPCCL_SUM, shm_counts[c], pa, 0, pb, 0,
+				    r->msg))
+				r->ok = 0;
+		free(pa), free(pb);
+	} else {
+		free(in), free(out);
+	}
+	r->done = 1;
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+/* Misuse of npccl_mem_alloc/free: each rank reports status and message. */
+static int shm_neg_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	const char *mode = arg;
+	struct result *r = &sh->res[me][0];
+	npccl_comm_t comm;
+	char err[512];
+	if (npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err))) {
+		snprintf(r->msg, MSG, "init: %s", err);
+		r->done = 1;
+		return 1;
+	}
+	npccl_comm_set_timeout(comm, 5000);
+	npccl_status_t st = NPCCL_OK;
+	void *m = NULL, *m2 = NULL;
+	size_t n = 1 << 16;
+	float *x = calloc(n, sizeof(float));
+	if (!strcmp(mode, "args")) {
+		int x0 = 0;
+		r->ok = npccl_mem_alloc(comm, 0, &m) == NPCCL_ERR_INVALID_ARG && m == NULL &&
+			strstr(npccl_comm_last_error(comm), "size 0") &&
+			npccl_mem_alloc(NULL, 16, &m) == NPCCL_ERR_INVALID_ARG &&
+			npccl_mem_alloc(comm, 16, NULL) == NPCCL_ERR_INVALID_ARG &&
+			npccl_mem_free(comm, NULL) == NPCCL_OK &&
+			npccl_mem_free(comm, &x0) == NPCCL_ERR_INVALID_ARG &&
+			strstr(npccl_comm_last_error(comm), "not a buffer from npccl_mem_alloc");
+		/* the communicator is still fine: allocate, use, free twice */
+		st = npccl_mem_alloc(comm, 100, &m);
+		if (!st) {
+			((float *)m)[0] = 1;
+			st = npccl_allreduce(m, m, 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
+			r->ok = r->ok && !st && ((float *)m)[0] == (float)p &&
+				npccl_mem_free(comm, m) == NPCCL_OK &&
+				npccl_mem_free(comm, m) == NPCCL_ERR_INVALID_ARG;
+		}
+		r->status = st;
+		snprintf(r->msg, MSG, "%s", npccl_comm_last_error(comm));
+	} else if (!strcmp(mode, "size")) {
+		/* rank 1 asks for a different size */
+		st = npccl_mem_alloc(comm, me == 1 ? 8192 : 4096, &m);
+	} else if (!strcmp(mode, "free-one")) {
+		/* rank 0 frees a buffer the others keep, then a large AllReduce */
+		st = npccl_mem_alloc(comm, 4096, &m);
+		if (!st)
+			st = npccl_mem_alloc(comm, 4096, &m2);
+		if (!st && me == 0)
+			npccl_mem_free(comm, m);
+		if (!st)
+			st = npccl_allreduce(x, x, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	} else if (!strcmp(mode, "versus")) {
+		/* rank 0 allocates while the others run an AllReduce */
+		if (me == 0)
+			st = npccl_mem_alloc(comm, 4096, &m);
+		else
+			st = npccl_allreduce(x, x, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	}
+	if (strcmp(mode, "args")) {
+		r->status = st;
+		snprintf(r->msg, MSG, "%s", npccl_comm_last_error(comm));
+	}
+	r->done = 1;
+	free(x);
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int cmd_shm(void)
+{
+	int failed = 0;
+	static const struct shm_case cases[] = {
+		{ "staged, cached slots", { "NPCCL_SHM_STAGE_NT=0" }, 0 },
+		{ "staged, streaming slots and output", { "NPCCL_SHM_STAGE_NT=1", "NPCCL_SHM_NT_MIN=0" }, 0 },
+		{ "staged, probe every call", { "NPCCL_SHM_STAGE_NT=-1", "NPCCL_SHM_PROBE_MIN=0" }, 0 },
+		{ "zero-copy (npccl_mem_alloc)", { "NPCCL_SHM_NT_MIN=32K" }, 1 },
+		{ "npccl_mem_alloc on all but one rank's output: staging", { NULL }, 2 },
+	};
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+		for (int p = 2; p <= 4; p++) {
+			const struct shm_case *sc = &cases[ci];
+			/* 4 KiB chunks and no single-step path: every count above is
+			 * chunked, the larger ones over several chunks */
+			setenv("NPCCL_SHM_CHUNK_BYTES", "4096", 1);
+			setenv("NPCCL_SHM_DIRECT_MAX", "0", 1);
+			for (int e = 0; e < 4 && sc->env[e]; e++) {
+				char kv[64], *eq;
+				snprintf(kv, sizeof(kv), "%s", sc->env[e]);
+				eq = strchr(kv, '=');
+				*eq = 0;
+				setenv(kv, eq + 1, 1);
+			}
+			memset(sh, 0, sizeof(*sh));
+			double t0 = now_ms();
+			int rc = run_ranks(p, shm_rank, (void *)sc, 120, NULL);
+			int ok = rc == 0;
+			for (int r = 0; r < p; r++)
+				if (!sh->res[r][0].done || !sh->res[r][0].ok) {
+					ok = 0;
+					printf("# rank %d: %s\n", r, sh->res[r][0].done ? sh->res[r][0].msg
+											: "did not finish");
+				}
+			tap(ok, "shm allreduce p=%d %s: every dtype, op and count %zu..%zu, "
+				"unaligned, in and out of place (%.0f ms)", p, sc->name, shm_counts[0],
+			    shm_counts[NSHM_COUNTS - 1], now_ms() - t0);
+			failed += !ok;
+			for (int e = 0; e < 4 && sc->env[e]; e++) {
+				char kv[64];
+				snprintf(kv, sizeof(kv), "%s", sc->env[e]);
+				*strchr(kv, '=') = 0;
+				unsetenv(kv);
+			}
+			unsetenv("NPCCL_SHM_CHUNK_BYTES");
+			unsetenv("NPCCL_SHM_DIRECT_MAX");
+		}
+	/* npccl_mem_alloc over TCP only (every rank its own host): plain memory */
+	setenv("NPCCL_DISABLE_SHM", "1", 1);
+	static const struct shm_case tcp_case = { "over TCP", { NULL }, 1 };
+	memset(sh, 0, sizeof(*sh));
+	int rc = run_ranks(3, shm_rank, (void *)&tcp_case, 120, NULL);
+	int ok = rc == 0;
+	for (int r = 0; r < 3; r++)
+		if (!sh->res[r][0].ok) {
+			ok = 0;
+			printf("# rank %d: %s\n", r, sh->res[r][0].msg);
+		}
+	tap(ok, "npccl_mem_alloc buffers with NPCCL_DISABLE_SHM=1 (TCP), p=3: allreduce correct");
+	failed += !ok;
+	unsetenv("NPCCL_DISABLE_SHM");
+
+	/* misuse */
+	struct {
+		const char *mode, *what;
+		int p;
+		npccl_status_t want;
+		const char *text;
+	} neg[] = {
+		{ "args", "bad arguments rejected with a message, communicator still usable", 2,
+		  NPCCL_OK, "" },
+		{ "size", "different sizes on the ranks: mismatch on every rank", 3,
+		  NPCCL_ERR_MISMATCH, "same size" },
+		{ "free-one", "a buffer freed on one rank only: the next shm allreduce fails", 2,
+		  NPCCL_ERR_MISMATCH, "npccl_mem_alloc" },
+		{ "versus", "npccl_mem_alloc against an allreduce: mismatch named", 3,
+		  NPCCL_ERR_MISMATCH, "npccl_mem_alloc" },
+	};
+	for (size_t i = 0; i < sizeof(neg) / sizeof(neg[0]); i++) {
+		memset(sh, 0, sizeof(*sh));
+		rc = run_ranks(neg[i].p, shm_neg_rank, (void *)neg[i].mode, 60, NULL);
+		ok = rc == 0;
+		for (int r = 0; r < neg[i].p; r++) {
+			struct result *res = &sh->res[r][0];
+			int good = res->done && (int)res->status == (int)neg[i].want &&
+				   strstr(res->msg, neg[i].text) &&
+				   (!strcmp(neg[i].mode, "args") ? res->ok : 1);
+			printf("# rank %d: %s: %s\n", r, npccl_strerror((npccl_status_t)res->status),
+			       res->msg);
+			ok = ok && good;
+		}
+		tap(ok, "npccl_mem_alloc/free p=%d: %s", neg[i].p, neg[i].what);
+		failed += !ok;
+	}
+	printf("1..%d\n", tap_n);
+	return failed ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- env */
 
 /* Started by a launcher (mpirun, or the netns script with torchrun-style
@@ -1056,6 +1348,8 @@ int main(int argc, char **argv)
 		return cmd_fault(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "misc"))
 		return cmd_misc();
+	if (!strcmp(argv[1], "shm"))
+		return cmd_shm();
 	fprintf(stderr, "unknown command %s\n", argv[1]);
 	return 2;
 }

@@ -1,7 +1,8 @@
 /*
  * ccl_unit_test.c - single-process tests of ccl internals, linked against
  * the library's objects: reduction kernels against a naive reference for
- * every dtype/op on random sizes (0 and 1 included), f16/bf16 rounding to
+ * every dtype/op on random sizes (0 and 1 included), the multi-source /
+ * multi-destination and streaming-store variants, bulk copies, f16/bf16 rounding to
  * nearest even including ties, wire header checksums, unique id text form,
  * block partitioning, names and status texts. Prints TAP.
  */
@@ -124,6 +125,92 @@ static void test_kernels(void)
 	}
 }
 
+/* reduce_multi (fused and blocked paths, streaming or not, any alignment,
+ * a destination aliasing the first source) against folding ref_elem */
+static void test_reduce_multi(void)
+{
+	size_t sizes[] = { 0, 1, 2, 3, 7, 31, 61, 127, 1021, 4093, 9973 };
+	int ns = (int)(sizeof(sizes) / sizeof(sizes[0]));
+	for (int d = 0; d < NPCCL_NUM_DTYPES; d++) {
+		npccl_dtype_t dt = (npccl_dtype_t)d;
+		size_t es = npccl_dtype_size(dt);
+		int ok = 1;
+		char why[160] = "";
+		for (int op = 0; op < NPCCL_NUM_REDOPS && ok; op++)
+			for (int k = 0; k < ns + 4 && ok; k++) {
+				size_t n = k < ns ? sizes[k] : rnd() % 20000;
+				int nsrc = 1 + (int)(rnd() % 4), ndst = 1 + (int)(rnd() % 3);
+				uint64_t mask = rnd() % 8;
+				int alias = nsrc > 1 && rnd() % 3 == 0;
+				char *sb[4], *db[3], *exp = malloc(n * es + 1), *acc = malloc(n * es + 1);
+				void *dst[3];
+				const void *src[4];
+				for (int i = 0; i < nsrc; i++) {
+					sb[i] = malloc(n * es + 128);
+					src[i] = sb[i] + (rnd() % 64) / es * es;
+					fill_random(dt, (void *)src[i], n);
+				}
+				memcpy(exp, src[0], n * es);
+				for (int i = 1; i < nsrc; i++) {
+					memcpy(acc, exp, n * es);
+					for (size_t e = 0; e < n; e++)
+						ref_elem(dt, (npccl_redop_t)op, acc, src[i], exp, e);
+				}
+				for (int i = 0; i < ndst; i++) {
+					db[i] = malloc(n * es + 128);
+					memset(db[i], 0x5a, n * es + 128);
+					dst[i] = db[i] + (rnd() % 64) / es * es;
+				}
+				if (alias)
+					dst[0] = (void *)src[0];
+				reduce_multi(dt, (npccl_redop_t)op, dst, ndst, mask, src, nsrc, n);
+				copy_stream_fence();
+				for (int i = 0; i < ndst && ok; i++)
+					if (n && memcmp(dst[i], exp, n * es)) {
+						ok = 0;
+						snprintf(why, sizeof(why), " (FAILED: op %d n %zu nsrc %d dst %d "
+							 "mask %llu alias %d)", op, n, nsrc, i,
+							 (unsigned long long)mask, alias);
+					}
+				for (int i = 0; i < ndst; i++)
+					free(db[i]);
+				for (int i = 0; i < nsrc; i++)
+					free(sb[i]);
+				free(exp), free(acc);
+			}
+		char name[256];
+		snprintf(name, sizeof(name), "reduce_multi %s: 1-4 sources into 1-3 destinations, "
+			 "streaming or not, unaligned, aliased: matches the reference%s",
+			 npccl_dtype_name(dt), why);
+		tap(ok, name);
+	}
+}
+
+static void test_copy(void)
+{
+	int ok = 1;
+	size_t sizes[] = { 0, 1, 63, 64, 65, 127, 511, 512, 513, 4099, 65536 + 7 };
+	char *a = malloc(70000), *b = malloc(70200);
+	fill_random(NPCCL_UINT8, a, 70000);
+	for (int k = 0; k < 200 && ok; k++) {
+		size_t n = k < 11 ? sizes[k] : rnd() % 66000;
+		size_t so = rnd() % 64, dof = rnd() % 64;
+		memset(b, 0x77, 70200);
+		if (k % 2)
+			copy_stream(b + dof, a + so, n);
+		else
+			copy_cached(b + dof, a + so, n);
+		copy_stream_fence();
+		ok = !memcmp(b + dof, a + so, n);
+		for (size_t i = 0; i < dof && ok; i++)
+			ok = b[i] == 0x77;
+		for (size_t i = dof + n; i < 70200 && ok; i++)
+			ok = b[i] == 0x77;
+	}
+	free(a), free(b);
+	tap(ok, "copy_stream/copy_cached: every length and alignment, nothing outside touched");
+}
+
 static void test_half(void)
 {
 	/* bf16: ties go to even, NaN stays NaN, Inf stays Inf */
@@ -238,11 +325,28 @@ static void test_misc(void)
 	ok &= shm_region_recv(sv[1], 100, &r2, err, sizeof(err)) < 0;	/* peer closed: error, no hang */
 	close(sv[1]);
 	tap(ok, "shared region created, passed over a Unix socket, mapped by the receiver");
+
+	/* the same through a bare descriptor (npccl_mem_alloc's exchange) */
+	r1 = r2 = NULL;
+	ok = shm_region_create(3 << 20, "t", &r1, err, sizeof(err)) == 0 &&
+	     shm_region_import(shm_region_fd(r1), &r2, err, sizeof(err)) == 0 &&
+	     shm_region_size(r2) == (3 << 20) && shm_region_addr(r2) != shm_region_addr(r1);
+	if (ok) {
+		strcpy((char *)shm_region_addr(r2) + (2 << 20), "world");
+		ok = !strcmp((char *)shm_region_addr(r1) + (2 << 20), "world");
+	}
+	shm_region_close(r2);
+	r2 = NULL;
+	ok &= shm_region_import(-1, &r2, err, sizeof(err)) < 0 && r2 == NULL && err[0];
+	shm_region_close(r1);
+	tap(ok, "shared region imported from its descriptor maps the same memory; bad fd rejected");
 }
 
 int main(void)
 {
 	test_kernels();
+	test_reduce_multi();
+	test_copy();
 	test_half();
 	test_misc();
 	printf("1..%d\n", n_tap);

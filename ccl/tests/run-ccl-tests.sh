@@ -38,6 +38,7 @@ run unit 60 "$BIN/ccl-unit-test"
 run matrix-shm 200 "$BIN/ccl-test" matrix --ranks 1-8
 run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
 run misc 120 "$BIN/ccl-test" misc
+run shm 150 "$BIN/ccl-test" shm
 run faults 180 "$BIN/ccl-test" fault
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
