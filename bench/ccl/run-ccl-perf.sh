@@ -2,6 +2,8 @@
 # run-ccl-perf.sh - npccl vs Open MPI 4.1 vs MPICH 4.0, side by side, with
 # the same harness (bench/ccl/perf.c) built three times: ccl-perf (npccl,
 # by make), and ccl-perf-openmpi / ccl-perf-mpich with their mpicc here.
+# npccl runs twice on one host: with private buffers (as the MPIs) and, for
+# AllReduce, with buffers from npccl_mem_alloc (--shared: zero-copy path).
 # 2 ranks bound to the 2 cores:
 #   1. intra-host; ceiling: single-core memcpy bandwidth;
 #   2. across two network namespaces joined by a veth pair (198.18.1.1/2);
@@ -62,11 +64,14 @@ for band in $BANDS; do
 	b=${band%:*} e=${band#*:}
 	BARGS="-c $COLL -b $b -e $e -f 2 -t $T --odd"
 	"$BIN/ccl-perf" -n 2 --bind $BARGS >>"$OUT/intra-npccl.txt"
+	[ "$COLL" = allreduce ] && "$BIN/ccl-perf" -n 2 --bind --shared $BARGS >>"$OUT/intra-npccl-shared.txt"
 	$OMPI "$BIN/ccl-perf-openmpi" $BARGS >>"$OUT/intra-openmpi.txt" 2>&1
 	$MPICH "$BIN/ccl-perf-mpich" $BARGS >>"$OUT/intra-mpich.txt" 2>&1
 	echo "# band $band done, load $(cut -d' ' -f1 /proc/loadavg)"
 done
-for b in npccl openmpi mpich; do echo "### $b"; cat "$OUT/intra-$b.txt"; done
+for b in npccl npccl-shared openmpi mpich; do
+	[ -f "$OUT/intra-$b.txt" ] && { echo "### $b"; cat "$OUT/intra-$b.txt"; }
+done
 
 echo
 echo "## intra-host, out-of-place output freshly mapped for every call (page faults included)"

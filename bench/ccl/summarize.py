@@ -47,37 +47,58 @@ def main():
         memcpy = float(m.group(1)) if m else None
     iperf = gbps(f"{out}/iperf3.txt", "receiver")
     verdicts = []
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"
     for kind, title in (("intra", "intra-host (shm)"), ("tcp", "two namespaces over veth (TCP)")):
         n, o, m = (table(f"{out}/{kind}-{b}.txt") for b in ("npccl", "openmpi", "mpich"))
+        z = table(f"{out}/{kind}-npccl-shared.txt")
         if not n:
             continue
         print(f"\n## {title}: out-of-place busbw GB/s (time us)")
-        print(f"| size | npccl | algo | Open MPI | MPICH | npccl / best MPI |")
-        print("|---:|---:|---|---:|---:|---:|")
-        worst_ratio, min_bw, ratio_rows = 1e9, 1e9, []
+        if z:
+            print("npccl: private buffers (as the MPIs); npccl zc: buffers from npccl_mem_alloc "
+                  "(zero-copy AllReduce)\n")
+            print("| size | npccl | npccl zc | algo | Open MPI | MPICH | npccl / best MPI "
+                  "| npccl zc / best MPI |")
+            print("|---:|---:|---:|---|---:|---:|---:|---:|")
+        else:
+            print("| size | npccl | algo | Open MPI | MPICH | npccl / best MPI |")
+            print("|---:|---:|---|---:|---:|---:|")
+        stats = {"npccl": [1e9, 1e9, False], "npccl zc": [1e9, 1e9, False]}
         for size in sorted(n):
             a = n[size]
             b = o.get(size, {}).get("busbw")
             c = m.get(size, {}).get("busbw")
             best = max([x for x in (b, c) if x is not None], default=None)
+            zb = z.get(size, {}).get("busbw")
             ratio = a["busbw"] / best if best else None
-            fmt = lambda v: "-" if v is None else f"{v:.2f}"
-            print(f"| {size} | {a['busbw']:.2f} ({a['t']:.1f}) | {a['algo']} | {fmt(b)} | {fmt(c)} | "
-                  f"{'-' if ratio is None else f'{ratio:.2f}x'} |")
-            if size >= (1 << 20) and ratio is not None and size & (size - 1) == 0:
-                worst_ratio = min(worst_ratio, ratio)
-                ratio_rows.append((size, ratio))
-            if (2 << 20) <= size <= (256 << 20) and size & (size - 1) == 0:
-                min_bw = min(min_bw, a["busbw"])
-        wrong = sum(r["wrong"] + r["wrong_in"] for r in n.values())
+            zratio = zb / best if best and zb is not None else None
+            rs = lambda r: "-" if r is None else f"{r:.2f}x"
+            if z:
+                print(f"| {size} | {a['busbw']:.2f} ({a['t']:.1f}) | {fmt(zb)} | {a['algo']} | "
+                      f"{fmt(b)} | {fmt(c)} | {rs(ratio)} | {rs(zratio)} |")
+            else:
+                print(f"| {size} | {a['busbw']:.2f} ({a['t']:.1f}) | {a['algo']} | {fmt(b)} | "
+                      f"{fmt(c)} | {rs(ratio)} |")
+            if size & (size - 1):
+                continue
+            for name, bw, r in (("npccl", a["busbw"], ratio), ("npccl zc", zb, zratio)):
+                if size >= (1 << 20) and r is not None:
+                    stats[name][0] = min(stats[name][0], r)
+                    stats[name][2] = True
+                if (2 << 20) <= size <= (256 << 20) and bw is not None:
+                    stats[name][1] = min(stats[name][1], bw)
+        wrong = sum(r["wrong"] + r["wrong_in"] for t in (n, z) for r in t.values())
         print(f"\n#wrong over all npccl rows: {wrong}")
         if kind == "intra":
-            if ratio_rows:
-                verdicts.append(("busbw >= 1.2x best MPI at every size >= 1 MiB",
-                                 worst_ratio >= 1.2, f"worst {worst_ratio:.2f}x"))
-            if min_bw < 1e9:
-                verdicts.append(("AllReduce busbw >= 10 GB/s at 2..256 MiB", min_bw >= 10,
-                                 f"lowest {min_bw:.2f} GB/s (memcpy ceiling {memcpy} GB/s)"))
+            for name in ("npccl", "npccl zc"):
+                worst, min_bw, have = stats[name]
+                if have:
+                    verdicts.append((f"{name}: busbw >= 1.2x best MPI at every size >= 1 MiB",
+                                     worst >= 1.2, f"worst {worst:.2f}x"))
+                if min_bw < 1e9:
+                    verdicts.append((f"{name}: AllReduce busbw >= 10 GB/s at 2..256 MiB",
+                                     min_bw >= 10, f"lowest {min_bw:.2f} GB/s "
+                                     f"(memcpy ceiling {memcpy} GB/s)"))
             small = min(n)
             lat = [x[small]["t"] for x in (o, m) if small in x]
             if lat:
