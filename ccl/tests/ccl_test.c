@@ -1125,7 +1125,10 @@ static int shm_neg_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 		/* rank 1 asks for a different size */
 		st = npccl_mem_alloc(comm, me == 1 ? 8192 : 4096, &m);
 	} else if (!strcmp(mode, "free-one")) {
-		/* rank 0 frees a buffer the others keep, then a large AllReduce */
+		/* rank 0 frees a buffer the others keep, then a large AllReduce on
+		 * the shared-memory fast path (the only algorithm that uses the
+		 * buffers; the cost model may pick another for this size) */
+		npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_SHM);
 		st = npccl_mem_alloc(comm, 4096, &m);
 		if (!st)
 			st = npccl_mem_alloc(comm, 4096, &m2);

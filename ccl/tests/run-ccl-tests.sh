@@ -29,7 +29,9 @@ run() {
 	done <"$out/$part.out"
 	if [ "$rc" != 0 ] && ! grep -q '^not ok' "$out/$part.out"; then
 		n=$((n + 1)) fail=$((fail + 1))
-		echo "not ok $n - $part exited with status $rc${rc:+ (124 = timed out after ${tmo}s)}"
+		why=
+		[ "$rc" = 124 ] && why=" (timed out after ${tmo}s)"
+		echo "not ok $n - $part exited with status $rc$why"
 		sed 's/^/# /' "$out/$part.err" | tail -20
 	fi
 }
