@@ -16,6 +16,8 @@ enum bk_dtype { BK_F32, BK_F64, BK_I32, BK_NDTYPES };
 /* Sets rank and size; may consume its own options from argv. 0 on success. */
 int bk_init(int *argc, char ***argv, int *rank, int *size);
 const char *bk_name(void);
+/* one line on what the library measured or set up at init, "" if nothing */
+const char *bk_info(void);
 /* One collective; in place when sbuf == rbuf (allgather: sbuf is this rank's
  * block of rbuf). 0 on success, else prints why on stderr. */
 int bk_run(enum bk_coll coll, const void *sbuf, void *rbuf, size_t count, enum bk_dtype dt,

@@ -109,3 +109,8 @@ void *bk_alloc_shared(size_t bytes)
 	(void)bytes;
 	return NULL;	/* MPI_Alloc_mem memory is not shared with the peers */
 }
+
+const char *bk_info(void)
+{
+	return "";
+}

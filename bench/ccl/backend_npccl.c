@@ -145,6 +145,18 @@ const char *bk_algo(enum bk_coll coll, size_t count, enum bk_dtype dt)
 	return npccl_algo_name(ex.algo);
 }
 
+const char *bk_info(void)
+{
+	static char buf[200];
+	npccl_cost_model_t m;
+	if (npccl_comm_cost_model(comm, &m))
+		return "";
+	snprintf(buf, sizeof(buf), "cost model: shm alpha %.2f us, beta %.1f us/MB; tcp alpha "
+		 "%.1f us, beta %.1f us/MB; gamma %.1f us/MB", m.shm_alpha_us, m.shm_beta_us_per_mb,
+		 m.tcp_alpha_us, m.tcp_beta_us_per_mb, m.gamma_us_per_mb);
+	return buf;
+}
+
 void *bk_alloc_shared(size_t bytes)
 {
 	void *p = NULL;

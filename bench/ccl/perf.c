@@ -294,6 +294,8 @@ int main(int argc, char **argv)
 		       coll_names[c], bk_name(), p, dt_names[d], min_time,
 		       fresh_output ? ", out-of-place output freshly mapped for every call" : "",
 		       shared ? ", buffers from the library's shared allocator" : "");
+		if (*bk_info())
+			printf("# %s\n", bk_info());
 		printf("#%11s %11s %6s %6s %5s %10s %7s %7s %6s %10s %7s %7s %6s %9s %9s %9s  %s\n", "size",
 		       "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
 		       "algbw", "busbw", "#wrong", "tmax", "p50", "p99", "algo");

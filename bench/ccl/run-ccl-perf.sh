@@ -60,8 +60,19 @@ BANDS="8:1K 2K:64K 128K:2M 4M:32M 64M:$MAXB"
 echo
 echo "## intra-host, 2 ranks bound to cores 0 and 1 (backends interleaved by size band)"
 rm -f "$OUT"/intra-*.txt
+# settle: MPI ranks may still be spinning in their finalize for a moment
+# after mpirun returns; npccl measures its cost model at init and must not
+# share the cores with them
+settle() {
+	i=0
+	while pgrep -f "ccl-perf-(openmpi|mpich)" >/dev/null && [ $i -lt 50 ]; do
+		i=$((i + 1)); sleep 0.2
+	done
+	sleep 1
+}
 for band in $BANDS; do
 	b=${band%:*} e=${band#*:}
+	settle
 	BARGS="-c $COLL -b $b -e $e -f 2 -t $T --odd"
 	"$BIN/ccl-perf" -n 2 --bind $BARGS >>"$OUT/intra-npccl.txt"
 	[ "$COLL" = allreduce ] && "$BIN/ccl-perf" -n 2 --bind --shared $BARGS >>"$OUT/intra-npccl-shared.txt"
@@ -76,6 +87,7 @@ done
 echo
 echo "## intra-host, out-of-place output freshly mapped for every call (page faults included)"
 FARGS="-c $COLL -b 1M -e 64M -f 8 -t $T --fresh"
+settle
 "$BIN/ccl-perf" -n 2 --bind $FARGS | tee "$OUT/fresh-npccl.txt"
 $OMPI "$BIN/ccl-perf-openmpi" $FARGS 2>&1 | tee "$OUT/fresh-openmpi.txt"
 $MPICH "$BIN/ccl-perf-mpich" $FARGS 2>&1 | tee "$OUT/fresh-mpich.txt"

@@ -92,6 +92,27 @@ int shm_region_send(const struct shm_region *r, int sock)
 	return npushm_region_send(r->r, sock) == NPUSHM_OK ? 0 : -EPIPE;
 }
 
+/* A peer's region, received on socket `fd` (SCM_RIGHTS) or already held
+ * as descriptor `fd` (duplicated, the caller keeps its own), mapped. */
+static int adopt(int fd, bool from_socket, struct shm_region **out, char *err, size_t errlen)
+{
+	struct shm_region *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &r->dev) != NPUSHM_OK)
+		return fail(r, err, errlen, "cannot open the npushm device (libnpushm)");
+	if (from_socket && npushm_region_recv(r->dev, fd, &r->r) != NPUSHM_OK)
+		return fail(r, err, errlen, "peer closed or sent no shared region");
+	if (!from_socket && npushm_region_import_fd(r->dev, fd, &r->r) != NPUSHM_OK)
+		return fail(r, err, errlen, "the descriptor a peer sent is no shared region");
+	int rc = map_region(r, err, errlen);
+	if (rc == 0)
+		*out = r;
+	return rc;
+}
+
 int shm_region_recv(int sock, int timeout_ms, struct shm_region **out, char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = sock, .events = POLLIN };
@@ -103,19 +124,7 @@ int shm_region_recv(int sock, int timeout_ms, struct shm_region **out, char *err
 		snprintf(err, errlen, "peer did not send its shared region within %d ms", timeout_ms);
 		return -ETIMEDOUT;
 	}
-	struct shm_region *r = calloc(1, sizeof(*r));
-	if (!r) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &r->dev) != NPUSHM_OK)
-		return fail(r, err, errlen, "cannot open the npushm device (libnpushm)");
-	if (npushm_region_recv(r->dev, sock, &r->r) != NPUSHM_OK)
-		return fail(r, err, errlen, "peer closed or sent no shared region");
-	int rc = map_region(r, err, errlen);
-	if (rc == 0)
-		*out = r;
-	return rc;
+	return adopt(sock, true, out, err, errlen);
 }
 
 int shm_region_fd(const struct shm_region *r)
@@ -125,19 +134,7 @@ int shm_region_fd(const struct shm_region *r)
 
 int shm_region_import(int fd, struct shm_region **out, char *err, size_t errlen)
 {
-	struct shm_region *r = calloc(1, sizeof(*r));
-	if (!r) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &r->dev) != NPUSHM_OK)
-		return fail(r, err, errlen, "cannot open the npushm device (libnpushm)");
-	if (npushm_region_import_fd(r->dev, fd, &r->r) != NPUSHM_OK)
-		return fail(r, err, errlen, "the descriptor a peer sent is no shared region");
-	int rc = map_region(r, err, errlen);
-	if (rc == 0)
-		*out = r;
-	return rc;
+	return adopt(fd, false, out, err, errlen);
 }
 
 void *shm_region_addr(const struct shm_region *r)
