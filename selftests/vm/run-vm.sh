@@ -93,6 +93,25 @@ append="console=ttyS0 loglevel=5 panic_on_warn=1 oops=panic panic=-1 softlockup_
 append="$append npushm.guest=$here/vm-guest.sh npushm.out=$out npushm.kroot=$kroot"
 append="$append npushm.keep=$(pwd):$BUILD:$here ${VM_APPEND:-}"
 
+# A kernel problem fails the run whatever the command returned.
+pat='WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace:|UBSAN:|KASAN:|kmemleak:.*unreferenced|possible circular locking|INFO: task .* blocked'
+
+# A storm of reports (a kernel that keeps running after them, as the debug
+# lane's does) would otherwise run into the timeout: stop the VM once there
+# are more than VM_STORM_LIMIT of them; the run fails on them below.
+storm_limit=${VM_STORM_LIMIT:-200}
+(
+	while sleep 5; do
+		n=$(grep -cE 'WARNING:|BUG:' "$out/console.log" 2>/dev/null || true)
+		if [ "${n:-0}" -gt "$storm_limit" ]; then
+			echo "run-vm: more than $storm_limit kernel reports: VM stopped" >"$out/storm"
+			pkill -f -- "path=$out,security_model" || true
+			break
+		fi
+	done
+) &
+watcher=$!
+
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi
 timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
@@ -107,10 +126,11 @@ timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
 	-kernel "$kimg" -initrd "$irf" -append "$append" </dev/null 2>&1 |
 	tee "$out/console.log" > "$sink"
 qrc=${PIPESTATUS[0]}
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 set -e
+[ -f "$out/storm" ] && cat "$out/storm" >&2
 
-# A kernel problem fails the run whatever the command returned.
-pat='WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace:|UBSAN:|KASAN:|kmemleak:.*unreferenced|possible circular locking|INFO: task .* blocked'
 bad=$(cat "$out/console.log" "$out/dmesg.txt" 2>/dev/null | grep -E "$pat" | head -n 5 || true)
 if [ -n "$bad" ]; then
 	echo "run-vm: kernel problem (see $out/console.log, $out/dmesg.txt):" >&2
