@@ -126,7 +126,8 @@ mkdir -p "$vmout"
 append="no5lvl panic_on_warn=0 kasan_multi_shot kasan.fault=report log_buf_len=8M ${DEBUG_VM_APPEND:-}"
 echo "# booting $rel (under a minute), then: $suite${fsuite:+; fault pass: fail-inject.sh $fopts -- $fsuite}"
 t0=$(date +%s)
-VM_KERNEL_ROOT=$dir/root VM_APPEND=$append "$top/selftests/vm/run-vm.sh" -m "$mem" -t "$tmo" -o "$vmout" -- \
+VM_KERNEL_ROOT=$dir/root VM_APPEND=$append VM_REPORTS_JUDGED_BY="the debug lane (check-logs.sh)" \
+	"$top/selftests/vm/run-vm.sh" -m "$mem" -t "$tmo" -o "$vmout" -- \
 	env DEBUG_OUT="$vmout" NPUSHM_KO="$ko" DEBUG_SUITE="$suite" DEBUG_FAULT_SUITE="$fsuite" \
 	DEBUG_FAULT_OPTS="$fopts" NPUSHM_TEST_PARAMS="${NPUSHM_TEST_PARAMS:-}" PATH="$work/bin:$PATH" \
 	sh "$here/guest-lane.sh" 2>&1 | comment
