@@ -18,7 +18,8 @@
 
 static void parse_fault(struct npccl_comm *c)
 {
-	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ (tests only) */
+	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ |
+	 * slowalpha:RANK:COUNT (tests only) */
 	const char *f = npccl_config()->fault;
 	char kind[16];
 	int rank;
@@ -26,7 +27,8 @@ static void parse_fault(struct npccl_comm *c)
 	if (!f[0] || sscanf(f, "%15[a-z]:%d:%llu", kind, &rank, &seq) != 3)
 		return;
 	c->fault_kind = !strcmp(kind, "corrupt") ? FAULT_CORRUPT_FRAME
-			: !strcmp(kind, "truncate") ? FAULT_TRUNCATE_FRAME : FAULT_NONE;
+			: !strcmp(kind, "truncate") ? FAULT_TRUNCATE_FRAME
+			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA : FAULT_NONE;
 	c->fault_rank = rank;
 	c->fault_seq = seq;
 }
