@@ -36,15 +36,21 @@ static atomic_uint_fast64_t *counter(struct shm_ctl *ctl, int which)
 	       : which == CNT_REDUCED ? &ctl->reduced : &ctl->gathered;
 }
 
+/* the call a peer published in its control block, as sequence number seq */
+static struct op_desc ctl_desc(const struct shm_ctl *p, uint64_t seq)
+{
+	return (struct op_desc){ .seq = seq, .count = p->op_count, .root = p->op_root,
+				 .coll = p->op_coll, .dtype = p->op_dtype, .redop = p->op_redop,
+				 .algo = p->op_algo };
+}
+
 static bool peer_mismatch(struct npccl_comm *c, int k)
 {
 	struct shm_ctl *p = c->ctl[k];
 	uint64_t seq = atomic_load_explicit(&p->op_seq, memory_order_acquire);
 	if (seq != c->cur.seq)
 		return false;
-	struct op_desc d = { .seq = seq, .count = p->op_count, .root = p->op_root,
-			     .coll = p->op_coll, .dtype = p->op_dtype, .redop = p->op_redop,
-			     .algo = p->op_algo };
+	struct op_desc d = ctl_desc(p, seq);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&p->op_seq, memory_order_relaxed) != seq)
 		return false;
@@ -70,9 +76,7 @@ static void step_mismatch(struct npccl_comm *c, int k)
 			  "make the same npccl_mem_alloc/npccl_mem_free calls in the same order", who);
 		return;
 	}
-	struct op_desc d = { .seq = atomic_load(&p->op_seq), .count = p->op_count,
-			     .root = p->op_root, .coll = p->op_coll, .dtype = p->op_dtype,
-			     .redop = p->op_redop, .algo = p->op_algo };
+	struct op_desc d = ctl_desc(p, atomic_load(&p->op_seq));
 	comm_mismatch(c, c->local_ranks[k], &d);
 }
 

@@ -189,17 +189,6 @@ npccl_status_t comm_mismatch(struct npccl_comm *c, int rank, const struct op_des
 			 c->rank, mine, who, other, (unsigned long long)theirs->seq);
 }
 
-static void hdr_to_desc(const struct wire_hdr *h, struct op_desc *d)
-{
-	d->seq = h->seq;
-	d->count = h->count;
-	d->root = h->root;
-	d->coll = h->coll;
-	d->dtype = h->dtype;
-	d->redop = h->redop;
-	d->algo = (uint8_t)h->algo;
-}
-
 void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m)
 {
 	if (!wire_hdr_valid(&m->hdr)) {
@@ -315,7 +304,7 @@ npccl_status_t comm_diagnose_timeout(struct npccl_comm *c)
 		if (i == c->rank)
 			continue;
 		struct op_desc d;
-		hdr_to_desc(&p->reply.hdr, &d);
+		wire_hdr_desc(&p->reply.hdr, &d);
 		if (p->reply.in_op && d.seq == c->cur.seq &&
 		    (d.coll != c->cur.coll || d.count != c->cur.count || d.dtype != c->cur.dtype ||
 		     d.redop != c->cur.redop || d.root != c->cur.root || d.algo != c->cur.algo))
@@ -326,7 +315,7 @@ npccl_status_t comm_diagnose_timeout(struct npccl_comm *c)
 		if (i == c->rank)
 			continue;
 		struct op_desc d;
-		hdr_to_desc(&p->reply.hdr, &d);
+		wire_hdr_desc(&p->reply.hdr, &d);
 		bool here = p->reply.in_op && d.seq == c->cur.seq;
 		if (here || c->cur.coll == NPCCL_COLL_SEND || c->cur.coll == NPCCL_COLL_RECV)
 			continue;

@@ -384,6 +384,12 @@ NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, 
 NPCCL_HIDDEN int comm_send_ctl_fd(struct npccl_comm *c, struct peer *p, int type, uint64_t len,
 				  int fd);
 NPCCL_HIDDEN void op_desc_format(const struct op_desc *d, char *buf, size_t len);
+/* the operation a received header describes */
+NPCCL_HIDDEN void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d);
+/* a valid received data header h against the expected e: 0, or -1 with the
+ * communicator failed (the mismatched call or length named) */
+NPCCL_HIDDEN int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
+				 const struct wire_hdr *e);
 NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_t len);
 NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
 					  const struct op_desc *theirs);

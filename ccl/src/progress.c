@@ -73,6 +73,40 @@ bool wire_hdr_valid(const struct wire_hdr *h)
 	       h->check == XXH32(h, offsetof(struct wire_hdr, check), 0x6e70);
 }
 
+void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d)
+{
+	d->seq = h->seq;
+	d->count = h->count;
+	d->root = h->root;
+	d->coll = h->coll;
+	d->dtype = h->dtype;
+	d->redop = h->redop;
+	d->algo = (uint8_t)h->algo;
+}
+
+int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
+		    const struct wire_hdr *e)
+{
+	if (h->type != FRAME_DATA || h->seq != e->seq || h->coll != e->coll ||
+	    h->count != e->count || h->dtype != e->dtype || h->redop != e->redop ||
+	    h->root != e->root || h->algo != e->algo) {
+		struct op_desc d;
+		wire_hdr_desc(h, &d);
+		comm_mismatch(c, rank, &d);
+		return -1;
+	}
+	if (h->len != e->len) {
+		char who[128];
+		peer_describe(c, rank, who, sizeof(who));
+		comm_fail(c, NPCCL_ERR_MISMATCH, rank,
+			  "%s sent %llu bytes where this rank expected %llu (different count or "
+			  "algorithm on the two ranks)",
+			  who, (unsigned long long)h->len, (unsigned long long)e->len);
+		return -1;
+	}
+	return 0;
+}
+
 void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len)
 {
 	memset(h, 0, sizeof(*h));

@@ -93,25 +93,7 @@ static int check_header(struct npccl_comm *c, struct peer *p, struct req *r)
 			  h->magic != WIRE_MAGIC ? "magic" : "header checksum");
 		return -1;
 	}
-	const struct wire_hdr *e = &r->hdr;
-	if (h->type != FRAME_DATA || h->seq != e->seq || h->coll != e->coll ||
-	    h->count != e->count || h->dtype != e->dtype || h->redop != e->redop ||
-	    h->root != e->root || h->algo != e->algo) {
-		struct op_desc d = { .seq = h->seq, .count = h->count, .root = h->root,
-				     .coll = h->coll, .dtype = h->dtype, .redop = h->redop,
-				     .algo = (uint8_t)h->algo };
-		comm_mismatch(c, p->rank, &d);
-		return -1;
-	}
-	if (h->len != e->len) {
-		peer_describe(c, p->rank, who, sizeof(who));
-		comm_fail(c, NPCCL_ERR_MISMATCH, p->rank,
-			  "%s sent %llu bytes where this rank expected %llu (different count or "
-			  "algorithm on the two ranks)",
-			  who, (unsigned long long)h->len, (unsigned long long)e->len);
-		return -1;
-	}
-	return 0;
+	return wire_hdr_expect(c, p->rank, h, &r->hdr);
 }
 
 static int tcp_progress_recv(struct npccl_comm *c, struct peer *p, struct req *r)

@@ -86,47 +86,27 @@ SQSUM16(double, sqsum_d)
 NORM(float, norm_f)
 NORM(double, norm_d)
 
-static void softmax_f(int64_t n, float *y, const float *x)
-{
-	float m = -INFINITY;
-	int nan = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		nan |= x[i] != x[i];
-		m = x[i] > m ? x[i] : m;
+/* softmax of one row; a NaN anywhere makes the whole row NaN, as NumPy */
+#define SOFTMAX(T, name, EXP)                                                  \
+	static void name(int64_t n, T *y, const T *x)                         \
+	{                                                                      \
+		T m = -INFINITY, s = 0;                                        \
+		int nan = 0;                                                   \
+		for (int64_t i = 0; i < n; i++) {                              \
+			nan |= x[i] != x[i];                                   \
+			m = x[i] > m ? x[i] : m;                               \
+		}                                                              \
+		if (nan)                                                       \
+			m = NAN;                                               \
+		for (int64_t i = 0; i < n; i++) {                              \
+			y[i] = EXP(x[i] - m);                                  \
+			s += y[i];                                             \
+		}                                                              \
+		for (int64_t i = 0; i < n; i++)                                \
+			y[i] = y[i] / s;                                       \
 	}
-	if (nan)
-		m = NAN;
-	float s = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		y[i] = expf(x[i] - m);
-		s += y[i];
-	}
-	for (int64_t i = 0; i < n; i++)
-		y[i] = y[i] / s;
-}
-
-static void softmax_d(int64_t n, double *y, const double *x)
-{
-	double m = -INFINITY;
-	int nan = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		nan |= x[i] != x[i];
-		m = x[i] > m ? x[i] : m;
-	}
-	if (nan)
-		m = NAN;
-	double s = 0;
-
-	for (int64_t i = 0; i < n; i++) {
-		y[i] = exp(x[i] - m);
-		s += y[i];
-	}
-	for (int64_t i = 0; i < n; i++)
-		y[i] = y[i] / s;
-}
+SOFTMAX(float, softmax_f, expf)
+SOFTMAX(double, softmax_d, exp)
 
 static void setup(row_job_t *j, npt_tensor_t *t, npt_tensor_t *dst)
 {

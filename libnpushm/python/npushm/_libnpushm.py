@@ -176,7 +176,27 @@ def check(status):
     raise _ERROR_CLASS.get(name, NpushmError)(name, msg)
 
 
-class Device:
+class Closeable:
+    """A handle with close(): closed at the end of a `with` block and when
+    garbage-collected (errors at collection time are dropped)."""
+
+    def close(self):
+        raise NotImplementedError
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Device(Closeable):
     """An open backend (kmod or posix); closed when garbage-collected or with close()."""
 
     def __init__(self, backend="auto"):
@@ -200,14 +220,3 @@ class Device:
             lib().npushm_dev_close(self._h)
             self._h = ctypes.c_void_p()
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -13,7 +13,7 @@ import ctypes
 from . import _libnpushm as _L
 
 
-class Region:
+class Region(_L.Closeable):
     """A region handle. Use Region.alloc() or Region.open()."""
 
     def __init__(self, handle, dev):
@@ -90,18 +90,6 @@ class Region:
         self._closing = True
         if self._maps == 0:
             self._free()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class _Mapping:

@@ -117,7 +117,7 @@ class _Pinned:
         self._model._unpin()
 
 
-class Model:
+class Model(_L.Closeable):
     """An attached model: a mapping shared read-only with every other process that
     attached the same name. Index by tensor name; iterate for the names."""
 
@@ -198,17 +198,6 @@ class Model:
         if self._pins == 0:
             self._detach()
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return "<npushm model %r: %d tensors, xxh3 %s>" % (self.name, self._count, self.hash)
