@@ -98,7 +98,7 @@ static npccl_status_t measure_links(struct npccl_comm *c, double *v)
 		if (c->fault_kind == FAULT_SLOW_ALPHA && c->rank == c->fault_rank &&
 		    c->fault_seq > 0) {
 			c->fault_seq--;
-			v[0] += 100;	/* tests: a disturbed measurement */
+			v[0] += 1e5;	/* tests: a disturbed measurement (100 ms) */
 		}
 	}
 	/* tcp: rank 0 and the lowest rank on host 1 */

@@ -396,7 +396,7 @@ NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
 NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
 enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME, FAULT_EXIT,
        FAULT_SLOW_ALPHA	/* the first fault_seq shm latency measurements of fault_rank
-			 * read 100 us more (costmodel.c) */ };
+			 * read 100 ms more (costmodel.c) */ };
 
 /* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
 struct shm_mem {

@@ -960,9 +960,10 @@ static int cmd_misc(void)
 			double alpha = 0;
 			int retries = -1;
 			sscanf(sh->res[r][0].msg, "%lf %d", &alpha, &retries);
-			/* kept_slow: the value kept carries the injected 100 us */
+			/* kept_slow: the value kept carries the injected 100 ms
+			 * (a real measurement, even a disturbed one, is far below) */
 			int good = sh->res[r][0].done && sh->res[r][0].ok &&
-				   retries == rm[i].retries && (alpha >= 100) == rm[i].kept_slow;
+				   retries == rm[i].retries && (alpha >= 1e5) == rm[i].kept_slow;
 			printf("# rank %d: agreed shm alpha, times measured again: %s\n", r,
 			       sh->res[r][0].msg);
 			ok = ok && good;
