@@ -223,6 +223,30 @@ static npushm_status_t fill_from_fd(npushm_region_t *r)
 	return NPUSHM_OK;
 }
 
+/*
+ * Allocate all of a region file's memory now; *@done (if given) says whether
+ * it was (a filesystem without fallocate leaves it to the first touch).
+ */
+static npushm_status_t allocate_now(npushm_dev_t *dev, int fd, uint64_t size, bool *done)
+{
+	if (done)
+		*done = false;
+	if (fallocate(fd, 0, 0, (off_t)size)) {
+		if (errno == ENOSPC || errno == ENOMEM)
+			return npi_fail(NPUSHM_ERR_NO_SPACE, errno,
+					"posix backend: %s has no room for %llu bytes; free some or use a bigger tmpfs",
+					dev->shm_dir, (unsigned long long)size);
+		if (errno == EOPNOTSUPP)
+			return NPUSHM_OK;
+		return npi_fail(npi_status_from_errno(errno), errno,
+				"posix backend: cannot allocate %llu bytes in %s",
+				(unsigned long long)size, dev->shm_dir);
+	}
+	if (done)
+		*done = true;
+	return NPUSHM_OK;
+}
+
 static npushm_status_t posix_region_alloc(npushm_dev_t *dev, uint64_t size, uint32_t flags,
 					  npushm_region_t *r)
 {
@@ -246,15 +270,10 @@ static npushm_status_t posix_region_alloc(npushm_dev_t *dev, uint64_t size, uint
 		return npi_fail(errno == EFBIG || errno == EINVAL ? NPUSHM_ERR_INVALID : NPUSHM_ERR_NO_SPACE,
 				errno, "posix backend: cannot size a region to %llu bytes",
 				(unsigned long long)rounded);
-	if (!(flags & NPUSHM_ALLOC_LAZY) && fallocate(r->fd, 0, 0, (off_t)rounded)) {
-		if (errno == ENOSPC || errno == ENOMEM)
-			return npi_fail(NPUSHM_ERR_NO_SPACE, errno,
-					"posix backend: %s has no room for %llu bytes; free some or use a bigger tmpfs",
-					dev->shm_dir, (unsigned long long)rounded);
-		if (errno != EOPNOTSUPP)
-			return npi_fail(npi_status_from_errno(errno), errno,
-					"posix backend: cannot allocate %llu bytes in %s",
-					(unsigned long long)rounded, dev->shm_dir);
+	if (!(flags & NPUSHM_ALLOC_LAZY)) {
+		st = allocate_now(dev, r->fd, rounded, NULL);
+		if (st)
+			return st;
 	}
 	st = fill_from_fd(r);
 	if (st)
@@ -516,6 +535,25 @@ static npushm_status_t posix_region_write(npushm_region_t *r, const void *buf, s
 	return NPUSHM_OK;
 }
 
+/*
+ * Write through a mapping only where the tmpfs gives this file huge pages
+ * (it then reports the huge page size as st_blksize): a write fault per
+ * 2 MiB instead of per 4 KiB. Allocate the whole file first, so that a full
+ * tmpfs is an error now and not a SIGBUS in the middle of the copy.
+ */
+static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *direct)
+{
+	struct stat st;
+
+	*direct = false;
+	if (fstat(r->fd, &st))
+		return npi_fail(npi_status_from_errno(errno), errno, "cannot stat region %llu",
+				(unsigned long long)r->id);
+	if (st.st_blksize <= (blksize_t)r->dev->page_size)
+		return NPUSHM_OK;
+	return allocate_now(r->dev, r->fd, r->size, direct);
+}
+
 /* ------------------------------------------------------------------ lists */
 
 static npushm_status_t list_one(void *arg, const char *name, const struct stat *st)
@@ -628,5 +666,6 @@ const struct npi_backend_ops npi_posix_ops = {
 	.region_export_dmabuf = posix_region_export_dmabuf,
 	.region_info = posix_region_info,
 	.region_write = posix_region_write,
+	.region_prepare_direct = posix_region_prepare_direct,
 	.list_regions = posix_list_regions,
 };

@@ -71,6 +71,13 @@ struct npi_backend_ops {
 	 */
 	npushm_status_t (*region_write)(npushm_region_t *r, const void *buf, size_t len,
 					uint64_t off);
+	/*
+	 * Loader helper, for backends with region_write: should the loader
+	 * write through a mapping instead (*@direct)? Only when that is cheap,
+	 * and then the region's memory is allocated here, so that writing
+	 * through the mapping cannot fault for lack of room. NULL: never.
+	 */
+	npushm_status_t (*region_prepare_direct)(npushm_region_t *r, bool *direct);
 	npushm_status_t (*list_regions)(npushm_dev_t *dev, struct npushm_region_list *list);
 };
 

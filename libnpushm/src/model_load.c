@@ -4,7 +4,8 @@
  *
  * Steps: validate the header (safetensors.c); lay out the region
  * (model_layout.c); allocate an *unnamed* region; stream the file into it
- * while hashing it (model_copy.c); write the manifest; seal; then publish.
+ * while hashing it (model_copy.c, model_copy_direct.c); write the manifest;
+ * seal; then publish.
  * Until the publish the region has no name and dies with the loader, so a
  * loader killed at any point leaves neither a name nor memory behind, and
  * nobody can attach a partial model. Dedup: the hash is published as the
@@ -61,6 +62,29 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 {
 	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * Copy the data in: straight into a mapping where the backend says that is
+ * cheap (model_copy_direct.c: kmod, and posix on a huge-page tmpfs), else
+ * through the backend's write call (model_copy.c).
+ */
+static npushm_status_t start_copy(struct load *ld)
+{
+	bool direct = !ld->r->dev->ops->region_write;
+	npushm_status_t st;
+
+	if (!direct && ld->r->dev->ops->region_prepare_direct) {
+		st = ld->r->dev->ops->region_prepare_direct(ld->r, &direct);
+		if (st)
+			return st;
+	}
+	if (!direct)
+		return npi_load_copy(ld);
+	st = npushm_region_map(ld->r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &ld->map);
+	if (st)
+		return st;
+	return npi_load_copy_direct(ld);
 }
 
 /*
@@ -259,10 +283,8 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 	if (st)
 		goto out;
 	st = npushm_region_alloc(dev, ld.l.region_size, NPUSHM_ALLOC_LAZY, &ld.r);
-	if (!st && !dev->ops->region_write)
-		st = npushm_region_map(ld.r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &ld.map);
 	if (!st)
-		st = npi_load_copy(&ld);
+		st = start_copy(&ld);
 	if ((st == NPUSHM_ERR_NO_SPACE || st == NPUSHM_ERR_QUOTA) &&
 	    !(opts && (opts->flags & NPUSHM_LOAD_NO_DEDUP))) {
 		st = reuse_without_room(&ld, dev, result);

@@ -2,12 +2,19 @@
 /*
  * model_load.h - what the loader's files share: the state of one load
  * (model_load.c drives it), the region layout and manifest builder
- * (model_layout.c) and the copy pipeline (model_copy.c).
+ * (model_layout.c) and the two copy pipelines (model_copy.c through a
+ * buffer, model_copy_direct.c straight into a mapping).
  */
 #ifndef NPUSHM_MODEL_LOAD_H
 #define NPUSHM_MODEL_LOAD_H
 
 #include <sys/stat.h>
+
+#include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+/* XXH3 through libxxhash's run-time dispatch: AVX2/AVX-512 where the CPU has them. */
+#include <xxh_x86dispatch.h>
+#endif
 
 #include "internal.h"
 #include "safetensors.h"
@@ -57,6 +64,8 @@ npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, siz
 
 /* model_copy.c: stream the data into ld->r while hashing the file; or only hash it. */
 npushm_status_t npi_load_copy(struct load *ld);
+/* model_copy_direct.c: the same, reading straight into the mapped region ld->map. */
+npushm_status_t npi_load_copy_direct(struct load *ld);
 npushm_status_t npi_load_hash_only(struct load *ld);
 
 #endif

@@ -174,6 +174,152 @@ TEST(model_empty_and_tiny_models)
 	npushm_dev_close(dev);
 }
 
+/* Tensors straddling the loader's 1 MiB and 8 MiB copy chunks, with empty ones between. */
+static int chunky_model(struct th_tensor *t)
+{
+	static const struct { const char *name, *dtype; int64_t n; } spec[] = {
+		{ "a.f32", "F32", (10 << 20) / 4 + 1 },	/* 10 MiB + 4 */
+		{ "b.empty", "U8", 0 },
+		{ "c.u8", "U8", (7 << 20) + 1 },
+		{ "d.bf16", "BF16", 15 },
+		{ "e.empty", "F64", 0 },
+		{ "f.f64", "F64", (8 << 20) / 8 + 1 },	/* 8 MiB + 8 */
+		{ "g.i8", "I8", 3 },
+	};
+	int n = (int)(sizeof(spec) / sizeof(spec[0]));
+
+	for (int i = 0; i < n; i++) {
+		t[i].name = spec[i].name;
+		t[i].dtype = spec[i].dtype;
+		t[i].ndim = 1;
+		t[i].shape[0] = spec[i].n;
+	}
+	return n;
+}
+
+struct progress_log {
+	uint64_t last, total, calls;
+	bool backwards;
+};
+
+static void log_progress(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	struct progress_log *p = arg;
+
+	if (stage != NPUSHM_LOAD_COPY)
+		return;
+	if (done < p->last)
+		p->backwards = true;
+	p->last = done;
+	p->total = total;
+	p->calls++;
+}
+
+/* Load the chunky model, check every byte, the hash and the progress reports. */
+static void load_chunky_and_check(npushm_dev_t *dev, const char *tag)
+{
+	struct th_tensor t[8] = { 0 };
+	const char *path = path_in_tmp("chunky.safetensors"), *name = th_name(tag);
+	struct progress_log pl = { 0 };
+	npushm_load_opts_t lo = { .progress = log_progress, .progress_arg = &pl };
+	uint64_t used0 = th_pool_used(dev);
+	int n = chunky_model(t);
+	uint64_t data_len = 0;
+	npushm_model_t *m;
+
+	th_write_model(path, t, n, NULL, 77);
+	for (int i = 0; i < n; i++)
+		data_len += t[i].nbytes;
+	REQUIRE_OK(npushm_model_load(dev, path, name, &lo, NULL));
+	CHECK(!pl.backwards);
+	CHECK_EQ(pl.total, data_len);
+	CHECK_EQ(pl.last, data_len);
+	CHECK(pl.calls >= 3);
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	check_model_matches(m, t, n, path);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	CHECK_EQ(th_pool_used(dev), used0);
+	th_free_model(t, n);
+}
+
+TEST(model_load_across_copy_chunks_matches_the_file)
+{
+	npushm_dev_t *dev = th_dev();
+
+	load_chunky_and_check(dev, "chunky");
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+/* A field of /proc/self/smaps_rollup, in KiB (-1 if absent). */
+static long smaps_kib(const char *field)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long v = -1;
+
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			v = strtol(line + strlen(field), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/*
+ * On a tmpfs with huge pages the posix loader reads straight into a mapping
+ * of the region (model_copy_direct.c), after allocating all of it: the same
+ * bytes and hash as the file, and a full tmpfs is a clean "no room" error
+ * before any copying (not a SIGBUS). The kmod backend always loads that way
+ * and runs the test above.
+ */
+TEST(model_load_on_a_huge_page_tmpfs_goes_through_the_mapping)
+{
+	const char *dir = getenv("NPUSHM_SHM_DIR"), *path, *name = th_name("hugefull");
+	npushm_dev_t *dev;
+	npushm_model_t *m;
+	npushm_tensor_t x;
+	uint64_t used0;
+	char file[600];
+	struct stat st;
+
+	if (th_is_kmod())
+		th_skip("posix only: the kmod backend always loads through a mapping (previous test)");
+	if (!th_is_root() || !dir)
+		th_skip("remounting the private tmpfs with huge pages needs root");
+	if (mount(NULL, dir, NULL, MS_REMOUNT, "huge=always,size=64m"))
+		th_skip("this kernel's tmpfs has no huge pages (%s)", strerror(errno));
+	dev = th_dev();
+	load_chunky_and_check(dev, "hugechunky");
+
+	/* The published file really is on huge pages (what selects the mapping path). */
+	path = th_big_model("huge.safetensors", 4 << 20, 5);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	snprintf(file, sizeof(file), "%s/npushm.%s", dir, name);
+	REQUIRE(stat(file, &st) == 0);
+	CHECK(st.st_blksize > 4096);
+	/* ... and a worker reading it maps it with 2 MiB page-table entries. */
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	REQUIRE_OK(npushm_model_tensor_at(m, 0, &x));
+	for (size_t off = 0; off < x.nbytes; off += 4096)
+		(void)((const volatile uint8_t *)x.data)[off];
+	CHECK(smaps_kib("ShmemPmdMapped:") >= 2048);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+
+	/* No room: refused up front, with the directory and the file named. */
+	used0 = th_pool_used(dev);
+	path = th_big_model("toobig.safetensors", 96 << 20, 6);
+	CHECK_ST_MSG(npushm_model_load(dev, path, name, NULL, NULL), NPUSHM_ERR_NO_SPACE, "has no room for");
+	CHECK(strstr(npushm_last_error(), dir) != NULL);
+	CHECK(strstr(npushm_last_error(), path) != NULL);
+	CHECK_ST(npushm_model_attach_dev(dev, name, &(npushm_model_t *){ NULL }), NPUSHM_ERR_NOT_FOUND);
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
 TEST(model_lookup_errors_name_model_and_tensor)
 {
 	npushm_dev_t *dev = th_dev();
