@@ -7,7 +7,8 @@
 # 2 ranks bound to the 2 cores:
 #   1. intra-host; ceiling: single-core memcpy bandwidth;
 #   2. across two network namespaces joined by a veth pair (198.18.1.1/2);
-#      ceiling: iperf3 on the same veth.
+#      ceiling: iperf3 on the same veth (one stream; both directions from one process;
+#      two streams in opposite directions at once, one process per end).
 #
 #   bench/ccl/run-ccl-perf.sh [-c COLL] [-e MAXBYTES] [-t SECONDS] [--quick]
 #
@@ -129,6 +130,16 @@ sleep 0.5
 echo "# bidirectional (both directions at once, as an AllReduce uses the link):"
 ip netns exec "${P}h1" taskset -c 0 iperf3 -c 198.18.1.2 -p 5202 -t 5 -f g --bidir 2>&1 | tee "$OUT/iperf3-bidir.txt" | grep -E "SUM|sender|receiver" | tail -4
 wait
+# Two streams in opposite directions at once, each end its own process on the core its rank
+# uses (rank 0: namespace 1, core 0; rank 1: namespace 2, core 1), as a 2-rank AllReduce uses them.
+echo "# two streams in opposite directions at once, one iperf3 process per end, ends on the ranks' cores:"
+ip netns exec "${P}h2" taskset -c 1 iperf3 -s -1 -p 5203 >/dev/null 2>&1 &
+ip netns exec "${P}h1" taskset -c 0 iperf3 -s -1 -p 5204 >/dev/null 2>&1 &
+sleep 0.5
+ip netns exec "${P}h1" taskset -c 0 iperf3 -c 198.18.1.2 -p 5203 -t 5 -f g >"$OUT/iperf3-opp-1to2.txt" 2>&1 &
+ip netns exec "${P}h2" taskset -c 1 iperf3 -c 198.18.1.1 -p 5204 -t 5 -f g >"$OUT/iperf3-opp-2to1.txt" 2>&1
+wait
+grep -h receiver "$OUT/iperf3-opp-1to2.txt" "$OUT/iperf3-opp-2to1.txt"
 
 echo
 echo "## across two network namespaces over veth, 1 rank per namespace"

@@ -46,6 +46,8 @@ def main():
         m = re.search(r"([\d.]+) GB/s", open(f"{out}/memcpy.txt").read())
         memcpy = float(m.group(1)) if m else None
     iperf = gbps(f"{out}/iperf3.txt", "receiver")
+    opp = [gbps(f"{out}/iperf3-opp-{d}.txt", "receiver") for d in ("1to2", "2to1")]
+    opp = min(opp) if None not in opp else None
     verdicts = []
     fmt = lambda v: "-" if v is None else f"{v:.2f}"
     for kind, title in (("intra", "intra-host (shm)"), ("tcp", "two namespaces over veth (TCP)")):
@@ -111,6 +113,11 @@ def main():
                 verdicts.append(("TCP busbw >= 90% of iperf3", best >= 0.9 * iperf,
                                  f"npccl {best:.2f} GB/s vs iperf3 {iperf:.2f} GB/s "
                                  f"({100 * best / iperf:.0f}%)"))
+                if opp:
+                    print(f"\nTCP, for context: an AllReduce sends and receives at once; iperf3 with two "
+                          f"streams in opposite directions at once moved {opp:.2f} GB/s in the slower "
+                          f"direction, and npccl's best busbw from 16 MiB ({best:.2f} GB/s, the bytes "
+                          f"each rank sends and receives per second) is {100 * best / opp:.0f}% of that.")
     print("\n## targets")
     for name, ok, detail in verdicts:
         print(f"- {'MET' if ok else 'NOT MET'}: {name}: {detail}")
