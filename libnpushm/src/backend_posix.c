@@ -528,8 +528,12 @@ static npushm_status_t posix_region_write(npushm_region_t *r, const void *buf, s
 {
 	int err = npi_pwrite_full(r->fd, buf, len, off);
 
+	if (err == ENOSPC)
+		return npi_fail(NPUSHM_ERR_NO_SPACE, err,
+				"posix backend: %s has no room for region %llu (%llu bytes); free some or use a bigger tmpfs",
+				r->dev->shm_dir, (unsigned long long)r->id, (unsigned long long)r->size);
 	if (err)
-		return npi_fail(err == ENOSPC ? NPUSHM_ERR_NO_SPACE : npi_status_from_errno(err), err,
+		return npi_fail(npi_status_from_errno(err), err,
 				"cannot write %zu bytes into region %llu at offset %llu", len,
 				(unsigned long long)r->id, (unsigned long long)off);
 	return NPUSHM_OK;
