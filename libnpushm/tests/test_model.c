@@ -252,6 +252,46 @@ TEST(model_load_across_copy_chunks_matches_the_file)
 	npushm_dev_close(dev);
 }
 
+struct touch_ctx {
+	const char *path;
+	int done;
+};
+
+/* A progress callback that cuts the file to a quarter once the copy has started. */
+static void cut_file(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	struct touch_ctx *c = arg;
+
+	if (stage == NPUSHM_LOAD_COPY && done > 0 && !c->done) {
+		c->done = 1;
+		CHECK(truncate(c->path, (off_t)(total / 4)) == 0);
+	}
+}
+
+/* Shared with the huge-page test below: a file cut short mid-copy is an error, nothing is left. */
+static void check_truncated_load_is_refused(npushm_dev_t *dev)
+{
+	const char *path = th_big_model("cut.safetensors", 24 << 20, 43), *name = th_name("cut");
+	struct touch_ctx ctx = { path, 0 };
+	npushm_load_opts_t lo = { .progress = cut_file, .progress_arg = &ctx };
+	uint64_t used0 = th_pool_used(dev);
+
+	CHECK_ST_MSG(npushm_model_load(dev, path, name, &lo, NULL), NPUSHM_ERR_IO, "truncated while loading");
+	CHECK(strstr(npushm_last_error(), path) != NULL);
+	CHECK(ctx.done);
+	CHECK_ST(npushm_model_attach_dev(dev, name, &(npushm_model_t *){ NULL }), NPUSHM_ERR_NOT_FOUND);
+	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+}
+
+TEST(model_file_truncated_while_loading_is_refused)
+{
+	npushm_dev_t *dev = th_dev();
+
+	check_truncated_load_is_refused(dev);
+	npushm_dev_close(dev);
+}
+
 /* A field of /proc/self/smaps_rollup, in KiB (-1 if absent). */
 static long smaps_kib(const char *field)
 {
@@ -292,6 +332,7 @@ TEST(model_load_on_a_huge_page_tmpfs_goes_through_the_mapping)
 		th_skip("this kernel's tmpfs has no huge pages (%s)", strerror(errno));
 	dev = th_dev();
 	load_chunky_and_check(dev, "hugechunky");
+	check_truncated_load_is_refused(dev);
 
 	/* The published file really is on huge pages (what selects the mapping path). */
 	path = th_big_model("huge.safetensors", 4 << 20, 5);
@@ -685,11 +726,6 @@ TEST(model_dlpack_views_share_memory_and_outlive_detach)
 	th_free_model(t, 3);
 	npushm_dev_close(dev);
 }
-
-struct touch_ctx {
-	const char *path;
-	int done;
-};
 
 /* A progress callback that rewrites a byte of the file mid-copy. */
 static void touch_file(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
