@@ -312,7 +312,7 @@ static long smaps_kib(const char *field)
  * of the region (model_copy_direct.c), after allocating all of it: the same
  * bytes and hash as the file, and a full tmpfs is a clean "no room" error
  * before any copying (not a SIGBUS). The kmod backend always loads that way
- * and runs the test above.
+ * and runs the chunk and truncation tests.
  */
 TEST(model_load_on_a_huge_page_tmpfs_goes_through_the_mapping)
 {
@@ -325,7 +325,7 @@ TEST(model_load_on_a_huge_page_tmpfs_goes_through_the_mapping)
 	struct stat st;
 
 	if (th_is_kmod())
-		th_skip("posix only: the kmod backend always loads through a mapping (previous test)");
+		th_skip("posix only: the kmod backend always loads through a mapping, which the chunk and truncation tests cover");
 	if (!th_is_root() || !dir)
 		th_skip("remounting the private tmpfs with huge pages needs root");
 	if (mount(NULL, dir, NULL, MS_REMOUNT, "huge=always,size=64m"))
