@@ -27,6 +27,7 @@ TEST(list_shows_names_sizes_seals_and_mappers)
 	npushm_region_t *r;
 	int go[2], ready[2];
 	pid_t kids[3];
+	uint64_t id;
 	char c;
 
 	REQUIRE_OK(npushm_region_alloc(dev, 3 * 4096, 0, &r));
@@ -81,9 +82,10 @@ TEST(list_shows_names_sizes_seals_and_mappers)
 
 	CHECK_ST(npushm_name_unlink(dev, a), NPUSHM_OK);
 	CHECK_ST(npushm_name_unlink(dev, b), NPUSHM_OK);
+	id = npushm_region_id(r);
 	npushm_region_close(r);
 	REQUIRE_OK(npushm_dev_list_regions(dev, &l));
-	CHECK(find(l, npushm_region_id(r)) == NULL);
+	CHECK(find(l, id) == NULL);
 	npushm_region_list_free(l);
 	CHECK_ST(npushm_dev_list_regions(dev, NULL), NPUSHM_ERR_INVALID);
 	npushm_dev_close(dev);
