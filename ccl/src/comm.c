@@ -19,7 +19,7 @@
 static void parse_fault(struct npccl_comm *c)
 {
 	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ |
-	 * slowalpha:RANK:COUNT (tests only) */
+	 * slowalpha:RANK:COUNT | setupkill:RANK:0 (tests only) */
 	const char *f = npccl_config()->fault;
 	char kind[16];
 	int rank;
@@ -28,7 +28,8 @@ static void parse_fault(struct npccl_comm *c)
 		return;
 	c->fault_kind = !strcmp(kind, "corrupt") ? FAULT_CORRUPT_FRAME
 			: !strcmp(kind, "truncate") ? FAULT_TRUNCATE_FRAME
-			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA : FAULT_NONE;
+			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA
+			: !strcmp(kind, "setupkill") ? FAULT_SETUP_KILL : FAULT_NONE;
 	c->fault_rank = rank;
 	c->fault_seq = seq;
 }
@@ -132,11 +133,11 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 		p->rank = i;
 		p->ctl_fd = p->data_fd = p->pidfd = p->doorbell_fd = -1;
 	}
+	parse_fault(c);
 	npccl_status_t st = bootstrap_run(c, id, err, errlen);
 	if (st == NPCCL_OK)
 		st = build_groups(c);
 	if (st == NPCCL_OK) {
-		parse_fault(c);
 		st = costmodel_measure(c);
 		if (st != NPCCL_OK)
 			snprintf(err, errlen, "rank %d: measuring the cost model failed: %s", rank,

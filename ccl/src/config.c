@@ -16,6 +16,22 @@ static struct npccl_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Held across fork(), like the log lock (status.c): a bootstrap root thread may be reloading. */
+static void cfg_lock_take(void)
+{
+	pthread_mutex_lock(&cfg_lock);
+}
+
+static void cfg_lock_drop(void)
+{
+	pthread_mutex_unlock(&cfg_lock);
+}
+
+__attribute__((constructor)) static void cfg_lock_atfork(void)
+{
+	pthread_atfork(cfg_lock_take, cfg_lock_drop, cfg_lock_drop);
+}
+
 static long env_long(const char *name, long def, long lo, long hi)
 {
 	const char *s = getenv(name);

@@ -236,7 +236,7 @@ void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg 
 }
 
 /* 'T' stopped/traced, 'Z'/'X' dead, 0 unknown (other pid namespace, gone) */
-static char proc_state(struct npccl_comm *c, int rank)
+char peer_proc_state(struct npccl_comm *c, int rank)
 {
 	struct peer *p = &c->peers[rank];
 	if (!p->local || p->info.pidns_id != c->peers[c->rank].info.pidns_id)
@@ -289,7 +289,7 @@ npccl_status_t comm_diagnose_timeout(struct npccl_comm *c)
 		struct peer *p = &c->peers[i];
 		if (i == c->rank || p->replied)
 			continue;
-		char st = proc_state(c, i);
+		char st = peer_proc_state(c, i);
 		const char *why = st == 'T' || st == 't'
 					  ? "the process is stopped (SIGSTOP or a debugger)"
 				  : st == 'Z' || st == 'X'

@@ -375,6 +375,8 @@ NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, i
 				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 NPCCL_HIDDEN void comm_broadcast_abort(struct npccl_comm *c, int culprit);
 NPCCL_HIDDEN npccl_status_t comm_diagnose_timeout(struct npccl_comm *c);
+/* A local peer's process state from /proc: 'T' stopped, 'Z'/'X' exited, 0 unknown. */
+NPCCL_HIDDEN char peer_proc_state(struct npccl_comm *c, int rank);
 NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how);
 NPCCL_HIDDEN void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m);
 NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit,
@@ -394,9 +396,11 @@ NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_
 NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
 					  const struct op_desc *theirs);
 NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
-enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME, FAULT_EXIT,
-       FAULT_SLOW_ALPHA	/* the first fault_seq shm latency measurements of fault_rank
-			 * read 100 ms more (costmodel.c) */ };
+enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
+       FAULT_SLOW_ALPHA,	/* the first fault_seq shm latency measurements of fault_rank
+			 * read 100 ms more (costmodel.c) */
+       FAULT_SETUP_KILL	/* fault_rank's process is killed (SIGKILL) as it starts
+			 * the shared-memory setup (transport_shm.c) */ };
 
 /* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
 struct shm_mem {

@@ -82,6 +82,26 @@ static npccl_log_fn log_fn;
 static void *log_user;
 static int log_level = -1;
 
+/*
+ * Ranks may be forked from a process whose bootstrap root thread is
+ * running (npccl_get_unique_id starts it): hold the lock across fork() so
+ * that a child never starts with it taken by a thread it does not have.
+ */
+static void log_lock_take(void)
+{
+	pthread_mutex_lock(&log_lock);
+}
+
+static void log_lock_drop(void)
+{
+	pthread_mutex_unlock(&log_lock);
+}
+
+__attribute__((constructor)) static void log_lock_atfork(void)
+{
+	pthread_atfork(log_lock_take, log_lock_drop, log_lock_drop);
+}
+
 void npccl_set_log_callback(npccl_log_fn fn, void *user)
 {
 	pthread_mutex_lock(&log_lock);

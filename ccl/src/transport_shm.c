@@ -15,6 +15,7 @@
 #include "npccl_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,43 @@ npccl_status_t shm_listen(struct npccl_comm *c, char *err, size_t errlen)
 	return NPCCL_OK;
 }
 
-static int connect_unix(uint64_t magic, int rank, uint64_t deadline)
+/* Has local rank @j's process exited? (Only known where its pid is comparable.) */
+static bool local_peer_exited(struct npccl_comm *c, int j)
+{
+	char st = peer_proc_state(c, j);
+
+	return st == 'Z' || st == 'X';
+}
+
+/*
+ * "1, 3": the local ranks other than us and @skip whose processes have
+ * exited, into @buf (empty if none); with @unconnected, only those we still
+ * wait for.
+ */
+static int exited_locals(struct npccl_comm *c, int skip, bool unconnected, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	buf[0] = 0;
+	for (int k = 0; k < c->nlocal; k++) {
+		int j = c->local_ranks[k];
+		if (j == c->rank || j == skip || (unconnected && (k > c->local_index || c->peers[j].ctl_fd >= 0)) ||
+		    !local_peer_exited(c, j))
+			continue;
+		used += (size_t)snprintf(buf + MIN(used, len - 1), len - MIN(used, len - 1), "%s%d",
+					 n ? ", " : "", j);
+		n++;
+	}
+	return n;
+}
+
+/* -ESRCH: the rank's process exited before it listened. */
+static int connect_unix(struct npccl_comm *c, int rank, uint64_t deadline)
 {
 	struct sockaddr_un sa;
-	socklen_t sl = unix_addr(&sa, magic, rank);
-	for (;;) {
+	socklen_t sl = unix_addr(&sa, c->magic, rank);
+	for (int tries = 1;; tries++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
@@ -99,15 +132,43 @@ static int connect_unix(uint64_t magic, int rank, uint64_t deadline)
 		close(fd);
 		if (now_ns() >= deadline || (e != ECONNREFUSED && e != ENOENT && e != EAGAIN))
 			return -e;
+		if (tries % 10 == 0 && local_peer_exited(c, rank))
+			return -ESRCH;
 		usleep(1000);
 	}
 }
 
+/*
+ * Accept the next connection from a local rank below us, in 20 ms slices:
+ * between them, ranks below us that have not connected yet and whose
+ * processes exited end the wait (-ESRCH; @gone lists them, for the
+ * message), as does the deadline.
+ */
+static int accept_local(struct npccl_comm *c, uint64_t deadline, char *gone, size_t gonelen)
+{
+	for (;;) {
+		uint64_t slice = MIN(deadline, now_ns() + 20000000ull);
+		int fd = sock_accept(c->unix_listen_fd, slice);
+		if (fd != -ETIMEDOUT || now_ns() >= deadline)
+			return fd;
+		if (exited_locals(c, -1, true, gone, gonelen))
+			return -ESRCH;
+	}
+}
+
+/* The message names the peer, and any local rank whose process has exited (the likely cause). */
 static npccl_status_t exchange_fail(struct npccl_comm *c, int peer, const char *what,
 				    char *err, size_t errlen)
 {
-	snprintf(err, errlen, "rank %d: shared-memory setup with local rank %d failed: %s",
-		 c->rank, peer, what);
+	char gone[128];
+
+	if (exited_locals(c, peer, false, gone, sizeof(gone)))
+		snprintf(err, errlen,
+			 "rank %d: shared-memory setup with local rank %d failed: %s (the process of local rank(s) %s exited)",
+			 c->rank, peer, what, gone);
+	else
+		snprintf(err, errlen, "rank %d: shared-memory setup with local rank %d failed: %s",
+			 c->rank, peer, what);
 	return NPCCL_ERR_BOOTSTRAP;
 }
 
@@ -144,6 +205,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	const struct npccl_config *cfg = npccl_config();
 	uint64_t deadline = now_ns() + (uint64_t)cfg->bootstrap_timeout_ms * 1000000ull;
 	char e2[256], name[48];
+	if (c->fault_kind == FAULT_SETUP_KILL && c->fault_rank == c->rank)
+		raise(SIGKILL);	/* tests: a rank dying between the bootstrap and this setup */
 	shm_layout_compute(&c->layout, c->nlocal);
 	snprintf(name, sizeof(name), "npccl-%016llx-%d", (unsigned long long)c->magic, c->rank);
 	if (shm_region_create(c->layout.total, name, &c->region, e2, sizeof(e2)) < 0) {
@@ -163,9 +226,10 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	/* A: connect to the local ranks above us */
 	for (int k = c->local_index + 1; k < c->nlocal && st == NPCCL_OK; k++) {
 		int j = c->local_ranks[k];
-		int fd = connect_unix(c->magic, j, deadline);
+		int fd = connect_unix(c, j, deadline);
 		if (fd < 0) {
-			st = exchange_fail(c, j, "it never listened", err, errlen);
+			st = exchange_fail(c, j, fd == -ESRCH ? "its process exited before it listened"
+							      : "it never listened", err, errlen);
 			break;
 		}
 		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, self_pidfd >= 0, c->magic };
@@ -178,7 +242,15 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	}
 	/* B: accept the local ranks below us, answer each */
 	for (int pending = c->local_index; pending > 0 && st == NPCCL_OK;) {
-		int fd = sock_accept(c->unix_listen_fd, deadline);
+		char gone[128] = "";
+		int fd = accept_local(c, deadline, gone, sizeof(gone));
+		if (fd == -ESRCH) {
+			snprintf(err, errlen,
+				 "rank %d: shared-memory setup failed: the process of local rank(s) %s exited before connecting",
+				 c->rank, gone);
+			st = NPCCL_ERR_BOOTSTRAP;
+			break;
+		}
 		if (fd < 0) {
 			snprintf(err, errlen,
 				 "rank %d: a local rank did not connect within %d ms during setup",

@@ -53,6 +53,7 @@ struct shared {
 	int ntests;
 	char names[MAXT][96];
 	struct result res[MAXR][MAXT];
+	atomic_int past_init[MAXR];	/* fault tests: the rank has its communicator */
 };
 
 static struct shared *sh;
@@ -555,11 +556,14 @@ static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 	struct fault_arg *a = argp;
 	npccl_comm_t comm;
 	char err[512];
+	double t_init = now_ms();
 	npccl_status_t st = npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err));
 	if (st) {
+		sh->res[me][0].elapsed_ms = now_ms() - t_init;
 		record(me, st, NULL, err);
 		return 1;
 	}
+	atomic_store(&sh->past_init[me], 1);
 	size_t n = a->count;
 	float *buf = calloc(n + 8, sizeof(float));
 	double t0 = now_ms();
@@ -663,6 +667,14 @@ static int run_fault(const struct fault_case *fc)
 		setenv("NPCCL_FAULT_INJECT", fc->inject, 1);
 	else
 		unsetenv("NPCCL_FAULT_INJECT");
+	/*
+	 * setupkill: a rank dies after the bootstrap, during the shared-memory
+	 * setup. The others must notice within the operation deadline, not wait
+	 * out the (here long) bootstrap deadline.
+	 */
+	int setupkill = !strcmp(fc->name, "setupkill");
+	if (setupkill)
+		setenv("NPCCL_BOOTSTRAP_TIMEOUT_MS", "30000", 1);
 	struct fault_arg a = { fc->name, fc->victim, fc->count };
 	pid_t pids[MAXR];
 	int killer = !strcmp(fc->name, "kill9") || !strcmp(fc->name, "sigstop");
@@ -697,7 +709,21 @@ static int run_fault(const struct fault_case *fc)
 			}
 		}
 		waitpid(drv, NULL, 0);
-		/* wait until every rank is past init (they loop on allreduce) */
+		/*
+		 * Hit the victim once every rank has its communicator and is
+		 * looping on allreduce. Before that a killed rank is one that never
+		 * joined, which the others wait for until NPCCL_BOOTSTRAP_TIMEOUT_MS
+		 * (a slow starter looks the same), not the case tested here.
+		 */
+		double ready_by = now_ms() + 30000;
+		int ready = 0;
+		while (ready < fc->p && now_ms() < ready_by) {
+			ready = 0;
+			for (int r = 0; r < fc->p; r++)
+				ready += atomic_load(&sh->past_init[r]);
+			if (ready < fc->p)
+				usleep(1000);
+		}
 		usleep(200000);
 		kill(pids[fc->victim], kctx.sig);
 		double end = now_ms() + fc->timeout_ms * 3 + 10000;
@@ -723,11 +749,13 @@ static int run_fault(const struct fault_case *fc)
 	double took = now_ms() - t0;
 	int ok = rc >= 0;
 	for (int r = 0; r < fc->p; r++) {
-		if (r == fc->victim && (killer || !strcmp(fc->name, "absent")))
+		if (r == fc->victim && (killer || setupkill || !strcmp(fc->name, "absent")))
 			continue;
 		struct result *res = &sh->res[r][0];
 		int good = res->done && (int)res->status == (int)fc->expect &&
 			   strstr(res->msg, fc->expect_text) != NULL;
+		if (setupkill)
+			good &= res->elapsed_ms < fc->timeout_ms;
 		if (!strncmp(fc->name, "abort", 5) && r == fc->victim)
 			good = res->done && res->status == NPCCL_ERR_ABORTED;
 		printf("# rank %d: %s after %.0f ms: %s\n", r,
@@ -740,6 +768,7 @@ static int run_fault(const struct fault_case *fc)
 	    took / 1000, fc->timeout_ms);
 	unsetenv("NPCCL_FAULT_INJECT");
 	unsetenv("NPCCL_DISABLE_SHM");
+	unsetenv("NPCCL_BOOTSTRAP_TIMEOUT_MS");
 	return ok;
 }
 
@@ -760,6 +789,10 @@ static const struct fault_case fault_cases[] = {
 	{ "abort-thread", 2, 1, 100000, 1, NULL, NPCCL_ERR_ABORTED, "rank 1", 5000 },
 	{ "corrupt", 3, 1, 1 << 16, 1, "corrupt:1:4", NPCCL_ERR_PROTOCOL, "rank 1", 5000 },
 	{ "truncate", 2, 1, 1 << 16, 1, "truncate:1:4", NPCCL_ERR_PROTOCOL, "rank 1", 5000 },
+	/* rank 0 connects to rank 1; ranks 2 and 3 wait for 1 (and 0, once it has failed too) */
+	{ "setupkill", 4, 1, 1000, 0, "setupkill:1:0", NPCCL_ERR_BOOTSTRAP, "1", 5000 },
+	{ "setupkill", 3, 0, 1000, 0, "setupkill:0:0", NPCCL_ERR_BOOTSTRAP,
+	  "local rank(s) 0 exited", 5000 },
 };
 
 static int cmd_fault(int argc, char **argv)
