@@ -39,6 +39,7 @@ include ccl/ccl.mk
 include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk
+include tools/sanitizers.mk
 
 .PHONY: user
 user: $(USER_TARGETS)

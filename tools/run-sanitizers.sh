@@ -1,0 +1,68 @@
+#!/bin/sh
+# run-sanitizers.sh - suite "sanitizers": the libraries' own C tests built
+# again with AddressSanitizer and UndefinedBehaviorSanitizer, as one TAP
+# stream. A sanitizer report aborts the process it happens in, so it fails
+# the test (or the part) that triggered it.
+#
+#   run-sanitizers.sh MAKE SAN_BUILD "SAN_CC"
+#
+# Parts: libnpushm's C tests (posix backend), the tensor C tests and ccl's
+# unit tests. ccl's multi-rank tests are not run here: they fork ranks from
+# a process whose bootstrap thread is running, and the sanitizer runtime's
+# allocator lock is not fork-safe (a child can start with it held).
+MAKE=${1:?usage: run-sanitizers.sh MAKE SAN_BUILD SAN_CC}
+SAN_BUILD=${2:?}
+SAN_CC=${3:?}
+root=$(cd "$(dirname "$0")/.." && pwd)
+log=$SAN_BUILD.build.log
+n=0
+fail=0
+
+mkdir -p "$SAN_BUILD"
+echo "# building with: $SAN_CC -O1 -g (log: $log)"
+if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
+	"$SAN_BUILD/libnpushm/npushm-tests" "$SAN_BUILD/bin/test_tensor" \
+	"$SAN_BUILD/bin/ccl-unit-test" >"$log" 2>&1; then
+	tail -20 "$log" | sed 's/^/# /'
+	echo "not ok 1 - build the C tests with ASan and UBSan"
+	echo "1..1"
+	exit 1
+fi
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# part NAME BINARY: run it, renumber its TAP lines into ours
+part() {
+	name=$1
+	shift
+	"$@" >"$out" 2>&1
+	rc=$?
+	before=$fail
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*|"not ok "*)
+			n=$((n + 1))
+			st=${line%% [0-9]*}
+			rest=$(printf '%s' "$line" | sed 's/^\(not \)\{0,1\}ok [0-9]* \{0,1\}-\{0,1\} \{0,1\}//')
+			[ "$st" = "not ok" ] && fail=$((fail + 1))
+			echo "$st $n - $name: $rest" ;;
+		1..*) ;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$out"
+	if [ "$rc" != 0 ] && [ "$fail" = "$before" ]; then
+		n=$((n + 1))
+		fail=$((fail + 1))
+		echo "not ok $n - $name: exited with status $rc without a failing test (sanitizer report above?)"
+	fi
+}
+
+part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"
+part tensor "$SAN_BUILD/bin/test_tensor"
+part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"
+echo "1..$n"
+[ "$fail" = 0 ]
