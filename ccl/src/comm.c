@@ -19,7 +19,7 @@
 static void parse_fault(struct npccl_comm *c)
 {
 	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ |
-	 * slowalpha:RANK:COUNT | setupkill:RANK:0 (tests only) */
+	 * slowalpha:RANK:COUNT | setupkill:RANK:0 | setupfail:RANK:0 (tests only) */
 	const char *f = npccl_config()->fault;
 	char kind[16];
 	int rank;
@@ -29,7 +29,8 @@ static void parse_fault(struct npccl_comm *c)
 	c->fault_kind = !strcmp(kind, "corrupt") ? FAULT_CORRUPT_FRAME
 			: !strcmp(kind, "truncate") ? FAULT_TRUNCATE_FRAME
 			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA
-			: !strcmp(kind, "setupkill") ? FAULT_SETUP_KILL : FAULT_NONE;
+			: !strcmp(kind, "setupkill") ? FAULT_SETUP_KILL
+			: !strcmp(kind, "setupfail") ? FAULT_SETUP_FAIL : FAULT_NONE;
 	c->fault_rank = rank;
 	c->fault_seq = seq;
 }

@@ -399,8 +399,10 @@ NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
 enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
        FAULT_SLOW_ALPHA,	/* the first fault_seq shm latency measurements of fault_rank
 			 * read 100 ms more (costmodel.c) */
-       FAULT_SETUP_KILL	/* fault_rank's process is killed (SIGKILL) as it starts
-			 * the shared-memory setup (transport_shm.c) */ };
+       FAULT_SETUP_KILL,	/* fault_rank's process is killed (SIGKILL) as it starts
+			 * the shared-memory setup (transport_shm.c) */
+       FAULT_SETUP_FAIL	/* fault_rank's shared-memory setup fails at once; the
+			 * process lives on */ };
 
 /* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
 struct shm_mem {

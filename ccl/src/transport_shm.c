@@ -28,11 +28,15 @@
 #include <unistd.h>
 
 #define SHM_HELLO_MAGIC 0x4e505348u	/* "NPSH" */
+#define SHM_HELLO_FAILED 0x4e504658u	/* "NPFX": the sender's own setup failed */
 
 struct shm_hello {
 	uint32_t magic;
 	int32_t from, to;
-	int32_t has_pidfd;
+	union {
+		int32_t has_pidfd;	/* SHM_HELLO_MAGIC */
+		int32_t cause;		/* SHM_HELLO_FAILED: the local rank the failure started with */
+	};
 	uint64_t comm_magic;
 };
 
@@ -96,15 +100,18 @@ static bool local_peer_exited(struct npccl_comm *c, int j)
 
 /*
  * "1, 3": the local ranks other than us and @skip whose processes have
- * exited, into @buf (empty if none); with @unconnected, only those we still
- * wait for.
+ * exited, into @buf (empty if none), the lowest into *@first; with
+ * @unconnected, only those we still wait for.
  */
-static int exited_locals(struct npccl_comm *c, int skip, bool unconnected, char *buf, size_t len)
+static int exited_locals(struct npccl_comm *c, int skip, bool unconnected, char *buf, size_t len,
+			 int *first)
 {
 	size_t used = 0;
 	int n = 0;
 
 	buf[0] = 0;
+	if (first)
+		*first = -1;
 	for (int k = 0; k < c->nlocal; k++) {
 		int j = c->local_ranks[k];
 		if (j == c->rank || j == skip || (unconnected && (k > c->local_index || c->peers[j].ctl_fd >= 0)) ||
@@ -112,17 +119,24 @@ static int exited_locals(struct npccl_comm *c, int skip, bool unconnected, char 
 			continue;
 		used += (size_t)snprintf(buf + MIN(used, len - 1), len - MIN(used, len - 1), "%s%d",
 					 n ? ", " : "", j);
+		if (first && *first < 0)
+			*first = j;
 		n++;
 	}
 	return n;
 }
 
-/* -ESRCH: the rank's process exited before it listened. */
+/*
+ * Every local rank listens before it says hello to the bootstrap root, so
+ * once the table is out a refused connection means the rank closed its
+ * socket: -ESRCH if its process exited, -ECONNREFUSED if its own setup
+ * failed.
+ */
 static int connect_unix(struct npccl_comm *c, int rank, uint64_t deadline)
 {
 	struct sockaddr_un sa;
 	socklen_t sl = unix_addr(&sa, c->magic, rank);
-	for (int tries = 1;; tries++) {
+	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
@@ -130,10 +144,10 @@ static int connect_unix(struct npccl_comm *c, int rank, uint64_t deadline)
 			return fd;
 		int e = errno;
 		close(fd);
-		if (now_ns() >= deadline || (e != ECONNREFUSED && e != ENOENT && e != EAGAIN))
+		if (e == ECONNREFUSED || e == ENOENT)
+			return local_peer_exited(c, rank) ? -ESRCH : -ECONNREFUSED;
+		if (now_ns() >= deadline || (e != EAGAIN && e != EINTR))
 			return -e;
-		if (tries % 10 == 0 && local_peer_exited(c, rank))
-			return -ESRCH;
 		usleep(1000);
 	}
 }
@@ -144,14 +158,15 @@ static int connect_unix(struct npccl_comm *c, int rank, uint64_t deadline)
  * processes exited end the wait (-ESRCH; @gone lists them, for the
  * message), as does the deadline.
  */
-static int accept_local(struct npccl_comm *c, uint64_t deadline, char *gone, size_t gonelen)
+static int accept_local(struct npccl_comm *c, uint64_t deadline, char *gone, size_t gonelen,
+			int *first)
 {
 	for (;;) {
 		uint64_t slice = MIN(deadline, now_ns() + 20000000ull);
 		int fd = sock_accept(c->unix_listen_fd, slice);
 		if (fd != -ETIMEDOUT || now_ns() >= deadline)
 			return fd;
-		if (exited_locals(c, -1, true, gone, gonelen))
+		if (exited_locals(c, -1, true, gone, gonelen, first))
 			return -ESRCH;
 	}
 }
@@ -162,7 +177,7 @@ static npccl_status_t exchange_fail(struct npccl_comm *c, int peer, const char *
 {
 	char gone[128];
 
-	if (exited_locals(c, peer, false, gone, sizeof(gone)))
+	if (exited_locals(c, peer, false, gone, sizeof(gone), NULL))
 		snprintf(err, errlen,
 			 "rank %d: shared-memory setup with local rank %d failed: %s (the process of local rank(s) %s exited)",
 			 c->rank, peer, what, gone);
@@ -193,6 +208,86 @@ static int attach_peer(struct npccl_comm *c, struct peer *p, const struct shm_he
 	return 0;
 }
 
+/* A failure notice (SHM_HELLO_FAILED) of this communicator, addressed to us, from a local rank. */
+static bool is_failure_notice(struct npccl_comm *c, const struct shm_hello *h)
+{
+	return h->magic == SHM_HELLO_FAILED && h->comm_magic == c->magic && h->to == c->rank &&
+	       h->from >= 0 && h->from < c->nranks && h->from != c->rank && c->peers[h->from].local;
+}
+
+/* Our error for a failure notice; returns the rank the failure started with. */
+static int failure_notice_fail(struct npccl_comm *c, const struct shm_hello *h, char *err,
+			       size_t errlen)
+{
+	int cause = h->cause;
+
+	if (cause < 0 || cause >= c->nranks || !c->peers[cause].local)
+		cause = h->from;
+	if (cause == h->from)
+		exchange_fail(c, h->from, "its own setup failed (its error says why)", err, errlen);
+	else
+		snprintf(err, errlen,
+			 "rank %d: shared-memory setup failed: local rank %d failed (reported by local rank %d)",
+			 c->rank, cause, h->from);
+	return cause;
+}
+
+static void send_failure_notice(struct npccl_comm *c, int fd, int to, int cause)
+{
+	struct shm_hello h = { .magic = SHM_HELLO_FAILED, .from = c->rank, .to = to,
+			       .cause = cause, .comm_magic = c->magic };
+
+	send_fds(fd, &h, sizeof(h), NULL, 0);
+}
+
+/*
+ * Our setup failed, starting with local rank @cause: tell the local ranks
+ * that would otherwise wait for us until the deadline. Best effort, without
+ * waiting:
+ * - those above us we have not connected to (they wait in accept_local()):
+ *   a connection carrying a failure notice;
+ * - those below us whose connections wait in our backlog, or arrive within
+ *   50 ms (they wait for our answer): the notice as the answer.
+ * Those below us that connect after we close our socket are refused, which
+ * connect_unix() reports at once.
+ */
+static void setup_failed(struct npccl_comm *c, int cause)
+{
+	for (int k = c->local_index + 1; k < c->nlocal; k++) {
+		int j = c->local_ranks[k];
+		if (c->peers[j].ctl_fd >= 0)
+			continue;
+		struct sockaddr_un sa;
+		socklen_t sl = unix_addr(&sa, c->magic, j);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sl) == 0)
+			send_failure_notice(c, fd, j, cause);
+		close(fd);
+	}
+	/* linger 50 ms: ranks below us that are about to connect get the notice too */
+	uint64_t until = now_ns() + 50000000ull;
+	for (;;) {
+		struct pollfd pf = { .fd = c->unix_listen_fd, .events = POLLIN };
+		int ms = (int)((until - MIN(until, now_ns())) / 1000000);
+		if (c->unix_listen_fd < 0 || poll(&pf, 1, ms) <= 0)
+			break;
+		int fd = accept4(c->unix_listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		struct shm_hello h;
+		int fds[2] = { -1, -1 };
+		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, now_ns() + 100000000ull);
+		for (int i = 0; i < nf; i++)
+			close(fds[i]);
+		if (nf >= 0 && h.magic == SHM_HELLO_MAGIC && h.comm_magic == c->magic &&
+		    h.to == c->rank)
+			send_failure_notice(c, fd, h.from, cause);
+		close(fd);
+	}
+}
+
 npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 {
 	c->doorbell_fd = -1;
@@ -205,18 +300,27 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	const struct npccl_config *cfg = npccl_config();
 	uint64_t deadline = now_ns() + (uint64_t)cfg->bootstrap_timeout_ms * 1000000ull;
 	char e2[256], name[48];
+	int cause = c->rank;	/* on failure: the local rank it started with, for the others */
 	if (c->fault_kind == FAULT_SETUP_KILL && c->fault_rank == c->rank)
 		raise(SIGKILL);	/* tests: a rank dying between the bootstrap and this setup */
+	if (c->fault_kind == FAULT_SETUP_FAIL && c->fault_rank == c->rank) {
+		snprintf(err, errlen, "rank %d: shared-memory setup failed: injected (NPCCL_FAULT_INJECT)",
+			 c->rank);
+		setup_failed(c, cause);
+		return NPCCL_ERR_BOOTSTRAP;
+	}
 	shm_layout_compute(&c->layout, c->nlocal);
 	snprintf(name, sizeof(name), "npccl-%016llx-%d", (unsigned long long)c->magic, c->rank);
 	if (shm_region_create(c->layout.total, name, &c->region, e2, sizeof(e2)) < 0) {
 		snprintf(err, errlen, "rank %d: %s", c->rank, e2);
+		setup_failed(c, cause);
 		return NPCCL_ERR_SYSTEM;
 	}
 	c->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int self_pidfd = pidfd_open(getpid(), 0);
 	if (c->doorbell_fd < 0) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		setup_failed(c, cause);
 		return NPCCL_ERR_SYSTEM;
 	}
 	int myfds[2] = { c->doorbell_fd, self_pidfd };
@@ -228,14 +332,28 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		int j = c->local_ranks[k];
 		int fd = connect_unix(c, j, deadline);
 		if (fd < 0) {
-			st = exchange_fail(c, j, fd == -ESRCH ? "its process exited before it listened"
-							      : "it never listened", err, errlen);
+			cause = j;
+			st = exchange_fail(c, j, fd == -ESRCH ? "its process exited"
+					   : fd == -ECONNREFUSED ? "it stopped listening: its own setup failed"
+					   : "cannot connect to it", err, errlen);
 			break;
 		}
-		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, self_pidfd >= 0, c->magic };
+		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, { self_pidfd >= 0 }, c->magic };
 		if (send_fds(fd, &h, sizeof(h), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0) {
+			/* it may have answered our hello with a failure notice before closing */
+			struct shm_hello n;
+			int nfds[2] = { -1, -1 };
+			int nn = recv_fds(fd, &n, sizeof(n), nfds, 2, now_ns() + 100000000ull);
+			for (int i = 0; i < nn; i++)
+				close(nfds[i]);
 			close(fd);
-			st = exchange_fail(c, j, "it closed the connection", err, errlen);
+			if (nn >= 0 && n.from == j && is_failure_notice(c, &n)) {
+				cause = failure_notice_fail(c, &n, err, errlen);
+				st = NPCCL_ERR_BOOTSTRAP;
+			} else {
+				cause = j;
+				st = exchange_fail(c, j, "it closed the connection", err, errlen);
+			}
 			break;
 		}
 		c->peers[j].ctl_fd = fd;
@@ -243,11 +361,13 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 	/* B: accept the local ranks below us, answer each */
 	for (int pending = c->local_index; pending > 0 && st == NPCCL_OK;) {
 		char gone[128] = "";
-		int fd = accept_local(c, deadline, gone, sizeof(gone));
+		int first_gone = -1;
+		int fd = accept_local(c, deadline, gone, sizeof(gone), &first_gone);
 		if (fd == -ESRCH) {
 			snprintf(err, errlen,
 				 "rank %d: shared-memory setup failed: the process of local rank(s) %s exited before connecting",
 				 c->rank, gone);
+			cause = first_gone;
 			st = NPCCL_ERR_BOOTSTRAP;
 			break;
 		}
@@ -261,6 +381,14 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		struct shm_hello h;
 		int fds[2] = { -1, -1 };
 		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, MIN(deadline, now_ns() + 5000000000ull));
+		if (nf >= 0 && is_failure_notice(c, &h)) {
+			for (int i = 0; i < nf; i++)
+				close(fds[i]);
+			close(fd);
+			cause = failure_notice_fail(c, &h, err, errlen);
+			st = NPCCL_ERR_BOOTSTRAP;
+			break;
+		}
 		bool ok = nf >= 0 && h.magic == SHM_HELLO_MAGIC && h.comm_magic == c->magic &&
 			  h.to == c->rank && h.from >= 0 && h.from < c->nranks &&
 			  c->peers[h.from].local && h.from < c->rank && c->peers[h.from].ctl_fd < 0;
@@ -275,28 +403,43 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		struct peer *p = &c->peers[h.from];
 		if (attach_peer(c, p, &h, fds, nf, fd, deadline, e2, sizeof(e2)) < 0) {
 			close(fd);
+			cause = h.from;
 			st = exchange_fail(c, h.from, e2, err, errlen);
 			break;
 		}
-		struct shm_hello r = { SHM_HELLO_MAGIC, c->rank, h.from, self_pidfd >= 0, c->magic };
-		if (send_fds(fd, &r, sizeof(r), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0)
+		struct shm_hello r = { SHM_HELLO_MAGIC, c->rank, h.from, { self_pidfd >= 0 }, c->magic };
+		if (send_fds(fd, &r, sizeof(r), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0) {
+			cause = h.from;
 			st = exchange_fail(c, h.from, "it closed the connection", err, errlen);
+		}
 		pending--;
 	}
-	/* C: the answers of the ranks above us */
+	/* C: the answers of the ranks above us (or their failure notices) */
 	for (int k = c->local_index + 1; k < c->nlocal && st == NPCCL_OK; k++) {
 		int j = c->local_ranks[k];
 		struct peer *p = &c->peers[j];
 		struct shm_hello h;
 		int fds[2] = { -1, -1 };
 		int nf = recv_fds(p->ctl_fd, &h, sizeof(h), fds, 2, deadline);
+		if (nf >= 0 && h.from == j && is_failure_notice(c, &h)) {
+			for (int i = 0; i < nf; i++)
+				close(fds[i]);
+			cause = failure_notice_fail(c, &h, err, errlen);
+			st = NPCCL_ERR_BOOTSTRAP;
+			break;
+		}
 		if (nf < 0 || h.magic != SHM_HELLO_MAGIC || h.from != j || h.comm_magic != c->magic) {
+			cause = j;
 			st = exchange_fail(c, j, "no valid answer", err, errlen);
 			break;
 		}
-		if (attach_peer(c, p, &h, fds, nf, p->ctl_fd, deadline, e2, sizeof(e2)) < 0)
+		if (attach_peer(c, p, &h, fds, nf, p->ctl_fd, deadline, e2, sizeof(e2)) < 0) {
+			cause = j;
 			st = exchange_fail(c, j, e2, err, errlen);
+		}
 	}
+	if (st != NPCCL_OK)
+		setup_failed(c, cause);
 	if (self_pidfd >= 0)
 		close(self_pidfd);
 	close(c->unix_listen_fd);

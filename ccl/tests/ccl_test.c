@@ -561,6 +561,8 @@ static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 	if (st) {
 		sh->res[me][0].elapsed_ms = now_ms() - t_init;
 		record(me, st, NULL, err);
+		if (!strcmp(a->name, "setupfail") && me == a->victim)
+			sleep(8);	/* a failed rank that lives on: the others must not wait for it */
 		return 1;
 	}
 	atomic_store(&sh->past_init[me], 1);
@@ -668,11 +670,12 @@ static int run_fault(const struct fault_case *fc)
 	else
 		unsetenv("NPCCL_FAULT_INJECT");
 	/*
-	 * setupkill: a rank dies after the bootstrap, during the shared-memory
-	 * setup. The others must notice within the operation deadline, not wait
-	 * out the (here long) bootstrap deadline.
+	 * setupkill / setupfail: a rank dies, or fails and lives on, after the
+	 * bootstrap, during the shared-memory setup. The others must notice
+	 * within the operation deadline, not wait out the (here long) bootstrap
+	 * deadline.
 	 */
-	int setupkill = !strcmp(fc->name, "setupkill");
+	int setupkill = !strncmp(fc->name, "setup", 5);
 	if (setupkill)
 		setenv("NPCCL_BOOTSTRAP_TIMEOUT_MS", "30000", 1);
 	struct fault_arg a = { fc->name, fc->victim, fc->count };
@@ -793,6 +796,9 @@ static const struct fault_case fault_cases[] = {
 	{ "setupkill", 4, 1, 1000, 0, "setupkill:1:0", NPCCL_ERR_BOOTSTRAP, "1", 5000 },
 	{ "setupkill", 3, 0, 1000, 0, "setupkill:0:0", NPCCL_ERR_BOOTSTRAP,
 	  "local rank(s) 0 exited", 5000 },
+	/* the failed rank lives on: failure notices (or a refused connection) tell the others */
+	{ "setupfail", 4, 1, 1000, 0, "setupfail:1:0", NPCCL_ERR_BOOTSTRAP, "local rank 1 failed", 5000 },
+	{ "setupfail", 3, 0, 1000, 0, "setupfail:0:0", NPCCL_ERR_BOOTSTRAP, "local rank 0 failed", 5000 },
 };
 
 static int cmd_fault(int argc, char **argv)
