@@ -232,6 +232,21 @@ static int failure_notice_fail(struct npccl_comm *c, const struct shm_hello *h, 
 	return cause;
 }
 
+/*
+ * If @h (received with the @nf descriptors @fds) is a failure notice from
+ * local rank @from, close the descriptors, set our error and return the rank
+ * the failure started with; otherwise -1 and nothing is touched.
+ */
+static int take_failure_notice(struct npccl_comm *c, const struct shm_hello *h, int from,
+			       int *fds, int nf, char *err, size_t errlen)
+{
+	if (nf < 0 || h->from != from || !is_failure_notice(c, h))
+		return -1;
+	for (int i = 0; i < nf; i++)
+		close(fds[i]);
+	return failure_notice_fail(c, h, err, errlen);
+}
+
 static void send_failure_notice(struct npccl_comm *c, int fd, int to, int cause)
 {
 	struct shm_hello h = { .magic = SHM_HELLO_FAILED, .from = c->rank, .to = to,
@@ -344,15 +359,14 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 			struct shm_hello n;
 			int nfds[2] = { -1, -1 };
 			int nn = recv_fds(fd, &n, sizeof(n), nfds, 2, now_ns() + 100000000ull);
-			for (int i = 0; i < nn; i++)
-				close(nfds[i]);
 			close(fd);
-			if (nn >= 0 && n.from == j && is_failure_notice(c, &n)) {
-				cause = failure_notice_fail(c, &n, err, errlen);
-				st = NPCCL_ERR_BOOTSTRAP;
-			} else {
+			cause = take_failure_notice(c, &n, j, nfds, nn, err, errlen);
+			st = NPCCL_ERR_BOOTSTRAP;
+			if (cause < 0) {
+				for (int i = 0; i < nn; i++)
+					close(nfds[i]);
 				cause = j;
-				st = exchange_fail(c, j, "it closed the connection", err, errlen);
+				exchange_fail(c, j, "it closed the connection", err, errlen);
 			}
 			break;
 		}
@@ -381,11 +395,10 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		struct shm_hello h;
 		int fds[2] = { -1, -1 };
 		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, MIN(deadline, now_ns() + 5000000000ull));
-		if (nf >= 0 && is_failure_notice(c, &h)) {
-			for (int i = 0; i < nf; i++)
-				close(fds[i]);
+		int notice_cause = nf >= 0 ? take_failure_notice(c, &h, h.from, fds, nf, err, errlen) : -1;
+		if (notice_cause >= 0) {
 			close(fd);
-			cause = failure_notice_fail(c, &h, err, errlen);
+			cause = notice_cause;
 			st = NPCCL_ERR_BOOTSTRAP;
 			break;
 		}
@@ -421,10 +434,9 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		struct shm_hello h;
 		int fds[2] = { -1, -1 };
 		int nf = recv_fds(p->ctl_fd, &h, sizeof(h), fds, 2, deadline);
-		if (nf >= 0 && h.from == j && is_failure_notice(c, &h)) {
-			for (int i = 0; i < nf; i++)
-				close(fds[i]);
-			cause = failure_notice_fail(c, &h, err, errlen);
+		int notice_cause = take_failure_notice(c, &h, j, fds, nf, err, errlen);
+		if (notice_cause >= 0) {
+			cause = notice_cause;
 			st = NPCCL_ERR_BOOTSTRAP;
 			break;
 		}

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "model_load.h"
 
 struct copier {

@@ -26,7 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "model_load.h"
 
 #define LOAD_DIRECT_CHUNK (8u << 20)	/* claimed at a time: 4 huge pages */
@@ -134,8 +133,7 @@ static void copy_chunks(struct direct *d, bool report)
 	const uint64_t total = d->ld->h->data_len;
 
 	for (;;) {
-		uint64_t c, pos, end, done;
-		npushm_status_t st = NPUSHM_OK;
+		uint64_t c, pos, end, to, done;
 
 		pthread_mutex_lock(&d->mu);
 		if (d->failed || d->next == d->nchunks) {
@@ -145,30 +143,30 @@ static void copy_chunks(struct direct *d, bool report)
 		c = d->next++;
 		pthread_mutex_unlock(&d->mu);
 
-		pos = c * LOAD_DIRECT_CHUNK;
-		end = pos + LOAD_DIRECT_CHUNK < total ? pos + LOAD_DIRECT_CHUNK : total;
-		while (pos < end && !st) {
-			uint64_t to = pos + LOAD_DIRECT_PIECE < end ? pos + LOAD_DIRECT_PIECE : end;
+		end = (c + 1) * LOAD_DIRECT_CHUNK < total ? (c + 1) * LOAD_DIRECT_CHUNK : total;
+		for (pos = c * LOAD_DIRECT_CHUNK; pos < end; pos = to) {
+			npushm_status_t st;
+			bool stop;
 
+			to = pos + LOAD_DIRECT_PIECE < end ? pos + LOAD_DIRECT_PIECE : end;
 			st = walk(d, pos, to, true);
 			pthread_mutex_lock(&d->mu);
+			if (st && !d->failed)
+				npi_error_save(&d->err);
 			if (st) {
-				if (!d->failed)
-					npi_error_save(&d->err);
 				d->failed = true;
 			} else {
 				d->landed[c] = to - c * LOAD_DIRECT_CHUNK;
 				hash_landed(d);
 			}
-			st = st ? st : d->failed ? NPUSHM_ERR_IO : NPUSHM_OK;
+			stop = d->failed;
 			done = d->hashed;
 			pthread_mutex_unlock(&d->mu);
-			pos = to;
-			if (report && !st)
+			if (stop)
+				return;
+			if (report)
 				npi_load_progress(d->ld, NPUSHM_LOAD_COPY, done, total);
 		}
-		if (st)
-			return;
 	}
 }
 
