@@ -455,8 +455,10 @@ static void bench_load(const char *path, uint64_t size, npushm_dev_t *dev, int r
 		for (int i = 0; i < reps; i++) {
 			cat[ncat++] = time_cat(path);
 			cfg[k].load[i] = time_load(&cfg[k], path);
-			cfg[k].floor_s[i] = time_alloc_floor(cfg[k].shm_dir ? cfg[k].shm_dir : "/dev/shm", size);
 		}
+		/* Apart from the loads: it would hand them other memory than the last load freed. */
+		for (int i = 0; i < reps; i++)
+			cfg[k].floor_s[i] = time_alloc_floor(cfg[k].shm_dir ? cfg[k].shm_dir : "/dev/shm", size);
 	}
 	cat_s = median(cat, ncat);
 	printf("\n## 3. Load throughput vs cat, warm page cache\n\n");

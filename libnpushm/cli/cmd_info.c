@@ -74,7 +74,7 @@ int cmd_info(const struct cli_opts *o)
 		cli_print_json(j);
 		goto out;
 	}
-	printf("model     %s\nbackend   %s\nhash      xxh3-128 %s\nsource    %s (%llu bytes)\n"
+	printf("model     %s\nbackend   %s\nhash      %s (XXH3-128 over 8 MiB blocks)\nsource    %s (%llu bytes)\n"
 	       "region    %llu, %s\ntensors   %zu\nmetadata  %s\n\n",
 	       o->args[0], npushm_backend_name(npushm_dev_backend(dev)), mi.hash_hex,
 	       cli_size(mi.source_size, a, sizeof(a)), (unsigned long long)mi.source_size,

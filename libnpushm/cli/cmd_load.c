@@ -51,7 +51,7 @@ int cmd_load(const struct cli_opts *o)
 		json_object_object_add(j, "seconds", json_object_new_double(secs));
 		cli_print_json(j);
 	} else if (!o->quiet) {
-		printf("loaded '%s' from %s: %zu tensors, %s, xxh3 %s, region %llu (%s) in %.2f s (%.2f GB/s)\n",
+		printf("loaded '%s' from %s: %zu tensors, %s, hash %s, region %llu (%s) in %.2f s (%.2f GB/s)\n",
 		       o->name, o->args[0], res.tensor_count, cli_size(res.source_size, sz, sizeof(sz)),
 		       res.hash_hex, (unsigned long long)res.region_id,
 		       res.deduplicated ? "reused the published copy" : "new copy", secs,

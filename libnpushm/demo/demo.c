@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 	printf("\nnpushm demo: one BERT-base-shaped model (%zu tensors, %s), %d workers, backend %s\n",
 	       res.tensor_count, memstat_mib((long)(res.source_size >> 10), a, sizeof(a)), workers,
 	       npushm_backend_name(npushm_dev_backend(dev)));
-	printf("loaded once in %.2f s (%.2f GB/s) as '%s', xxh3-128 %s\n\n", load_s,
+	printf("loaded once in %.2f s (%.2f GB/s) as '%s', content hash %s\n\n", load_s,
 	       (double)res.source_size / load_s / 1e9, name, res.hash_hex);
 
 	if (pipe(up) || pipe(down)) {

@@ -397,7 +397,7 @@ typedef struct npushm_tensor {
 typedef struct npushm_model npushm_model_t;
 
 typedef struct npushm_model_info {
-	uint8_t hash[16];	/* XXH3-128 of the source file, big-endian */
+	uint8_t hash[16];	/* content hash of the source file, big-endian (docs/weights.md) */
 	char hash_hex[33];
 	uint64_t source_size;	/* bytes of the source file */
 	uint64_t region_size;
@@ -444,9 +444,10 @@ typedef struct npushm_load_result {
  * Load the safetensors file @path and publish it as @name (persistent).
  * Validates the header fully (FORMAT, with the file and the problem in the
  * message), streams the tensors into one region at 64-byte alignment with
- * the manifest, hashes the file (XXH3-128), seals and publishes. Atomic: the
- * name appears only once the model is complete and sealed; a process killed
- * at any point leaves no name and no memory behind. Unless
+ * the manifest, hashes the file (XXH3-128 over its 8 MiB blocks' XXH3-128s),
+ * seals and publishes. Atomic: the name appears only once the model is
+ * complete and sealed; a process killed at any point leaves no name and no
+ * memory behind. Unless
  * NPUSHM_LOAD_NO_DEDUP, a file whose hash is already published under the
  * alias "xxh3:<hex>" reuses that region. @opts may be NULL.
  * @result [out] may be NULL.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * model_copy.c - stream a safetensors file's data into its region while
- * hashing the whole file (XXH3-128 from libxxhash).
+ * computing the file's content hash (content_hash.h).
  *
  * The loading thread reads 1 MiB chunks into a ring of LOAD_SLOTS buffers
  * and hashes them; a writer thread scatters each chunk over the tensors it
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "content_hash.h"
 #include "model_load.h"
 
 struct copier {
@@ -94,23 +95,20 @@ npushm_status_t npi_load_copy(struct load *ld)
 	const struct npi_st_header *h = ld->h;
 	struct copier c = { .ld = ld, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	uint64_t pos = 0, total = h->data_len;
-	XXH3_state_t *xs = XXH3_createState();
-	npushm_status_t st = NPUSHM_OK;
-	XXH128_hash_t digest;
+	struct npi_content_hash ch = { 0 };
+	npushm_status_t st;
 	pthread_t writer;
 	bool writer_running = false;
 
-	for (int i = 0; i < LOAD_SLOTS; i++) {
+	st = npi_content_hash_init(&ch);
+	for (int i = 0; i < LOAD_SLOTS && !st; i++) {
 		c.buf[i] = aligned_alloc(4096, LOAD_CHUNK);
 		if (!c.buf[i])
-			xs = NULL;	/* reported below */
+			st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the copy buffers");
 	}
-	if (!xs) {
-		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the copy buffers");
+	if (st)
 		goto out;
-	}
-	XXH3_128bits_reset(xs);
-	XXH3_128bits_update(xs, ld->prefix, h->data_start);
+	npi_content_hash_update(&ch, ld->prefix, h->data_start);
 	npi_load_progress(ld, NPUSHM_LOAD_COPY, 0, total);
 	if (total && pthread_create(&writer, NULL, writer_main, &c)) {
 		st = npi_fail(NPUSHM_ERR_SYSTEM, errno, "cannot start the copy thread");
@@ -143,7 +141,7 @@ npushm_status_t npi_load_copy(struct load *ld)
 				      (unsigned long long)ld->st0.st_size);
 			break;
 		}
-		XXH3_128bits_update(xs, c.buf[slot], got);
+		npi_content_hash_update(&ch, c.buf[slot], got);
 		pthread_mutex_lock(&c.mu);
 		c.len[slot] = got;
 		c.pos[slot] = pos;
@@ -165,13 +163,12 @@ npushm_status_t npi_load_copy(struct load *ld)
 		st = npi_error_restore(&c.err);
 	if (st)
 		goto out;
-	digest = XXH3_128bits_digest(xs);
-	XXH128_canonicalFromHash((XXH128_canonical_t *)ld->hash, digest);
+	npi_content_hash_final(&ch, ld->hash);
 	npi_hex(ld->hash, 16, ld->hash_hex);
 out:
 	for (int i = 0; i < LOAD_SLOTS; i++)
 		free(c.buf[i]);
-	XXH3_freeState(xs);
+	npi_content_hash_free(&ch);
 	return st;
 }
 
@@ -182,17 +179,17 @@ out:
 npushm_status_t npi_load_hash_only(struct load *ld)
 {
 	const struct npi_st_header *h = ld->h;
-	XXH3_state_t *xs = XXH3_createState();
+	struct npi_content_hash ch = { 0 };
 	uint8_t *buf = malloc(LOAD_CHUNK);
-	npushm_status_t st = NPUSHM_OK;
+	npushm_status_t st;
 	uint64_t pos = 0;
 
-	if (!xs || !buf) {
+	st = npi_content_hash_init(&ch);
+	if (!st && !buf)
 		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the hash buffer");
+	if (st)
 		goto out;
-	}
-	XXH3_128bits_reset(xs);
-	XXH3_128bits_update(xs, ld->prefix, h->data_start);
+	npi_content_hash_update(&ch, ld->prefix, h->data_start);
 	while (pos < h->data_len) {
 		size_t want = h->data_len - pos < LOAD_CHUNK ? (size_t)(h->data_len - pos) : LOAD_CHUNK, got;
 		int err = npi_pread_full(ld->fd, buf, want, h->data_start + pos, &got);
@@ -202,13 +199,13 @@ npushm_status_t npi_load_hash_only(struct load *ld)
 				      (unsigned long long)(h->data_start + pos));
 			goto out;
 		}
-		XXH3_128bits_update(xs, buf, got);
+		npi_content_hash_update(&ch, buf, got);
 		pos += got;
 	}
-	XXH128_canonicalFromHash((XXH128_canonical_t *)ld->hash, XXH3_128bits_digest(xs));
+	npi_content_hash_final(&ch, ld->hash);
 	npi_hex(ld->hash, 16, ld->hash_hex);
 out:
 	free(buf);
-	XXH3_freeState(xs);
+	npi_content_hash_free(&ch);
 	return st;
 }

@@ -2,47 +2,44 @@
 /*
  * model_copy_direct.c - the loader's copy when the region can be written
  * through a mapping: read(2) straight into the mapped region (one copy, from
- * the page cache into the region), on up to LOAD_DIRECT_THREADS threads, and
- * hash the data in file order as the chunks land, while they are still in
- * the cache.
+ * the page cache into the region), on up to LOAD_DIRECT_THREADS threads,
+ * each hashing what it has just read while it is still in its cache.
  *
  * Used for the kmod backend (its regions are allocated up front) and for a
  * posix region whose tmpfs gives it huge pages (the backend allocates all of
  * it first, so a full tmpfs is an error here rather than a SIGBUS in the
- * middle of the copy). The digest is the same XXH3-128 of the whole file as
- * model_copy.c computes: the data has no holes (safetensors.c), so hashing
- * the tensors in file order hashes every byte after the header.
+ * middle of the copy).
  *
- * Chunks of 8 MiB are claimed in order from a shared cursor and read in
- * 256 KiB pieces. Whichever thread lands the piece that is next in file
- * order becomes the hasher and hashes everything landed from there on, so
- * the thread on the earliest chunk hashes each piece while it is still in
- * its L2; the others go on copying. Only the calling thread reports
- * progress (bytes hashed so far).
+ * The threads claim the file's 8 MiB hash blocks (content_hash.h) in order
+ * from a shared cursor. A thread reads its block's data in 256 KiB pieces,
+ * each into its place in the region, and feeds each piece to the block's
+ * hash right after reading it; the header bytes at the start of the file
+ * are hashed from memory. The block digests give the same content hash as
+ * the sequential path (model_copy.c). Only the calling thread reports
+ * progress (bytes copied so far, by all threads).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "content_hash.h"
 #include "model_load.h"
 
-#define LOAD_DIRECT_CHUNK (8u << 20)	/* claimed at a time: 4 huge pages */
 #define LOAD_DIRECT_PIECE (256u << 10)	/* read at a time, hashed while in L2 */
 #define LOAD_DIRECT_THREADS 4
 
 struct direct {
 	struct load *ld;
-	pthread_mutex_t mu;
-	uint64_t nchunks;
-	uint64_t next;			/* next chunk to claim */
-	uint64_t *landed;		/* per chunk: bytes from its start in the region */
-	uint64_t hashed;		/* file-data bytes hashed, in order */
-	bool hashing;			/* a thread is hashing */
-	bool failed;
+	uint64_t nblocks;
+	uint8_t (*digest)[16];		/* per block */
+	atomic_uint_fast64_t next;	/* next block to claim */
+	atomic_uint_fast64_t copied;	/* file-data bytes in the region */
+	atomic_bool failed;
+	pthread_mutex_t mu;		/* guards err */
 	struct npi_saved_error err;	/* the first failure, for the calling thread */
-	XXH3_state_t *xs;
 };
 
 /* Tensor index holding file-data offset @pos (the data has no holes). */
@@ -62,12 +59,11 @@ static size_t tensor_at(const struct npi_st_header *h, uint64_t pos)
 }
 
 /*
- * Walk file data [@pos, @end) tensor piece by tensor piece: read it from the
- * file into the region (@read) or hash it from the region (!@read).
+ * Read file data [@pos, @end) into the region, tensor piece by tensor
+ * piece, feeding each piece to @xs once it is in place.
  */
-static npushm_status_t walk(struct direct *d, uint64_t pos, uint64_t end, bool read)
+static npushm_status_t read_hash(const struct load *ld, uint64_t pos, uint64_t end, XXH3_state_t *xs)
 {
-	const struct load *ld = d->ld;
 	const struct npi_st_header *h = ld->h;
 	size_t ti = tensor_at(h, pos);
 
@@ -83,11 +79,6 @@ static npushm_status_t walk(struct direct *d, uint64_t pos, uint64_t end, bool r
 		t = &h->tensors[ti];
 		k = (t->end < end ? t->end : end) - pos;
 		dst = (uint8_t *)ld->map + ld->l.dst[ti] + (pos - t->begin);
-		if (!read) {
-			XXH3_128bits_update(d->xs, dst, (size_t)k);
-			pos += k;
-			continue;
-		}
 		err = npi_pread_full(ld->fd, dst, (size_t)k, h->data_start + pos, &got);
 		if (err)
 			return npi_fail(NPUSHM_ERR_IO, err, "cannot read '%s' at offset %llu", ld->path,
@@ -97,94 +88,92 @@ static npushm_status_t walk(struct direct *d, uint64_t pos, uint64_t end, bool r
 					"'%s' ended at %llu bytes while %llu were expected: it was truncated while loading",
 					ld->path, (unsigned long long)(h->data_start + pos + got),
 					(unsigned long long)ld->st0.st_size);
+		XXH3_128bits_update(xs, dst, (size_t)k);
 		pos += k;
 	}
 	return NPUSHM_OK;
 }
 
-/*
- * Called with d->mu held: hash everything landed from d->hashed on. The
- * thread reading the earliest unhashed chunk hashes each piece right after
- * reading it; a later chunk's pieces wait for it, and are hashed by whoever
- * lands the piece that makes them next.
- */
-static void hash_landed(struct direct *d)
+/* Copy and hash block @b (file bytes [b * NPI_HASH_BLOCK, ...)). */
+static npushm_status_t copy_block(struct direct *d, uint64_t b, XXH3_state_t *xs, bool report)
 {
-	if (d->hashing)
-		return;
-	d->hashing = true;
-	while (!d->failed && d->hashed < d->ld->h->data_len) {
-		uint64_t c = d->hashed / LOAD_DIRECT_CHUNK;
-		uint64_t upto = c * LOAD_DIRECT_CHUNK + d->landed[c], from = d->hashed;
+	const struct load *ld = d->ld;
+	const uint64_t start = ld->h->data_start, fsize = start + ld->h->data_len;
+	uint64_t pos = b * NPI_HASH_BLOCK;
+	uint64_t end = fsize - pos < NPI_HASH_BLOCK ? fsize : pos + NPI_HASH_BLOCK;
 
-		if (upto <= from)
-			break;
-		pthread_mutex_unlock(&d->mu);
-		walk(d, from, upto, false);
-		pthread_mutex_lock(&d->mu);
-		d->hashed = upto;
+	XXH3_128bits_reset(xs);
+	if (pos < start) {
+		uint64_t k = (end < start ? end : start) - pos;
+
+		XXH3_128bits_update(xs, ld->prefix + pos, (size_t)k);
+		pos += k;
 	}
-	d->hashing = false;
+	while (pos < end) {
+		uint64_t to = end - pos < LOAD_DIRECT_PIECE ? end : pos + LOAD_DIRECT_PIECE;
+		npushm_status_t st = read_hash(ld, pos - start, to - start, xs);
+		uint64_t done;
+
+		if (st)
+			return st;
+		done = atomic_fetch_add(&d->copied, to - pos) + (to - pos);
+		pos = to;
+		if (atomic_load(&d->failed))
+			return NPUSHM_OK;	/* the failing thread has the message */
+		if (report)
+			npi_load_progress(ld, NPUSHM_LOAD_COPY, done, ld->h->data_len);
+	}
+	XXH128_canonicalFromHash((XXH128_canonical_t *)d->digest[b], XXH3_128bits_digest(xs));
+	return NPUSHM_OK;
 }
 
-/* Copy chunks until none is left or a thread failed; @report: the caller's thread. */
-static void copy_chunks(struct direct *d, bool report)
+/* Copy blocks until none is left or a thread failed; @report: the caller's thread. */
+static void copy_blocks(struct direct *d, bool report)
 {
-	const uint64_t total = d->ld->h->data_len;
+	XXH3_state_t *xs = XXH3_createState();
 
-	for (;;) {
-		uint64_t c, pos, end, to, done;
-
+	if (!xs) {
 		pthread_mutex_lock(&d->mu);
-		if (d->failed || d->next == d->nchunks) {
-			pthread_mutex_unlock(&d->mu);
-			return;
+		if (!atomic_exchange(&d->failed, true)) {
+			npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate a hash state");
+			npi_error_save(&d->err);
 		}
-		c = d->next++;
 		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	while (!atomic_load(&d->failed)) {
+		uint64_t b = atomic_fetch_add(&d->next, 1);
+		npushm_status_t st;
 
-		end = (c + 1) * LOAD_DIRECT_CHUNK < total ? (c + 1) * LOAD_DIRECT_CHUNK : total;
-		for (pos = c * LOAD_DIRECT_CHUNK; pos < end; pos = to) {
-			npushm_status_t st;
-			bool stop;
-
-			to = pos + LOAD_DIRECT_PIECE < end ? pos + LOAD_DIRECT_PIECE : end;
-			st = walk(d, pos, to, true);
+		if (b >= d->nblocks)
+			break;
+		st = copy_block(d, b, xs, report);
+		if (st) {
 			pthread_mutex_lock(&d->mu);
-			if (st && !d->failed)
+			if (!atomic_exchange(&d->failed, true))
 				npi_error_save(&d->err);
-			if (st) {
-				d->failed = true;
-			} else {
-				d->landed[c] = to - c * LOAD_DIRECT_CHUNK;
-				hash_landed(d);
-			}
-			stop = d->failed;
-			done = d->hashed;
 			pthread_mutex_unlock(&d->mu);
-			if (stop)
-				return;
-			if (report)
-				npi_load_progress(d->ld, NPUSHM_LOAD_COPY, done, total);
+			break;
 		}
 	}
+	XXH3_freeState(xs);
 }
 
 static void *copy_thread(void *arg)
 {
-	copy_chunks(arg, false);
+	copy_blocks(arg, false);
 	return NULL;
 }
 
-static unsigned thread_count(uint64_t nchunks)
+static unsigned thread_count(uint64_t nblocks)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned n = cpus > 0 ? (unsigned)cpus : 1;
 
 	if (n > LOAD_DIRECT_THREADS)
 		n = LOAD_DIRECT_THREADS;
-	if (n > nchunks)
-		n = nchunks ? (unsigned)nchunks : 1;
+	if (n > nblocks)
+		n = (unsigned)nblocks;
 	return n;
 }
 
@@ -196,33 +185,28 @@ npushm_status_t npi_load_copy_direct(struct load *ld)
 	unsigned n, started = 0;
 	npushm_status_t st = NPUSHM_OK;
 
-	d.nchunks = (h->data_len + LOAD_DIRECT_CHUNK - 1) / LOAD_DIRECT_CHUNK;
-	d.landed = calloc(d.nchunks ? d.nchunks : 1, sizeof(*d.landed));
-	d.xs = XXH3_createState();
-	if (!d.landed || !d.xs) {
-		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the copy state");
-		goto out;
-	}
-	XXH3_128bits_reset(d.xs);
-	XXH3_128bits_update(d.xs, ld->prefix, h->data_start);
+	/* The file holds at least the 8-byte length, so there is a block. */
+	d.nblocks = (h->data_start + h->data_len + NPI_HASH_BLOCK - 1) / NPI_HASH_BLOCK;
+	d.digest = calloc(d.nblocks, sizeof(*d.digest));
+	if (!d.digest)
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the copy state");
 	npi_load_progress(ld, NPUSHM_LOAD_COPY, 0, h->data_len);
 
-	n = thread_count(d.nchunks);
+	n = thread_count(d.nblocks);
 	while (started + 1 < n && !pthread_create(&threads[started], NULL, copy_thread, &d))
 		started++;		/* fewer threads than asked for is only slower */
-	copy_chunks(&d, true);
+	copy_blocks(&d, true);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 
-	if (d.failed) {
+	if (atomic_load(&d.failed)) {
 		st = npi_error_restore(&d.err);
 		goto out;
 	}
-	XXH128_canonicalFromHash((XXH128_canonical_t *)ld->hash, XXH3_128bits_digest(d.xs));
+	npi_content_hash_combine((const uint8_t (*)[16])d.digest, d.nblocks, ld->hash);
 	npi_hex(ld->hash, 16, ld->hash_hex);
 	npi_load_progress(ld, NPUSHM_LOAD_COPY, h->data_len, h->data_len);
 out:
-	free(d.landed);
-	XXH3_freeState(d.xs);
+	free(d.digest);
 	return st;
 }

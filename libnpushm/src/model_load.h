@@ -10,12 +10,6 @@
 
 #include <sys/stat.h>
 
-#include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
-/* XXH3 through libxxhash's run-time dispatch: AVX2/AVX-512 where the CPU has them. */
-#include <xxh_x86dispatch.h>
-#endif
-
 #include "internal.h"
 #include "safetensors.h"
 

@@ -292,7 +292,7 @@ static size_t dtype_bytes(const char *d)
 uint64_t th_write_model(const char *path, struct th_tensor *t, int n, const char *metadata,
 			uint64_t seed)
 {
-	size_t cap = 4096 + (size_t)n * 256, len = 0;
+	size_t cap = 4096 + (size_t)n * 256 + (metadata ? strlen(metadata) : 0), len = 0;
 	char *hdr = malloc(cap);
 	uint64_t off = 0, hlen, s = seed | 1;
 	FILE *f;

@@ -122,6 +122,33 @@ def test_dedup_and_no_dedup():
         created.discard(PFX + n)
 
 
+def xxhsum(data):
+    """XXH3-128 of @data as Debian's xxhsum prints it (32 hex digits)."""
+    p = subprocess.run(["xxhsum", "-H2"], input=data, capture_output=True, check=True)
+    return p.stdout.split()[0].decode()
+
+
+def test_hash_is_xxh3_over_8mib_blocks_as_xxhsum_computes():
+    """The content hash, recomputed with the xxhash command line tool: XXH3-128
+    of the XXH3-128 digests of the file's 8 MiB blocks (the last one short)."""
+    rng = random.Random(9)
+    n = (17 << 20) + 12
+    raw = {"w": ("U8", [n], rng.randbytes(n))}
+    path = os.path.join(TMP, "blocks.safetensors")
+    ref.write_raw(path, raw)
+    res = load(path, PFX + "blocks")
+    with open(path, "rb") as f:
+        whole = f.read()
+    block = 8 << 20
+    digests = [xxhsum(whole[i:i + block]) for i in range(0, len(whole), block)]
+    check(len(digests) == 3)
+    check(res["hash"] == xxhsum(bytes.fromhex("".join(digests))),
+          "hash %s, xxhsum over the blocks gives something else" % res["hash"])
+    check(res["hash"] != xxhsum(whole), "the hash is over the blocks, not the whole file")
+    cli("rm", PFX + "blocks")
+    created.discard(PFX + "blocks")
+
+
 def test_text_output():
     path = model_file("t.safetensors", seed=3)
     name = PFX + "t"

@@ -33,17 +33,29 @@ static char *path_in_tmp(const char *file)
 	return s;
 }
 
+/* The content hash, computed here independently: XXH3-128 of the 8 MiB blocks' XXH3-128s. */
 static void file_hash(const char *path, uint8_t out[16])
 {
+	const size_t block = 8 << 20;
 	int fd = open(path, O_RDONLY);
+	XXH128_canonical_t *d;
 	struct stat st;
-	void *p;
+	size_t size, n;
+	uint8_t *p;
 
 	REQUIRE(fd >= 0 && fstat(fd, &st) == 0);
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	size = (size_t)st.st_size;
+	n = (size + block - 1) / block;
+	p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	REQUIRE(p != MAP_FAILED);
-	XXH128_canonicalFromHash((XXH128_canonical_t *)out, XXH3_128bits(p, (size_t)st.st_size));
-	munmap(p, (size_t)st.st_size);
+	d = calloc(n, sizeof(*d));
+	REQUIRE(d);
+	for (size_t i = 0; i < n; i++)
+		XXH128_canonicalFromHash(&d[i], XXH3_128bits(p + i * block,
+							     size - i * block < block ? size - i * block : block));
+	XXH128_canonicalFromHash((XXH128_canonical_t *)out, XXH3_128bits(d, n * sizeof(*d)));
+	free(d);
+	munmap(p, size);
 	close(fd);
 }
 
@@ -252,6 +264,47 @@ TEST(model_load_across_copy_chunks_matches_the_file)
 	npushm_dev_close(dev);
 }
 
+/*
+ * A header longer than a hash block (9 MiB of metadata): the first block is
+ * all header, the second starts in it; on the mapping path those header
+ * bytes are hashed from memory, not read into the region.
+ */
+static void load_bighdr_and_check(npushm_dev_t *dev, const char *tag)
+{
+	static const char key[] = "{\"big\":\"";
+	struct th_tensor t[8] = { 0 };
+	const char *path = path_in_tmp("bighdr.safetensors"), *name = th_name(tag);
+	size_t vlen = (9 << 20) + 3, mlen = sizeof(key) - 1 + vlen + 2;
+	char *meta = malloc(mlen + 1);
+	int n = chunky_model(t);
+	npushm_model_info_t mi;
+	npushm_model_t *m;
+
+	REQUIRE(meta);
+	memcpy(meta, key, sizeof(key) - 1);
+	memset(meta + sizeof(key) - 1, 'x', vlen);
+	memcpy(meta + sizeof(key) - 1 + vlen, "\"}", 3);
+	th_write_model(path, t, n, meta, 78);
+	REQUIRE_OK(npushm_model_load(dev, path, name, NULL, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	check_model_matches(m, t, n, path);
+	npushm_model_info(m, &mi);
+	CHECK_EQ(strlen(mi.metadata_json), mlen);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	CHECK_EQ(th_shm_files(), 0);
+	free(meta);
+	th_free_model(t, n);
+}
+
+TEST(model_load_with_a_header_over_a_hash_block)
+{
+	npushm_dev_t *dev = th_dev();
+
+	load_bighdr_and_check(dev, "bighdr");
+	npushm_dev_close(dev);
+}
+
 struct touch_ctx {
 	const char *path;
 	int done;
@@ -332,6 +385,7 @@ TEST(model_load_on_a_huge_page_tmpfs_goes_through_the_mapping)
 		th_skip("this kernel's tmpfs has no huge pages (%s)", strerror(errno));
 	dev = th_dev();
 	load_chunky_and_check(dev, "hugechunky");
+	load_bighdr_and_check(dev, "hugebighdr");
 	check_truncated_load_is_refused(dev);
 
 	/* The published file really is on huge pages (what selects the mapping path). */

@@ -200,7 +200,7 @@ class Model(_L.Closeable):
 
 
     def __repr__(self):
-        return "<npushm model %r: %d tensors, xxh3 %s>" % (self.name, self._count, self.hash)
+        return "<npushm model %r: %d tensors, hash %s>" % (self.name, self._count, self.hash)
 
 
 def attach(name, backend="auto"):
