@@ -140,7 +140,7 @@ $(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_DIR)/dem
 		$(LIBNPUSHM_DIR)/demo/memstat.h $(LIBNPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_DIR)/demo -o $@ $(CURDIR)/bench/weights/weights_bench.c \
-		$(LIBNPUSHM_DIR)/demo/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm
+		$(LIBNPUSHM_DIR)/demo/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm -pthread
 
 .PHONY: bench-weights
 bench-weights: $(LIBNPUSHM_BENCH)

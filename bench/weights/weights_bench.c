@@ -16,8 +16,10 @@
  *    target >= 80 %; on the posix backend for /dev/shm as mounted (4 KiB
  *    pages, the loader writes with pwrite) and, as root, for a tmpfs with
  *    huge pages mounted by the benchmark (the loader reads straight into a
- *    mapping); with the floor of the fresh memory (a tmpfs file of the same
- *    size allocated by fallocate) for context.
+ *    mapping); with floors for context: the fresh memory alone (a tmpfs
+ *    file of the same size allocated by fallocate; on huge pages, faulted in
+ *    on the loader's threads) and, on huge pages, the copy alone (the file
+ *    read into a fresh mapping on the loader's threads, without the hash).
  *
  *   npushm-bench-weights [--dir DIR] [--size MiB] [--max-workers N] [--quick]
  */
@@ -25,7 +27,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +355,74 @@ static double time_alloc_floor(const char *dir, uint64_t size)
 }
 
 /*
+ * The floors of a load into the huge-page tmpfs @dir, on as many threads as
+ * the loader uses (one per core, up to 4): each thread claims 8 MiB blocks
+ * of a fresh @size-byte mapping and either faults them in (@src < 0: the
+ * kernel zeroes each 2 MiB page) or read(2)s the file @src into them in
+ * 256 KiB pieces, as the loader does, but without hashing.
+ */
+struct floor_job {
+	uint8_t *map;
+	int src;
+	uint64_t size;
+	atomic_uint_fast64_t next;
+};
+
+static void *floor_worker(void *arg)
+{
+	struct floor_job *j = arg;
+	const uint64_t block = 8 << 20, piece = 256 << 10;
+	uint64_t b;
+
+	while ((b = atomic_fetch_add(&j->next, 1)) * block < j->size) {
+		uint64_t end = (b + 1) * block < j->size ? (b + 1) * block : j->size;
+
+		if (j->src < 0) {
+			if (madvise(j->map + b * block, end - b * block, MADV_POPULATE_WRITE))
+				die("MADV_POPULATE_WRITE");
+			continue;
+		}
+		for (uint64_t pos = b * block; pos < end; pos += piece) {
+			size_t n = (size_t)(end - pos < piece ? end - pos : piece);
+
+			if (pread(j->src, j->map + pos, n, (off_t)pos) != (ssize_t)n)
+				die("read the model file");
+		}
+	}
+	return NULL;
+}
+
+static double time_floor(const char *dir, const char *path, uint64_t size, bool copy)
+{
+	struct floor_job j = { .size = size, .src = -1 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+	int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	pthread_t t[4];
+	double t0 = now(), dt;
+
+	if (copy && (j.src = open(path, O_RDONLY)) < 0)
+		die("open the model file");
+	if (fd < 0 || fallocate(fd, 0, 0, (off_t)size))
+		die("allocate the floor file");
+	j.map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (j.map == MAP_FAILED)
+		die("map the floor file");
+	for (int i = 1; i < n; i++)
+		if (pthread_create(&t[i], NULL, floor_worker, &j))
+			die("start a floor thread");
+	floor_worker(&j);
+	for (int i = 1; i < n; i++)
+		pthread_join(t[i], NULL);
+	munmap(j.map, size);
+	close(fd);
+	dt = now() - t0;
+	if (j.src >= 0)
+		close(j.src);
+	return dt;
+}
+
+/*
  * A tmpfs with huge pages (huge=within_size), mounted on a new directory in
  * a mount namespace of this process only (root only): where the posix
  * backend loads through a mapping. NULL, with the reason in @why, if none.
@@ -386,7 +458,7 @@ struct load_config {
 	const char *what;		/* table row */
 	const char *shm_dir;		/* posix: its tmpfs directory; kmod: NULL */
 	npushm_dev_t *dev;
-	double cold, load[16], floor_s[16];
+	double cold, load[16], floor_s[16], zero_s[16], copy_s[16];
 };
 
 static double median(double *v, int n)
@@ -459,6 +531,10 @@ static void bench_load(const char *path, uint64_t size, npushm_dev_t *dev, int r
 		/* Apart from the loads: it would hand them other memory than the last load freed. */
 		for (int i = 0; i < reps; i++)
 			cfg[k].floor_s[i] = time_alloc_floor(cfg[k].shm_dir ? cfg[k].shm_dir : "/dev/shm", size);
+		for (int i = 0; k == 1 && i < reps; i++) {
+			cfg[k].zero_s[i] = time_floor(hdir, path, size, false);
+			cfg[k].copy_s[i] = time_floor(hdir, path, size, true);
+		}
 	}
 	cat_s = median(cat, ncat);
 	printf("\n## 3. Load throughput vs cat, warm page cache\n\n");
@@ -478,6 +554,14 @@ static void bench_load(const char *path, uint64_t size, npushm_dev_t *dev, int r
 
 		printf("| fresh memory alone: fallocate in %s | %.3f | %.2f | %.0f%% | | |\n",
 		       cfg[0].shm_dir ? cfg[0].shm_dir : "/dev/shm", f, (double)size / f / 1e9, 100 * cat_s / f);
+	}
+	if (ncfg == 2) {
+		double z = median(cfg[1].zero_s, reps), c = median(cfg[1].copy_s, reps);
+
+		printf("| huge pages, fresh memory alone: faulted in on the loader's threads | %.3f | %.2f | %.0f%% | | |\n",
+		       z, (double)size / z / 1e9, 100 * cat_s / z);
+		printf("| huge pages, copy alone: read(2) into a fresh mapping on the loader's threads, no hash | %.3f | %.2f | %.0f%% | | |\n",
+		       c, (double)size / c / 1e9, 100 * cat_s / c);
 	}
 	printf("\n");
 	for (int k = 0; k < ncfg; k++) {
