@@ -30,6 +30,7 @@ int cmd_load(const struct cli_opts *o);
 int cmd_ls(const struct cli_opts *o);
 int cmd_info(const struct cli_opts *o);
 int cmd_rm(const struct cli_opts *o);
+int cmd_hash(const struct cli_opts *o);
 
 /* Print the thread's libnpushm error (or @msg) and return 1. */
 int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg);

@@ -6,6 +6,7 @@
  *   npushm ls [--all]
  *   npushm info NAME
  *   npushm rm NAME
+ *   npushm hash FILE...
  * Every command takes --json (one JSON document on stdout, errors too).
  * Exit status: 0 success, 1 failure, 2 bad usage.
  */
@@ -25,6 +26,7 @@ static const char usage[] =
 	"  ls [--all]     list models and regions (--all: hash aliases too)\n"
 	"  info NAME      show a model's tensors\n"
 	"  rm NAME        remove a model's name (memory goes when the last user detaches)\n"
+	"  hash FILE...   the content hash load would record (up to 4 files; no backend needed)\n"
 	"\n"
 	"The backend is the npushm module when /dev/npushm exists, else POSIX shared\n"
 	"memory in /dev/shm; NPUSHM_BACKEND or --backend choose it.\n";
@@ -190,6 +192,11 @@ int main(int argc, char **argv)
 		if (o.nargs != 1)
 			return usage_error("%s", "rm takes one NAME");
 		return cmd_rm(&o);
+	}
+	if (!strcmp(cmd, "hash")) {
+		if (!o.nargs)
+			return usage_error("%s", "hash takes one or more FILEs");
+		return cmd_hash(&o);
 	}
 	if (!strcmp(cmd, "help")) {
 		fputs(usage, stdout);

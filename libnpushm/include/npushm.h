@@ -447,14 +447,23 @@ typedef struct npushm_load_result {
  * the manifest, hashes the file (XXH3-128 over its 8 MiB blocks' XXH3-128s),
  * seals and publishes. Atomic: the name appears only once the model is
  * complete and sealed; a process killed at any point leaves no name and no
- * memory behind. Unless
- * NPUSHM_LOAD_NO_DEDUP, a file whose hash is already published under the
- * alias "xxh3:<hex>" reuses that region. @opts may be NULL.
+ * memory behind. Unless NPUSHM_LOAD_NO_DEDUP, a file whose hash is already
+ * published under the alias "xxh3:<hex>" reuses that region. @opts may be
+ * NULL.
  * @result [out] may be NULL.
  */
 NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path, const char *name,
 					     const npushm_load_opts_t *opts,
 					     npushm_load_result_t *result);
+/*
+ * The content hash of the file @path, as npushm_model_load() computes it
+ * for a model (and publishes it as "xxh3:<hex>"): XXH3-128 of the
+ * XXH3-128 digests of the file's 8 MiB blocks, the last one short; any
+ * regular file. Reads the whole file. @hash [out]: 16 bytes, big-endian;
+ * @hex [out, may be NULL]: 32 hex digits and a NUL. NOT_FOUND, ACCESS or
+ * IO name the file.
+ */
+NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], char hex[33]);
 /*
  * Remove the model name @name; when no other model name refers to its
  * region, its hash alias too (the memory goes when the last user detaches).

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * content_hash.c - the model content hash (see content_hash.h): XXH3-128
- * over the XXH3-128 digests of the file's 8 MiB blocks.
+ * over the XXH3-128 digests of the file's 8 MiB blocks; and
+ * npushm_file_hash(), the same for any file.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "content_hash.h"
 #include "internal.h"
@@ -68,4 +73,58 @@ void npi_content_hash_free(struct npi_content_hash *c)
 void npi_content_hash_combine(const uint8_t (*blocks)[16], uint64_t n, uint8_t out[16])
 {
 	XXH128_canonicalFromHash((XXH128_canonical_t *)out, XXH3_128bits(blocks, (size_t)n * 16));
+}
+
+#define FILE_HASH_CHUNK (1u << 20)
+
+NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], char hex[33])
+{
+	struct npi_content_hash c = { 0 };
+	uint8_t *buf = NULL;
+	npushm_status_t st;
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (!path || !hash)
+		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_file_hash: NULL argument");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+
+		return npi_fail(err == ENOENT ? NPUSHM_ERR_NOT_FOUND :
+				err == EACCES ? NPUSHM_ERR_ACCESS : NPUSHM_ERR_IO, err,
+				"cannot open '%s'", path);
+	}
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		st = npi_fail(NPUSHM_ERR_IO, 0, "'%s' is not a regular file", path);
+		goto out;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	st = npi_content_hash_init(&c);
+	if (st)
+		goto out;
+	buf = malloc(FILE_HASH_CHUNK);
+	if (!buf) {
+		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the hash buffer");
+		goto out;
+	}
+	while ((n = read(fd, buf, FILE_HASH_CHUNK)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st = npi_fail(NPUSHM_ERR_IO, errno, "cannot read '%s' at offset %llu", path,
+				      (unsigned long long)c.pos);
+			goto out;
+		}
+		npi_content_hash_update(&c, buf, (size_t)n);
+	}
+	npi_content_hash_final(&c, hash);
+	if (hex)
+		npi_hex(hash, 16, hex);
+out:
+	free(buf);
+	npi_content_hash_free(&c);
+	close(fd);
+	return st;
 }

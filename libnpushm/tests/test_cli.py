@@ -145,6 +145,13 @@ def test_hash_is_xxh3_over_8mib_blocks_as_xxhsum_computes():
     check(res["hash"] == xxhsum(bytes.fromhex("".join(digests))),
           "hash %s, xxhsum over the blocks gives something else" % res["hash"])
     check(res["hash"] != xxhsum(whole), "the hash is over the blocks, not the whole file")
+    # `npushm hash` gives the same without loading, for this and a small file.
+    small = model_file("small.safetensors", seed=3)
+    p = cli("hash", path, small)
+    small_hash = xxhsum(bytes.fromhex(xxhsum(open(small, "rb").read())))
+    check(p.stdout == "%s  %s\n%s  %s\n" % (res["hash"], path, small_hash, small), repr(p.stdout))
+    out, _ = cli_json("hash", path)
+    check(out == {"files": [{"file": path, "hash": res["hash"]}]}, out)
     cli("rm", PFX + "blocks")
     created.discard(PFX + "blocks")
 
@@ -185,6 +192,11 @@ def test_errors_say_what_to_do():
     check(p.stderr.startswith("npushm: '%s' is not a valid" % bad))
     err, _ = cli_json("load", os.path.join(TMP, "missing"), "--name", PFX + "m", expect=1)
     check(err["error"]["status"] == "NOT_FOUND" and "cannot open" in err["error"]["message"])
+    err, _ = cli_json("hash", os.path.join(TMP, "missing"), expect=1)
+    check(err["error"] == {"status": "NOT_FOUND", "message": "cannot open '%s' (No such file or directory)"
+                           % os.path.join(TMP, "missing")}, err)
+    p = cli("hash", TMP, expect=1)
+    check(p.stderr == "npushm: '%s' is not a regular file\n" % TMP and p.stdout == "", repr(p.stderr))
     ls, _ = cli_json("ls")
     check(not any(n["name"].startswith(PFX + "bad") for r in ls["regions"] for n in r["names"]))
     path = model_file("e.safetensors", seed=4)
@@ -198,7 +210,7 @@ def test_errors_say_what_to_do():
 def test_usage_errors_exit_2():
     for args in ([], ["frobnicate"], ["load", "x.safetensors"], ["load", "--name", "x"],
                  ["load", "f", "--name", "x", "--mode", "0777"], ["load", "f", "--name", "x", "--mode", "abc"],
-                 ["info"], ["rm"], ["ls", "extra"], ["--backend", "gpu", "ls"], ["info", "a", "b"]):
+                 ["info"], ["rm"], ["ls", "extra"], ["--backend", "gpu", "ls"], ["info", "a", "b"], ["hash"]):
         p = cli(*args, expect=2)
         check(p.stderr.startswith("npushm: ") and "usage:" in p.stderr, (args, p.stderr))
     p = cli("--help")

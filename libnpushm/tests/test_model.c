@@ -81,7 +81,8 @@ static int random_model(struct th_tensor *t, int max, uint64_t *s, char names[][
 static void check_model_matches(npushm_model_t *m, struct th_tensor *t, int n, const char *path)
 {
 	npushm_model_info_t mi;
-	uint8_t want_hash[16];
+	uint8_t want_hash[16], api_hash[16];
+	char api_hex[33];
 	struct stat st;
 
 	npushm_model_info(m, &mi);
@@ -90,6 +91,10 @@ static void check_model_matches(npushm_model_t *m, struct th_tensor *t, int n, c
 	CHECK_EQ(mi.source_size, st.st_size);
 	file_hash(path, want_hash);
 	CHECK(memcmp(mi.hash, want_hash, 16) == 0);
+	/* The public function computes the same, without loading. */
+	CHECK_ST(npushm_file_hash(path, api_hash, api_hex), NPUSHM_OK);
+	CHECK(memcmp(api_hash, want_hash, 16) == 0);
+	CHECK(strcmp(api_hex, mi.hash_hex) == 0);
 	CHECK_EQ(npushm_model_tensor_count(m), n);
 	for (int i = 0; i < n; i++) {
 		npushm_tensor_t x, y;
@@ -295,6 +300,20 @@ static void load_bighdr_and_check(npushm_dev_t *dev, const char *tag)
 	CHECK_EQ(th_shm_files(), 0);
 	free(meta);
 	th_free_model(t, n);
+}
+
+TEST(file_hash_errors_name_the_file)
+{
+	const char *missing = path_in_tmp("no-such-file");
+	uint8_t h[16];
+	char msg[600];
+
+	CHECK_ST(npushm_file_hash(NULL, h, NULL), NPUSHM_ERR_INVALID);
+	CHECK_ST(npushm_file_hash(missing, NULL, NULL), NPUSHM_ERR_INVALID);
+	snprintf(msg, sizeof(msg), "cannot open '%s'", missing);
+	CHECK_ST_MSG(npushm_file_hash(missing, h, NULL), NPUSHM_ERR_NOT_FOUND, msg);
+	snprintf(msg, sizeof(msg), "'%s' is not a regular file", th_tmpdir());
+	CHECK_ST_MSG(npushm_file_hash(th_tmpdir(), h, NULL), NPUSHM_ERR_IO, msg);
 }
 
 TEST(model_load_with_a_header_over_a_hash_block)
