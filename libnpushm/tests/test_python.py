@@ -114,6 +114,7 @@ def test_numpy_views_equal_the_file_and_share_its_memory():
     name = PFX + "np"
     res = load(path, name)
     want = ref.read(path)
+    check(npushm.file_hash(path) == res["hash"], "file_hash() gives the hash the load recorded")
     with npushm.attach(name) as m:
         check(len(m) == len(want) and m.names() == sorted(want))
         check(m.hash == res["hash"] and m.metadata == {"source": "test"})
@@ -278,6 +279,11 @@ def test_errors_carry_the_library_message():
         check(False)
     except npushm.NotFoundError as e:
         check(e.status == "NOT_FOUND" and "run `npushm load FILE --name %smissing` first" % PFX in str(e), e)
+    try:
+        npushm.file_hash(os.path.join(TMP, "missing"))
+        check(False)
+    except npushm.NotFoundError as e:
+        check("cannot open '%s'" % os.path.join(TMP, "missing") in str(e), e)
     path = make_model("e.safetensors", seed=10)
     load(path, PFX + "err")
     with npushm.attach(PFX + "err") as m:

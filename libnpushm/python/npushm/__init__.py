@@ -3,7 +3,7 @@
 Submodules load their C libraries from the build tree (build/lib) with ctypes,
 on first use, so `import npushm` itself needs no library:
 
-  npushm.weights   shared model weights: load(), attach(), remove(); tensors to
+  npushm.weights   shared model weights: load(), attach(), remove(), file_hash(); tensors to
                    NumPy / PyTorch through DLPack without a copy (libnpushm)
   npushm.regions   shared-memory regions: Region.alloc/open, publish, numpy views
   npushm.tensor    broadcasting math over zero-copy views (libnptensor)
@@ -13,7 +13,7 @@ npushm.load(path, "bert"), npushm.Region, npushm.NpushmError.
 """
 
 _LAZY = {
-    "attach": "weights", "load": "weights", "remove": "weights", "Model": "weights",
+    "attach": "weights", "load": "weights", "remove": "weights", "file_hash": "weights", "Model": "weights",
     "ModelTensor": "weights", "Region": "regions", "unlink": "regions",
     "NpushmError": "_libnpushm", "NotFoundError": "_libnpushm", "AccessError": "_libnpushm",
     "FormatError": "_libnpushm", "Device": "_libnpushm",

@@ -151,6 +151,7 @@ def _declare(L):
         "npushm_name_unlink": (st, [vp, cp]),
         "npushm_model_load": (st, [vp, cp, cp, ctypes.POINTER(LoadOpts), ctypes.POINTER(LoadResult)]),
         "npushm_model_remove": (st, [vp, cp]),
+        "npushm_file_hash": (st, [cp, ctypes.POINTER(ctypes.c_uint8 * 16), ctypes.c_char_p]),
         "npushm_model_attach_dev": (st, [vp, cp, pvp]),
         "npushm_model_detach": (None, [vp]),
         "npushm_model_info": (None, [vp, ctypes.POINTER(ModelInfo)]),

@@ -227,10 +227,19 @@ def load(path, name, mode=0o640, dedup=True, backend="auto", progress=None):
             "tensors": res.tensor_count, "deduplicated": bool(res.deduplicated)}
 
 
+def file_hash(path):
+    """The content hash `load` would record for the file at `path` (32 hex
+    digits, as in `npushm ls`), computed without loading it or a backend."""
+    digest = (ctypes.c_uint8 * 16)()
+    hexbuf = ctypes.create_string_buffer(33)
+    _L.check(_L.lib().npushm_file_hash(str(path).encode(), ctypes.byref(digest), hexbuf))
+    return hexbuf.value.decode()
+
+
 def remove(name, backend="auto"):
     """Remove a model's name (attached workers keep their mapping)."""
     with _L.Device(backend) as dev:
         _L.check(_L.lib().npushm_model_remove(dev.handle, name.encode()))
 
 
-__all__ = ["Model", "ModelTensor", "attach", "load", "remove", "NpushmError"]
+__all__ = ["Model", "ModelTensor", "attach", "load", "remove", "file_hash", "NpushmError"]
