@@ -32,33 +32,18 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.state"' EXIT
 
-# part NAME BINARY: run it, renumber its TAP lines into ours
+# part NAME COMMAND...: fold its TAP into ours (tools/tap-part)
 part() {
 	name=$1
 	shift
 	"$@" >"$out" 2>&1
 	rc=$?
-	before=$fail
-	while IFS= read -r line; do
-		case "$line" in
-		"ok "*|"not ok "*)
-			n=$((n + 1))
-			st=${line%% [0-9]*}
-			rest=$(printf '%s' "$line" | sed 's/^\(not \)\{0,1\}ok [0-9]* \{0,1\}-\{0,1\} \{0,1\}//')
-			[ "$st" = "not ok" ] && fail=$((fail + 1))
-			echo "$st $n - $name: $rest" ;;
-		1..*) ;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$out"
-	if [ "$rc" != 0 ] && [ "$fail" = "$before" ]; then
-		n=$((n + 1))
-		fail=$((fail + 1))
-		echo "not ok $n - $name: exited with status $rc without a failing test (sanitizer report above?)"
-	fi
+	"$root/tools/tap-part" "$n" "$name" "$rc" "$out.state" "sanitizer report above?" <"$out"
+	set -- $(cat "$out.state")
+	n=$((n + $1))
+	fail=$((fail + $2))
 }
 
 part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"

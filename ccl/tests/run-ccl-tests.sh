@@ -5,33 +5,23 @@
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
 BIN=${1:?usage: run-ccl-tests.sh BINDIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 n=0 fail=0
 
-# run PART TIMEOUT CMD...: renumber the part's TAP lines into ours
+# run PART TIMEOUT CMD...: fold the part's TAP into ours (tools/tap-part)
 run() {
 	part=$1 tmo=$2
 	shift 2
 	timeout -k 5 "$tmo" "$@" >"$out/$part.out" 2>"$out/$part.err"
 	rc=$?
-	while IFS= read -r line; do
-		case "$line" in
-		"ok "*|"not ok "*)
-			n=$((n + 1))
-			st=${line%% [0-9]*}
-			rest=$(printf '%s' "$line" | sed 's/^\(not \)\{0,1\}ok [0-9]* //')
-			[ "$st" = "not ok" ] && fail=$((fail + 1))
-			echo "$st $n $rest" ;;
-		1..*) ;;
-		*) echo "$line" ;;
-		esac
-	done <"$out/$part.out"
-	if [ "$rc" != 0 ] && ! grep -q '^not ok' "$out/$part.out"; then
-		n=$((n + 1)) fail=$((fail + 1))
-		why=
-		[ "$rc" = 124 ] && why=" (timed out after ${tmo}s)"
-		echo "not ok $n - $part exited with status $rc$why"
+	note="part $part"
+	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
+	"$root/tools/tap-part" "$n" "" "$rc" "$out/state" "$note" <"$out/$part.out"
+	set -- $(cat "$out/state")
+	n=$((n + $1)) fail=$((fail + $2))
+	if [ "$rc" != 0 ]; then
 		sed 's/^/# /' "$out/$part.err" | tail -20
 	fi
 }

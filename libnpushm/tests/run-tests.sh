@@ -37,21 +37,7 @@ part() {
 	rc=$?
 	echo "# part $name: $(($(date +%s) - t0)) s"
 
-	awk -v base="$count" -v pre="$name" -v rc="$rc" -v state="$state" '
-		function emit(okay, text) { n++; if (!okay) f++; printf "%s %d - %s: %s\n", okay ? "ok" : "not ok", base + n, pre, text }
-		/^(ok|not ok) [0-9]+/ {
-			okay = ($1 == "ok")
-			line = $0; sub(/^(ok|not ok) [0-9]+( - )?/, "", line)
-			emit(okay, line); got++; next
-		}
-		/^1\.\.[0-9]+/ { plan = substr($0, 4) + 0; next }
-		{ print }
-		END {
-			if (got < plan) emit(0, "stopped after " got " of " plan " tests (exit status " rc ")")
-			else if (rc != 0 && f == 0) emit(0, "exited with status " rc " without a failing test")
-			else if (got == 0) emit(0, "ran no test (exit status " rc ")")
-			printf "%d %d\n", n, f > state
-		}' "$out"
+	"$root/tools/tap-part" "$count" "$name" "$rc" "$state" < "$out"
 	set -- $(cat "$state")
 	count=$((count + $1))
 	failed=$((failed + $2))
