@@ -22,7 +22,7 @@ struct cli_opts {
 	npushm_backend_t backend;
 	const char *name;
 	unsigned mode;
-	const char *args[4];	/* positional arguments after the command */
+	const char **args;	/* positional arguments after the command */
 	int nargs;
 };
 

@@ -26,7 +26,7 @@ static const char usage[] =
 	"  ls [--all]     list models and regions (--all: hash aliases too)\n"
 	"  info NAME      show a model's tensors\n"
 	"  rm NAME        remove a model's name (memory goes when the last user detaches)\n"
-	"  hash FILE...   the content hash load would record (up to 4 files; no backend needed)\n"
+	"  hash FILE...   the content hash load would record (no backend needed)\n"
 	"\n"
 	"The backend is the npushm module when /dev/npushm exists, else POSIX shared\n"
 	"memory in /dev/shm; NPUSHM_BACKEND or --backend choose it.\n";
@@ -122,15 +122,20 @@ int main(int argc, char **argv)
 	const char *cmd = NULL;
 	int c;
 
+	/* Room for every operand; the process ends soon after, which frees it. */
+	o.args = calloc((size_t)argc, sizeof(*o.args));
+	if (!o.args) {
+		fprintf(stderr, "npushm: out of memory\n");
+		return 1;
+	}
+
 	while ((c = getopt_long(argc, argv, "+jn:m:Dqab:h", longopts, NULL)) != -1 || optind < argc) {
 		if (c == -1) {
 			/* A positional argument: the command or its operands. */
 			if (!cmd)
 				cmd = argv[optind];
-			else if (o.nargs < 4)
-				o.args[o.nargs++] = argv[optind];
 			else
-				return usage_error("too many arguments starting at '%s'", argv[optind]);
+				o.args[o.nargs++] = argv[optind];
 			optind++;
 			continue;
 		}

@@ -152,6 +152,8 @@ def test_hash_is_xxh3_over_8mib_blocks_as_xxhsum_computes():
     check(p.stdout == "%s  %s\n%s  %s\n" % (res["hash"], path, small_hash, small), repr(p.stdout))
     out, _ = cli_json("hash", path)
     check(out == {"files": [{"file": path, "hash": res["hash"]}]}, out)
+    p = cli("hash", *[small] * 9)
+    check(p.stdout == ("%s  %s\n" % (small_hash, small)) * 9, "nine operands: %r" % p.stdout)
     cli("rm", PFX + "blocks")
     created.discard(PFX + "blocks")
 
