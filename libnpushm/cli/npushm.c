@@ -97,6 +97,31 @@ const char *cli_size(unsigned long long b, char *buf, unsigned len)
 	return buf;
 }
 
+/*
+ * The library's warnings (what went slower or differently than asked, and
+ * how to fix it), held until the command is done so that they do not break
+ * the progress bar, then printed on stderr. Unless --quiet, and unless
+ * $NPUSHM_LOG asks for the library's own stderr logging.
+ */
+#define CLI_MAX_WARNINGS 8
+static char warnings[CLI_MAX_WARNINGS][1024];
+static int nwarnings;
+
+static void hold_warning(void *arg, npushm_log_level_t level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	if (nwarnings < CLI_MAX_WARNINGS)
+		snprintf(warnings[nwarnings++], sizeof(warnings[0]), "%s", msg);
+}
+
+static int print_warnings(int rc)
+{
+	for (int i = 0; i < nwarnings; i++)
+		fprintf(stderr, "npushm: warning: %s\n", warnings[i]);
+	return rc;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "npushm: ");
@@ -176,32 +201,34 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		return usage_error("%s", "no command given");
+	if (!o.quiet && !getenv("NPUSHM_LOG"))
+		npushm_log_set(hold_warning, NULL, NPUSHM_LOG_WARN);
 	if (!strcmp(cmd, "load")) {
 		if (o.nargs != 1)
 			return usage_error("%s", "load takes one FILE");
 		if (!o.name)
 			return usage_error("load %s: --name NAME is required", o.args[0]);
-		return cmd_load(&o);
+		return print_warnings(cmd_load(&o));
 	}
 	if (!strcmp(cmd, "ls") || !strcmp(cmd, "list")) {
 		if (o.nargs)
 			return usage_error("ls takes no operand ('%s')", o.args[0]);
-		return cmd_ls(&o);
+		return print_warnings(cmd_ls(&o));
 	}
 	if (!strcmp(cmd, "info")) {
 		if (o.nargs != 1)
 			return usage_error("%s", "info takes one model NAME");
-		return cmd_info(&o);
+		return print_warnings(cmd_info(&o));
 	}
 	if (!strcmp(cmd, "rm")) {
 		if (o.nargs != 1)
 			return usage_error("%s", "rm takes one NAME");
-		return cmd_rm(&o);
+		return print_warnings(cmd_rm(&o));
 	}
 	if (!strcmp(cmd, "hash")) {
 		if (!o.nargs)
 			return usage_error("%s", "hash takes one or more FILEs");
-		return cmd_hash(&o);
+		return print_warnings(cmd_hash(&o));
 	}
 	if (!strcmp(cmd, "help")) {
 		fputs(usage, stdout);

@@ -539,11 +539,15 @@ static npushm_status_t posix_region_write(npushm_region_t *r, const void *buf, s
 	return NPUSHM_OK;
 }
 
+/* Loads from this size on, on a tmpfs with small pages, get a word of advice. */
+#define LOAD_ADVICE_SIZE (64ull << 20)
+
 /*
  * Write through a mapping only where the tmpfs gives this file huge pages
  * (it then reports the huge page size as st_blksize): a write fault per
  * 2 MiB instead of per 4 KiB. Allocate the whole file first, so that a full
- * tmpfs is an error now and not a SIGBUS in the middle of the copy.
+ * tmpfs is an error now and not a SIGBUS in the middle of the copy. A big
+ * load on small pages logs a warning saying how to make it faster.
  */
 static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *direct)
 {
@@ -553,8 +557,13 @@ static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *dir
 	if (fstat(r->fd, &st))
 		return npi_fail(npi_status_from_errno(errno), errno, "cannot stat region %llu",
 				(unsigned long long)r->id);
-	if (st.st_blksize <= (blksize_t)r->dev->page_size)
+	if (st.st_blksize <= (blksize_t)r->dev->page_size) {
+		if (r->size >= LOAD_ADVICE_SIZE)
+			npi_log(NPUSHM_LOG_WARN,
+				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see docs/weights.md) loads several times faster and lets workers map 2 MiB entries",
+				r->dev->shm_dir, (long)(st.st_blksize >> 10));
 		return NPUSHM_OK;
+	}
 	return allocate_now(r->dev, r->fd, r->size, direct);
 }
 

@@ -158,6 +158,46 @@ def test_hash_is_xxh3_over_8mib_blocks_as_xxhsum_computes():
     created.discard(PFX + "blocks")
 
 
+def small_tmpfs_pages():
+    """Whether the posix backend's tmpfs gives a 64 MiB file small pages, as
+    the library decides it (st_blksize)."""
+    d = os.environ.get("NPUSHM_SHM_DIR", "/dev/shm")
+    fd, f = tempfile.mkstemp(dir=d)
+    try:
+        os.ftruncate(fd, 64 << 20)
+        return os.fstat(fd).st_blksize <= 4096
+    finally:
+        os.close(fd)
+        os.unlink(f)
+
+
+def test_big_load_on_small_pages_says_how_to_go_faster():
+    """A load of 64 MiB or more on a tmpfs with 4 KiB pages warns (after the
+    command, on stderr) and names the fix; --quiet and --json keep stdout clean."""
+    n = 64 << 20
+    path = os.path.join(TMP, "big64.safetensors")
+    ref.write_raw(path, {"w": ("U8", [n], b"\x01" * n)})
+    name = PFX + "big64"
+    created.add(name)
+    p = cli("load", path, "--name", name, "--no-dedup")
+    warned = "huge=within_size" in p.stderr
+    if KMOD or not small_tmpfs_pages():
+        check(not warned, "no warning where the region gets big pages: %r" % p.stderr)
+    else:
+        check(p.stderr.startswith("npushm: warning: ") and "4 KiB pages" in p.stderr
+              and "docs/weights.md" in p.stderr, repr(p.stderr))
+        check(p.stdout.startswith("loaded '%s'" % name), repr(p.stdout))
+    cli("rm", name)
+    p = cli("load", path, "--name", name, "--no-dedup", "--quiet")
+    check(p.stderr == "" and p.stdout == "", "--quiet: %r %r" % (p.stdout, p.stderr))
+    cli("rm", name)
+    out, p = cli_json("load", path, "--name", name, "--no-dedup")
+    check(out["name"] == name, "stdout is the JSON alone")
+    check(("huge=within_size" in p.stderr) == warned, repr(p.stderr))
+    cli("rm", name)
+    created.discard(name)
+
+
 def test_text_output():
     path = model_file("t.safetensors", seed=3)
     name = PFX + "t"
