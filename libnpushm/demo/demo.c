@@ -123,6 +123,17 @@ static void usage(void)
 	fprintf(stderr, "usage: npushm-demo [--model PATH] [--name NAME] [--workers N] [--generate-only] [--keep]\n");
 }
 
+/* The library's warnings (e.g. a tmpfs with small pages), printed after the load line. */
+static char load_note[1024];
+
+static void keep_warning(void *arg, npushm_log_level_t level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	if (!load_note[0])
+		snprintf(load_note, sizeof(load_note), "%s", msg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -188,6 +199,8 @@ int main(int argc, char **argv)
 	memstat_sys(&s0);
 	npushm_dev_query(dev, &di0);
 	lo.progress = isatty(STDERR_FILENO) ? progress : NULL;
+	if (!getenv("NPUSHM_LOG"))
+		npushm_log_set(keep_warning, NULL, NPUSHM_LOG_WARN);
 	t0 = now();
 	st = npushm_model_load(dev, model, name, &lo, &res);
 	load_s = now() - t0;
@@ -199,8 +212,11 @@ int main(int argc, char **argv)
 	printf("\nnpushm demo: one BERT-base-shaped model (%zu tensors, %s), %d workers, backend %s\n",
 	       res.tensor_count, memstat_mib((long)(res.source_size >> 10), a, sizeof(a)), workers,
 	       npushm_backend_name(npushm_dev_backend(dev)));
-	printf("loaded once in %.2f s (%.2f GB/s) as '%s', content hash %s\n\n", load_s,
+	printf("loaded once in %.2f s (%.2f GB/s) as '%s', content hash %s\n", load_s,
 	       (double)res.source_size / load_s / 1e9, name, res.hash_hex);
+	if (load_note[0])
+		printf("note: %s\n", load_note);
+	printf("\n");
 
 	if (pipe(up) || pipe(down)) {
 		perror("pipe");
