@@ -77,13 +77,39 @@ void npi_content_hash_combine(const uint8_t (*blocks)[16], uint64_t n, uint8_t o
 
 #define FILE_HASH_CHUNK (1u << 20)
 
-NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], char hex[33])
+npushm_status_t npi_content_hash_fd(int fd, const char *path, uint8_t hash[16])
 {
 	struct npi_content_hash c = { 0 };
-	uint8_t *buf = NULL;
+	uint8_t *buf = malloc(FILE_HASH_CHUNK);
+	npushm_status_t st;
+	ssize_t n;
+
+	st = npi_content_hash_init(&c);
+	if (!st && !buf)
+		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the hash buffer");
+	if (st)
+		goto out;
+	while ((n = pread(fd, buf, FILE_HASH_CHUNK, (off_t)c.pos)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st = npi_fail(NPUSHM_ERR_IO, errno, "cannot read '%s' at offset %llu", path,
+				      (unsigned long long)c.pos);
+			goto out;
+		}
+		npi_content_hash_update(&c, buf, (size_t)n);
+	}
+	npi_content_hash_final(&c, hash);
+out:
+	free(buf);
+	npi_content_hash_free(&c);
+	return st;
+}
+
+NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], char hex[33])
+{
 	npushm_status_t st;
 	struct stat sb;
-	ssize_t n;
 	int fd;
 
 	if (!path || !hash)
@@ -98,33 +124,12 @@ NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], 
 	}
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
 		st = npi_fail(NPUSHM_ERR_IO, 0, "'%s' is not a regular file", path);
-		goto out;
+	} else {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		st = npi_content_hash_fd(fd, path, hash);
 	}
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	st = npi_content_hash_init(&c);
-	if (st)
-		goto out;
-	buf = malloc(FILE_HASH_CHUNK);
-	if (!buf) {
-		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the hash buffer");
-		goto out;
-	}
-	while ((n = read(fd, buf, FILE_HASH_CHUNK)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			st = npi_fail(NPUSHM_ERR_IO, errno, "cannot read '%s' at offset %llu", path,
-				      (unsigned long long)c.pos);
-			goto out;
-		}
-		npi_content_hash_update(&c, buf, (size_t)n);
-	}
-	npi_content_hash_final(&c, hash);
-	if (hex)
+	if (!st && hex)
 		npi_hex(hash, 16, hex);
-out:
-	free(buf);
-	npi_content_hash_free(&c);
 	close(fd);
 	return st;
 }

@@ -44,6 +44,9 @@ void npi_content_hash_update(struct npi_content_hash *c, const void *p, size_t n
 void npi_content_hash_final(struct npi_content_hash *c, uint8_t out[16]);
 void npi_content_hash_free(struct npi_content_hash *c);
 
+/* The hash of the whole file open as @fd (read from offset 0; @path for messages). */
+npushm_status_t npi_content_hash_fd(int fd, const char *path, uint8_t out[16]);
+
 /* The hash from the @n block digests a parallel pass computed (canonical each). */
 void npi_content_hash_combine(const uint8_t (*blocks)[16], uint64_t n, uint8_t out[16]);
 

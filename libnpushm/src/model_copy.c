@@ -8,8 +8,7 @@
  * covers, which is where the region's pages get allocated (the expensive
  * part on fresh memory), so reading and hashing overlap with allocation.
  * The progress callback runs on the loading thread; a writer failure comes
- * back to the loading thread with its message. hash_only() is the same
- * walk without the copy.
+ * back to the loading thread with its message.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -168,44 +167,6 @@ npushm_status_t npi_load_copy(struct load *ld)
 out:
 	for (int i = 0; i < LOAD_SLOTS; i++)
 		free(c.buf[i]);
-	npi_content_hash_free(&ch);
-	return st;
-}
-
-/*
- * Hash the file without copying it: used when there is no room for a copy,
- * to find out whether an identical one is already published.
- */
-npushm_status_t npi_load_hash_only(struct load *ld)
-{
-	const struct npi_st_header *h = ld->h;
-	struct npi_content_hash ch = { 0 };
-	uint8_t *buf = malloc(LOAD_CHUNK);
-	npushm_status_t st;
-	uint64_t pos = 0;
-
-	st = npi_content_hash_init(&ch);
-	if (!st && !buf)
-		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the hash buffer");
-	if (st)
-		goto out;
-	npi_content_hash_update(&ch, ld->prefix, h->data_start);
-	while (pos < h->data_len) {
-		size_t want = h->data_len - pos < LOAD_CHUNK ? (size_t)(h->data_len - pos) : LOAD_CHUNK, got;
-		int err = npi_pread_full(ld->fd, buf, want, h->data_start + pos, &got);
-
-		if (err || got != want) {
-			st = npi_fail(NPUSHM_ERR_IO, err, "cannot read '%s' at offset %llu", ld->path,
-				      (unsigned long long)(h->data_start + pos));
-			goto out;
-		}
-		npi_content_hash_update(&ch, buf, got);
-		pos += got;
-	}
-	npi_content_hash_final(&ch, ld->hash);
-	npi_hex(ld->hash, 16, ld->hash_hex);
-out:
-	free(buf);
 	npi_content_hash_free(&ch);
 	return st;
 }

@@ -127,18 +127,23 @@ static npushm_status_t copy_block(struct direct *d, uint64_t b, XXH3_state_t *xs
 	return NPUSHM_OK;
 }
 
+/* Stop every thread; the first to fail keeps its message for the caller. */
+static void record_failure(struct direct *d)
+{
+	pthread_mutex_lock(&d->mu);
+	if (!atomic_exchange(&d->failed, true))
+		npi_error_save(&d->err);
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* Copy blocks until none is left or a thread failed; @report: the caller's thread. */
 static void copy_blocks(struct direct *d, bool report)
 {
 	XXH3_state_t *xs = XXH3_createState();
 
 	if (!xs) {
-		pthread_mutex_lock(&d->mu);
-		if (!atomic_exchange(&d->failed, true)) {
-			npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate a hash state");
-			npi_error_save(&d->err);
-		}
-		pthread_mutex_unlock(&d->mu);
+		npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate a hash state");
+		record_failure(d);
 		return;
 	}
 	while (!atomic_load(&d->failed)) {
@@ -149,10 +154,7 @@ static void copy_blocks(struct direct *d, bool report)
 			break;
 		st = copy_block(d, b, xs, report);
 		if (st) {
-			pthread_mutex_lock(&d->mu);
-			if (!atomic_exchange(&d->failed, true))
-				npi_error_save(&d->err);
-			pthread_mutex_unlock(&d->mu);
+			record_failure(d);
 			break;
 		}
 	}

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "content_hash.h"
 #include "manifest.h"
 #include "model_load.h"
 
@@ -210,8 +211,10 @@ static npushm_status_t reuse_without_room(struct load *ld, npushm_dev_t *dev,
 	ld->map = NULL;
 	npushm_region_close(ld->r);
 	ld->r = NULL;
-	if (npi_load_hash_only(ld) || fstat(ld->fd, &st1) || !same_file_state(&ld->st0, &st1))
+	if (npi_content_hash_fd(ld->fd, ld->path, ld->hash) || fstat(ld->fd, &st1) ||
+	    !same_file_state(&ld->st0, &st1))
 		return npi_error_restore(&saved);
+	npi_hex(ld->hash, 16, ld->hash_hex);
 	st = try_dedup(ld, dev, &done);
 	if (st)
 		return st;

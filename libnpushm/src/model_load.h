@@ -56,10 +56,9 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, size_t len,
 			     uint64_t off);
 
-/* model_copy.c: stream the data into ld->r while hashing the file; or only hash it. */
+/* model_copy.c: stream the data into ld->r while hashing the file. */
 npushm_status_t npi_load_copy(struct load *ld);
 /* model_copy_direct.c: the same, reading straight into the mapped region ld->map. */
 npushm_status_t npi_load_copy_direct(struct load *ld);
-npushm_status_t npi_load_hash_only(struct load *ld);
 
 #endif
