@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # npushm top-level Makefile.
 #
 #   make            build the userspace libraries, tools and tests (build/)
@@ -40,6 +42,7 @@ include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
+include tools/licences.mk
 
 .PHONY: user
 user: $(USER_TARGETS)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
 #
 #   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests,

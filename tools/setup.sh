@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # setup.sh - install what npushm needs from Debian and prepare the test kernel.
 #
 # Run by both README commands (make demo, make check). Idempotent: installs only
