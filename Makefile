@@ -18,7 +18,9 @@ export BUILD
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wshadow -Wno-unused-parameter
-BASE_CFLAGS := -std=gnu11 -fPIC -D_GNU_SOURCE $(WARNFLAGS) -I$(CURDIR)/include/uapi -I$(CURDIR)/include
+# -ffile-prefix-map: debug info and __FILE__ name sources relative to the tree, not where it was built
+BASE_CFLAGS := -std=gnu11 -fPIC -D_GNU_SOURCE $(WARNFLAGS) -I$(CURDIR)/include/uapi -I$(CURDIR)/include \
+	-ffile-prefix-map=$(CURDIR)=.
 LIBDIR := $(BUILD)/lib
 BINDIR := $(BUILD)/bin
 
@@ -43,6 +45,7 @@ include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
 include tools/licences.mk
+include tools/install.mk
 
 .PHONY: user
 user: $(USER_TARGETS)

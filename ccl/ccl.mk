@@ -10,6 +10,7 @@ CCL_OBJDIR := $(BUILD)/obj/ccl
 CCL_SRCS := $(wildcard $(CCL_DIR)/src/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
 CCL_LIB := $(LIBDIR)/libnpccl.so
+CCL_ALIB := $(LIBDIR)/libnpccl.a
 # shared memory goes through libnpushm (ccl/src/shm_region.c)
 CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
 CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
@@ -19,7 +20,7 @@ CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
 CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags
 
-USER_TARGETS += $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
 
 $(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
@@ -34,6 +35,10 @@ $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	$(CC) -shared -o $@ $(CCL_OBJS) -Wl,--version-script=$(CCL_DIR)/src/libnpccl.map \
 		-Wl,-soname,libnpccl.so.1 $(CCL_LIBS)
 	ln -sf libnpccl.so $@.1
+
+$(CCL_ALIB): $(CCL_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(CCL_OBJS)
 
 $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_LIB)
 	@mkdir -p $(dir $@)
