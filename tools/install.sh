@@ -45,6 +45,8 @@ file() {
 program() {
 	file 0755 "$1" "$2"
 	if [ "$action" = install ] && readelf -d "$D$2" | grep -q -E 'R(UN)?PATH'; then
+		command -v chrpath >/dev/null ||
+			{ echo "install.sh: chrpath is needed to drop the build tree's RUNPATH (apt-get install chrpath)" >&2; exit 1; }
 		chrpath -d "$D$2" >/dev/null
 	fi
 }
