@@ -31,7 +31,8 @@ $(TENSOR_OBJDIR)/%.o: $(TENSOR_DIR)/src/%.c
 $(TENSOR_LIB): $(TENSOR_OBJS) $(TENSOR_DIR)/libnptensor.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(TENSOR_OBJS) -Wl,--version-script=$(TENSOR_DIR)/libnptensor.map \
-		-Wl,-soname,libnptensor.so $(TENSOR_LDLIBS)
+		-Wl,-soname,libnptensor.so.1 $(TENSOR_LDLIBS)
+	ln -sf libnptensor.so $@.1
 
 $(TENSOR_ALIB): $(TENSOR_OBJS)
 	@mkdir -p $(dir $@)

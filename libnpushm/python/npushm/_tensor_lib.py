@@ -1,7 +1,8 @@
 """ctypes declarations for libnptensor (private to npushm.tensor).
 
-The library is looked up in $NPUSHM_LIBDIR, then in the build tree next to
-this package (<repo>/build/lib). Every function returns an npt_status_t that
+The library is taken from $NPUSHM_LIBDIR when it is set, else from the build
+tree next to this package (<repo>/build/lib), else (installed) through the
+dynamic linker, by its soname libnptensor.so.1. Every function returns an npt_status_t that
 _check() turns into a Python exception carrying the library's message.
 """
 import ctypes
@@ -67,18 +68,20 @@ _EXC = {NPT_E_SHAPE: ShapeError, NPT_E_AXIS: AxisError, NPT_E_DTYPE: DTypeError,
 
 
 def _find_library():
-    names = []
+    soname = "libnptensor.so.1"
     d = os.environ.get("NPUSHM_LIBDIR")
     if d:
-        names.append(os.path.join(d, "libnptensor.so"))
+        if not os.path.exists(os.path.join(d, soname)):
+            raise ImportError("npushm.tensor: NPUSHM_LIBDIR is %s but it has no %s; point it at "
+                              "the directory holding the library, or unset it" % (d, soname))
+        return ctypes.CDLL(os.path.join(d, soname))
     here = os.path.dirname(os.path.abspath(__file__))
-    names.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib",
-                                               "libnptensor.so")))
-    for n in names:
-        if os.path.exists(n):
-            return ctypes.CDLL(n)
-    raise ImportError("npushm.tensor: libnptensor.so not found (looked in %s); run `make` "
-                      "at the repository root or set NPUSHM_LIBDIR" % ", ".join(names))
+    n = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+    try:
+        return ctypes.CDLL(n if os.path.exists(n) else soname)
+    except OSError as e:
+        raise ImportError("npushm.tensor: cannot load %s (%s): install the libnptensor1 package "
+                          "(or run make install), or set NPUSHM_LIBDIR" % (soname, e)) from None
 
 
 lib = _find_library()
