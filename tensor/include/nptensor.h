@@ -287,6 +287,34 @@ NPT_API npt_expand_mode_t npt_get_expand_mode(void);
 NPT_API void npt_set_materialize_threshold(size_t bytes);
 NPT_API size_t npt_get_materialize_threshold(void);
 
+/**
+ * Reproducibility of float reductions (sum, prod, mean, sum_to_shape, the
+ * statistics of layernorm, the sums of softmax, and the fused prologue of a
+ * reduction). In every mode the work is cut into pieces of fixed extent
+ * before any thread starts, each piece is reduced in a fixed order into its
+ * own partial result and the partial results are combined in a fixed
+ * pairwise tree, so the bits never depend on which thread ran which piece:
+ * the same input and settings give the same bits on every run. The modes
+ * differ in what fixes the pieces (docs/tensor.md, "Reproducibility"):
+ */
+typedef enum npt_repro_mode {
+	/** Pieces are fixed by the element counts alone (at least 16 Ki
+	 *  elements each, at most 256 pieces): the same bits at any thread
+	 *  count, including 1. The default. */
+	NPT_REPRO_INDEPENDENT = 0,
+	/** One piece per thread (the fewest partial results): the same bits
+	 *  for the same thread count; another thread count may round
+	 *  differently. */
+	NPT_REPRO_THREADS = 1,
+} npt_repro_mode_t;
+/** Default: $NPT_REPRO (independent|threads), else NPT_REPRO_INDEPENDENT.
+ *  NPT_E_INVAL for any other value. Affects evaluations that start
+ *  afterwards. Integer reductions, max/min/argmax, softmax and layernorm
+ *  give the same bits in both modes. matmul is OpenBLAS's: the same bits
+ *  run to run for a given thread count (docs/tensor.md). */
+NPT_API npt_status_t npt_set_repro_mode(npt_repro_mode_t mode);
+NPT_API npt_repro_mode_t npt_get_repro_mode(void);
+
 typedef enum npt_log_level { NPT_LOG_ERROR = 0, NPT_LOG_WARN = 1, NPT_LOG_INFO = 2,
 			     NPT_LOG_DEBUG = 3 } npt_log_level_t;
 typedef void (*npt_log_fn)(npt_log_level_t level, const char *msg, void *arg);
