@@ -799,6 +799,108 @@ static int t_repro_matmul(void)
 	return 1;
 }
 
+/* every way plan() cuts a reduction (ranges of a kept outer dimension, of a
+ * kept inner or middle dimension, fixed pieces of the reduced one, a single
+ * piece) counts every element once: small integers make f32 sums exact, so
+ * the result must equal a naive sum bit for bit, in both modes, at 1..3
+ * threads */
+static int t_reduce_cuts_exact(void)
+{
+	static const struct {
+		int nd;
+		int64_t shape[3];
+		int naxes, axes[2];
+		int transpose; /* reduce a transposed view */
+	} c[] = {
+		{ 1, { 1000003 }, -1, { 0 }, 0 },            /* pieces of the one run */
+		{ 2, { 64, 8192 }, 1, { 0 }, 0 },            /* kept inner run split */
+		{ 3, { 16, 4096, 3 }, 2, { 0, 2 }, 0 },      /* kept middle dim split */
+		{ 2, { 70001, 5 }, 1, { 0 }, 0 },            /* pieces, few results */
+		{ 2, { 300, 2000 }, 1, { 1 }, 0 },           /* kept outer dim */
+		{ 3, { 33, 129, 65 }, 2, { 0, 1 }, 1 },      /* transposed input */
+		{ 2, { 3, 5 }, 1, { 0 }, 0 },                /* tiny: one piece */
+	};
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		npt_tensor_t *x = NULL, *v = NULL;
+		float *p;
+		int64_t n = 1;
+
+		for (int d = 0; d < c[i].nd; d++)
+			n *= c[i].shape[d];
+		OK(npt_tensor_empty(NPT_F32, c[i].nd, c[i].shape, &x));
+		OK(npt_tensor_data(x, (void **)&p));
+		srand(50 + (unsigned)i);
+		for (int64_t k = 0; k < n; k++)
+			p[k] = (float)(rand() % 9 - 4);
+		if (c[i].transpose) {
+			OK(npt_tensor_permute(x, (int[]){ 2, 0, 1 }, &v));
+		} else {
+			v = npt_tensor_retain(x);
+		}
+		/* naive reference over v's logical indices, in double (exact here) */
+		int nd = npt_tensor_ndim(v);
+		const int64_t *sh = npt_tensor_shape(v), *st = npt_tensor_strides(v);
+		uint64_t mask = 0;
+		int64_t rs[3], rn = 1, idx[3] = { 0 };
+
+		for (int a = 0; a < (c[i].naxes < 0 ? nd : c[i].naxes); a++)
+			mask |= 1ull << (c[i].naxes < 0 ? a : c[i].axes[a]);
+		for (int d = nd - 1; d >= 0; d--) {
+			rs[d] = (mask >> d & 1) ? 0 : rn;
+			rn *= (mask >> d & 1) ? 1 : sh[d];
+		}
+		double *ref = calloc((size_t)rn, sizeof(double));
+
+		CHECK(ref, "calloc");
+		for (int64_t k = 0; k < n; k++) {
+			int64_t off = 0, r = 0;
+
+			for (int d = 0; d < nd; d++) {
+				off += idx[d] * st[d];
+				r += idx[d] * rs[d];
+			}
+			ref[r] += p[off];
+			for (int d = nd - 1; d >= 0; d--) {
+				if (++idx[d] < sh[d])
+					break;
+				idx[d] = 0;
+			}
+		}
+		for (int mode = NPT_REPRO_INDEPENDENT; mode <= NPT_REPRO_THREADS; mode++) {
+			OK(npt_set_repro_mode((npt_repro_mode_t)mode));
+			for (int nt = 1; nt <= 3; nt++) {
+				npt_tensor_t *r = NULL;
+				float *q;
+				int64_t bad = -1;
+
+				OK(npt_set_num_threads(nt));
+				OK(npt_reduce(NPT_RED_SUM, v, c[i].naxes, c[i].axes, false, &r));
+				OK(npt_tensor_data(r, (void **)&q));
+				CHECK(npt_tensor_numel(r) == rn, "case %zu: %lld results, want %lld", i,
+				      (long long)npt_tensor_numel(r), (long long)rn);
+				for (int64_t k = 0; k < rn && bad < 0; k++)
+					if (q[k] != (float)ref[k])
+						bad = k;
+				if (bad >= 0) {
+					printf("#   case %zu, mode %d, %d threads: result %lld is %g, "
+					       "want %g\n", i, mode, nt, (long long)bad, q[bad],
+					       ref[bad]);
+					ok = 0;
+				}
+				npt_tensor_free(r);
+			}
+		}
+		free(ref);
+		npt_tensor_free(v);
+		npt_tensor_free(x);
+	}
+	npt_set_num_threads(0);
+	npt_set_repro_mode(NPT_REPRO_INDEPENDENT);
+	return ok;
+}
+
 /* ---- NumPy's limits and 0-d rules ---- */
 
 /* a zero dimension does not excuse the others: NumPy refuses
@@ -1123,7 +1225,7 @@ static int t_long_chain(void)
 
 int main(void)
 {
-	printf("1..25\n");
+	printf("1..26\n");
 	npt_set_expand_mode(NPT_EXPAND_AUTO); /* the accounting tests assume it, whatever the env */
 	run("NULL arguments, destroy(NULL), bad dtype codes", t_null_and_free);
 	run("rank > 32 and overflowing sizes are refused", t_rank_and_overflow);
@@ -1154,6 +1256,8 @@ int main(void)
 	run("NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads",
 	    t_repro_independent_of_threads);
 	run("matmul gives the same bits on every run at a fixed thread count", t_repro_matmul);
+	run("every cut of a reduction counts each element once (exact integer sums)",
+	    t_reduce_cuts_exact);
 	run("a zero dimension does not excuse an oversized shape (NumPy: too big)",
 	    t_zero_dim_too_big);
 	run("0-d reductions along axis 0 or -1 as NumPy 1.24", t_zero_d_axes);
