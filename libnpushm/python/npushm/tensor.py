@@ -382,7 +382,8 @@ class Tensor:
             elif isinstance(k, (bool, np.bool_)):
                 raise IndexError("npushm.tensor supports basic indexing only (ints, slices, "
                                  "None, ...); a boolean index (%r) is a mask in NumPy" % (k,))
-            elif isinstance(k, (numbers.Integral, np.integer)):
+            elif isinstance(k, (numbers.Integral, np.integer)) or \
+                    hasattr(type(k), "__index__"):
                 n = t.shape[ax]
                 i = operator.index(k)
                 if i < -n or i >= n:
