@@ -11,7 +11,8 @@
  * LIB is a path to a libnptensor.so (each one is loaded privately, so give
  * two different files to compare two settings of one build); MODE is
  * independent or threads, set through npt_set_repro_mode (a build without
- * that call has one behaviour; give no MODE). Output: one line per case and
+ * that call has one behaviour; give no MODE). $REDUCE_BENCH_CASES (names
+ * separated by commas) runs only those cases. Output: one line per case and
  * configuration, "case<TAB>config<TAB>min_ms<TAB>median_ms<TAB>reps<TAB>
  * bytes_read<TAB>description" (reduce_run.sh turns them into a table).
  */
@@ -293,9 +294,19 @@ int main(int argc, char **argv)
 	void *x16;
 
 	libs[0].data(libs[0].in[X16M], &x16);
+	const char *only = getenv("REDUCE_BENCH_CASES"); /* e.g. "sum16M,softmax" */
+
 	for (int c = -1; c < NCASES; c++) {
 		int reps = 0;
 		double end;
+
+		if (only && c >= 0) {
+			const char *h = strstr(only, cases[c].name);
+			size_t l = strlen(cases[c].name);
+
+			if (!h || (h != only && h[-1] != ',') || (h[l] && h[l] != ','))
+				continue;
+		}
 
 		/* warm up: pools, page faults, worker threads */
 		for (int k = 0; k < ncfg && c >= 0; k++)
