@@ -6,6 +6,8 @@
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
 #   make tensor-bench         the benchmark of bench/tensor (not part of check)
+#   make tensor-reduce-bench  reductions, layernorm, softmax in both reproducibility
+#                             modes (bench/tensor/reduce_run.sh; OLD=lib.so compares)
 
 TENSOR_DIR := $(CURDIR)/tensor
 TENSOR_OBJDIR := $(BUILD)/obj/tensor
@@ -45,7 +47,7 @@ $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
 
 -include $(TENSOR_OBJS:.o=.d)
 
-.PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench
+.PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench tensor-reduce-bench
 check-tensor-c: $(TENSOR_TEST)
 	@tools/run-suite tensor-c $(TENSOR_TEST)
 
@@ -59,3 +61,6 @@ tensor-sweep: $(TENSOR_LIB)
 
 tensor-bench: $(TENSOR_LIB)
 	$(CURDIR)/bench/tensor/run.sh
+
+tensor-reduce-bench: $(TENSOR_LIB)
+	BUILD=$(BUILD) $(CURDIR)/bench/tensor/reduce_run.sh $(if $(OLD),-o $(OLD))
