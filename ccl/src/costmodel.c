@@ -327,7 +327,9 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	out->transport = c->nhosts == 1 ? (c->nlocal > 1 ? "shm" : "none")
 			 : c->nlocal > 1 ? "shm+tcp" : "tcp";
 	const char *why = "cost model";
+	pthread_mutex_lock(&c->q_lock);
 	npccl_algo_t a = c->forced[coll];
+	pthread_mutex_unlock(&c->q_lock);
 	if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
