@@ -15,7 +15,7 @@ CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
 CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
 CCL_LIBS := -L$(LIBDIR) -lnpushm -Wl,-rpath,$(LIBDIR) -lxxhash -lm -pthread
-CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test
+CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test
 CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread
 
 USER_TARGETS += $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
@@ -34,6 +34,10 @@ $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 		-Wl,-soname,libnpccl.so $(CCL_LIBS)
 
 $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+
+$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 

@@ -102,7 +102,7 @@ static npccl_status_t build_groups(struct npccl_comm *c)
 	return NPCCL_OK;
 }
 
-npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_unique_id_t *id,
+npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot_src *src,
 				int rank, char *err, size_t errlen)
 {
 	char dummy[8];
@@ -111,9 +111,10 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 		errlen = sizeof(dummy);
 	}
 	err[0] = 0;
-	if (!out || !id || nranks <= 0 || rank < 0 || rank >= nranks) {
-		snprintf(err, errlen, "invalid arguments: need comm, id, nranks > 0 and 0 <= rank < "
-				      "nranks (got nranks %d, rank %d)", nranks, rank);
+	if (!out || !src || (!src->id && !src->kv) || nranks <= 0 || rank < 0 || rank >= nranks) {
+		snprintf(err, errlen, "invalid arguments: need comm, %s, nranks > 0 and 0 <= rank < "
+				      "nranks (got nranks %d, rank %d)",
+			 src && src->kv ? "store" : "id", nranks, rank);
 		if (out)
 			*out = NULL;
 		return NPCCL_ERR_INVALID_ARG;
@@ -147,7 +148,7 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 	parse_fault(c);
 	/* the cost model's own calls are not part of a group the caller opened */
 	int grp = group_suspend();
-	npccl_status_t st = bootstrap_run(c, id, err, errlen);
+	npccl_status_t st = bootstrap_run(c, src, err, errlen);
 	if (st == NPCCL_OK)
 		st = build_groups(c);
 	if (st == NPCCL_OK) {
@@ -171,14 +172,36 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 npccl_status_t npccl_comm_init_rank_err(npccl_comm_t *comm, int nranks, const npccl_unique_id_t *id,
 					int rank, char *errbuf, size_t errlen)
 {
-	return comm_init_common(comm, nranks, id, rank, errbuf, errlen);
+	return comm_init_common(comm, nranks, &(struct boot_src){ .id = id }, rank, errbuf, errlen);
+}
+
+npccl_status_t npccl_comm_init_kv(npccl_comm_t *comm, int nranks, int rank,
+				  const npccl_kv_store_t *store, const char *prefix, int timeout_ms,
+				  char *errbuf, size_t errlen)
+{
+	char dummy[8];
+	if (!errbuf || !errlen) {
+		errbuf = dummy;
+		errlen = sizeof(dummy);
+	}
+	if (!store || !store->set || !store->get) {
+		snprintf(errbuf, errlen, "npccl_comm_init_kv: the store and its set and get "
+					 "callbacks must not be NULL");
+		if (comm)
+			*comm = NULL;
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	struct boot_src src = { .kv = store, .prefix = prefix ? prefix : "",
+				.timeout_ms = timeout_ms };
+	return comm_init_common(comm, nranks, &src, rank, errbuf, errlen);
 }
 
 npccl_status_t npccl_comm_init_rank(npccl_comm_t *comm, int nranks, const npccl_unique_id_t *id,
 				    int rank)
 {
 	char err[512];
-	return comm_init_common(comm, nranks, id, rank, err, sizeof(err));
+	return comm_init_common(comm, nranks, &(struct boot_src){ .id = id }, rank, err,
+				sizeof(err));
 }
 
 npccl_status_t npccl_comm_destroy(npccl_comm_t c)
@@ -400,7 +423,8 @@ npccl_status_t npccl_comm_split(npccl_comm_t c, int color, int key, npccl_comm_t
 			newrank++;
 		n++;
 	}
-	st = comm_init_common(newcomm, n, &all[leader].id, newrank, err, sizeof(err));
+	st = comm_init_common(newcomm, n, &(struct boot_src){ .id = &all[leader].id }, newrank, err,
+			      sizeof(err));
 	if (st) {
 		tls_error_set(c, "split: %s", err);
 	} else {

@@ -608,12 +608,20 @@ struct unique_id_wire {
 NPCCL_HIDDEN npccl_status_t unique_id_create(uint32_t ipv4_be, uint16_t port_be, int listen_fd,
 					     uint64_t magic, npccl_unique_id_t *id, char *err,
 					     size_t errlen);
-NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id,
+/* where a communicator's ranks find each other: a unique id (the TCP
+ * rendezvous root) or a caller's key-value store */
+struct boot_src {
+	const npccl_unique_id_t *id;
+	const npccl_kv_store_t *kv;
+	const char *prefix;
+	int timeout_ms;
+};
+NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src,
 					  char *err, size_t errlen);
 NPCCL_HIDDEN npccl_status_t launcher_resolve(int *rank, int *nranks, npccl_unique_id_t *id,
 					     int *listen_fd_for_root, char *err, size_t errlen);
 NPCCL_HIDDEN npccl_status_t comm_init_common(npccl_comm_t *out, int nranks,
-					     const npccl_unique_id_t *id, int rank, char *err,
+					     const struct boot_src *src, int rank, char *err,
 					     size_t errlen);
 
 /* ---- sockets (sock.c) --------------------------------------------------- */
