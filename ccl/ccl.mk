@@ -4,6 +4,10 @@
 #   make check-ccl            unit + collective matrix + fault + negative tests
 #   make check-ccl-netns      multi-host tests over network namespaces (root)
 #   make check-ccl-full       opt-in: full cross product at large sizes (slow)
+#   make ccl-torch            the torch.distributed backend (npushm.ccl_torch; needs
+#                             libtorch-dev, python3-pybind11, python3-dev)
+#   make check-ccl-python     the Python binding and the torch backend (pytest, 2 and 3
+#                             processes, compared with gloo); check-ccl-python-full: larger sweep
 
 CCL_DIR := $(CURDIR)/ccl
 CCL_OBJDIR := $(BUILD)/obj/ccl
@@ -54,7 +58,28 @@ $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
 	$(CC) $(CCL_TEST_CFLAGS) -O2 -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-CHECK_SUITES += ccl ccl-netns
+# ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
+CCL_PY_DIR := $(CURDIR)/libnpushm/python/npushm
+CCL_TORCH_SO := $(LIBDIR)/_npccl_torch.so
+CCL_PY := /usr/bin/python3
+CCL_TORCH_CXXFLAGS := -std=c++17 -O2 -fPIC -shared -D_GLIBCXX_USE_CXX11_ABI=1 \
+	-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_npccl_torch \
+	-I/usr/include/torch/csrc/api/include -I$(CCL_DIR)/include
+$(CCL_TORCH_SO): $(CCL_PY_DIR)/_npccl_torch.cpp $(CCL_DIR)/include/npccl.h $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CCL_TORCH_CXXFLAGS) $$($(CCL_PY) -m pybind11 --includes) -o $@ $< \
+		-L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -ltorch -ltorch_cpu -lc10 -ltorch_python
+
+.PHONY: ccl-torch check-ccl-python check-ccl-python-full
+ccl-torch: $(CCL_TORCH_SO)
+
+check-ccl-python: $(CCL_LIB) $(CCL_TORCH_SO)
+	@tools/run-suite ccl-python $(CCL_DIR)/tests/run-python-tests.sh
+
+check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
+	@NPCCL_PY_FULL=1 tools/run-suite ccl-python-full $(CCL_DIR)/tests/run-python-tests.sh
+
+CHECK_SUITES += ccl ccl-netns ccl-python
 .PHONY: check-ccl check-ccl-netns check-ccl-full
 check-ccl: $(CCL_LIB) $(CCL_TEST_BINS)
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
