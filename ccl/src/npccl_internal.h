@@ -305,6 +305,7 @@ struct npccl_request {
 	struct op op;
 	atomic_int refs;	/* caller's handle + the communicator's while not done */
 	atomic_int done;	/* set last, under q_lock; then only the owner touches it */
+	atomic_int final;	/* status and text are final (callbacks run after) */
 	bool heap;		/* malloc'ed (non-blocking) or on the caller's stack */
 	bool cb_ran;
 	npccl_status_t status;

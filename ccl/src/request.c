@@ -95,6 +95,7 @@ static void req_complete(struct npccl_comm *c, struct npccl_request *r, npccl_st
 	} else {
 		r->err[0] = 0;
 	}
+	atomic_store(&r->final, 1);	/* the callback may read the text */
 	pthread_mutex_lock(&c->q_lock);
 	r->cb_ran = true;	/* status final: a later npccl_request_set_callback calls at once */
 	cb = r->cb;
@@ -312,6 +313,7 @@ static void req_init(struct npccl_request *r, struct npccl_comm *c, const struct
 	r->op = *op;
 	atomic_init(&r->refs, 2);
 	atomic_init(&r->done, 0);
+	atomic_init(&r->final, 0);
 	r->heap = heap;
 	r->cb_ran = false;
 	r->status = NPCCL_OK;
@@ -473,7 +475,7 @@ const char *npccl_request_error(npccl_request_t r)
 {
 	if (!r)
 		return "no request";
-	return atomic_load(&r->done) ? r->err : "";
+	return atomic_load(&r->final) ? r->err : "";
 }
 
 npccl_status_t npccl_request_set_callback(npccl_request_t r, npccl_request_fn fn, void *user)
