@@ -463,6 +463,9 @@ NPCCL_HIDDEN npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *
 NPCCL_HIDDEN void doorbell_ring(struct npccl_comm *c, int rank);
 NPCCL_HIDDEN void doorbell_ring_all_local(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms);
+/* whether p's control channel closed (waiting up to timeout_ms for it, and
+ * handling what arrives meanwhile): its process is gone, not just a stream */
+NPCCL_HIDDEN bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms);
 /* advance every per-peer queue; the failure status if a transport failed */
 NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
 

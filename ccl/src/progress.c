@@ -389,6 +389,20 @@ static void ctl_read(struct npccl_comm *c, struct peer *p)
 	}
 }
 
+bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	while (!p->ctl_eof && p->ctl_fd >= 0 && !c->failed) {
+		uint64_t t = now_ns();
+		if (t >= end)
+			break;
+		struct pollfd pf = { .fd = p->ctl_fd, .events = POLLIN };
+		if (poll(&pf, 1, (int)((end - t) / 1000000 + 1)) > 0)
+			ctl_read(c, p);
+	}
+	return p->ctl_eof || p->ctl_fd < 0;
+}
+
 npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
 {
 	struct pollfd pf[2 * 64 + 1];
