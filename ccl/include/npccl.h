@@ -133,6 +133,8 @@ typedef enum npccl_algo {
 	NPCCL_ALGO_DIRECT,	/* every rank talks to every rank; for tiny messages */
 	NPCCL_ALGO_SHM,		/* one host only: ranks reduce slices straight out of shared memory */
 	NPCCL_ALGO_HIER,	/* several hosts: intra-host reduce-scatter, inter-host, intra-host allgather */
+	NPCCL_ALGO_CMA,		/* one host: each rank copies straight from its peers' private
+				 * buffers (process_vm_readv), where the kernel allows it */
 	NPCCL_NUM_ALGOS
 } npccl_algo_t;
 

@@ -188,9 +188,16 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 		else
 			st = algo_allreduce(c, g, &a, a.algo);
 		break;
-	case NPCCL_COLL_REDUCE_SCATTER: st = algo_reduce_scatter(c, g, &a, a.algo); break;
-	case NPCCL_COLL_ALLGATHER: st = algo_allgather(c, g, &a, a.algo); break;
-	case NPCCL_COLL_BROADCAST: st = algo_broadcast(c, g, &a, a.algo); break;
+	case NPCCL_COLL_REDUCE_SCATTER:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_reduce_scatter(c, &a)
+					      : algo_reduce_scatter(c, g, &a, a.algo);
+		break;
+	case NPCCL_COLL_ALLGATHER:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_allgather(c, &a) : algo_allgather(c, g, &a, a.algo);
+		break;
+	case NPCCL_COLL_BROADCAST:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_broadcast(c, &a) : algo_broadcast(c, g, &a, a.algo);
+		break;
 	case NPCCL_COLL_REDUCE: st = algo_reduce(c, g, &a, a.algo); break;
 	case NPCCL_COLL_GATHER: st = algo_gather(c, g, &a, a.algo); break;
 	case NPCCL_COLL_SCATTER: st = algo_scatter(c, g, &a, a.algo); break;

@@ -153,6 +153,8 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 		st = build_groups(c);
 	if (st == NPCCL_OK) {
 		st = costmodel_measure(c);
+		if (st == NPCCL_OK)
+			st = cma_probe(c);
 		if (st != NPCCL_OK)
 			snprintf(err, errlen, "rank %d: measuring the cost model failed: %s", rank,
 				 c->errmsg[0] ? c->errmsg : npccl_strerror(st));

@@ -46,6 +46,7 @@ struct npccl_config {
 	int timeout_ms;
 	int bootstrap_timeout_ms;
 	bool disable_shm;
+	bool disable_cma;	/* NPCCL_DISABLE_CMA: no single-copy collectives */
 	size_t shm_slot_bytes;	/* p2p FIFO slot payload */
 	int shm_slots;		/* p2p FIFO depth */
 	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */
@@ -246,6 +247,9 @@ struct shm_ctl {
 	 * (published before `staged` of the call's first step) */
 	_Alignas(CACHELINE) uint64_t zc_seq;
 	uint64_t zc_sid, zc_soff, zc_rid, zc_roff;	/* allocation id + offset */
+	/* single-copy collectives (algo_cma.c): this rank's buffers for the
+	 * current call, and the address of its probe word (init) */
+	_Alignas(CACHELINE) uint64_t cma_sbuf, cma_rbuf, cma_probe;
 	/* core-distance probe (ping-pong between local ranks 0 and 1) */
 	_Alignas(CACHELINE) atomic_uint_fast64_t probe;
 	_Alignas(CACHELINE) char pad[CACHELINE];
@@ -409,6 +413,8 @@ struct npccl_comm {
 	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
 	uint64_t probe_seq;		/* core-distance probes so far (same on ranks 0, 1) */
 	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
+	bool cma_ok;			/* every local rank can read every other's memory (agreed) */
+	uint64_t cma_word;		/* the probe word peers read */
 
 	/* npccl_mem_alloc buffers (shm_mem.c); mem_sig is identical on every
 	 * rank that made the same allocations and is part of cur_hash */
@@ -585,6 +591,10 @@ NPCCL_HIDDEN npccl_status_t algo_barrier(struct npccl_comm *c, const struct grou
 NPCCL_HIDDEN npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t shm_barrier(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
 
 /* ---- operation bracket (collectives.c) ---------------------------------- */

@@ -43,7 +43,7 @@ static const char *const coll_names[] = { "allreduce", "allgather", "reduce_scat
 					  "broadcast", "reduce", "gather", "scatter",
 					  "alltoall", "barrier", "send", "recv" };
 static const char *const algo_names[] = { "auto", "ring", "tree", "recdoubling",
-					  "rabenseifner", "direct", "shm", "hier" };
+					  "rabenseifner", "direct", "shm", "hier", "cma" };
 
 const char *npccl_dtype_name(npccl_dtype_t d)
 {
