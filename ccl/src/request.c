@@ -96,6 +96,14 @@ static void req_complete(struct npccl_comm *c, struct npccl_request *r, npccl_st
 		r->err[0] = 0;
 	}
 	atomic_store(&r->final, 1);	/* the callback may read the text */
+	if (!heap && st == NPCCL_OK) {
+		/* a blocking call's request: never handed out, so no callback */
+		pthread_mutex_lock(&c->q_lock);
+		atomic_store(&r->done, 1);
+		pthread_cond_broadcast(&c->q_cond);
+		pthread_mutex_unlock(&c->q_lock);
+		return;
+	}
 	pthread_mutex_lock(&c->q_lock);
 	r->cb_ran = true;	/* status final: a later npccl_request_set_callback calls at once */
 	cb = r->cb;
