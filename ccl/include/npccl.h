@@ -231,8 +231,11 @@ NPCCL_API npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *errbuf, s
 NPCCL_API npccl_status_t npccl_comm_split(npccl_comm_t comm, int color, int key,
 					  npccl_comm_t *newcomm);
 
-/** Releases everything; accepts NULL. Not collective: a rank may destroy its
- * communicator while the others still use theirs (they then see it as gone). */
+/** Lets the calls already issued on `comm` finish (each within its deadline),
+ * then releases everything; accepts NULL. Requests not yet freed stay valid
+ * (completed) until npccl_request_free. Not collective: a rank may destroy its
+ * communicator while the others still use theirs (they then see it as gone).
+ * Must not race with other calls on `comm`. */
 NPCCL_API npccl_status_t npccl_comm_destroy(npccl_comm_t comm);
 
 /** Tells the peers this rank gives up (they fail with NPCCL_ERR_ABORTED
