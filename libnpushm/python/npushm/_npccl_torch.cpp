@@ -147,6 +147,56 @@ size_t nbytes(const Tensor &t)
 	return (size_t)t.numel() * t.element_size();
 }
 
+// Temporaries (gathered blocks, concatenated inputs) reused across calls: a
+// fresh large buffer costs a page fault per 4 KiB page on first touch, and
+// large allocations go back to the system when freed, so a new one per call
+// would be dominated by page faults. Bounded: 16 buffers, 1 GiB.
+class ScratchPool {
+public:
+	// A uint8 tensor of at least `bytes` bytes (smallest that fits).
+	Tensor get(size_t bytes)
+	{
+		bytes = std::max<size_t>(bytes, 64);
+		{
+			std::lock_guard<std::mutex> g(m_);
+			int best = -1;
+			for (size_t i = 0; i < free_.size(); i++)
+				if ((size_t)free_[i].numel() >= bytes &&
+				    (best < 0 || free_[i].numel() < free_[best].numel()))
+					best = (int)i;
+			if (best >= 0) {
+				Tensor t = free_[best];
+				held_ -= (size_t)t.numel();
+				free_.erase(free_.begin() + best);
+				return t;
+			}
+		}
+		return at::empty({ (int64_t)bytes }, at::TensorOptions().dtype(at::kByte));
+	}
+
+	void put(const Tensor &t)
+	{
+		std::lock_guard<std::mutex> g(m_);
+		if (free_.size() < 16 && held_ + (size_t)t.numel() <= (1ull << 30)) {
+			free_.push_back(t);
+			held_ += (size_t)t.numel();
+		}
+	}
+
+private:
+	std::mutex m_;
+	std::vector<Tensor> free_;
+	size_t held_ = 0;
+};
+
+// `numel` elements of type `st` at the start of a pooled uint8 buffer.
+Tensor typed(const Tensor &raw, int64_t numel, at::ScalarType st)
+{
+	int64_t bytes = numel * (int64_t)c10::elementSize(st);
+	Tensor b = raw.narrow(0, 0, std::max<int64_t>(bytes, 0));
+	return numel ? b.view(st) : at::empty({ 0 }, at::TensorOptions().dtype(st));
+}
+
 class NpcclWork : public c10d::Work {
 public:
 	NpcclWork(OpType type, std::shared_ptr<Comm> comm, std::string name,
@@ -168,6 +218,32 @@ public:
 	void keep(const Tensor &t)
 	{
 		keep_.push_back(t);
+	}
+
+	// A pooled temporary of `numel` elements of type st, returned to the pool
+	// at completion.
+	Tensor scratch(const std::shared_ptr<ScratchPool> &pool, int64_t numel, at::ScalarType st)
+	{
+		Tensor raw = pool->get((size_t)numel * c10::elementSize(st));
+		pool_ = pool;
+		pooled_.push_back(raw);
+		return typed(raw, numel, st);
+	}
+
+	// The concatenation of ts (flattened) in a pooled temporary.
+	Tensor scratch_cat(const std::shared_ptr<ScratchPool> &pool, const std::vector<Tensor> &ts,
+			   at::ScalarType st)
+	{
+		int64_t n = 0;
+		for (auto &t : ts)
+			n += t.numel();
+		Tensor flat = scratch(pool, n, st);
+		int64_t off = 0;
+		for (auto &t : ts) {
+			flat.narrow(0, off, t.numel()).view(t.sizes()).copy_(t);
+			off += t.numel();
+		}
+		return flat;
 	}
 
 	// Runs at completion (on success) before the Work completes: copy-outs.
@@ -264,6 +340,10 @@ private:
 		}
 		finalize_.clear();
 		keep_.clear();
+		if (pool_)
+			for (auto &t : pooled_)
+				pool_->put(t);
+		pooled_.clear();
 		finish(ex);
 		if (ex)
 			future_->setError(ex);
@@ -275,6 +355,8 @@ private:
 	std::string name_;
 	std::vector<Tensor> outputs_;
 	std::vector<Tensor> keep_;
+	std::shared_ptr<ScratchPool> pool_;
+	std::vector<Tensor> pooled_;
 	std::vector<std::function<void()>> finalize_;
 	std::vector<npccl_request_t> reqs_;
 	std::atomic<int> pending_{ 0 };
@@ -371,12 +453,8 @@ public:
 		}
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, tensors[0].scalar_type());
 		npccl_dtype_t dt = to_dtype(op, tensors[0].scalar_type());
-		std::vector<Tensor> flat;
-		for (auto &t : tensors)
-			flat.push_back(t.reshape({ -1 }));
-		Tensor buf = at::cat(flat);
 		auto w = work(OpType::ALLREDUCE_COALESCED, coll_, op, tensors);
-		w->keep(buf);
+		Tensor buf = w->scratch_cat(pool_, tensors, tensors[0].scalar_type());
 		std::vector<Tensor> outs = tensors;
 		w->on_success([outs, buf]() mutable {
 			int64_t off = 0;
@@ -450,9 +528,8 @@ public:
 		}
 		auto w = work(OpType::ALLGATHER, coll_, op, outputs[0]);
 		Tensor ci = contig(in);
-		Tensor flat = at::empty({ (int64_t)size_ * in.numel() }, in.options());
+		Tensor flat = w->scratch(pool_, (int64_t)size_ * in.numel(), in.scalar_type());
 		w->keep(ci);
-		w->keep(flat);
 		std::vector<Tensor> outs = outputs[0];
 		int64_t n = in.numel();
 		w->on_success([outs, flat, n]() mutable {
@@ -523,8 +600,7 @@ public:
 		w->keep(ci);
 		Tensor flat;
 		if (root) {
-			flat = at::empty({ (int64_t)size_ * in.numel() }, in.options());
-			w->keep(flat);
+			flat = w->scratch(pool_, (int64_t)size_ * in.numel(), in.scalar_type());
 			int64_t n = in.numel();
 			w->on_success([outs, flat, n]() mutable {
 				for (size_t i = 0; i < outs.size(); i++)
@@ -553,15 +629,12 @@ public:
 			if (inputs.size() != 1 || (int)inputs[0].size() != size_)
 				fail(op, "the root expects one list of " + std::to_string(size_) +
 						 " input tensors");
-			std::vector<Tensor> parts;
 			for (auto &i : inputs[0]) {
 				check_tensor(op, i);
 				if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
 					fail(op, "every input tensor must have the output's size and dtype");
-				parts.push_back(i.reshape({ -1 }));
 			}
-			flat = at::cat(parts);
-			w->keep(flat);
+			flat = w->scratch_cat(pool_, inputs[0], out.scalar_type());
 		} else if (!inputs.empty() && !inputs[0].empty()) {
 			fail(op, "only the source (rank " + std::to_string(opts.rootRank) +
 					 ") passes input tensors");
@@ -588,15 +661,14 @@ public:
 			fail(op, "expects one list of " + std::to_string(size_) + " input tensors");
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, out.scalar_type());
 		npccl_dtype_t dt = to_dtype(op, out.scalar_type());
-		std::vector<Tensor> parts;
 		for (auto &i : inputs[0]) {
 			check_tensor(op, i);
 			if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
 				fail(op, "every input tensor must have the output's size and dtype");
-			parts.push_back(i.reshape({ -1 }));
 		}
-		Tensor flat = at::cat(parts);
-		return reduce_scatter_flat(op, OpType::REDUCE_SCATTER, out, flat, rop, dt);
+		auto w = work(OpType::REDUCE_SCATTER, coll_, op, { out });
+		Tensor flat = w->scratch_cat(pool_, inputs[0], out.scalar_type());
+		return reduce_scatter_flat(w, op, out, flat, rop, dt);
 	}
 
 	c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(Tensor &output, Tensor &input,
@@ -610,8 +682,8 @@ public:
 					 ") times the output's elements, same dtype");
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, output.scalar_type());
 		npccl_dtype_t dt = to_dtype(op, output.scalar_type());
-		return reduce_scatter_flat(op, OpType::_REDUCE_SCATTER_BASE, output, contig(input), rop,
-					   dt);
+		auto w = work(OpType::_REDUCE_SCATTER_BASE, coll_, op, { output });
+		return reduce_scatter_flat(w, op, output, contig(input), rop, dt);
 	}
 
 	c10::intrusive_ptr<c10d::Work> alltoall_base(Tensor &output, Tensor &input,
@@ -691,15 +763,11 @@ public:
 				fail(op, "all tensors must have the same dtype");
 		}
 		auto w = work(OpType::ALLTOALL, coll_, op, outputs);
-		std::vector<Tensor> ip, op_;
-		for (int j = 0; j < size_; j++) {
-			ip.push_back(inputs[j].reshape({ -1 }));
-			op_.push_back(at::empty({ outputs[j].numel() }, outputs[j].options()));
-		}
-		Tensor sflat = at::cat(ip);
-		Tensor rflat = at::cat(op_);
-		w->keep(sflat);
-		w->keep(rflat);
+		int64_t rn = 0;
+		for (int j = 0; j < size_; j++)
+			rn += outputs[j].numel();
+		Tensor sflat = w->scratch_cat(pool_, inputs, st);
+		Tensor rflat = w->scratch(pool_, rn, st);
 		std::vector<std::pair<size_t, size_t>> sblk, rblk;
 		size_t so = 0, ro = 0;
 		for (int j = 0; j < size_; j++) {
@@ -835,11 +903,10 @@ private:
 		return w;
 	}
 
-	c10::intrusive_ptr<c10d::Work> reduce_scatter_flat(const std::string &op, OpType type,
-							   Tensor out, Tensor flat, npccl_redop_t rop,
-							   npccl_dtype_t dt)
+	c10::intrusive_ptr<c10d::Work> reduce_scatter_flat(c10::intrusive_ptr<NpcclWork> w,
+							   const std::string &op, Tensor out, Tensor flat,
+							   npccl_redop_t rop, npccl_dtype_t dt)
 	{
-		auto w = work(type, coll_, op, { out });
 		Tensor co = contig(out);
 		w->keep(flat);
 		w->keep(co);
@@ -880,6 +947,7 @@ private:
 
 	std::chrono::milliseconds timeout_;
 	std::shared_ptr<Comm> coll_, p2p_;
+	std::shared_ptr<ScratchPool> pool_ = std::make_shared<ScratchPool>();
 };
 
 } // namespace
