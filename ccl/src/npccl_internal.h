@@ -241,6 +241,9 @@ struct shm_ctl {
 	uint64_t op_mem_sig;	/* signature of the npccl_mem_alloc buffers */
 	_Alignas(CACHELINE) atomic_uint_fast64_t staged;	/* fast-path progress */
 	uint64_t step_hash[4];	/* op hash of step g at [g % 4], same line as staged */
+	/* AllReduce of at most 8 bytes: the data of step g at [g % 2], in the
+	 * same line too (one cache-line transfer per peer and call) */
+	uint64_t tiny[2];
 	_Alignas(CACHELINE) atomic_uint_fast64_t reduced;
 	_Alignas(CACHELINE) atomic_uint_fast64_t gathered;
 	/* zero-copy AllReduce: where this rank's buffers are, for call zc_seq
