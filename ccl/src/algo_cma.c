@@ -176,15 +176,20 @@ npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a)
 	return cma_end(c, step, st);
 }
 
-/* Block `me` of every rank's input, reduced in rank order (as the direct
- * algorithm), in chunks that stay in the cache. */
+/* Block `me` of every rank's input, reduced straight into the output chunk
+ * by chunk: my own block first, then each peer's (rank order), whose chunk
+ * is first copied into a cache-sized buffer; own block and first peer are
+ * combined in one pass. In place the output is my own block of the input:
+ * that pass reads each element before it writes it, later ones only read
+ * peers' copies. (Sum, product, min and max commute: any order is a valid
+ * result; floats may round differently from the rank-order algorithms.) */
 npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a)
 {
 	int P = c->nlocal, me = c->local_index;
 	size_t es = a->esize, bb = a->count * es;
 	size_t chunk = MAX(es, (npccl_config()->pipeline_chunk / es) * es);
-	char *acc = comm_scratch(c, chunk), *in = comm_scratch2(c, chunk);
-	if ((!acc || !in) && bb)
+	char *in = comm_scratch(c, chunk);
+	if (!in && bb)
 		return comm_fail(c, NPCCL_ERR_NOMEM, -1, "no memory for %zu bytes", chunk);
 	uint64_t step;
 	npccl_status_t st = cma_begin(c, a->sbuf, a->rbuf, &step);
@@ -193,21 +198,20 @@ npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *
 	const char *own = a->sbuf + (size_t)me * bb;
 	for (size_t off = 0; off < bb && !st; off += chunk) {
 		size_t len = MIN(chunk, bb - off), n = len / es;
+		bool first = true;
 		for (int k = 0; k < P && !st; k++) {
-			const char *src = own + off;
-			if (k != me) {
-				st = cma_copy(c, k, in, c->ctl[k]->cma_sbuf + (uint64_t)me * bb + off, len,
-					      false);
-				src = in;
-			}
-			if (k == 0)
-				memcpy(acc, src, len);
+			if (k == me)
+				continue;
+			st = cma_copy(c, k, in, c->ctl[k]->cma_sbuf + (uint64_t)me * bb + off, len,
+				      false);
+			if (st)
+				break;
+			if (first)
+				reduce_into(a->dtype, a->op, a->rbuf + off, own + off, in, n);
 			else
-				reduce_inplace(a->dtype, a->op, acc, src, n);
+				reduce_inplace(a->dtype, a->op, a->rbuf + off, in, n);
+			first = false;
 		}
-		/* in place, rbuf is my block of sbuf: written only after it was read */
-		if (!st)
-			memcpy(a->rbuf + off, acc, len);
 	}
 	return cma_end(c, step, st);
 }

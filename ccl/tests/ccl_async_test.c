@@ -519,7 +519,13 @@ static void case_mismatch(int me, int p, npccl_comm_t comm, const void *arg)
 	float x[100] = { 0 };
 	npccl_request_t r;
 	size_t n = me == 1 ? 99 : 100;
-	npccl_status_t st = npccl_allreduce_async(x, x, n, NPCCL_FLOAT32, NPCCL_SUM, comm, &r);
+	/* everyone past init first: a rank still finishing its last init call
+	 * would (rightly) fail there with the verdict instead */
+	npccl_status_t st = npccl_barrier(comm);
+	if (st)
+		snprintf(sh->msg[me], MSG, "%s", npccl_comm_last_error(comm));
+	if (!st)
+		st = npccl_allreduce_async(x, x, n, NPCCL_FLOAT32, NPCCL_SUM, comm, &r);
 	if (!st) {
 		st = npccl_request_wait(r, -1);
 		snprintf(sh->msg[me], MSG, "%s", npccl_request_error(r));
