@@ -103,7 +103,7 @@ static void load(void)
 	cfg.fp_direct_max = (size_t)env_long("NPCCL_SHM_DIRECT_MAX", 16 << 10, 0, 1 << 20);
 	cfg.shm_nt_min = (size_t)env_long("NPCCL_SHM_NT_MIN", 8 << 20, 0, 1L << 40);
 	cfg.stage_nt = (int)env_long("NPCCL_SHM_STAGE_NT", -1, -1, 1);
-	cfg.probe_min = (size_t)env_long("NPCCL_SHM_PROBE_MIN", 256 << 10, 0, 1L << 40);
+	cfg.probe_min = (size_t)env_long("NPCCL_SHM_PROBE_MIN", 32 << 10, 0, 1L << 40);
 	cfg.pipeline_chunk = (size_t)env_long("NPCCL_PIPELINE_CHUNK", 256 << 10, 1024, 256 << 20);
 	cfg.pipeline_chunk = ALIGN_UP(cfg.pipeline_chunk, 64);
 	cfg.spin_us = (int)env_long("NPCCL_SPIN_US", 100, 0, 10000000);
