@@ -361,6 +361,25 @@ static npccl_status_t submit(struct npccl_comm *c, const struct op *op, int how,
 	req_init(r, c, op, how != SUBMIT_BLOCKING);
 	atomic_fetch_add(&c->in_call, 1);
 	pthread_mutex_lock(&c->q_lock);
+	if (how == SUBMIT_BLOCKING && op->kind != OPK_SEND && op->kind != OPK_RECV &&
+	    !c->exec_busy && !c->q_head && !c->pend_head) {
+		/* nothing queued or in flight: run it here without queueing it */
+		c->exec_busy = true;
+		r->op.timeout_ms = c->timeout_ms;
+		r->op.forced = r->op.kind == OPK_COLL ? c->forced[r->op.coll] : NPCCL_ALGO_AUTO;
+		pthread_mutex_unlock(&c->q_lock);
+		op_run(c, r);
+		pthread_mutex_lock(&c->q_lock);
+		c->exec_busy = false;
+		if (r->status != NPCCL_OK)
+			snprintf(c->shown_err, sizeof(c->shown_err), "%s", r->err);
+		pthread_cond_broadcast(&c->q_cond);
+		pthread_mutex_unlock(&c->q_lock);
+		atomic_fetch_sub(&c->in_call, 1);
+		if (r->status != NPCCL_OK)
+			tls_error_set(c, "%s", r->err);
+		return r->status;
+	}
 	if (how == SUBMIT_ASYNC) {
 		int rc = worker_start(c);
 		if (rc) {
