@@ -4,6 +4,10 @@
 #   make check-ccl            unit + collective matrix + fault + negative tests
 #   make check-ccl-netns      multi-host tests over network namespaces (root)
 #   make check-ccl-full       opt-in: full cross product at large sizes (slow)
+#   make ccl-torch            the torch.distributed backend (npushm.ccl_torch; needs
+#                             libtorch-dev, python3-pybind11, python3-dev)
+#   make check-ccl-python     the Python binding and the torch backend (pytest, 2 and 3
+#                             processes, compared with gloo); check-ccl-python-full: larger sweep
 
 CCL_DIR := $(CURDIR)/ccl
 CCL_OBJDIR := $(BUILD)/obj/ccl
@@ -16,7 +20,7 @@ CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
 CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
 CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
-CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test
+CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
 CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags
 
@@ -44,6 +48,10 @@ $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
+$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+
 $(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
@@ -57,7 +65,28 @@ $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
 	$(CC) $(CCL_TEST_CFLAGS) -O2 -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
-CHECK_SUITES += ccl ccl-netns
+# ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
+CCL_PY_DIR := $(CURDIR)/libnpushm/python/npushm
+CCL_TORCH_SO := $(LIBDIR)/_npccl_torch.so
+CCL_PY := /usr/bin/python3
+CCL_TORCH_CXXFLAGS := -std=c++17 -O2 -fPIC -shared -D_GLIBCXX_USE_CXX11_ABI=1 \
+	-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_npccl_torch \
+	-I/usr/include/torch/csrc/api/include -I$(CCL_DIR)/include
+$(CCL_TORCH_SO): $(CCL_PY_DIR)/_npccl_torch.cpp $(CCL_DIR)/include/npccl.h $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CCL_TORCH_CXXFLAGS) $$($(CCL_PY) -m pybind11 --includes) -o $@ $< \
+		-L$(LIBDIR) -lnpccl -Wl,--disable-new-dtags,-rpath,$(LIBDIR) -ltorch -ltorch_cpu -lc10 -ltorch_python
+
+.PHONY: ccl-torch check-ccl-python check-ccl-python-full
+ccl-torch: $(CCL_TORCH_SO)
+
+check-ccl-python: $(CCL_LIB) $(CCL_TORCH_SO)
+	@tools/run-suite ccl-python $(CCL_DIR)/tests/run-python-tests.sh
+
+check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
+	@NPCCL_PY_FULL=1 tools/run-suite ccl-python-full $(CCL_DIR)/tests/run-python-tests.sh
+
+CHECK_SUITES += ccl ccl-netns ccl-python
 .PHONY: check-ccl check-ccl-netns check-ccl-full
 check-ccl: $(CCL_LIB) $(CCL_TEST_BINS)
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)

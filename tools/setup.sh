@@ -29,7 +29,8 @@ PKGS_CHECK="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static 
 sparse libibverbs-dev rdma-core ibverbs-utils ibverbs-providers python3-numexpr openmpi-bin
 libopenmpi-dev mpich libmpich-dev iperf3 perftest clang llvm libclang-rt-14-dev
 flex bison bc libelf-dev libssl-dev xz-utils
-reuse lintian debhelper dh-dkms dkms dh-python python3-setuptools chrpath bash-completion man-db"
+reuse lintian debhelper dh-dkms dkms dh-python python3-setuptools chrpath bash-completion man-db
+libtorch-dev python3-pybind11 python3-dev python3-pytest"
 
 missing_only=no
 if [ "${1:-}" = --missing ]; then

@@ -41,11 +41,29 @@
  * send buffer is the caller's own block inside the receive buffer, for
  * ReduceScatter and Scatter the reverse); any other overlap is an error.
  *
- * Thread safety: functions taking no communicator are thread-safe. A
- * communicator must be used by one thread at a time (calls on it are not
- * serialised internally); different communicators may be used concurrently
- * from different threads. npccl_comm_abort() may be called from any thread
- * while another thread is blocked in a call on the same communicator.
+ * Non-blocking calls: every collective and point-to-point call has an
+ * `_async` form that returns at once with a request (npccl_request_test,
+ * npccl_request_wait with or without a timeout, npccl_request_free). The
+ * calls of a communicator run in the order they were issued, blocking and
+ * non-blocking alike; collectives run one after the other, while
+ * point-to-point messages, once their turn came, travel in the background,
+ * so a rank may post a send and a receive to the same peer and then wait
+ * for both (pairwise exchanges do not deadlock). npccl_group_start() /
+ * npccl_group_end() do the same for the blocking npccl_send/npccl_recv:
+ * between them they only record, npccl_group_end() posts them all at once
+ * and waits for all (as NCCL's group calls).
+ *
+ * Thread safety: functions taking no communicator are thread-safe, and so
+ * is every call on a communicator: several threads may issue calls on the
+ * same communicator at once. Calls are serialised in the order they enter
+ * the library; since every rank must issue the same collectives in the same
+ * order, threads that issue collectives on one communicator concurrently
+ * must agree on an order themselves (or use one communicator each). A
+ * request may be tested, waited for and freed from any thread, once.
+ * npccl_comm_last_error() is per thread. npccl_comm_abort() may be called
+ * from any thread while other threads are blocked in calls on the same
+ * communicator (they return NPCCL_ERR_ABORTED); npccl_comm_destroy() must
+ * not race with other calls on the same communicator.
  */
 #ifndef NPCCL_H
 #define NPCCL_H
@@ -64,7 +82,7 @@ extern "C" {
 #endif
 
 #define NPCCL_VERSION_MAJOR 1
-#define NPCCL_VERSION_MINOR 0
+#define NPCCL_VERSION_MINOR 1
 
 /** Status of every call that can fail. npccl_strerror() names it. */
 typedef enum npccl_status {
@@ -79,6 +97,7 @@ typedef enum npccl_status {
 	NPCCL_ERR_PROTOCOL,	/* truncated or corrupt frame, peer of another communicator */
 	NPCCL_ERR_ABORTED,	/* the communicator was aborted or failed earlier */
 	NPCCL_ERR_UNSUPPORTED,	/* combination not supported (e.g. algorithm for this call) */
+	NPCCL_IN_PROGRESS,	/* not an error: the request has not completed yet */
 	NPCCL_NUM_STATUS
 } npccl_status_t;
 
@@ -114,6 +133,8 @@ typedef enum npccl_algo {
 	NPCCL_ALGO_DIRECT,	/* every rank talks to every rank; for tiny messages */
 	NPCCL_ALGO_SHM,		/* one host only: ranks reduce slices straight out of shared memory */
 	NPCCL_ALGO_HIER,	/* several hosts: intra-host reduce-scatter, inter-host, intra-host allgather */
+	NPCCL_ALGO_CMA,		/* one host: each rank copies straight from its peers' private
+				 * buffers (process_vm_readv), where the kernel allows it */
 	NPCCL_NUM_ALGOS
 } npccl_algo_t;
 
@@ -173,6 +194,34 @@ NPCCL_API npccl_status_t npccl_comm_init_rank_err(npccl_comm_t *comm, int nranks
 						  const npccl_unique_id_t *id, int rank,
 						  char *errbuf, size_t errlen);
 
+/** Out-of-band bootstrap through a key-value store the caller already has
+ * (a framework's rendezvous: torch.distributed's Store, a PMIx server, a
+ * shared file system...), the way UCC takes an out-of-band allgather.
+ * `set` stores `len` bytes under the NUL-terminated `key`; `get` waits up to
+ * `timeout_ms` for `key` to exist and copies its value (at most `cap`
+ * bytes) into `val`, its length into *len. Both return 0 on success and
+ * non-zero on failure (for `get`: also when the key did not appear in time).
+ * They are called from the calling thread only, during
+ * npccl_comm_init_kv(). Keys start with `prefix` (may be NULL); the store
+ * must not hold keys of an earlier communicator under the same prefix. */
+typedef struct npccl_kv_store {
+	int (*set)(void *user, const char *key, const void *val, size_t len);
+	int (*get)(void *user, const char *key, void *val, size_t cap, size_t *len,
+		   int timeout_ms);
+	void *user;
+} npccl_kv_store_t;
+
+/** Collective over `nranks` processes: each calls it with its own `rank`
+ * and a store all of them reach. Every rank publishes its address and
+ * reads the others' (deadline NPCCL_BOOTSTRAP_TIMEOUT_MS, or `timeout_ms`
+ * if > 0); a rank that never publishes is named in the error. The address a
+ * rank advertises is NPCCL_SOCKET_ADDR, else the one that routes to
+ * NPCCL_ROOT_ADDR or MASTER_ADDR (the store's host), else 127.0.0.1 (enough
+ * on one host). errbuf as for npccl_comm_init_rank_err. */
+NPCCL_API npccl_status_t npccl_comm_init_kv(npccl_comm_t *comm, int nranks, int rank,
+					    const npccl_kv_store_t *store, const char *prefix,
+					    int timeout_ms, char *errbuf, size_t errlen);
+
 /** Creates the communicator from the launcher's environment (see top). */
 NPCCL_API npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *errbuf, size_t errlen);
 
@@ -182,8 +231,11 @@ NPCCL_API npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *errbuf, s
 NPCCL_API npccl_status_t npccl_comm_split(npccl_comm_t comm, int color, int key,
 					  npccl_comm_t *newcomm);
 
-/** Releases everything; accepts NULL. Not collective: a rank may destroy its
- * communicator while the others still use theirs (they then see it as gone). */
+/** Lets the calls already issued on `comm` finish (each within its deadline),
+ * then releases everything; accepts NULL. Requests not yet freed stay valid
+ * (completed) until npccl_request_free. Not collective: a rank may destroy its
+ * communicator while the others still use theirs (they then see it as gone).
+ * Must not race with other calls on `comm`. */
 NPCCL_API npccl_status_t npccl_comm_destroy(npccl_comm_t comm);
 
 /** Tells the peers this rank gives up (they fail with NPCCL_ERR_ABORTED
@@ -196,8 +248,9 @@ NPCCL_API npccl_status_t npccl_comm_size(npccl_comm_t comm, int *size);
 /** Number of hosts in the communicator and the index of the caller's. */
 NPCCL_API npccl_status_t npccl_comm_hosts(npccl_comm_t comm, int *nhosts, int *host);
 
-/** Message for the last failed call on `comm` ("" if none). Valid until the
- * next call on `comm`. */
+/** Message for the calling thread's last failed call on `comm` ("" if none;
+ * another thread's failure on `comm` if this thread made none). Valid until
+ * the calling thread's next call on `comm`. */
 NPCCL_API const char *npccl_comm_last_error(npccl_comm_t comm);
 
 /** Deadline for each later call, in milliseconds (> 0). Local setting. */
@@ -272,6 +325,86 @@ NPCCL_API npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, i
 					void *recvbuf, size_t recvcount, int src,
 					npccl_dtype_t dtype, npccl_comm_t comm);
 
+/* ---- non-blocking calls and requests ------------------------------------
+ * Each *_async call takes the arguments of its blocking form and returns a
+ * request in *req (NULL on failure). Argument errors are reported at once,
+ * as by the blocking form; everything else (peers, deadline, mismatches) by
+ * the request. The buffers belong to the call until the request completed:
+ * the caller must neither free nor touch (receive buffers) or change (send
+ * buffers) them before npccl_request_test/_wait returned something else
+ * than NPCCL_IN_PROGRESS. The call's deadline (npccl_comm_set_timeout)
+ * starts when its turn comes, not when it is issued. */
+typedef struct npccl_request *npccl_request_t;
+
+NPCCL_API npccl_status_t npccl_allreduce_async(const void *sendbuf, void *recvbuf, size_t count,
+					       npccl_dtype_t dtype, npccl_redop_t op,
+					       npccl_comm_t comm, npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_allgather_async(const void *sendbuf, void *recvbuf,
+					       size_t sendcount, npccl_dtype_t dtype,
+					       npccl_comm_t comm, npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_reduce_scatter_async(const void *sendbuf, void *recvbuf,
+						    size_t recvcount, npccl_dtype_t dtype,
+						    npccl_redop_t op, npccl_comm_t comm,
+						    npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_broadcast_async(const void *sendbuf, void *recvbuf, size_t count,
+					       npccl_dtype_t dtype, int root, npccl_comm_t comm,
+					       npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_reduce_async(const void *sendbuf, void *recvbuf, size_t count,
+					    npccl_dtype_t dtype, npccl_redop_t op, int root,
+					    npccl_comm_t comm, npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_gather_async(const void *sendbuf, void *recvbuf, size_t sendcount,
+					    npccl_dtype_t dtype, int root, npccl_comm_t comm,
+					    npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_scatter_async(const void *sendbuf, void *recvbuf,
+					     size_t recvcount, npccl_dtype_t dtype, int root,
+					     npccl_comm_t comm, npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_alltoall_async(const void *sendbuf, void *recvbuf, size_t count,
+					      npccl_dtype_t dtype, npccl_comm_t comm,
+					      npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_barrier_async(npccl_comm_t comm, npccl_request_t *req);
+/** The send completes once its data left the caller's buffer (it may still be
+ * in flight); the receive once the data is in the buffer. */
+NPCCL_API npccl_status_t npccl_send_async(const void *buf, size_t count, npccl_dtype_t dtype,
+					  int peer, npccl_comm_t comm, npccl_request_t *req);
+NPCCL_API npccl_status_t npccl_recv_async(void *buf, size_t count, npccl_dtype_t dtype, int peer,
+					  npccl_comm_t comm, npccl_request_t *req);
+
+/** NPCCL_OK once the call completed successfully, NPCCL_IN_PROGRESS while it
+ * has not, else the call's failure status (npccl_request_error() says why,
+ * with the same text a blocking call would have given). Never blocks. */
+NPCCL_API npccl_status_t npccl_request_test(npccl_request_t req);
+/** Waits for completion: timeout_ms < 0 without limit (the calling thread
+ * then runs the communicator's pending calls itself when no other thread
+ * does), 0 = test, > 0 at most that long (NPCCL_IN_PROGRESS when it passed;
+ * the call goes on: a wait's timeout is not the call's deadline). Returns as
+ * npccl_request_test. */
+NPCCL_API npccl_status_t npccl_request_wait(npccl_request_t req, int timeout_ms);
+/** Why the request failed ("" while it has not): valid until it is freed. */
+NPCCL_API const char *npccl_request_error(npccl_request_t req);
+/** Called once when the request completes, with its final status, from the
+ * thread that completed it (a library thread, or one inside
+ * npccl_request_wait); at once in the calling thread if it already has. The
+ * callback must not block on calls of the same communicator. One callback
+ * per request; setting another replaces it before it ran. */
+typedef void (*npccl_request_fn)(npccl_request_t req, npccl_status_t status, void *user);
+NPCCL_API npccl_status_t npccl_request_set_callback(npccl_request_t req, npccl_request_fn fn,
+						    void *user);
+/** Releases the caller's handle; accepts NULL. A request freed before it
+ * completed still runs to completion (its buffers stay in use until then).
+ * Requests stay valid after npccl_comm_destroy/abort until freed (those
+ * complete the ones still pending with NPCCL_ERR_ABORTED). */
+NPCCL_API npccl_status_t npccl_request_free(npccl_request_t req);
+
+/** Grouped point-to-point calls (per thread, may nest): after
+ * npccl_group_start(), npccl_send/npccl_recv/npccl_sendrecv only record the
+ * message and return NPCCL_OK; the outermost npccl_group_end() posts all of
+ * them at once, in the order they were made, and blocks until all completed
+ * (first failure returned; npccl_comm_last_error() on its communicator says
+ * why). A group holds the calls of one communicator; collectives inside a
+ * group are NPCCL_ERR_UNSUPPORTED (use the _async forms to overlap them). */
+NPCCL_API npccl_status_t npccl_group_start(void);
+NPCCL_API npccl_status_t npccl_group_end(void);
+
 /* ---- memory shared with the peers (zero-copy AllReduce) ----------------
  * Like NCCL's ncclMemAlloc + buffer registration: memory from
  * npccl_mem_alloc lives in a shared region that every rank on the host has
@@ -290,8 +423,9 @@ NPCCL_API npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, i
  * first; the caller owns its contents. */
 NPCCL_API npccl_status_t npccl_mem_alloc(npccl_comm_t comm, size_t bytes, void **ptr);
 /** Releases a buffer from npccl_mem_alloc on `comm` (NULL: nothing to do).
- * Does not block. Every rank must free the same buffers in the same order
- * relative to its collective calls (a later shared-memory AllReduce or
+ * Local: it talks to no peer, but runs once the calls issued before it on
+ * `comm` are done (they may still use the buffer). Every rank must free the
+ * same buffers in the same order relative to its collective calls (a later shared-memory AllReduce or
  * Barrier fails with NPCCL_ERR_MISMATCH otherwise). */
 NPCCL_API npccl_status_t npccl_mem_free(npccl_comm_t comm, void *ptr);
 

@@ -147,10 +147,39 @@ static void slice(size_t m, size_t es, int nl, int k, size_t *lo, size_t *len)
 	*len = MIN((lo_l + n_l) * per_line, m) - *lo;
 }
 
+/* At most 8 bytes: the data travels in the `staged` cache line itself. Slot
+ * g % 2 is free again at step g + 2: a peer that published `staged` for step
+ * g + 1 had finished step g, its reads of our slot included. */
+static npccl_status_t fp_tiny(struct npccl_comm *c, const struct coll_args *a)
+{
+	int nl = c->nlocal, me = c->local_index;
+	size_t bytes = a->count * a->esize;
+	uint64_t g = c->fp_step++;
+	uint64_t *mine = &c->ctl[me]->tiny[g % 2];
+	memcpy(mine, a->sbuf, bytes);
+	fp_publish(c, CNT_STAGED, g + 1);
+	npccl_status_t st = fp_wait_all(c, CNT_STAGED, g + 1);
+	if (st)
+		return st;
+	uint64_t v[2];
+	memcpy(&v[0], &c->ctl[0]->tiny[g % 2], 8);
+	memcpy(&v[1], &c->ctl[1]->tiny[g % 2], 8);
+	reduce_into(a->dtype, a->op, a->rbuf, &v[0], &v[1], a->count);
+	for (int k = 2; k < nl; k++) {
+		memcpy(&v[1], &c->ctl[k]->tiny[g % 2], 8);
+		reduce_inplace(a->dtype, a->op, a->rbuf, &v[1], a->count);
+	}
+	atomic_store_explicit(&c->ctl[me]->gathered, g + 1, memory_order_relaxed);
+	fp_publish(c, CNT_REDUCED, g + 1);
+	return NPCCL_OK;
+}
+
 static npccl_status_t fp_direct(struct npccl_comm *c, const struct coll_args *a)
 {
 	int nl = c->nlocal, me = c->local_index, K = c->layout.fp_slots;
 	size_t bytes = a->count * a->esize;
+	if (bytes <= sizeof(c->ctl[0]->tiny[0]))
+		return fp_tiny(c, a);
 	uint64_t g = c->fp_step++;
 	size_t soff = (g % (uint64_t)K) * c->layout.fp_chunk;
 	npccl_status_t st;

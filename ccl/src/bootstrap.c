@@ -346,6 +346,154 @@ static npccl_status_t exchange_with_root(struct npccl_comm *c, const struct uniq
 	return NPCCL_OK;
 }
 
+/* ---- bootstrap through the caller's key-value store ---------------------- */
+
+#define KV_MAGIC 0x4e504b56u	/* "NPKV" */
+
+struct kv_tag {
+	uint32_t magic, version;
+	uint64_t comm_magic;
+	int32_t nranks, pad;
+};
+
+struct kv_hello {
+	uint32_t magic, version;
+	uint64_t comm_magic;
+	int32_t rank, nranks;
+	struct peer_info info;
+};
+
+static int kv_ms_left(uint64_t deadline)
+{
+	uint64_t t = now_ns();
+	return t >= deadline ? 1 : (int)MIN((deadline - t) / 1000000 + 1, (uint64_t)INT32_MAX);
+}
+
+/* The address this rank advertises: NPCCL_SOCKET_ADDR, else the one that
+ * routes to the rendezvous host (NPCCL_ROOT_ADDR, MASTER_ADDR: a connected
+ * UDP socket sends nothing), else loopback. */
+static uint32_t kv_local_address(void)
+{
+	const char *s = getenv("NPCCL_SOCKET_ADDR");
+	struct in_addr a;
+	if (s && inet_pton(AF_INET, s, &a) == 1)
+		return a.s_addr;
+	char hp[300] = "";
+	uint32_t ip;
+	uint16_t port;
+	if (getenv("NPCCL_ROOT_ADDR") && *getenv("NPCCL_ROOT_ADDR"))
+		snprintf(hp, sizeof(hp), "%s", getenv("NPCCL_ROOT_ADDR"));
+	else if (getenv("MASTER_ADDR") && *getenv("MASTER_ADDR"))
+		snprintf(hp, sizeof(hp), "%s:1", getenv("MASTER_ADDR"));
+	if (hp[0] && parse_host_port(hp, &ip, &port) == 0) {
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = port,
+					  .sin_addr.s_addr = ip }, me;
+		socklen_t sl = sizeof(me);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&me, &sl) == 0 && me.sin_addr.s_addr) {
+			close(fd);
+			return me.sin_addr.s_addr;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return htonl(INADDR_LOOPBACK);
+}
+
+/* The communicator tag: rank 0 makes it, everyone reads it (rank 0 too, so
+ * every rank takes the same path through the store). */
+static npccl_status_t kv_get_tag(struct npccl_comm *c, const struct boot_src *src,
+				 uint64_t deadline, char *err, size_t errlen)
+{
+	const npccl_kv_store_t *kv = src->kv;
+	char key[256];
+	snprintf(key, sizeof(key), "%snpccl/tag", src->prefix);
+	if (c->rank == 0) {
+		struct kv_tag t = { .magic = KV_MAGIC, .version = BOOT_VERSION,
+				    .nranks = c->nranks };
+		if (getrandom(&t.comm_magic, sizeof(t.comm_magic), 0) != sizeof(t.comm_magic))
+			t.comm_magic = now_ns() ^ ((uint64_t)getpid() << 32);
+		t.comm_magic |= 1;
+		if (kv->set(kv->user, key, &t, sizeof(t)) != 0) {
+			snprintf(err, errlen, "rank 0: the key-value store refused to set '%s'", key);
+			return NPCCL_ERR_BOOTSTRAP;
+		}
+	}
+	struct kv_tag t;
+	size_t len = 0;
+	if (kv->get(kv->user, key, &t, sizeof(t), &len, kv_ms_left(deadline)) != 0) {
+		snprintf(err, errlen, "rank %d: rank 0 did not publish the communicator in the "
+			 "key-value store ('%s') within %d ms", c->rank, key, src->timeout_ms);
+		return NPCCL_ERR_BOOTSTRAP;
+	}
+	if (len != sizeof(t) || t.magic != KV_MAGIC || t.version != BOOT_VERSION) {
+		snprintf(err, errlen, "rank %d: '%s' in the key-value store is not an npccl "
+			 "bootstrap record of this version (%zu bytes)", c->rank, key, len);
+		return NPCCL_ERR_PROTOCOL;
+	}
+	if (t.nranks != c->nranks) {
+		snprintf(err, errlen, "rank %d says the communicator has %d ranks but rank 0 "
+			 "said %d", c->rank, c->nranks, t.nranks);
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	c->magic = t.comm_magic;
+	return NPCCL_OK;
+}
+
+/* Publish this rank's peer_info, read everyone's; missing ranks are named. */
+static npccl_status_t kv_exchange(struct npccl_comm *c, const struct boot_src *src,
+				  struct peer_info *me, uint64_t deadline, char *err,
+				  size_t errlen)
+{
+	const npccl_kv_store_t *kv = src->kv;
+	char key[256];
+	me->ipv4 = kv_local_address();
+	struct kv_hello h = { .magic = KV_MAGIC, .version = BOOT_VERSION, .comm_magic = c->magic,
+			      .rank = c->rank, .nranks = c->nranks, .info = *me };
+	snprintf(key, sizeof(key), "%snpccl/rank/%d", src->prefix, c->rank);
+	if (kv->set(kv->user, key, &h, sizeof(h)) != 0) {
+		snprintf(err, errlen, "rank %d: the key-value store refused to set '%s'", c->rank,
+			 key);
+		return NPCCL_ERR_BOOTSTRAP;
+	}
+	c->peers[c->rank].info = *me;
+	char missing[200] = "";
+	int nmissing = 0;
+	size_t used = 0;
+	for (int r = 0; r < c->nranks; r++) {
+		if (r == c->rank)
+			continue;
+		struct kv_hello o;
+		size_t len = 0;
+		snprintf(key, sizeof(key), "%snpccl/rank/%d", src->prefix, r);
+		/* once one rank is missing, only look whether the others are there */
+		int ms = nmissing ? 1 : kv_ms_left(deadline);
+		if (kv->get(kv->user, key, &o, sizeof(o), &len, ms) != 0) {
+			if (used < sizeof(missing) - 16)
+				used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d",
+							 nmissing ? ", " : "", r);
+			nmissing++;
+			continue;
+		}
+		if (len != sizeof(o) || o.magic != KV_MAGIC || o.version != BOOT_VERSION ||
+		    o.comm_magic != c->magic || o.rank != r || o.nranks != c->nranks) {
+			snprintf(err, errlen, "rank %d: '%s' in the key-value store belongs to another "
+				 "communicator (stale key from an earlier one? use a fresh store "
+				 "or prefix)", c->rank, key);
+			return NPCCL_ERR_PROTOCOL;
+		}
+		c->peers[r].info = o.info;
+	}
+	if (nmissing) {
+		snprintf(err, errlen, "rank %d: %d of %d ranks did not publish their address in the "
+			 "key-value store within %d ms: %s", c->rank, nmissing, c->nranks,
+			 src->timeout_ms, missing);
+		return NPCCL_ERR_BOOTSTRAP;
+	}
+	return NPCCL_OK;
+}
+
 /* Hosts are numbered in order of their lowest rank. */
 static npccl_status_t group_hosts(struct npccl_comm *c)
 {
@@ -508,15 +656,27 @@ static npccl_status_t connect_remote(struct npccl_comm *c, char *err, size_t err
 	return NPCCL_OK;
 }
 
-npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id, char *err,
+npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src, char *err,
 			     size_t errlen)
 {
-	const struct unique_id_wire *w = (const void *)id->internal;
-	if (memcmp(w->tag, "NPCCLID1", 8)) {
+	const struct unique_id_wire *w = src->id ? (const void *)src->id->internal : NULL;
+	npccl_status_t st;
+	struct boot_src kvsrc;
+	uint64_t kv_deadline = 0;
+	if (src->kv) {
+		kvsrc = *src;
+		if (kvsrc.timeout_ms <= 0)
+			kvsrc.timeout_ms = npccl_config()->bootstrap_timeout_ms;
+		src = &kvsrc;
+		kv_deadline = now_ns() + (uint64_t)src->timeout_ms * 1000000ull;
+		if ((st = kv_get_tag(c, src, kv_deadline, err, errlen)) != NPCCL_OK)
+			return st;
+	} else if (memcmp(w->tag, "NPCCLID1", 8)) {
 		snprintf(err, errlen, "the unique id is not one made by npccl_get_unique_id");
 		return NPCCL_ERR_INVALID_ARG;
+	} else {
+		c->magic = w->magic;
 	}
-	c->magic = w->magic;
 	struct host_identity hid;
 	host_identity_get(&hid);
 	struct peer_info me = { .rank = (uint32_t)c->rank, .pid = (uint32_t)getpid(),
@@ -529,7 +689,7 @@ npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id, 
 	if (c->listen_fd < 0)
 		return NPCCL_ERR_SYSTEM;
 	/* listening before the root answers anyone, so local peers can connect */
-	npccl_status_t st = shm_listen(c, err, errlen);
+	st = shm_listen(c, err, errlen);
 	if (st != NPCCL_OK)
 		return st;
 	struct sockaddr_in sa;
@@ -537,12 +697,24 @@ npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id, 
 	getsockname(c->listen_fd, (struct sockaddr *)&sa, &sl);
 	me.port = sa.sin_port;
 
-	st = exchange_with_root(c, w, &me, err, errlen);
+	st = src->kv ? kv_exchange(c, src, &me, kv_deadline, err, errlen)
+		     : exchange_with_root(c, w, &me, err, errlen);
 	if (st != NPCCL_OK)
 		return st;
 	st = group_hosts(c);
 	if (st != NPCCL_OK)
 		return st;
+	/* (NPCCL_DISABLE_SHM makes local ranks "remote" on purpose: loopback is right then) */
+	for (int i = 0; i < c->nranks && !npccl_config()->disable_shm; i++) {
+		const struct peer_info *pi = &c->peers[i].info;
+		if (!c->peers[i].local && (ntohl(pi->ipv4) >> 24) == 127) {
+			snprintf(err, errlen, "rank %d (pid %u on %s) runs on another host but "
+				 "advertises %s: set NPCCL_SOCKET_ADDR (or MASTER_ADDR, the "
+				 "rendezvous host) on every rank", i, pi->pid, pi->hostname,
+				 ipv4_str(pi->ipv4, (char[INET_ADDRSTRLEN]){ 0 }));
+			return NPCCL_ERR_BOOTSTRAP;
+		}
+	}
 	st = shm_setup(c, err, errlen);
 	if (st != NPCCL_OK)
 		return st;

@@ -4,8 +4,10 @@
  *
  * Contracts: init either returns a fully connected communicator (cost model
  * measured and agreed) or NULL with a message; destroy and abort accept NULL
- * and never block for long; abort may run while another thread is inside a
- * call on the same communicator (that call returns NPCCL_ERR_ABORTED first).
+ * and never block for long (destroy lets the calls already issued finish
+ * first, each within its deadline); abort may run while other threads are
+ * inside calls on the same communicator (they return NPCCL_ERR_ABORTED
+ * first) and completes the requests still pending with NPCCL_ERR_ABORTED.
  */
 #include "npccl_internal.h"
 
@@ -58,6 +60,7 @@ static void comm_free(struct npccl_comm *c)
 	if (c->unix_listen_fd >= 0)
 		close(c->unix_listen_fd);
 	p2p_free_all_reqs(c);
+	req_queue_free(c);
 	if (c->scratch)
 		munmap(c->scratch, c->scratch_size);
 	if (c->scratch2)
@@ -99,7 +102,7 @@ static npccl_status_t build_groups(struct npccl_comm *c)
 	return NPCCL_OK;
 }
 
-npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_unique_id_t *id,
+npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot_src *src,
 				int rank, char *err, size_t errlen)
 {
 	char dummy[8];
@@ -108,9 +111,10 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 		errlen = sizeof(dummy);
 	}
 	err[0] = 0;
-	if (!out || !id || nranks <= 0 || rank < 0 || rank >= nranks) {
-		snprintf(err, errlen, "invalid arguments: need comm, id, nranks > 0 and 0 <= rank < "
-				      "nranks (got nranks %d, rank %d)", nranks, rank);
+	if (!out || !src || (!src->id && !src->kv) || nranks <= 0 || rank < 0 || rank >= nranks) {
+		snprintf(err, errlen, "invalid arguments: need comm, %s, nranks > 0 and 0 <= rank < "
+				      "nranks (got nranks %d, rank %d)",
+			 src && src->kv ? "store" : "id", nranks, rank);
 		if (out)
 			*out = NULL;
 		return NPCCL_ERR_INVALID_ARG;
@@ -122,10 +126,17 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 		return NPCCL_ERR_NOMEM;
 	c->rank = rank;
 	c->nranks = nranks;
-	c->listen_fd = c->unix_listen_fd = c->doorbell_fd = -1;
-	c->timeout_ms = npccl_config()->timeout_ms;
+	c->listen_fd = c->unix_listen_fd = c->doorbell_fd = c->wake_fd = -1;
+	c->timeout_ms = c->op_timeout_ms = npccl_config()->timeout_ms;
+	tls_error_forget(c);
+	if (req_queue_init(c) != NPCCL_OK) {
+		snprintf(err, errlen, "eventfd: out of descriptors or memory");
+		free(c);
+		return NPCCL_ERR_SYSTEM;
+	}
 	c->peers = calloc((size_t)nranks, sizeof(*c->peers));
 	if (!c->peers) {
+		req_queue_free(c);
 		free(c);
 		return NPCCL_ERR_NOMEM;
 	}
@@ -135,15 +146,20 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 		p->ctl_fd = p->data_fd = p->pidfd = p->doorbell_fd = -1;
 	}
 	parse_fault(c);
-	npccl_status_t st = bootstrap_run(c, id, err, errlen);
+	/* the cost model's own calls are not part of a group the caller opened */
+	int grp = group_suspend();
+	npccl_status_t st = bootstrap_run(c, src, err, errlen);
 	if (st == NPCCL_OK)
 		st = build_groups(c);
 	if (st == NPCCL_OK) {
 		st = costmodel_measure(c);
+		if (st == NPCCL_OK)
+			st = cma_probe(c);
 		if (st != NPCCL_OK)
 			snprintf(err, errlen, "rank %d: measuring the cost model failed: %s", rank,
 				 c->errmsg[0] ? c->errmsg : npccl_strerror(st));
 	}
+	group_resume(grp);
 	if (st != NPCCL_OK) {
 		npccl_log(NPCCL_LOG_ERROR, "%s", err);
 		comm_free(c);
@@ -158,20 +174,50 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const npccl_uniqu
 npccl_status_t npccl_comm_init_rank_err(npccl_comm_t *comm, int nranks, const npccl_unique_id_t *id,
 					int rank, char *errbuf, size_t errlen)
 {
-	return comm_init_common(comm, nranks, id, rank, errbuf, errlen);
+	return comm_init_common(comm, nranks, &(struct boot_src){ .id = id }, rank, errbuf, errlen);
+}
+
+npccl_status_t npccl_comm_init_kv(npccl_comm_t *comm, int nranks, int rank,
+				  const npccl_kv_store_t *store, const char *prefix, int timeout_ms,
+				  char *errbuf, size_t errlen)
+{
+	char dummy[8];
+	if (!errbuf || !errlen) {
+		errbuf = dummy;
+		errlen = sizeof(dummy);
+	}
+	if (!store || !store->set || !store->get) {
+		snprintf(errbuf, errlen, "npccl_comm_init_kv: the store and its set and get "
+					 "callbacks must not be NULL");
+		if (comm)
+			*comm = NULL;
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	struct boot_src src = { .kv = store, .prefix = prefix ? prefix : "",
+				.timeout_ms = timeout_ms };
+	return comm_init_common(comm, nranks, &src, rank, errbuf, errlen);
 }
 
 npccl_status_t npccl_comm_init_rank(npccl_comm_t *comm, int nranks, const npccl_unique_id_t *id,
 				    int rank)
 {
 	char err[512];
-	return comm_init_common(comm, nranks, id, rank, err, sizeof(err));
+	return comm_init_common(comm, nranks, &(struct boot_src){ .id = id }, rank, err,
+				sizeof(err));
 }
 
 npccl_status_t npccl_comm_destroy(npccl_comm_t c)
 {
 	if (!c)
 		return NPCCL_OK;
+	/* the calls issued before run to their end (or their deadline) */
+	req_drain(c);
+	if (!req_shutdown(c, NPCCL_ERR_ABORTED, "npccl_comm_destroy ran before this call")) {
+		npccl_log(NPCCL_LOG_WARN, "npccl_comm_destroy: the progress thread did not stop "
+					  "within 2 s; the communicator's memory is leaked instead of freed");
+		return NPCCL_ERR_ABORTED;
+	}
+	tls_error_forget(c);
 	for (int i = 0; i < c->nranks; i++)
 		if (i != c->rank)
 			/* a communicator that failed passes its verdict on, so peers
@@ -198,20 +244,30 @@ npccl_status_t npccl_comm_abort(npccl_comm_t c)
 		tmp.failed = NPCCL_ERR_ABORTED;
 		comm_broadcast_abort(&tmp, c->rank);
 	}
+	uint64_t one = 1;
 	if (c->doorbell_fd >= 0) {
-		uint64_t one = 1;
 		ssize_t n = write(c->doorbell_fd, &one, sizeof(one));
 		(void)n;
 	}
-	/* wait (bounded) for a call running in another thread to leave */
+	if (c->wake_fd >= 0) {
+		ssize_t n = write(c->wake_fd, &one, sizeof(one));
+		(void)n;
+	}
+	pthread_mutex_lock(&c->q_lock);
+	pthread_cond_broadcast(&c->q_cond);
+	pthread_mutex_unlock(&c->q_lock);
+	/* wait (bounded) for calls running in other threads to leave, then for
+	 * the progress thread: both fail fast now that `aborting` is set */
 	uint64_t end = now_ns() + 2000000000ull;
 	while (atomic_load(&c->in_call) > 0 && now_ns() < end)
 		usleep(1000);
-	if (atomic_load(&c->in_call) > 0) {
+	if (atomic_load(&c->in_call) > 0 ||
+	    !req_shutdown(c, NPCCL_ERR_ABORTED, "npccl_comm_abort ran before this call")) {
 		npccl_log(NPCCL_LOG_WARN, "npccl_comm_abort: a call did not leave within 2 s; the "
 					  "communicator's memory is leaked instead of freed");
 		return NPCCL_ERR_ABORTED;
 	}
+	tls_error_forget(c);
 	comm_free(c);
 	return NPCCL_OK;
 }
@@ -241,16 +297,13 @@ npccl_status_t npccl_comm_hosts(npccl_comm_t c, int *nhosts, int *host)
 	return NPCCL_OK;
 }
 
-const char *npccl_comm_last_error(npccl_comm_t c)
-{
-	return c ? c->lasterr : "no communicator";
-}
-
 npccl_status_t npccl_comm_set_timeout(npccl_comm_t c, int ms)
 {
 	if (!c || ms <= 0)
 		return NPCCL_ERR_INVALID_ARG;
+	pthread_mutex_lock(&c->q_lock);
 	c->timeout_ms = ms;
+	pthread_mutex_unlock(&c->q_lock);
 	return NPCCL_OK;
 }
 
@@ -258,13 +311,16 @@ npccl_status_t npccl_comm_set_algo(npccl_comm_t c, npccl_coll_t coll, npccl_algo
 {
 	if (!c || (unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)algo >= NPCCL_NUM_ALGOS)
 		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
 	if (algo != NPCCL_ALGO_AUTO && !algo_valid(c, coll, algo)) {
-		snprintf(c->lasterr, sizeof(c->lasterr), "%s has no algorithm %s on this "
-			 "communicator (%d host(s), %d local rank(s))", npccl_coll_name(coll),
-			 npccl_algo_name(algo), c->nhosts, c->nlocal);
+		tls_error_set(c, "%s has no algorithm %s on this communicator (%d host(s), %d local "
+			      "rank(s))", npccl_coll_name(coll), npccl_algo_name(algo), c->nhosts,
+			      c->nlocal);
 		return NPCCL_ERR_UNSUPPORTED;
 	}
+	pthread_mutex_lock(&c->q_lock);
 	c->forced[coll] = algo;
+	pthread_mutex_unlock(&c->q_lock);
 	return NPCCL_OK;
 }
 
@@ -325,6 +381,7 @@ npccl_status_t npccl_comm_split(npccl_comm_t c, int color, int key, npccl_comm_t
 {
 	if (!c || !newcomm || color < NPCCL_SPLIT_NOCOLOR)
 		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
 	*newcomm = NULL;
 	int P = c->nranks;
 	struct split_entry *all = calloc((size_t)P, sizeof(*all));
@@ -349,7 +406,7 @@ npccl_status_t npccl_comm_split(npccl_comm_t c, int color, int key, npccl_comm_t
 			ip = htonl(INADDR_LOOPBACK);
 		st = unique_id_create(ip, 0, -1, 0, &mine.id, err, sizeof(err));
 		if (st) {
-			snprintf(c->lasterr, sizeof(c->lasterr), "split: %s", err);
+			tls_error_set(c, "split: %s", err);
 			/* still take part in the exchange so the others do not hang */
 		}
 	}
@@ -368,11 +425,15 @@ npccl_status_t npccl_comm_split(npccl_comm_t c, int color, int key, npccl_comm_t
 			newrank++;
 		n++;
 	}
-	st = comm_init_common(newcomm, n, &all[leader].id, newrank, err, sizeof(err));
-	if (st)
-		snprintf(c->lasterr, sizeof(c->lasterr), "split: %s", err);
-	else
+	st = comm_init_common(newcomm, n, &(struct boot_src){ .id = &all[leader].id }, newrank, err,
+			      sizeof(err));
+	if (st) {
+		tls_error_set(c, "split: %s", err);
+	} else {
+		pthread_mutex_lock(&c->q_lock);
 		(*newcomm)->timeout_ms = c->timeout_ms;
+		pthread_mutex_unlock(&c->q_lock);
+	}
 out:
 	free(all);
 	return st;

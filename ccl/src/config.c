@@ -94,6 +94,7 @@ static void load(void)
 	cfg.timeout_ms = (int)env_long("NPCCL_TIMEOUT_MS", 30000, 1, 86400000);
 	cfg.bootstrap_timeout_ms = (int)env_long("NPCCL_BOOTSTRAP_TIMEOUT_MS", 60000, 1, 86400000);
 	cfg.disable_shm = env_long("NPCCL_DISABLE_SHM", 0, 0, 1);
+	cfg.disable_cma = env_long("NPCCL_DISABLE_CMA", 0, 0, 1);
 	cfg.shm_slot_bytes = (size_t)env_long("NPCCL_SHM_SLOT_BYTES", 128 << 10, 4096, 64 << 20);
 	cfg.shm_slot_bytes = ALIGN_UP(cfg.shm_slot_bytes, 64);
 	cfg.shm_slots = (int)env_long("NPCCL_SHM_SLOTS", 4, 2, 64);
@@ -102,7 +103,7 @@ static void load(void)
 	cfg.fp_direct_max = (size_t)env_long("NPCCL_SHM_DIRECT_MAX", 16 << 10, 0, 1 << 20);
 	cfg.shm_nt_min = (size_t)env_long("NPCCL_SHM_NT_MIN", 8 << 20, 0, 1L << 40);
 	cfg.stage_nt = (int)env_long("NPCCL_SHM_STAGE_NT", -1, -1, 1);
-	cfg.probe_min = (size_t)env_long("NPCCL_SHM_PROBE_MIN", 256 << 10, 0, 1L << 40);
+	cfg.probe_min = (size_t)env_long("NPCCL_SHM_PROBE_MIN", 32 << 10, 0, 1L << 40);
 	cfg.pipeline_chunk = (size_t)env_long("NPCCL_PIPELINE_CHUNK", 256 << 10, 1024, 256 << 20);
 	cfg.pipeline_chunk = ALIGN_UP(cfg.pipeline_chunk, 64);
 	cfg.spin_us = (int)env_long("NPCCL_SPIN_US", 100, 0, 10000000);

@@ -25,6 +25,8 @@
 #define SHM_ALPHA_SANE_US 20.0
 #define MEASURE_ATTEMPTS 3
 #define MEASURE_PAUSE_US 20000
+/* process_vm_readv/writev: system call and page pinning, per call */
+#define CMA_CALL_US 3.0
 
 static pthread_once_t local_once = PTHREAD_ONCE_INIT;
 static double local_copy_us_per_mb = 70, local_gamma_us_per_mb = 60;
@@ -187,10 +189,17 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_RECDOUBLING ||
 		       a == NPCCL_ALGO_RABENSEIFNER || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_ALLGATHER:
+		if (a == NPCCL_ALGO_CMA)
+			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_RECDOUBLING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE_SCATTER:
+		if (a == NPCCL_ALGO_CMA)
+			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_BROADCAST:
+		if (a == NPCCL_ALGO_CMA)
+			return shm_ok && c->cma_ok;
+		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE:
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_GATHER:
@@ -260,10 +269,15 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 			return 1e30;
 		}
 	case NPCCL_COLL_REDUCE_SCATTER:	/* n: all blocks */
+		if (algo == NPCCL_ALGO_CMA)	/* a system call per peer and chunk, one copy */
+			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (cp + ga) + n / P * cp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * (be + ga) + n * ga;
 		return n * cp + (P - 1) * al + (P - 1) / P * n * (be + ga);
 	case NPCCL_COLL_ALLGATHER:	/* n: the whole output */
+		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its share at once */
+			return 2 * al + (P - 1) * CMA_CALL_US + (P - 1) / P * n * cp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * be * 1.2;
 		if (algo == NPCCL_ALGO_RECDOUBLING)
@@ -273,6 +287,8 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	case NPCCL_COLL_REDUCE: {
 		double g = coll == NPCCL_COLL_REDUCE ? ga : 0;
 		double k = ceil(n / chunk), c1 = MIN(chunk, n);
+		if (algo == NPCCL_ALGO_CMA)	/* two ranks: root and receiver copy half each */
+			return 2 * al + CMA_CALL_US + n * cp / (P == 2 ? 2 : 1);
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * (al + n * (be + g));
 		if (algo == NPCCL_ALGO_TREE)
@@ -327,7 +343,9 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	out->transport = c->nhosts == 1 ? (c->nlocal > 1 ? "shm" : "none")
 			 : c->nlocal > 1 ? "shm+tcp" : "tcp";
 	const char *why = "cost model";
+	pthread_mutex_lock(&c->q_lock);
 	npccl_algo_t a = c->forced[coll];
+	pthread_mutex_unlock(&c->q_lock);
 	if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {

@@ -257,7 +257,7 @@ npccl_status_t comm_diagnose_timeout(struct npccl_comm *c)
 {
 	if (c->failed)
 		return c->failed;
-	int tmo = c->timeout_ms;
+	int tmo = c->op_timeout_ms;
 	int diag_ms = MAX(20, MIN(1000, tmo / 10));
 	for (int i = 0; i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];

@@ -193,7 +193,7 @@ npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *err, size_t errlen)
 		if (st)
 			return st;
 	}
-	st = comm_init_common(comm, nranks, &id, rank, err, errlen);
+	st = comm_init_common(comm, nranks, &(struct boot_src){ .id = &id }, rank, err, errlen);
 	if (rank == 0 && path[0])
 		unlink(path);
 	return st;

@@ -3,8 +3,8 @@
  * peers, point-to-point requests, the wire header, the shared-memory control
  * block, and the internal functions each file provides.
  *
- * Contracts: a communicator is used by one thread at a time (abort aside);
- * every blocking loop goes through comm_wait() so deadlines, dead peers and
+ * Contracts: the communicator's state belongs to the thread holding its
+ * exec role (request.c), one at a time; every blocking loop goes through comm_wait() so deadlines, dead peers and
  * control messages are handled in one place; errors are recorded once with
  * comm_fail() and every later call returns them.
  */
@@ -14,6 +14,7 @@
 #define NPCCL_BUILDING 1
 #include "npccl.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,6 +46,7 @@ struct npccl_config {
 	int timeout_ms;
 	int bootstrap_timeout_ms;
 	bool disable_shm;
+	bool disable_cma;	/* NPCCL_DISABLE_CMA: no single-copy collectives */
 	size_t shm_slot_bytes;	/* p2p FIFO slot payload */
 	int shm_slots;		/* p2p FIFO depth */
 	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */
@@ -137,6 +139,8 @@ struct req {
 	const char *rsrc;	/* RECV_REDUCE: first operand (rbuf itself, or another buffer) */
 	bool complete;
 	bool in_use;
+	uint64_t gen;		/* operation that posted it (0: a non-blocking send/recv,
+				 * completed by request.c, never by p2p_wait_all) */
 };
 
 /* ---- peers and transports ---------------------------------------------- */
@@ -237,12 +241,18 @@ struct shm_ctl {
 	uint64_t op_mem_sig;	/* signature of the npccl_mem_alloc buffers */
 	_Alignas(CACHELINE) atomic_uint_fast64_t staged;	/* fast-path progress */
 	uint64_t step_hash[4];	/* op hash of step g at [g % 4], same line as staged */
+	/* AllReduce of at most 8 bytes: the data of step g at [g % 2], in the
+	 * same line too (one cache-line transfer per peer and call) */
+	uint64_t tiny[2];
 	_Alignas(CACHELINE) atomic_uint_fast64_t reduced;
 	_Alignas(CACHELINE) atomic_uint_fast64_t gathered;
 	/* zero-copy AllReduce: where this rank's buffers are, for call zc_seq
 	 * (published before `staged` of the call's first step) */
 	_Alignas(CACHELINE) uint64_t zc_seq;
 	uint64_t zc_sid, zc_soff, zc_rid, zc_roff;	/* allocation id + offset */
+	/* single-copy collectives (algo_cma.c): this rank's buffers for the
+	 * current call, and the address of its probe word (init) */
+	_Alignas(CACHELINE) uint64_t cma_sbuf, cma_rbuf, cma_probe;
 	/* core-distance probe (ping-pong between local ranks 0 and 1) */
 	_Alignas(CACHELINE) atomic_uint_fast64_t probe;
 	_Alignas(CACHELINE) char pad[CACHELINE];
@@ -270,6 +280,78 @@ struct group {
 	int n, me;
 	const int *ranks;	/* comm rank of each member */
 };
+
+/* ---- calls in flight (request.c) ----------------------------------------
+ * Every call becomes an `op` in the communicator's queue and runs in queue
+ * order on whichever thread holds the "exec" role: the waiting caller itself
+ * (npccl_request_wait without a timeout, every blocking call) or the
+ * communicator's worker thread (started by the first non-blocking call).
+ * Collectives run to completion; point-to-point messages are posted to the
+ * per-peer queues and complete in the background (`pend` list). */
+enum op_kind { OPK_COLL, OPK_SEND, OPK_RECV, OPK_MEM_ALLOC, OPK_MEM_FREE };
+
+struct op {
+	uint8_t kind;
+	npccl_coll_t coll;
+	const void *sbuf;
+	void *rbuf;
+	size_t count;
+	npccl_dtype_t dtype;
+	npccl_redop_t redop;
+	int root;		/* collectives with a root; -1 otherwise */
+	int peer;		/* point to point */
+	npccl_algo_t forced;	/* npccl_comm_set_algo when the call was made */
+	int timeout_ms;		/* npccl_comm_set_timeout when the call was made */
+	void **out_ptr;		/* npccl_mem_alloc */
+};
+
+struct npccl_request {
+	struct npccl_request *qnext;	/* queue (q_lock) */
+	struct npccl_request *pnext;	/* pending point-to-point list (exec role) */
+	struct npccl_comm *comm;
+	struct op op;
+	atomic_int refs;	/* caller's handle + the communicator's while not done */
+	atomic_int done;	/* set last, under q_lock; then only the owner touches it */
+	atomic_int final;	/* status and text are final (callbacks run after) */
+	bool heap;		/* malloc'ed (non-blocking) or on the caller's stack */
+	bool cb_ran;
+	npccl_status_t status;
+	npccl_request_fn cb;
+	void *cb_user;
+	struct req *ireq;	/* point to point: the posted message */
+	struct op_desc desc;	/* point to point: its descriptor, for diagnosis */
+	uint64_t deadline_ns;
+	char err[800];
+};
+
+NPCCL_HIDDEN npccl_status_t req_submit(struct npccl_comm *c, const struct op *op,
+				       npccl_request_t *out);
+NPCCL_HIDDEN npccl_status_t req_queue_init(struct npccl_comm *c);
+/* waits for every queued call and pending message (destroy) */
+NPCCL_HIDDEN void req_drain(struct npccl_comm *c);
+/* stops the worker and completes everything still queued or pending with
+ * `st` (destroy, abort); false if the worker did not stop within 2 s */
+NPCCL_HIDDEN bool req_shutdown(struct npccl_comm *c, npccl_status_t st, const char *why);
+NPCCL_HIDDEN void req_queue_free(struct npccl_comm *c);
+/* the exec role's current call is running and more may be waiting */
+NPCCL_HIDDEN bool req_queue_nonempty(struct npccl_comm *c);
+/* groups (request.c): >0 while npccl_group_start is open in this thread */
+NPCCL_HIDDEN int group_depth(void);
+NPCCL_HIDDEN npccl_status_t group_record(struct npccl_comm *c, const struct op *op);
+NPCCL_HIDDEN int group_suspend(void);
+NPCCL_HIDDEN void group_resume(int depth);
+/* posts `n` point-to-point ops together and waits for all of them */
+NPCCL_HIDDEN npccl_status_t req_run_batch(struct npccl_comm *c, const struct op *ops, int n);
+NPCCL_HIDDEN npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr);
+NPCCL_HIDDEN npccl_status_t shm_mem_free_run(struct npccl_comm *c, void *ptr);
+/* runs one op (collectives.c) with the exec role: fills r->status/r->err for
+ * collectives; posts point-to-point messages (r->ireq) */
+NPCCL_HIDDEN void op_run(struct npccl_comm *c, struct npccl_request *r);
+/* per-thread error text (status.c) */
+NPCCL_HIDDEN void tls_error_clear(struct npccl_comm *c);
+NPCCL_HIDDEN void tls_error_set(struct npccl_comm *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+NPCCL_HIDDEN void tls_error_forget(struct npccl_comm *c);
 
 /* ---- the communicator --------------------------------------------------- */
 struct npccl_comm {
@@ -302,7 +384,8 @@ struct npccl_comm {
 	uint64_t completed_seq;
 	int waiting_on;
 	uint64_t deadline_ns;
-	int timeout_ms;
+	int timeout_ms;		/* setting for later calls (q_lock) */
+	int op_timeout_ms;	/* the running call's */
 	atomic_int aborting;
 	atomic_int in_call;
 
@@ -333,6 +416,8 @@ struct npccl_comm {
 	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
 	uint64_t probe_seq;		/* core-distance probes so far (same on ranks 0, 1) */
 	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
+	bool cma_ok;			/* every local rank can read every other's memory (agreed) */
+	uint64_t cma_word;		/* the probe word peers read */
 
 	/* npccl_mem_alloc buffers (shm_mem.c); mem_sig is identical on every
 	 * rank that made the same allocations and is part of cur_hash */
@@ -340,6 +425,24 @@ struct npccl_comm {
 	int nmems, mems_cap;
 	uint64_t mem_next_id, mem_sig;
 	bool zc_logged;			/* "zero-copy in use" said once */
+
+	/* calls in flight (request.c). q_lock guards the queue, exec_busy,
+	 * the worker fields, forced[] and timeout_ms, shown_err; the rest of
+	 * the communicator belongs to the holder of the exec role */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	bool q_ready;
+	struct npccl_request *q_head, *q_tail;
+	atomic_int q_len;
+	bool exec_busy;
+	bool worker_started, worker_stop, worker_exited;
+	pthread_t worker;
+	struct npccl_request *pend_head, *pend_tail;
+	int bg_p2p;		/* messages posted by non-blocking sends/receives, not yet done */
+	uint64_t req_gen;	/* operation number for p2p_wait_all */
+	int wake_fd;		/* eventfd: a call was queued while the exec role sleeps */
+	atomic_int exec_polling;
+	char shown_err[800];	/* last failure, for threads that made no call */
 
 	/* fault injection (tests) */
 	int fault_kind;
@@ -369,6 +472,11 @@ NPCCL_HIDDEN npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *
 NPCCL_HIDDEN void doorbell_ring(struct npccl_comm *c, int rank);
 NPCCL_HIDDEN void doorbell_ring_all_local(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms);
+/* whether p's control channel closed (waiting up to timeout_ms for it, and
+ * handling what arrives meanwhile): its process is gone, not just a stream */
+NPCCL_HIDDEN bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms);
+/* advance every per-peer queue; the failure status if a transport failed */
+NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
 
 /* ---- failure handling (fault.c) ---------------------------------------- */
 NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit,
@@ -486,6 +594,10 @@ NPCCL_HIDDEN npccl_status_t algo_barrier(struct npccl_comm *c, const struct grou
 NPCCL_HIDDEN npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t shm_barrier(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a);
+NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
 
 /* ---- operation bracket (collectives.c) ---------------------------------- */
@@ -513,12 +625,20 @@ struct unique_id_wire {
 NPCCL_HIDDEN npccl_status_t unique_id_create(uint32_t ipv4_be, uint16_t port_be, int listen_fd,
 					     uint64_t magic, npccl_unique_id_t *id, char *err,
 					     size_t errlen);
-NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const npccl_unique_id_t *id,
+/* where a communicator's ranks find each other: a unique id (the TCP
+ * rendezvous root) or a caller's key-value store */
+struct boot_src {
+	const npccl_unique_id_t *id;
+	const npccl_kv_store_t *kv;
+	const char *prefix;
+	int timeout_ms;
+};
+NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src,
 					  char *err, size_t errlen);
 NPCCL_HIDDEN npccl_status_t launcher_resolve(int *rank, int *nranks, npccl_unique_id_t *id,
 					     int *listen_fd_for_root, char *err, size_t errlen);
 NPCCL_HIDDEN npccl_status_t comm_init_common(npccl_comm_t *out, int nranks,
-					     const npccl_unique_id_t *id, int rank, char *err,
+					     const struct boot_src *src, int rank, char *err,
 					     size_t errlen);
 
 /* ---- sockets (sock.c) --------------------------------------------------- */

@@ -146,6 +146,7 @@ static struct req *post(struct npccl_comm *c, enum req_kind kind, int peer, cons
 	r->sbuf = sbuf;
 	r->rbuf = rbuf;
 	r->len = len;
+	r->gen = c->req_gen;
 	p2p_set_hdr(c, &r->hdr, len);
 	if (kind == REQ_SEND)
 		enqueue(&p->sendq, &p->sendq_tail, r);
@@ -184,7 +185,7 @@ struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf, size
 }
 
 /* Advance every queue; returns the failure status if a transport failed. */
-static npccl_status_t progress_all(struct npccl_comm *c)
+npccl_status_t p2p_progress_all(struct npccl_comm *c)
 {
 	for (int i = 0; i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];
@@ -226,7 +227,7 @@ struct wait_set {
 static bool reqs_done(void *arg)
 {
 	struct wait_set *w = arg;
-	w->st = progress_all(w->c);
+	w->st = p2p_progress_all(w->c);
 	if (w->st != NPCCL_OK)
 		return true;
 	for (int i = 0; i < w->n; i++)
@@ -261,12 +262,21 @@ npccl_status_t p2p_wait(struct npccl_comm *c, struct req **r, int n)
 static bool all_done(void *arg)
 {
 	struct wait_set *w = arg;
-	w->st = progress_all(w->c);
+	w->st = p2p_progress_all(w->c);
 	if (w->st != NPCCL_OK)
 		return true;
-	for (int i = 0; i < w->c->nranks; i++)
-		if (w->c->peers[i].sendq || w->c->peers[i].recvq)
-			return false;
+	/* this operation's messages only: non-blocking sends and receives of
+	 * the caller (gen 0) may still be queued ahead of them or not */
+	uint64_t gen = w->c->req_gen;
+	for (int i = 0; i < w->c->nranks; i++) {
+		const struct peer *p = &w->c->peers[i];
+		for (const struct req *r = p->sendq; r; r = r->next)
+			if (r->gen == gen)
+				return false;
+		for (const struct req *r = p->recvq; r; r = r->next)
+			if (r->gen == gen)
+				return false;
+	}
 	return true;
 }
 
@@ -283,7 +293,8 @@ npccl_status_t p2p_wait_all(struct npccl_comm *c)
 	if (st == NPCCL_OK)
 		for (struct req_block *b = (struct req_block *)c->reqs; b; b = b->next)
 			for (int i = 0; i < REQ_BLOCK; i++)
-				b->r[i].in_use = false;
+				if (b->r[i].in_use && b->r[i].gen == c->req_gen)
+					b->r[i].in_use = false;
 	return st;
 }
 
@@ -378,6 +389,20 @@ static void ctl_read(struct npccl_comm *c, struct peer *p)
 	}
 }
 
+bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	while (!p->ctl_eof && p->ctl_fd >= 0 && !c->failed) {
+		uint64_t t = now_ns();
+		if (t >= end)
+			break;
+		struct pollfd pf = { .fd = p->ctl_fd, .events = POLLIN };
+		if (poll(&pf, 1, (int)((end - t) / 1000000 + 1)) > 0)
+			ctl_read(c, p);
+	}
+	return p->ctl_eof || p->ctl_fd < 0;
+}
+
 npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
 {
 	struct pollfd pf[2 * 64 + 1];
@@ -426,6 +451,9 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 	uint64_t t0 = now_ns(), spin_until = t0 + spin_ns, next_ctl = t0 + 200000;
 	unsigned iter = 0;
 	for (;;) {
+		/* messages of non-blocking sends/receives move during any wait */
+		if (c->bg_p2p > 0 && p2p_progress_all(c) != NPCCL_OK)
+			return c->failed ? c->failed : NPCCL_ERR_SYSTEM;
 		if (ready(arg))
 			return c->failed;
 		if (c->failed)
@@ -452,19 +480,25 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 
 		/* sleep until a peer rings, a socket is ready, or the deadline */
 		struct shm_ctl *me = c->nlocal > 1 ? c->ctl[c->local_index] : NULL;
-		if (me) {
+		if (me)
 			atomic_store_explicit(&me->sleeping, 1, memory_order_relaxed);
-			atomic_thread_fence(memory_order_seq_cst);
-		}
+		atomic_store_explicit(&c->exec_polling, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
 		if (ready(arg)) {
 			if (me)
 				atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+			atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
 			return c->failed;
 		}
-		struct pollfd pf[3 * 64 + 2];
+		struct pollfd pf[3 * 64 + 3];
 		int n = 0;
 		if (c->doorbell_fd >= 0)
 			pf[n++] = (struct pollfd){ .fd = c->doorbell_fd, .events = POLLIN };
+		int wake_idx = -1;
+		if (c->wake_fd >= 0) {
+			wake_idx = n;
+			pf[n++] = (struct pollfd){ .fd = c->wake_fd, .events = POLLIN };
+		}
 		bool ctl_pending = false;
 		for (int i = 0; i < c->nranks && n < 3 * 64; i++) {
 			struct peer *p = &c->peers[i];
@@ -484,13 +518,19 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 		int pr = poll(pf, (nfds_t)n, tmo);
 		if (me)
 			atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
 		if (pr > 0) {
 			for (int k = 0; k < n; k++)
-				if (pf[k].revents && pf[k].fd != c->doorbell_fd)
+				if (pf[k].revents && pf[k].fd != c->doorbell_fd && k != wake_idx)
 					ctl_pending = true;
 			if (c->doorbell_fd >= 0 && pf[0].revents) {
 				uint64_t v;
 				ssize_t rn = read(c->doorbell_fd, &v, sizeof(v));
+				(void)rn;
+			}
+			if (wake_idx >= 0 && pf[wake_idx].revents) {
+				uint64_t v;
+				ssize_t rn = read(c->wake_fd, &v, sizeof(v));
 				(void)rn;
 			}
 		}

@@ -207,20 +207,17 @@ static npccl_status_t mem_alloc(struct npccl_comm *c, size_t bytes, struct shm_m
 	return st ? st : attach_peers(c, m, bytes);
 }
 
-npccl_status_t npccl_mem_alloc(npccl_comm_t c, size_t bytes, void **ptr)
+/* npccl_mem_alloc when its turn comes (exec role) */
+npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr)
 {
-	if (!c || !ptr)
-		return NPCCL_ERR_INVALID_ARG;
-	*ptr = NULL;
-	if (bytes == 0) {
-		snprintf(c->lasterr, sizeof(c->lasterr), "npccl_mem_alloc: size 0");
-		return NPCCL_ERR_INVALID_ARG;
-	}
+	c->lasterr[0] = 0;
 	if (c->nmems == c->mems_cap) {
 		int cap = c->mems_cap ? 2 * c->mems_cap : 8;
 		struct shm_mem **n = realloc(c->mems, sizeof(*n) * (size_t)cap);
-		if (!n)
+		if (!n) {
+			snprintf(c->lasterr, sizeof(c->lasterr), "npccl_mem_alloc: out of memory");
 			return NPCCL_ERR_NOMEM;
+		}
 		c->mems = n;
 		c->mems_cap = cap;
 	}
@@ -240,12 +237,30 @@ npccl_status_t npccl_mem_alloc(npccl_comm_t c, size_t bytes, void **ptr)
 	return comm_op_end(c, NPCCL_OK);
 }
 
-npccl_status_t npccl_mem_free(npccl_comm_t c, void *ptr)
+npccl_status_t npccl_mem_alloc(npccl_comm_t c, size_t bytes, void **ptr)
 {
-	if (!c)
+	if (!c || !ptr)
 		return NPCCL_ERR_INVALID_ARG;
-	if (!ptr)
-		return NPCCL_OK;
+	tls_error_clear(c);
+	*ptr = NULL;
+	if (bytes == 0) {
+		tls_error_set(c, "npccl_mem_alloc: size 0");
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	if (group_depth() > 0) {
+		tls_error_set(c, "npccl_mem_alloc inside npccl_group_start/npccl_group_end: a "
+				 "group holds only point-to-point calls");
+		return NPCCL_ERR_UNSUPPORTED;
+	}
+	struct op o = { .kind = OPK_MEM_ALLOC, .count = bytes, .out_ptr = ptr, .root = -1,
+			.peer = -1 };
+	return req_submit(c, &o, NULL);
+}
+
+/* npccl_mem_free in call order (exec role): after the calls that may use it */
+npccl_status_t shm_mem_free_run(struct npccl_comm *c, void *ptr)
+{
+	c->lasterr[0] = 0;
 	for (int i = 0; i < c->nmems; i++) {
 		struct shm_mem *m = c->mems[i];
 		if (m->base != ptr)
@@ -259,4 +274,15 @@ npccl_status_t npccl_mem_free(npccl_comm_t c, void *ptr)
 	snprintf(c->lasterr, sizeof(c->lasterr), "npccl_mem_free: %p is not a buffer from "
 		 "npccl_mem_alloc on this communicator (or it was freed already)", ptr);
 	return NPCCL_ERR_INVALID_ARG;
+}
+
+npccl_status_t npccl_mem_free(npccl_comm_t c, void *ptr)
+{
+	if (!c)
+		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
+	if (!ptr)
+		return NPCCL_OK;
+	struct op o = { .kind = OPK_MEM_FREE, .rbuf = ptr, .root = -1, .peer = -1 };
+	return req_submit(c, &o, NULL);
 }

@@ -25,6 +25,7 @@ static const char *const status_text[NPCCL_NUM_STATUS] = {
 	[NPCCL_ERR_PROTOCOL] = "corrupt or foreign data on a connection",
 	[NPCCL_ERR_ABORTED] = "communicator aborted",
 	[NPCCL_ERR_UNSUPPORTED] = "not supported",
+	[NPCCL_IN_PROGRESS] = "in progress (not completed yet)",
 };
 
 const char *npccl_strerror(npccl_status_t st)
@@ -42,7 +43,7 @@ static const char *const coll_names[] = { "allreduce", "allgather", "reduce_scat
 					  "broadcast", "reduce", "gather", "scatter",
 					  "alltoall", "barrier", "send", "recv" };
 static const char *const algo_names[] = { "auto", "ring", "tree", "recdoubling",
-					  "rabenseifner", "direct", "shm", "hier" };
+					  "rabenseifner", "direct", "shm", "hier", "cma" };
 
 const char *npccl_dtype_name(npccl_dtype_t d)
 {
@@ -153,4 +154,48 @@ uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- per-thread error text ------------------------------------------------
+ * npccl_comm_last_error() answers from the calling thread's own last call on
+ * that communicator; a thread that made none sees the communicator's last
+ * failure (shown_err, under q_lock). */
+static __thread struct npccl_comm *tls_comm;
+static __thread char tls_msg[800];
+
+void tls_error_clear(struct npccl_comm *c)
+{
+	tls_comm = c;
+	tls_msg[0] = 0;
+}
+
+void tls_error_set(struct npccl_comm *c, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[sizeof(tls_msg)];
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	memcpy(tls_msg, tmp, sizeof(tls_msg));
+	tls_comm = c;
+}
+
+void tls_error_forget(struct npccl_comm *c)
+{
+	if (tls_comm == c)
+		tls_comm = NULL;
+}
+
+const char *npccl_comm_last_error(npccl_comm_t c)
+{
+	if (!c)
+		return "no communicator";
+	if (tls_comm != c) {
+		pthread_mutex_lock(&c->q_lock);
+		snprintf(tls_msg, sizeof(tls_msg), "%s", c->shown_err);
+		pthread_mutex_unlock(&c->q_lock);
+		tls_comm = c;
+	}
+	return tls_msg;
 }

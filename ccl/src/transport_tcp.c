@@ -27,7 +27,16 @@ static int tcp_error(struct npccl_comm *c, struct peer *p, int err, bool mid)
 	else
 		snprintf(how, sizeof(how), "connection error: %s", strerror(err));
 	p->gone = true;
-	if (mid && err == 0 && !c->failed) {
+	/* EOF in the middle of a frame: a killed process closes the control
+	 * channel too (within microseconds), a truncated stream leaves it open */
+	if (mid && err == 0 && !c->failed && comm_peer_ctl_closed(c, p, 200)) {
+		snprintf(how, sizeof(how), "its connections closed in the middle of a message (the "
+					   "process was killed, or its host went down)");
+		mid = false;
+	}
+	if (c->failed)
+		return -1;
+	if (mid && err == 0) {
 		char who[128];
 		peer_describe(c, p->rank, who, sizeof(who));
 		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,

@@ -778,6 +778,10 @@ static int run_fault(const struct fault_case *fc)
 static const struct fault_case fault_cases[] = {
 	{ "kill9", 4, 2, 1 << 20, 0, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 5000 },
 	{ "kill9", 3, 1, 1 << 18, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 1", 5000 },
+	/* large frames over TCP: the victim dies mid-frame; still PEER_DEAD, not PROTOCOL */
+	{ "kill9", 2, 1, 1 << 22, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 1", 5000 },
+	{ "kill9", 2, 0, 1 << 22, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 0", 5000 },
+	{ "kill9", 3, 2, 1 << 21, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 5000 },
 	{ "sigstop", 4, 1, 1 << 16, 0, NULL, NPCCL_ERR_TIMEOUT, "rank 1", 1500 },
 	{ "sigstop", 3, 2, 1 << 16, 1, NULL, NPCCL_ERR_TIMEOUT, "rank 2", 1500 },
 	{ "mismatch-count", 3, 1, 1000, 0, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },

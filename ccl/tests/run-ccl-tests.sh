@@ -1,7 +1,8 @@
 #!/bin/sh
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
-# API/bootstrap negatives, fault injection, and launches by real mpirun
+# API/bootstrap negatives, fault injection, non-blocking calls, threads,
+# groups and key-value bootstrap (shm and TCP), and launches by real mpirun
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
 BIN=${1:?usage: run-ccl-tests.sh BINDIR}
@@ -32,6 +33,8 @@ run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
 run misc 120 "$BIN/ccl-test" misc
 run shm 150 "$BIN/ccl-test" shm
 run faults 180 "$BIN/ccl-test" fault
+run async 150 "$BIN/ccl-async-test"
+run async-tcp 150 "$BIN/ccl-async-test" --tcp
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
 for mpi in openmpi mpich; do
