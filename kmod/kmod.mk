@@ -23,5 +23,4 @@ $(KMOD_BENCH): $(CURDIR)/bench/kmod/npushm_bench.c $(CURDIR)/include/uapi/linux/
 
 .PHONY: bench-kmod
 bench-kmod: $(KMOD_BENCH) modules
-	@NPUSHM_TEST_PARAMS="capacity=3G" selftests/vm/run-vm.sh -m 6G -t 1800 -- \
-		selftests/vm/with-module.sh $(KMOD_BENCH)
+	@bench/kmod/run.sh
