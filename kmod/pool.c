@@ -124,7 +124,7 @@ struct npushm_orphan {
 	kuid_t uid;
 	const struct npushm_provider *provider;
 	unsigned long npages;
-	struct page *pages[];
+	struct page **pages;	/* the region's page array, pinned ones first */
 };
 
 static struct {
@@ -339,7 +339,8 @@ static bool npushm_orphans_release(bool all)
 		o->npages = kept;
 		if (!kept) {
 			list_del(&o->node);
-			kvfree(o);
+			kvfree(o->pages);
+			kfree(o);
 		} else {
 			pending = true;
 		}
@@ -358,9 +359,10 @@ static void npushm_orphan_reap(struct work_struct *work)
  * npushm_pool_orphan - give back a destroyed region's memory, minus its pins
  * @uid: the uid the region was charged to
  * @size: the region's size (its charge)
- * @pages: the region's pages that are still pinned; the pool takes over the
- *	region's reference on each
- * @n: entries in @pages (0: none pinned)
+ * @pages: the region's page array (kvmalloc'd), its @n pinned pages first;
+ *	the pool takes it over, and the region's reference on those pages,
+ *	when @n is not 0
+ * @n: pinned pages (0: none)
  * @provider: where the pages came from
  *
  * The unpinned part of the charge is given back now; each pinned page stays
@@ -372,16 +374,16 @@ void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 	struct npushm_orphan *o = NULL;
 	u64 pinned = (u64)n << PAGE_SHIFT;
 
+	/* Small and rare: a pinned region going away. */
 	if (n)
-		o = kvmalloc(struct_size(o, pages, n),
-			     GFP_KERNEL | __GFP_NOFAIL);
+		o = kmalloc(sizeof(*o), GFP_KERNEL | __GFP_NOFAIL);
 	mutex_lock(&npushm_pool.lock);
 	npushm_pool_sub(uid, size - pinned, n ? 0 : 1);
 	if (o) {
 		o->uid = uid;
 		o->provider = provider;
 		o->npages = n;
-		memcpy(o->pages, pages, n * sizeof(*pages));
+		o->pages = pages;
 		list_add_tail(&o->node, &npushm_pool.orphans);
 		npushm_pool.orphan_bytes += pinned;
 	}

@@ -85,7 +85,10 @@ unsigned long npushm_region_pinned_pages(struct npushm_region *region)
 	return n;
 }
 
-/* Give back @pages of a region charged to @uid; pinned ones become orphans. */
+/*
+ * Give back @pages of a region charged to @uid; pinned ones become orphans
+ * (the pool keeps the array for them).
+ */
 static void npushm_region_free_pages(struct npushm_region *region,
 				     struct page **pages, unsigned long npages,
 				     kuid_t uid)
@@ -102,7 +105,8 @@ static void npushm_region_free_pages(struct npushm_region *region,
 	npushm_pool_orphan(uid, (u64)npages << PAGE_SHIFT, pages, pinned,
 			   region->provider);
 	npushm_sb_release_bytes(region->inode->i_sb, (u64)npages << PAGE_SHIFT);
-	kvfree(pages);
+	if (!pinned)
+		kvfree(pages);
 }
 
 /**
