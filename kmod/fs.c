@@ -43,12 +43,6 @@
 #define NPUSHM_MAX_SIZE			round_down(MAX_LFS_FILESIZE, PAGE_SIZE)
 #define NPUSHM_DEFAULT_MODE		01777
 
-struct npushm_inode {
-	struct npushm_region region;
-	struct inode vfs_inode;
-};
-
-static struct kmem_cache *npushm_inode_cachep;
 static struct vfsmount *npushm_anon_mnt;
 static atomic64_t npushm_next_ino = ATOMIC64_INIT(0);
 
@@ -149,13 +143,19 @@ static struct inode *npushm_get_inode(struct super_block *sb,
 		inode->i_fop = &simple_dir_operations;
 		inc_nlink(inode);
 	} else {
-		struct npushm_inode *ni = container_of(inode, struct npushm_inode,
-						       vfs_inode);
+		struct npushm_region *region;
 
 		inode->i_op = &npushm_file_iops;
 		inode->i_fop = &npushm_file_fops;
-		inode->i_private = &ni->region;
-		ret = npushm_region_init(&ni->region, inode);
+		region = kzalloc(sizeof(*region), GFP_KERNEL_ACCOUNT);
+		if (!region) {
+			iput(inode);
+			return ERR_PTR(-ENOMEM);
+		}
+		mutex_init(&region->lock);
+		INIT_LIST_HEAD(&region->vmas);
+		inode->i_private = region;
+		ret = npushm_region_init(region, inode);
 		if (ret) {
 			iput(inode);
 			return ERR_PTR(ret);
@@ -522,37 +522,19 @@ static int npushm_show_options(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
-static struct inode *npushm_alloc_inode(struct super_block *sb)
-{
-	struct npushm_inode *ni;
-
-	ni = alloc_inode_sb(sb, npushm_inode_cachep, GFP_KERNEL);
-	if (!ni)
-		return NULL;
-	memset(&ni->region, 0, sizeof(ni->region));
-	mutex_init(&ni->region.lock);
-	INIT_LIST_HEAD(&ni->region.vmas);
-	return &ni->vfs_inode;
-}
-
-static void npushm_free_inode(struct inode *inode)
-{
-	kmem_cache_free(npushm_inode_cachep,
-			container_of(inode, struct npushm_inode, vfs_inode));
-}
-
 static void npushm_evict_inode(struct inode *inode)
 {
 	truncate_inode_pages_final(&inode->i_data);
-	if (S_ISREG(inode->i_mode) && inode->i_private)
+	if (S_ISREG(inode->i_mode) && inode->i_private) {
 		npushm_region_destroy(npushm_region(inode));
+		kfree(inode->i_private);
+		inode->i_private = NULL;
+	}
 	clear_inode(inode);
 	npushm_free_inode_slot(inode->i_sb);
 }
 
 static const struct super_operations npushm_sops = {
-	.alloc_inode = npushm_alloc_inode,
-	.free_inode = npushm_free_inode,
 	.evict_inode = npushm_evict_inode,
 	.drop_inode = generic_delete_inode,
 	.statfs = npushm_statfs,
@@ -780,42 +762,23 @@ static struct file_system_type npushm_anon_fs_type = {
 	.kill_sb = npushm_kill_sb,
 };
 
-static void npushm_inode_init_once(void *p)
-{
-	struct npushm_inode *ni = p;
-
-	inode_init_once(&ni->vfs_inode);
-}
-
 /**
- * npushm_fs_init - the inode cache and the internal instance
+ * npushm_fs_init - mount the internal instance of anonymous regions
  *
  * Return: 0 or -errno.
  */
 int npushm_fs_init(void)
 {
-	npushm_inode_cachep = kmem_cache_create("npushm_inode_cache",
-						sizeof(struct npushm_inode), 0,
-						SLAB_ACCOUNT | SLAB_RECLAIM_ACCOUNT,
-						npushm_inode_init_once);
-	if (!npushm_inode_cachep)
-		return -ENOMEM;
 	npushm_anon_mnt = kern_mount(&npushm_anon_fs_type);
-	if (IS_ERR(npushm_anon_mnt)) {
-		kmem_cache_destroy(npushm_inode_cachep);
-		return PTR_ERR(npushm_anon_mnt);
-	}
-	return 0;
+	return PTR_ERR_OR_ZERO(npushm_anon_mnt);
 }
 
 /**
- * npushm_fs_exit - undo npushm_fs_init(); every region is gone by now
+ * npushm_fs_exit - unmount it; every region is gone by now
  */
 void npushm_fs_exit(void)
 {
 	kern_unmount(npushm_anon_mnt);
-	rcu_barrier();
-	kmem_cache_destroy(npushm_inode_cachep);
 }
 
 /**

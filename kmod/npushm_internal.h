@@ -3,8 +3,8 @@
  * npushm_internal.h - objects and calls shared by the files of npushm.ko.
  *
  * A region is the memory behind one regular file of an npushm instance (or
- * of the module's internal instance, for anonymous regions). It is embedded
- * in the file's inode and lives as long as the inode: names (links), open
+ * of the module's internal instance, for anonymous regions). It is the
+ * inode's private data and lives as long as the inode: names (links), open
  * files, mappings (through their files) and dma-buf exports (through an
  * internal file) keep it alive, and the VFS frees it when the last of them
  * goes. Its pages are reserved from the pool when it is sized, charged to
@@ -54,7 +54,7 @@ extern const struct npushm_provider npushm_sysmem_provider;
 
 /**
  * struct npushm_region - the device memory behind one region file
- * @inode: the file's inode (the region is embedded in it)
+ * @inode: the file's inode (the region is its i_private)
  * @id: unique id, the inode number, never reused while the module is loaded
  * @lock: protects the fields below
  * @size: bytes, a multiple of PAGE_SIZE; 0 until sized

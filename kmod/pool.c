@@ -326,9 +326,9 @@ static bool npushm_orphans_release(bool all)
 		for (i = 0, kept = 0; i < o->npages; i++) {
 			struct page *page = o->pages[i];
 
-			if (all || page_count(page) == 1) {
+			if (all || page_ref_count(page) == 1) {
 				/* Unpinned: ours is the last reference. */
-				put_page(page);
+				__free_page(page);
 				continue;
 			}
 			o->pages[kept++] = page;

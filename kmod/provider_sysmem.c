@@ -8,7 +8,9 @@
  * and charged to the allocating task's memory cgroup. Each chunk is split
  * into independent order-0 pages so that every page can be inserted into
  * user mappings and pinned by GUP (ibv_reg_mr) on its own. Pages are not
- * movable: long-term pins never need to migrate them. An allocation the
+ * movable: long-term pins never need to migrate them. (Pages are order 0
+ * and never compound: their reference count is read directly, which keeps
+ * the module free of static keys.) An allocation the
  * machine (or the memory cgroup) cannot satisfy fails with ENOMEM instead
  * of invoking the OOM killer (__GFP_RETRY_MAYFAIL).
  */
@@ -26,7 +28,7 @@ static void npushm_sysmem_free(struct page **pages, unsigned long n)
 	unsigned long i;
 
 	for (i = 0; i < n; i++) {
-		put_page(pages[i]);
+		__free_page(pages[i]);
 		if (!(i % 4096))
 			cond_resched();
 	}

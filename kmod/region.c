@@ -42,7 +42,8 @@ DEFINE_XARRAY(npushm_regions);
 
 /**
  * npushm_region_init - set up the region of a new regular-file inode
- * @region: the region, embedded in the inode's private data
+ * @region: the region (the inode's private data), zeroed with its lock and
+ *	list initialised
  * @inode: the inode; its i_ino, unique while the module is loaded, is the
  *	region's id
  *
@@ -52,8 +53,6 @@ int npushm_region_init(struct npushm_region *region, struct inode *inode)
 {
 	int ret;
 
-	mutex_init(&region->lock);
-	INIT_LIST_HEAD(&region->vmas);
 	region->inode = inode;
 	region->provider = &npushm_sysmem_provider;
 	region->id = inode->i_ino;
@@ -77,7 +76,7 @@ unsigned long npushm_region_pinned_pages(struct npushm_region *region)
 	for (i = 0; i < region->npages; i++) {
 		struct page *page = region->pages[i];
 
-		if (page_count(page) - page_mapcount(page) != 1)
+		if (page_ref_count(page) - page_mapcount(page) != 1)
 			n++;
 		if (!(i % 4096))
 			cond_resched();
@@ -96,7 +95,7 @@ static void npushm_region_free_pages(struct npushm_region *region,
 	unsigned long i, pinned = 0;
 
 	for (i = 0; i < npages; i++) {
-		if (page_count(pages[i]) != 1) {
+		if (page_ref_count(pages[i]) != 1) {
 			swap(pages[i], pages[pinned]);
 			pinned++;
 		}

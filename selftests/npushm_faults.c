@@ -175,9 +175,15 @@ static long call_size(struct fctx *c)
 	return c->made < 0 ? c->made : 0;
 }
 
+/* Through the file itself (root may): no /proc lookup to fail in between. */
+static int link_fd(int fd, int dir, const char *name)
+{
+	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
+}
+
 static long call_publish(struct fctx *c)
 {
-	return npu_link(c->region, c->root, "fault.name");
+	return link_fd(c->region, c->root, "fault.name");
 }
 
 static void undo_unlink(struct fctx *c)
@@ -189,8 +195,9 @@ static bool no_name(struct fctx *c)
 {
 	struct npushm_region_info info;
 
+	/* Only its permanent name "fault.region". */
 	return npu_open(c->root, "fault.name", O_RDONLY) == -ENOENT &&
-	       !npu_info(c->region, &info) && info.names == 0;
+	       !npu_info(c->region, &info) && info.names == 1;
 }
 
 static long call_open(struct fctx *c)
@@ -213,7 +220,7 @@ static long call_unlink(struct fctx *c)
 
 static void undo_republish(struct fctx *c)
 {
-	npu_link(c->region, c->root, "fault.unlink");
+	link_fd(c->region, c->root, "fault.unlink");
 }
 
 static bool name_kept(struct fctx *c)
@@ -308,7 +315,8 @@ TEST_F(npushm, fault_injection_every_entry_point)
 
 	if (!getenv("NPUSHM_FAULT_INJECT"))
 		SKIP(return, "not in the fault-injection pass (selftests/debug/fail-inject.sh --arm)");
-	c.region = npu_tmpfile(self->root, 4 * MiB, 0600);
+	/* Named for good: a region whose last name goes cannot be named again. */
+	c.region = npu_create(self->root, "fault.region", 4 * MiB, 0600);
 	ASSERT_LE(0, c.region);
 	in_use = npu_in_use(self->dev);
 
@@ -317,17 +325,18 @@ TEST_F(npushm, fault_injection_every_entry_point)
 	failed += fault_loop(_metadata, &c, &map, in_use);
 	failed += fault_loop(_metadata, &c, &publish, in_use);
 
-	ASSERT_EQ(0, npu_link(c.region, self->root, "fault.open"));
+	ASSERT_EQ(0, link_fd(c.region, self->root, "fault.open"));
 	failed += fault_loop(_metadata, &c, &open_, in_use);
 	ASSERT_EQ(0, npu_unlink(self->root, "fault.open"));
 
-	ASSERT_EQ(0, npu_link(c.region, self->root, "fault.unlink"));
+	ASSERT_EQ(0, link_fd(c.region, self->root, "fault.unlink"));
 	failed += fault_loop(_metadata, &c, &unlink_, in_use);
 	npu_unlink(self->root, "fault.unlink");
 
 	failed += fault_loop(_metadata, &c, &export, in_use);
 	failed += fault_loop(_metadata, &c, &netlink, in_use);
 	close(c.region);
+	ASSERT_EQ(0, npu_unlink(self->root, "fault.region"));
 	failed += fault_loop(_metadata, &c, &alloc, self->q0.in_use);
 	failed += fault_loop(_metadata, &c, &size, self->q0.in_use);
 	/* Each entry point above has at least one failure path. */
