@@ -96,3 +96,5 @@ clean:
 	rm -rf $(BUILD)
 	rm -f kmod/*.o kmod/.*.cmd kmod/*.ko kmod/*.mod kmod/*.mod.c kmod/.*.d \
 		kmod/modules.order modules.order Module.symvers .Module.symvers.cmd .modules.order.cmd
+	rm -f kmod/test/*.o kmod/test/.*.cmd kmod/test/*.ko kmod/test/*.mod kmod/test/*.mod.c \
+		kmod/test/.*.d kmod/test/modules.order

@@ -70,7 +70,7 @@ USER_TARGETS += $(LIBNPUSHM_TESTS)
 # Linked statically so the tests can reach the parser and the manifest checker.
 $(LIBNPUSHM_TESTS): $(LIBNPUSHM_TEST_SRCS) $(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
 		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
 
 # ------------------------------------------------------------------- fuzzing
