@@ -40,6 +40,7 @@ include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
+include apps/bert/bert.mk
 
 .PHONY: user
 user: $(USER_TARGETS)

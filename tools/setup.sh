@@ -13,7 +13,7 @@ BUILD=${BUILD:-$(pwd)/build}
 PKGS="build-essential pkg-config linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
 kmod cpio iproute2 sparse libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libibverbs-dev rdma-core
 ibverbs-utils ibverbs-providers libjson-c-dev libxxhash-dev xxhash libopenblas-dev python3 python3-numpy
-python3-torch python3-numexpr openmpi-bin libopenmpi-dev mpich libmpich-dev iperf3 perftest
+python3-torch python3-numexpr python3-pytest openmpi-bin libopenmpi-dev mpich libmpich-dev iperf3 perftest
 clang llvm libdlpack-dev libclang-rt-14-dev
 flex bison bc libelf-dev libssl-dev xz-utils"
 [ -n "${NPUSHM_EXTRA_PKGS:-}" ] && PKGS="$PKGS $NPUSHM_EXTRA_PKGS"
