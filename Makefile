@@ -50,7 +50,9 @@ setup:
 
 # The tests build the module against the kernel the VM boots (Debian's
 # linux-image matching linux-headers-amd64), whatever kernel the host runs.
-VM_KDIR = /usr/src/linux-headers-$(KABI)
+# Read at run time from what setup.sh recorded: on a fresh machine the headers
+# are installed by the recipe's first line, after this Makefile was parsed.
+VM_KDIR = /usr/src/linux-headers-$$(cat $(BUILD)/kernel/abi)
 
 check:
 	@tools/setup.sh
