@@ -4,7 +4,7 @@
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
-#   make demo       set up, build, run the shared-weights demo
+#   make demo       set up, build, run the BERT serving demo (apps/bert/demo)
 #   make setup      install missing Debian packages, prepare the test kernel
 #
 # Each part adds itself through its fragment (*/*.mk): USER_TARGETS are built

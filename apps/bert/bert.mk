@@ -6,7 +6,8 @@
 #   make check-bert       against the PyTorch reference and the error cases, posix backend
 #   make check-bert-kmod  the engine on the kmod backend, in the VM
 #   make run-demo         the serving demo (make demo = setup + build + this);
-#                         NPUSHM_BACKEND=kmod runs it in the VM with the module
+#                         NPUSHM_BACKEND=kmod runs it in the VM with the module;
+#                         BERT_DEMO_ARGS="--workers 2 ..." passes options to demo.py
 #   make bench-bert       the benchmark against PyTorch (bench/bert/)
 
 BERT_DIR := $(CURDIR)/apps/bert
@@ -62,3 +63,30 @@ check-bert-kmod: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST) $(LIBNPUSHM_CL
 
 bench-bert: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(LIBNPUSHM_CLI)
 	@bench/bert/run.sh
+
+# ---------------------------------------------------------------------- demo
+# make demo (top level) = setup + build + run-demo. Posix backend natively;
+# NPUSHM_BACKEND=kmod runs it in the VM with the module (5 GiB of guest
+# memory for the private-copy row; a lighter stream: the guest CPU is emulated).
+BERT_DEMO_MODEL := $(BUILD)/bert/bert-base.safetensors
+BERT_DEMO_ARGS ?=
+BERT_DEMO_KMOD_ARGS ?= --batches 1 --batch 1 --min-len 8 --max-len 8
+
+.PHONY: run-demo
+run-demo: $(BERT_CLI) $(BERT_GEN) $(LIBNPUSHM_CLI)
+	@mkdir -p $(BUILD)/bert
+	@test -f $(BERT_DEMO_MODEL) || { echo "writing $(BERT_DEMO_MODEL) (BERT-base shape, deterministic values)..."; \
+		$(BERT_GEN) $(BERT_DEMO_MODEL); }
+ifeq ($(NPUSHM_BACKEND),kmod)
+	@test -f kmod/npushm.ko || { echo "run-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
+	@echo "run-demo: booting the VM with the npushm module (the guest CPU is emulated: minutes)..."
+	@mkdir -p $(BUILD)/vm/bert-demo && rm -f $(BUILD)/vm/bert-demo/demo.txt
+	@VM_QUIET=1 selftests/vm/run-vm.sh -m 5G -t 1800 -o $(BUILD)/vm/bert-demo -- \
+		env NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0" selftests/vm/with-module.sh \
+		sh -c 'NPUSHM_BACKEND=kmod /usr/bin/python3 apps/bert/demo/demo.py --model $(BERT_DEMO_MODEL) \
+			--workdir $(BUILD)/vm/bert-demo $(BERT_DEMO_KMOD_ARGS) $(BERT_DEMO_ARGS) \
+			> $(BUILD)/vm/bert-demo/demo.txt 2>&1'; \
+		rc=$$?; cat $(BUILD)/vm/bert-demo/demo.txt; exit $$rc
+else
+	@/usr/bin/python3 apps/bert/demo/demo.py --model $(BERT_DEMO_MODEL) $(BERT_DEMO_ARGS)
+endif

@@ -108,6 +108,14 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
 {
 	char *end;
@@ -469,7 +477,7 @@ static int serve_stream(const struct args *a, npbert_t *bert, const npbert_confi
 	int64_t *mask = malloc(n * sizeof(int64_t)), pids[64];
 	float *hidden = malloc(n * (size_t)c->hidden * sizeof(float));
 	float *pooled = c->has_pooler ? malloc((size_t)sp->batch * (size_t)c->hidden * sizeof(float)) : NULL;
-	double *lat = malloc(sizeof(double) * (size_t)sp->count), t0, wall;
+	double *lat = malloc(sizeof(double) * (size_t)sp->count), t0, wall, c0, cpu;
 	npbert_memory_t mem;
 	npbert_profile_t prof;
 	uint64_t seqs = 0, tokens = 0;
@@ -510,6 +518,7 @@ static int serve_stream(const struct args *a, npbert_t *bert, const npbert_confi
 			goto out;
 	}
 	t0 = now();
+	c0 = cpu_now();
 	for (int k = 0; k < sp->count; k++) {
 		double s0 = now();
 
@@ -524,6 +533,7 @@ static int serve_stream(const struct args *a, npbert_t *bert, const npbert_confi
 		tokens += (uint64_t)sp->batch * (uint64_t)S;
 	}
 	wall = now() - t0;
+	cpu = cpu_now() - c0;
 	npbert_get_memory(bert, &mem);
 	npbert_get_profile(bert, &prof);
 	pids[rank] = getpid();
@@ -550,8 +560,8 @@ static int serve_stream(const struct args *a, npbert_t *bert, const npbert_confi
 			for (int i = 0; i < nranks; i++)
 				printf("%s%lld", i ? ", " : "", (long long)pids[i]);
 			printf("], \"batches\": %d, \"sequences\": %llu, \"tokens\": %llu, "
-			       "\"wall_s\": %.6f, \"latencies_s\": [", sp->count,
-			       (unsigned long long)seqs, (unsigned long long)tokens, wall);
+			       "\"wall_s\": %.6f, \"cpu_s\": %.6f, \"latencies_s\": [", sp->count,
+			       (unsigned long long)seqs, (unsigned long long)tokens, wall, cpu);
 			for (int k = 0; k < sp->count; k++)
 				printf("%s%.6f", k ? ", " : "", lat[k]);
 			printf("], \"profile\": {\"total\": %.6f, \"embed\": %.6f, \"matmul\": %.6f, "
