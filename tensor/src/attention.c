@@ -9,11 +9,13 @@
  * turned into probabilities in place (row max, vectorised exp and sum from
  * act_vec.c, one division per element) and multiplied by v straight into the
  * output, so no [batch, heads, Sq, Sk] tensor is ever written to memory.
- * Tasks are spread over the thread pool with OpenBLAS set to one thread for
- * the duration (it is set back after), so each entry is computed by the same
- * single-threaded kernels whatever the thread count. With NPT_ATTN_HEADS_LAST the
- * result of entry (..., head) lands at [..., :, head, :] (ldc = heads * dv),
- * which is the merged-heads layout the output projection reads: no copy.
+ * The pool's threads take entries one at a time from a shared counter (a
+ * descheduled thread holds up one entry, not half of them), with OpenBLAS set
+ * to one thread for the duration (it is set back after), so each entry is
+ * computed by the same single-threaded kernels whatever the thread count.
+ * With NPT_ATTN_HEADS_LAST the result of entry (..., head) lands at
+ * [..., :, head, :] (ldc = heads * dv), the merged-heads layout the output
+ * projection reads: no copy.
  *
  * Contracts: f32; q, k, v are read in place when each matrix has one unit
  * stride (any permuted view of a [B, S, heads, d] projection does), else
@@ -170,6 +172,8 @@ typedef struct {
 	int heads_last;
 	blas_mat_t mq, mk, mv;
 	float *out;
+	int64_t nb;			/* entries */
+	atomic_llong next;		/* the next entry to take */
 	atomic_int nomem;
 } attn_job_t;
 
@@ -239,17 +243,22 @@ static void one(const attn_job_t *j, int64_t bi, float *sc)
 		    0.0f, o, ldc);
 }
 
+/* one thread: take entries until none is left (a descheduled thread delays
+ * only the entry it holds; which thread computes an entry does not change it) */
 static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
 {
 	attn_job_t *j = arg;
 	float *sc = malloc((size_t)(j->Sq * j->Sk > 0 ? j->Sq * j->Sk : 1) * sizeof(float));
+	int64_t bi;
 
+	(void)begin;
+	(void)end;
 	(void)tid;
 	if (!sc) {
 		atomic_store(&j->nomem, 1);
 		return;
 	}
-	for (int64_t bi = begin; bi < end; bi++)
+	while ((bi = atomic_fetch_add(&j->next, 1)) < j->nb)
 		one(j, bi, sc);
 	free(sc);
 }
@@ -302,11 +311,12 @@ npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
 	}
 	/* one single-threaded GEMM per entry, whatever the thread count: the
 	 * same kernels on the same data give the same bits */
+	j.nb = nb;
 	npt_blas_set_threads(1);
 	if (threads > 1 && nb > 1)
-		npt_parallel_for(nb, 1, attn_task, &j);
+		npt_parallel_for(nb < threads ? nb : threads, 1, attn_task, &j);
 	else
-		attn_task(&j, 0, nb, 0);
+		attn_task(&j, 0, 1, 0);
 	npt_blas_set_threads(threads);
 	if (atomic_load(&j.nomem))
 		s = npt_fail(NPT_E_NOMEM, "attention: out of memory for a %lld x %lld score block",

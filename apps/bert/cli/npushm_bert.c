@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"output:\n"
 		"  --out PREFIX        write PREFIX.hidden.npy [batch, seq_len, hidden] and\n"
 		"                      PREFIX.pooled.npy [batch, hidden]; else print a summary\n"
+		"                      (--stream: the outputs of the last batch)\n"
 		"  --json              (--stream) one JSON line with latencies, profile, memory\n"
 		"options:\n"
 		"  --tp N              tensor parallel over N processes (heads and FFN width must\n"
@@ -544,6 +545,12 @@ static int serve_stream(const struct args *a, npbert_t *bert, const npbert_confi
 			die("rank %d: gathering the ranks' pids: %s", rank, npccl_comm_last_error(comm));
 			goto out;
 		}
+	}
+	if (rank == 0 && a->out) {
+		struct input last = { ids, types, mask, sp->batch, S };
+
+		if (write_outputs(a->out, c, &last, hidden, pooled))
+			goto out;
 	}
 	if (rank == 0) {
 		double *sorted = malloc(sizeof(double) * (size_t)sp->count);

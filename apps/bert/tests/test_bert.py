@@ -168,6 +168,23 @@ def test_stream_json_report(tools, models):
     assert rep["profile"]["allreduce"] > 0
 
 
+def test_stream_twins_agree(tools, workdir, models):
+    """The demo's PyTorch workers draw the stream in Python (demo/stream.py), the
+    engine in C (cli/stream.c): the last batch of a stream, computed by both."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "demo"))
+    import stream
+    spec = "3,5,1,13,77"
+    out = os.path.join(workdir, "stream")
+    r = subprocess.run([tools.bert, "--stream", spec, "--out", out, models["tiny"]], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ids, types, mask = stream.batch(spec, 2, 100, 2)
+    assert mask.sum(1).min() >= 1 and (types * mask).sum() > 0
+    rh, rp = run_ref(models["tiny"], ids, types, mask)
+    assert_close("hidden", np.load(out + ".hidden.npy"), rh)
+    assert_close("pooled", np.load(out + ".pooled.npy"), rp)
+
+
 # ------------------------------------------------------------------ refusals
 
 def expect_refusal(r, *needles, code=1):

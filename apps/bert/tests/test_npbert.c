@@ -383,8 +383,9 @@ TEST(weights_read_in_place)
 	ASSERT_EQ(0, mem.fresh_bytes);
 	/* every dense weight byte was read, through the shared mapping */
 	ASSERT_LE((long)(dense * 9 / 10 / 1024), shm1 - shm0);
-	/* and none was copied: private growth is a fraction of the weights */
-	ASSERT_GT((long)(dense / 4 / 1024), anon1 - anon0);
+	/* and none was copied (a copy would add them all): private growth is a
+	 * fraction of the weights, about 2 MB natively, 6 MB under ASan */
+	ASSERT_GT((long)(dense / 2 / 1024), anon1 - anon0);
 	npbert_destroy(b);
 	npushm_model_detach(m);
 	unload(name);
