@@ -1,11 +1,16 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # npushm top-level Makefile.
 #
-#   make            build the userspace libraries, tools and tests (build/)
+#   make            build the userspace libraries, tools and tests (build/); the
+#                   module's selftests only after make setup (they need its harness)
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
-#   make demo       set up, build, run the BERT serving demo (apps/bert/demo)
+#   make demo       set up (the demo's packages only), build, run the BERT serving demo
+#                   (apps/bert/demo)
 #   make setup      install missing Debian packages, prepare the test kernel
+#   make install    install (PREFIX, DESTDIR, GNU directories: tools/install.mk)
 #
 # Each part adds itself through its fragment (*/*.mk): USER_TARGETS are built
 # by "make", CHECK_SUITES are run by "make check" through tools/run-suite.
@@ -16,7 +21,9 @@ export BUILD
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wshadow -Wno-unused-parameter
-BASE_CFLAGS := -std=gnu11 -fPIC -D_GNU_SOURCE $(WARNFLAGS) -I$(CURDIR)/include/uapi -I$(CURDIR)/include
+# -ffile-prefix-map: debug info and __FILE__ name sources relative to the tree, not where it was built
+BASE_CFLAGS := -std=gnu11 -fPIC -D_GNU_SOURCE $(WARNFLAGS) -I$(CURDIR)/include/uapi -I$(CURDIR)/include \
+	-ffile-prefix-map=$(CURDIR)=.
 LIBDIR := $(BUILD)/lib
 BINDIR := $(BUILD)/bin
 
@@ -29,6 +36,7 @@ export KDIR
 
 USER_TARGETS :=
 CHECK_SUITES :=
+HARNESS_TARGETS :=
 
 .PHONY: all modules setup check check-suites demo clean static-check
 all: user
@@ -41,9 +49,29 @@ include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
 include apps/bert/bert.mk
+include tools/licences.mk
+include tools/install.mk
 
-.PHONY: user
-user: $(USER_TARGETS)
+# Plain "make" builds what can be built with the packages of "tools/setup.sh
+# build"; the module's selftests also need the kselftest harness that "make
+# setup" extracts from linux-source-6.1: without it they are left out, with a
+# note (make check always has it).
+SELFTEST_HARNESS_FOUND := $(wildcard $(SELFTEST_HARNESS)/kselftest_harness.h)
+# HARNESS_TARGETS: other programs built on that harness (the fragments add them).
+USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(SELFTEST_BINS_ALL) $(HARNESS_TARGETS),$(USER_TARGETS)))
+
+.PHONY: user build-deps
+user: build-deps
+	@$(MAKE) --no-print-directory $(USER_BUILDABLE)
+ifeq ($(SELFTEST_HARNESS_FOUND),)
+	@echo "make: built all but the tests that need the kselftest harness (the module's selftests, tensor-blocks, bert): run 'make setup' (as root) for them"
+endif
+
+build-deps:
+	@missing=$$(tools/setup.sh --missing build) || { \
+		echo "make: missing Debian packages: $$missing" >&2; \
+		echo "make: run 'make setup' as root (everything make check needs), or: apt-get install $$missing" >&2; \
+		exit 1; }
 
 setup:
 	@tools/setup.sh
@@ -61,8 +89,10 @@ check:
 	@$(MAKE) --no-print-directory -k $(addprefix check-,$(CHECK_SUITES)) KDIR=$(VM_KDIR) || true
 	@tools/tap-summary $(CHECK_SUITES)
 
+# The demo installs only what it needs; with the module (NPUSHM_BACKEND=kmod)
+# that includes the test VM.
 demo:
-	@tools/setup.sh
+	@tools/setup.sh $(if $(filter kmod,$(NPUSHM_BACKEND)),check,demo)
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory run-demo
 

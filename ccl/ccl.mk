@@ -10,15 +10,17 @@ CCL_OBJDIR := $(BUILD)/obj/ccl
 CCL_SRCS := $(wildcard $(CCL_DIR)/src/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
 CCL_LIB := $(LIBDIR)/libnpccl.so
+CCL_ALIB := $(LIBDIR)/libnpccl.a
 # shared memory goes through libnpushm (ccl/src/shm_region.c)
 CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
 CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
-CCL_LIBS := -L$(LIBDIR) -lnpushm -Wl,-rpath,$(LIBDIR) -lxxhash -lm -pthread
+CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
 CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test
-CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread
+# DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
+CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags
 
-USER_TARGETS += $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
 
 $(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
@@ -31,7 +33,12 @@ $(CCL_OBJDIR)/reduce_kernels.o $(CCL_OBJDIR)/copy_kernels.o: CCL_CFLAGS += -O3
 $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(CCL_OBJS) -Wl,--version-script=$(CCL_DIR)/src/libnpccl.map \
-		-Wl,-soname,libnpccl.so $(CCL_LIBS)
+		-Wl,-soname,libnpccl.so.1 $(CCL_LIBS)
+	ln -sf libnpccl.so $@.1
+
+$(CCL_ALIB): $(CCL_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(CCL_OBJS)
 
 $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_LIB)
 	@mkdir -p $(dir $@)
@@ -40,7 +47,7 @@ $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $
 $(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
-		$(CCL_OBJS) $(CCL_LIBS)
+		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)
 
 # ccl-perf: the benchmark harness with the npccl backend
 CCL_BENCH_DIR := $(CURDIR)/bench/ccl
@@ -48,7 +55,7 @@ $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
 		$(CCL_BENCH_DIR)/backend_npccl.c $(CCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -O2 -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
-		-L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 CHECK_SUITES += ccl ccl-netns
 .PHONY: check-ccl check-ccl-netns check-ccl-full

@@ -129,3 +129,4 @@ module_exit(npushm_exit);
 
 MODULE_DESCRIPTION("npushm: device-memory regions shared across processes");
 MODULE_LICENSE("GPL");
+MODULE_VERSION("0.1.0");

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
 #
 #   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests,
@@ -42,8 +44,9 @@ $(LIBNPUSHM_OBJDIR)/%.o: $(LIBNPUSHM_DIR)/src/%.c $(LIBNPUSHM_HDRS)
 
 $(LIBNPUSHM_SO): $(LIBNPUSHM_OBJS) $(LIBNPUSHM_DIR)/libnpushm.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(LIBNPUSHM_OBJS) -Wl,-soname,libnpushm.so \
+	$(CC) -shared -o $@ $(LIBNPUSHM_OBJS) -Wl,-soname,libnpushm.so.1 \
 		-Wl,--version-script,$(LIBNPUSHM_DIR)/libnpushm.map -Wl,--no-undefined $(LIBNPUSHM_LIBS)
+	ln -sf libnpushm.so $@.1
 
 $(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
 	@mkdir -p $(dir $@)

@@ -7,6 +7,8 @@
 #   make check-tensor-blocks  take, linear, attention against naive references (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
 #   make tensor-bench         the benchmark of bench/tensor (not part of check)
+#   make tensor-reduce-bench  reductions, layernorm, softmax in both reproducibility
+#                             modes (bench/tensor/reduce_run.sh; OLD=lib.so compares)
 
 TENSOR_DIR := $(CURDIR)/tensor
 TENSOR_OBJDIR := $(BUILD)/obj/tensor
@@ -32,7 +34,8 @@ $(TENSOR_OBJDIR)/%.o: $(TENSOR_DIR)/src/%.c
 $(TENSOR_LIB): $(TENSOR_OBJS) $(TENSOR_DIR)/libnptensor.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(TENSOR_OBJS) -Wl,--version-script=$(TENSOR_DIR)/libnptensor.map \
-		-Wl,-soname,libnptensor.so $(TENSOR_LDLIBS)
+		-Wl,-soname,libnptensor.so.1 $(TENSOR_LDLIBS)
+	ln -sf libnptensor.so $@.1
 
 $(TENSOR_ALIB): $(TENSOR_OBJS)
 	@mkdir -p $(dir $@)
@@ -48,6 +51,7 @@ $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
 # The model building blocks (take, linear, attention): kselftest-harness tests.
 TENSOR_BLOCKS_TEST := $(BINDIR)/test_tensor_blocks
 USER_TARGETS += $(TENSOR_BLOCKS_TEST)
+HARNESS_TARGETS += $(TENSOR_BLOCKS_TEST)
 CHECK_SUITES += tensor-blocks
 
 $(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)
@@ -62,7 +66,7 @@ $(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)
 check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
 	@tools/run-suite tensor-blocks $(TENSOR_BLOCKS_TEST)
 
-.PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench
+.PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench tensor-reduce-bench
 check-tensor-c: $(TENSOR_TEST)
 	@tools/run-suite tensor-c $(TENSOR_TEST)
 
@@ -76,3 +80,6 @@ tensor-sweep: $(TENSOR_LIB)
 
 tensor-bench: $(TENSOR_LIB)
 	$(CURDIR)/bench/tensor/run.sh
+
+tensor-reduce-bench: $(TENSOR_LIB)
+	BUILD=$(BUILD) $(CURDIR)/bench/tensor/reduce_run.sh $(if $(OLD),-o $(OLD))

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-sanitizers.sh - suite "sanitizers": the libraries' own C tests built
 # again with AddressSanitizer and UndefinedBehaviorSanitizer, as one TAP
 # stream. A sanitizer report aborts the process it happens in, so it fails

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # sanitizers.mk - suite "sanitizers": the libraries' C tests built again
 # with AddressSanitizer and UndefinedBehaviorSanitizer (tools/run-sanitizers.sh
 # builds them into $(BUILD)/sanitizers and runs them).

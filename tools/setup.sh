@@ -1,8 +1,20 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # setup.sh - install what npushm needs from Debian and prepare the test kernel.
 #
-# Run by both README commands (make demo, make check). Idempotent: installs only
-# missing packages (needs root for that), and prepares, under $BUILD/kernel:
+#   setup.sh [build|demo|check]   install the missing packages of that set
+#                                 (default check: everything), as root
+#   setup.sh --missing SET        print the set's missing packages; exit 1 if any
+#
+# Sets, each including the one before:
+#   build  what plain `make` needs (compiler, libnl, json-c, xxhash, OpenBLAS, DLPack)
+#   demo   what `make demo` needs on top (Python with NumPy and PyTorch, xxhsum)
+#   check  what `make check` needs on top (the test kernel and qemu, the kernel
+#          source for checkpatch and the kselftest harness, sparse, rdma-core, the
+#          MPIs, clang, the packaging tools: reuse, lintian, debhelper, DKMS...)
+# Idempotent: installs only missing packages. For check it also prepares, under
+# $BUILD/kernel:
 #   - the Debian kernel image matching linux-headers-amd64, unpacked (not installed)
 #     with depmod run on its module tree, for the VM selftests;
 #   - kselftest_harness.h, kselftest.h and checkpatch.pl extracted from linux-source-6.1.
@@ -10,15 +22,29 @@
 set -eu
 
 BUILD=${BUILD:-$(pwd)/build}
-PKGS="build-essential pkg-config linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
-kmod cpio iproute2 sparse libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libibverbs-dev rdma-core
-ibverbs-utils ibverbs-providers libjson-c-dev libxxhash-dev xxhash libopenblas-dev python3 python3-numpy
-python3-torch python3-numexpr python3-pytest openmpi-bin libopenmpi-dev mpich libmpich-dev iperf3 perftest
-clang llvm libdlpack-dev libclang-rt-14-dev
-flex bison bc libelf-dev libssl-dev xz-utils"
+PKGS_BUILD="build-essential pkg-config libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libjson-c-dev
+libxxhash-dev libopenblas-dev libdlpack-dev"
+PKGS_DEMO="python3 python3-numpy python3-torch xxhash"
+PKGS_CHECK="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static kmod cpio iproute2
+sparse libibverbs-dev rdma-core ibverbs-utils ibverbs-providers python3-numexpr python3-pytest openmpi-bin
+libopenmpi-dev mpich libmpich-dev iperf3 perftest clang llvm libclang-rt-14-dev
+flex bison bc libelf-dev libssl-dev xz-utils
+reuse lintian debhelper dh-dkms dkms dh-python python3-setuptools chrpath bash-completion man-db"
+
+missing_only=no
+if [ "${1:-}" = --missing ]; then
+	missing_only=yes
+	shift
+fi
+set_name=${1:-check}
+case "$set_name" in
+build) PKGS=$PKGS_BUILD ;;
+demo) PKGS="$PKGS_BUILD $PKGS_DEMO" ;;
+check) PKGS="$PKGS_BUILD $PKGS_DEMO $PKGS_CHECK" ;;
+*) echo "setup: unknown set '$set_name' (build, demo or check)" >&2; exit 2 ;;
+esac
 [ -n "${NPUSHM_EXTRA_PKGS:-}" ] && PKGS="$PKGS $NPUSHM_EXTRA_PKGS"
 
-mkdir -p "$BUILD"
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -27,6 +53,11 @@ for p in $PKGS; do
 	*) missing="$missing $p" ;;
 	esac
 done
+if [ "$missing_only" = yes ]; then
+	[ -z "$missing" ] || { echo "${missing# }"; exit 1; }
+	exit 0
+fi
+mkdir -p "$BUILD"
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing Debian packages:$missing" >&2
@@ -40,6 +71,9 @@ if [ -n "$missing" ]; then
 	apt-get install -y -qq --no-install-recommends $missing </dev/null >"$BUILD/apt.log" 2>&1 ||
 		{ tail -20 "$BUILD/apt.log" >&2; echo "setup: apt-get install failed" >&2; exit 1; }
 fi
+
+# The test kernel and the kernel tools are for make check only.
+[ "$set_name" = check ] || exit 0
 
 # The ABI of the Debian kernel whose headers we build against, e.g. 6.1.0-57-amd64.
 abi=$(dpkg-query -W -f='${Depends}' linux-headers-amd64 | sed -n 's/^linux-headers-\([^ ,]*\).*/\1/p')

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * backend.h - the thin layer ccl-perf measures through. One implementation
  * is compiled in: backend_npccl.c (libnpccl) or backend_mpi.c (any MPI, via

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * memcpy_bw.c - single-core memcpy bandwidth, the intra-host ceiling printed
  * next to ccl-perf: copies SIZE bytes between two prefaulted buffers for

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * perf.c - ccl-perf: the nccl-tests style collective benchmark, one source
  * for every backend (backend.h).

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-perf.sh - npccl vs Open MPI 4.1 vs MPICH 4.0, side by side, with
 # the same harness (bench/ccl/perf.c) built three times: ccl-perf (npccl,
 # by make), and ccl-perf-openmpi / ccl-perf-mpich with their mpicc here.

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """bench.py - issue 4's four cases, each with a fresh result per call and with a
 preallocated output, for npushm.tensor, NumPy, numexpr and PyTorch, plus a
 STREAM-style add measured in the same run (run through run.sh).

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run.sh - the tensor benchmark: four cases of issue 4 against NumPy, numexpr,
 # PyTorch and a STREAM-style add, same thread count for everyone, one run.
 #

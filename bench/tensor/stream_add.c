@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * stream_add.c - STREAM-style "add" (c[i] = a[i] + b[i], float32) with T
  * pthreads, the memory-bandwidth yardstick of bench/tensor/bench.py.

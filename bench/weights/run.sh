@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run.sh - run the shared-weights benchmark and print its tables (Markdown).
 #
 #   bench/weights/run.sh [ARGS...]          posix backend, natively

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * weights_bench.c - the shared-weights benchmark (bench/weights/run.sh runs it).
  *

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cli.h - what the npushm command's files share: parsed options, the
  * command entry points, output helpers. Commands return the process exit

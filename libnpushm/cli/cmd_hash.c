@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_hash.c - `npushm hash FILE...`: the content hash of each file as
  * `npushm load` would record it (npushm_file_hash()), printed like xxhsum

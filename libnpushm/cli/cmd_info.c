@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_info.c - `npushm info NAME`: one model's summary and tensor table
  * (name, dtype, shape, region offset, bytes), read from its manifest.

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_load.c - `npushm load FILE --name NAME`: load a safetensors file into
  * shared memory through npushm_model_load() and report what happened.

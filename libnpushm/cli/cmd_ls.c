@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_ls.c - `npushm ls`: the regions the caller can see, one per line,
  * with their names, size, content hash and tensor count when the region is

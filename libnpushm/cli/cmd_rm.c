@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_rm.c - `npushm rm NAME`: remove a model (or region) name through
  * npushm_model_remove(); attached workers keep their mapping.

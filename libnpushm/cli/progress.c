@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * progress.c - the load progress bar: one line on stderr redrawn with '\r'
  * at most every 100 ms, only when enabled (stderr is a terminal and the

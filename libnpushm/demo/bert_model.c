@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * bert_model.c - a deterministic BERT-base-shaped safetensors file: the
  * tensor names and shapes of Hugging Face's bert-base-uncased (12 layers,

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * bert_model.h - write the demo's BERT-base-shaped safetensors file.
  */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * demo.c - the shared-weights demo (make demo): write a deterministic
  * BERT-base-shaped safetensors file, load it once into shared memory, start

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * memstat.c - read smaps_rollup and meminfo (see memstat.h).
  */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * memstat.h - memory figures for the demo and the benchmark: per-process
  * RSS/PSS from /proc/PID/smaps_rollup and the system-wide Shmem/AnonPages

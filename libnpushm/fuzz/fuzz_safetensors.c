@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * fuzz_safetensors.c - libFuzzer entry point for the safetensors header
  * parser (src/safetensors.c). The input is a whole file. Beyond "no crash,

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """make_corpus.py - (re)write the committed seed corpus for fuzz_safetensors.
 
 Small valid files of every dtype and shape kind, plus one file for each way a

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
 # own as strict C99 and C++11 (before and after the UAPI header), and
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0.

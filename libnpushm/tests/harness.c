@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * harness.c - runs the registered tests one forked child each and prints
  * TAP; implements the helpers of harness.h.

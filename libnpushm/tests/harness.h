@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * harness.h - the libnpushm test harness: TAP output, one forked process
  * per test, and helpers shared by the test files.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-kmod-vm.sh - the libnpushm suite on the kmod backend: boots the test VM
 # (selftests/vm/run-vm.sh), loads kmod/npushm.ko (with-module.sh) and runs
 # run-tests.sh there with NPUSHM_BACKEND=kmod. The guest writes its TAP to the

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-tests.sh - the libnpushm test suite as one TAP stream: the C tests
 # (build/libnpushm/npushm-tests), the npushm command (test_cli.py) and the
 # Python package (test_python.py), renumbered into one plan, then a final

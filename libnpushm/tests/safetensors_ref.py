@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """safetensors_ref.py - an independent safetensors writer and reader for the
 Python tests (plain json + struct, NumPy only for write(); shares no code with
 libnpushm)."""

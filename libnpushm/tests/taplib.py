@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """taplib.py - a minimal TAP runner for the libnpushm Python tests.
 
 Test functions are named test_*; each runs in order, passes if it returns,

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """test_cli.py - the npushm command: every subcommand with --json parsed and
 checked against an independent reading of the file (safetensors_ref), the text
 output, the error messages and exit statuses, and the progress bar (only on a

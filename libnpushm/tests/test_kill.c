@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_kill.c - atomic publish: a loader killed with SIGKILL at any point
  * leaves either nothing (no name, no alias, no region file, no pool bytes)

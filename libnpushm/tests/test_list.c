@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_list.c - npushm_dev_list_regions(): published regions appear with
  * all their names, sizes, seal state and owner; the number of processes

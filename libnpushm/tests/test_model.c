@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_model.c - the weight store: load, attach, tensor lookup, DLPack,
  * dedup and removal, checked differentially against the bytes the test

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_perm.c - permissions as another user: regions and models published
  * by root with different modes, opened, mapped, attached and removed by uid

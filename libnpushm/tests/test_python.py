@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """test_python.py - the npushm Python package: models attached by name handed to
 NumPy and PyTorch through DLPack, compared value by value with an independent
 reading of the file (safetensors_ref), and proven shared rather than copied

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_region.c - the region API on the backend under test: sizes (0, 1,
  * a page, many pages), mapping, naming rules, publish/open/unlink,

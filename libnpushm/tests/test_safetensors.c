@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_safetensors.c - the header parser on hand-made files: every rule of
  * safetensors.c broken once, each with its exact message; valid corner

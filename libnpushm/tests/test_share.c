@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_share.c - handing regions to other processes: SCM_RIGHTS over stream
  * and seqpacket sockets (both directions of writes visible), the access

@@ -60,7 +60,9 @@
  * is safe. Evaluation is serialised by a library-wide lock (the internal
  * thread pool parallelises each evaluation). Writing into a buffer while
  * another thread reads it is a data race, as with any array library.
- * Configuration setters are global and atomic.
+ * Configuration setters are global and atomic. Results never depend on how
+ * the pool's threads were scheduled: every float reduction is bitwise
+ * reproducible (npt_set_repro_mode).
  */
 #ifndef NPTENSOR_H
 #define NPTENSOR_H
@@ -122,7 +124,9 @@ typedef struct npt_tensor npt_tensor_t;
 /** Flags for npt_tensor_from_data. */
 #define NPT_BORROW_READONLY 0x1u
 
-/** Uninitialised contiguous tensor from the buffer pool. */
+/** Uninitialised contiguous tensor from the buffer pool. A shape is refused
+ *  (NPT_E_OVERFLOW) when its nonzero dimensions multiply to more than 2^59 - 1,
+ *  even if another dimension is 0 (NumPy refuses np.empty((0, 2**62, 4))). */
 NPT_API npt_status_t npt_tensor_empty(npt_dtype_t dt, int ndim, const int64_t *shape,
 				      npt_tensor_t **out);
 NPT_API npt_status_t npt_tensor_zeros(npt_dtype_t dt, int ndim, const int64_t *shape,
@@ -172,11 +176,13 @@ NPT_API npt_status_t npt_tensor_reshape(npt_tensor_t *t, int ndim, const int64_t
 NPT_API npt_status_t npt_tensor_permute(npt_tensor_t *t, const int *perm, npt_tensor_t **out);
 NPT_API npt_status_t npt_tensor_transpose(npt_tensor_t *t, int axis0, int axis1,
 					  npt_tensor_t **out);
-/** Remove size-1 dim `axis`, or all size-1 dims when axis == NPT_AXIS_ALL. */
+/** Remove size-1 dim `axis`, or all size-1 dims when axis == NPT_AXIS_ALL.
+ *  A 0-d tensor accepts axis 0 or -1 (NumPy). */
 NPT_API npt_status_t npt_tensor_squeeze(npt_tensor_t *t, int axis, npt_tensor_t **out);
 NPT_API npt_status_t npt_tensor_unsqueeze(npt_tensor_t *t, int axis, npt_tensor_t **out);
 /** Python slice semantics on one axis (start/stop clamped, negative counts
- *  from the end, step != 0). Use NPT_SLICE_END for an open bound. */
+ *  from the end, step != 0; any int64 is accepted, INT64_MIN as a step is
+ *  -INT64_MAX as Python clamps it). Use NPT_SLICE_END for an open bound. */
 #define NPT_SLICE_END INT64_MIN
 NPT_API npt_status_t npt_tensor_slice(npt_tensor_t *t, int axis, int64_t start, int64_t stop,
 				      int64_t step, npt_tensor_t **out);
@@ -226,17 +232,22 @@ typedef enum npt_reduce_op {
 #define NPT_AXIS_ALL INT32_MIN
 
 /** Reduce over `naxes` axes (negative count from the end); axes == NULL or
- *  naxes < 0 reduces over all axes. */
+ *  naxes < 0 reduces over all axes, naxes == 0 over none. As NumPy 1.24, a
+ *  0-d tensor accepts one axis 0 or -1 (naxes == 1) for sum, prod, max and
+ *  min, not for mean. Float results are bitwise reproducible (see
+ *  npt_set_repro_mode). */
 NPT_API npt_status_t npt_reduce(npt_reduce_op_t op, npt_tensor_t *t, int naxes,
 				const int *axes, bool keepdims, npt_tensor_t **out);
 /** Index (i64) of the first maximum along axis, or of the C-order flattened
- *  tensor when axis == NPT_AXIS_ALL. NaN counts as the maximum. */
+ *  tensor when axis == NPT_AXIS_ALL. NaN counts as the maximum. A 0-d tensor
+ *  accepts axis 0 or -1 (result 0, as NumPy). */
 NPT_API npt_status_t npt_argmax(npt_tensor_t *t, int axis, bool keepdims, npt_tensor_t **out);
 /** Sum t down to `shape` (which must broadcast to t's shape): the gradient
  *  of a broadcast. */
 NPT_API npt_status_t npt_sum_to_shape(npt_tensor_t *t, int ndim, const int64_t *shape,
 				      npt_tensor_t **out);
-/** exp(x - max) / sum(exp(x - max)) along axis; floating dtypes only. */
+/** exp(x - max) / sum(exp(x - max)) along axis; floating dtypes only. A 0-d
+ *  tensor accepts axis 0 or -1 (one row of one element). */
 NPT_API npt_status_t npt_softmax(npt_tensor_t *t, int axis, npt_tensor_t **out);
 /** (x - mean) / sqrt(var + eps) along axis (biased variance), then * weight
  *  + bias when given (NULL allowed; they broadcast against x). */
@@ -348,6 +359,35 @@ NPT_API npt_expand_mode_t npt_get_expand_mode(void);
  *  else 16 MiB. */
 NPT_API void npt_set_materialize_threshold(size_t bytes);
 NPT_API size_t npt_get_materialize_threshold(void);
+
+/**
+ * Reproducibility of float reductions (sum, prod, mean, sum_to_shape and the
+ * fused prologue of a reduction). In every mode the work is cut into pieces
+ * of fixed extent before any thread starts, each piece is reduced in a
+ * fixed order into its own partial result and the partial results are
+ * combined in a fixed pairwise tree, so the bits never depend on which
+ * thread ran which piece: the same input, settings and thread count give
+ * the same bits on every run. The modes differ in what fixes the pieces
+ * (docs/tensor.md, "Reproducibility"):
+ */
+typedef enum npt_repro_mode {
+	/** Pieces fixed by the element counts alone (at least 16 Ki input
+	 *  elements and 128 per partial result, at most 256 pieces): the same
+	 *  bits at any thread count, 1 included. The default. */
+	NPT_REPRO_INDEPENDENT = 0,
+	/** One piece per thread (the fewest partial results): the same bits
+	 *  for the same thread count; another thread count may round
+	 *  differently. */
+	NPT_REPRO_THREADS = 1,
+} npt_repro_mode_t;
+/** Default: $NPT_REPRO (independent|threads), else NPT_REPRO_INDEPENDENT.
+ *  NPT_E_INVAL for any other value. Affects evaluations that start
+ *  afterwards. Integer reductions, max/min/argmax, softmax and layernorm
+ *  (one row per thread, in a fixed order) give the same bits in both modes
+ *  at any thread count. matmul is OpenBLAS's: the same bits on every run at
+ *  a fixed thread count, not necessarily at another (docs/tensor.md). */
+NPT_API npt_status_t npt_set_repro_mode(npt_repro_mode_t mode);
+NPT_API npt_repro_mode_t npt_get_repro_mode(void);
 
 typedef enum npt_log_level { NPT_LOG_ERROR = 0, NPT_LOG_WARN = 1, NPT_LOG_INFO = 2,
 			     NPT_LOG_DEBUG = 3 } npt_log_level_t;

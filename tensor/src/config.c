@@ -1,7 +1,7 @@
 /*
- * config.c - global settings (expansion mode, materialisation threshold)
- * read once from the environment and changeable through the API, plus the
- * report of implicit materialisations.
+ * config.c - global settings (expansion mode, materialisation threshold,
+ * reproducibility mode of reductions) read once from the environment and
+ * changeable through the API, plus the report of implicit materialisations.
  *
  * Contracts: settings are atomics, safe to change from any thread; a change
  * affects evaluations that start afterwards.
@@ -11,14 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
 
 static atomic_int expand_mode = -1;
 static atomic_llong warn_bytes = -1;
+static atomic_int repro_mode = -1;
 
 static void read_env(void)
 {
 	if (atomic_load_explicit(&expand_mode, memory_order_relaxed) >= 0 &&
-	    atomic_load_explicit(&warn_bytes, memory_order_relaxed) >= 0)
+	    atomic_load_explicit(&warn_bytes, memory_order_relaxed) >= 0 &&
+	    atomic_load_explicit(&repro_mode, memory_order_relaxed) >= 0)
 		return;
 	const char *e = getenv("NPT_EXPAND_MODE");
 	int m = NPT_EXPAND_AUTO;
@@ -32,6 +35,20 @@ static void read_env(void)
 	e = getenv("NPT_MATERIALIZE_WARN_BYTES");
 	if (e && *e)
 		w = strtoll(e, NULL, 0);
+	e = getenv("NPT_REPRO");
+	int r = NPT_REPRO_DEFAULT;
+
+	if (e && *e) {
+		if (!strcasecmp(e, "threads"))
+			r = NPT_REPRO_THREADS;
+		else if (!strcasecmp(e, "independent"))
+			r = NPT_REPRO_INDEPENDENT;
+		else
+			npt_log(NPT_LOG_WARN, "NPT_REPRO=%s is not a reproducibility mode (use "
+				"'independent' or 'threads'); using the default", e);
+	}
+	int expr = -1;
+	atomic_compare_exchange_strong(&repro_mode, &expr, r);
 	int exp = -1;
 	atomic_compare_exchange_strong(&expand_mode, &exp, m);
 	long long expw = -1;
@@ -59,7 +76,7 @@ npt_expand_mode_t npt_cfg_expand_mode(void)
 NPT_API void npt_set_materialize_threshold(size_t bytes)
 {
 	read_env();
-	atomic_store(&warn_bytes, (long long)bytes);
+	atomic_store(&warn_bytes, bytes > (size_t)LLONG_MAX ? LLONG_MAX : (long long)bytes);
 }
 
 NPT_API size_t npt_get_materialize_threshold(void)
@@ -71,6 +88,23 @@ NPT_API size_t npt_get_materialize_threshold(void)
 size_t npt_cfg_warn_bytes(void)
 {
 	return npt_get_materialize_threshold();
+}
+
+NPT_API npt_status_t npt_set_repro_mode(npt_repro_mode_t mode)
+{
+	read_env();
+	if (mode != NPT_REPRO_INDEPENDENT && mode != NPT_REPRO_THREADS)
+		return npt_fail(NPT_E_INVAL, "set_repro_mode: %d is not a mode; use "
+				"NPT_REPRO_INDEPENDENT (%d) or NPT_REPRO_THREADS (%d)", (int)mode,
+				NPT_REPRO_INDEPENDENT, NPT_REPRO_THREADS);
+	atomic_store(&repro_mode, mode);
+	return NPT_OK;
+}
+
+NPT_API npt_repro_mode_t npt_get_repro_mode(void)
+{
+	read_env();
+	return atomic_load(&repro_mode);
 }
 
 void npt_note_materialize(const char *op, int nf, const int64_t *from, int nt, const int64_t *to,

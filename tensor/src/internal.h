@@ -32,6 +32,7 @@ NPT_HIDDEN char *npt_shape_str(char *buf, size_t len, int ndim, const int64_t *s
 /* ---- config.c ---- */
 NPT_HIDDEN npt_expand_mode_t npt_cfg_expand_mode(void);
 NPT_HIDDEN size_t npt_cfg_warn_bytes(void);
+#define NPT_REPRO_DEFAULT NPT_REPRO_INDEPENDENT
 NPT_HIDDEN void npt_note_materialize(const char *op, int ndim_from, const int64_t *from,
 				     int ndim_to, const int64_t *to, size_t bytes, const char *why);
 
@@ -104,6 +105,9 @@ NPT_HIDDEN npt_status_t npt_tensor_new_lazy(npt_dtype_t dt, int ndim, const int6
 NPT_HIDDEN npt_status_t npt_tensor_new_view(npt_tensor_t *base, int ndim, const int64_t *shape,
 					    const int64_t *strides, int64_t offset,
 					    npt_tensor_t **out);
+/* largest element count (and product of the nonzero dimensions) of a shape:
+ * sizes in bytes of every dtype and offsets stay far from overflow */
+#define NPT_MAX_NUMEL (INT64_MAX >> 4)
 NPT_HIDDEN npt_status_t npt_check_shape(const char *op, int ndim, const int64_t *shape,
 					int64_t *numel);
 NPT_HIDDEN void npt_contig_strides(int ndim, const int64_t *shape, int64_t *strides);
@@ -157,8 +161,11 @@ NPT_HIDDEN int npt_stream_binary_f32(int op, int variant, int64_t n, float *o, c
 
 /* ---- threads.c: thread pool ---- */
 typedef void (*npt_task_fn)(void *arg, int64_t begin, int64_t end, int tid);
-/* Run fn over [0, n) split in chunks of at least `grain` items. */
+/* Run fn over [0, n) split in chunks of at least `grain` items (at most one
+ * per thread). Results must not depend on which thread runs which range. */
 NPT_HIDDEN void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg);
+/* Run fn on each item of [0, n), handed out one at a time to free threads. */
+NPT_HIDDEN void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg);
 NPT_HIDDEN int npt_pool_threads(void);
 
 /* ---- iter.c: iteration spaces over several strided operands ---- */

@@ -139,6 +139,11 @@ static void setup(row_job_t *j, npt_tensor_t *t, npt_tensor_t *dst)
 			j->b_const = 0;
 		j->ond++;
 	}
+	if (j->axis < 0) { /* a 0-d input (softmax): one row of one element */
+		j->len = 1;
+		j->xs = j->ds = 1;
+		return;
+	}
 	j->len = j->x->shape[j->axis];
 	j->xs = j->x->strides[j->axis];
 	j->ws = ws[j->axis];

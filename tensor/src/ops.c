@@ -243,6 +243,11 @@ static npt_status_t axes_mask(const char *op, npt_tensor_t *t, int naxes, const 
 		*mask = t->ndim ? (~0ull >> (64 - t->ndim)) : 0;
 		return NPT_OK;
 	}
+	/* NumPy 1.24's ufunc reductions take one integer axis 0 or -1 on a 0-d
+	 * array (np.sum(np.float64(1), axis=0)); mean does not */
+	if (t->ndim == 0 && naxes == 1 && (axes[0] == 0 || axes[0] == -1) &&
+	    strcmp(op, "mean"))
+		return NPT_OK;
 	for (int i = 0; i < naxes; i++) {
 		int ax;
 
@@ -350,6 +355,8 @@ NPT_API npt_status_t npt_argmax(npt_tensor_t *t, int axis, bool keepdims, npt_te
 
 	if ((s = need("argmax", out, 1, t, NULL, NULL)))
 		return s;
+	if (t->ndim == 0 && (axis == 0 || axis == -1))
+		axis = NPT_AXIS_ALL; /* NumPy 1.24: argmax of a 0-d array along 0 or -1 */
 	if (axis != NPT_AXIS_ALL) {
 		if ((s = npt_normalize_axis("argmax", axis, t->ndim, &ax)))
 			return s;
@@ -387,7 +394,11 @@ NPT_API npt_status_t npt_softmax(npt_tensor_t *t, int axis, npt_tensor_t **out)
 	if (!npt_dtype_is_float(t->dtype))
 		return npt_fail(NPT_E_DTYPE, "softmax: dtype %s is not supported: floating-point "
 				"inputs only (cast first)", npt_dtype_name(t->dtype));
-	if ((s = npt_normalize_axis("softmax", axis, t->ndim, &ax)))
+	/* a 0-d tensor is one row of one element along 0 or -1 (as torch, and as
+	 * NumPy's max and sum, which softmax is made of, accept those axes) */
+	if (t->ndim == 0 && (axis == 0 || axis == -1))
+		ax = -1;
+	else if ((s = npt_normalize_axis("softmax", axis, t->ndim, &ax)))
 		return s;
 	s = lazy(NPT_NODE_SOFTMAX, 0, 1, &t, t->dtype, t->ndim, t->shape, &n, out);
 	if (!s)

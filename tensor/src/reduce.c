@@ -6,9 +6,16 @@
  * by the input's strides and coalesced (iter.c), so memory is read in order.
  * The innermost run is either reduced (a scalar reduction with 16 partial
  * sums, vectorised by GCC) or kept (accumulate a row into the accumulator:
- * acc[i] += x[i], vectorised). Threads split the outermost dimension; when
- * that dimension is reduced each thread has a private accumulator and the
- * partials are combined at the end.
+ * acc[i] += x[i], vectorised).
+ *
+ * Bitwise reproducibility: the work is cut before any thread starts (plan()),
+ * either along a kept dimension (each result is then computed by one thread
+ * in the serial order) or into fixed pieces of a reduced dimension, each
+ * reduced from the identity into its own partial result; the partial results
+ * are combined in a pairwise tree in piece order. Which thread runs which
+ * range or piece never changes a bit. The piece count is fixed by the
+ * element counts (NPT_REPRO_INDEPENDENT: the same bits at any thread count)
+ * or is the thread count (NPT_REPRO_THREADS).
  *
  * Contracts: accumulators are i64 for integer/bool sum and prod (wrapping),
  * f32 for f16/bf16/f32, f64 for f64 (mean of integers: f64), the input's
@@ -209,6 +216,18 @@ static void fill_identity(npt_reduce_op_t op, npt_dtype_t at, void *acc, int64_t
 }
 
 #define RUN_CHUNK 4096
+/* work of one piece or parallel range, in elements of the input */
+#define RED_GRAIN 65536
+/* NPT_REPRO_INDEPENDENT: pieces of at least this many elements, at most
+ * RED_MAX_PIECES of them */
+#define RED_PIECE_MIN 16384
+#define RED_MAX_PIECES 256
+/* a piece reads at least this many elements per partial result, so combining
+ * the partial results costs a few percent of the reduction at most */
+#define RED_PER_PARTIAL 128
+/* with at least this many results, threads split a kept dimension (no
+ * partial results) rather than a reduced one */
+#define RED_KEPT_SPLIT_MIN 4096
 
 typedef struct {
 	npt_space_t sp;          /* operand 0 = accumulator, 1.. = program leaves */
@@ -217,13 +236,15 @@ typedef struct {
 	size_t lsz[NPT_PROG_MAX_LEAVES];
 	npt_dtype_t at;
 	size_t asz;
-	char *acc;               /* shared accumulator */
-	char *priv;              /* per-thread accumulators (outer dim reduced) */
+	char *acc;               /* the result accumulator (and piece 0's partial) */
+	char *parts;             /* partial accumulators of pieces 1..npieces-1 */
 	int64_t acc_n, chunk;
+	int sd;                  /* the dimension of sp that is cut between threads */
+	int64_t sd_len;
+	int64_t npieces;         /* fixed pieces of a reduced sd (0: sd is kept) */
 	red_inner_fn fi;
 	red_outer_fn fo;
 	npt_reduce_op_t op;
-	int private_acc;
 	atomic_int failed;       /* 1 = value error (int ** negative), 2 = no memory */
 } red_job_t;
 
@@ -235,17 +256,23 @@ void npt_reduce_tls_release(void)
 	tls_run = NULL;
 }
 
-static void red_task(void *arg, int64_t begin, int64_t end, int tid)
+/*
+ * Reduce the part of the space whose index along dimension sd is in
+ * [lo, hi) into acc. The order of the additions depends only on that range:
+ * dimensions are walked outermost first, the innermost run in blocks of
+ * j->chunk from its start, each block summed by fi's fixed lanes.
+ */
+static void red_range(red_job_t *j, char *acc, int64_t lo, int64_t hi)
 {
-	red_job_t *j = arg;
 	const npt_space_t *sp = &j->sp;
 	const npt_prog_t *p = j->p;
-	int nd = sp->ndim, nl = p->nleaf;
-	char *acc = j->private_acc ? j->priv + (size_t)tid * j->acc_n * j->asz : j->acc;
-	int64_t as = sp->strides[0][nd - 1], st[NPT_PROG_MAX_LEAVES];
+	int nd = sp->ndim, nl = p->nleaf, in = nd - 1;
+	int64_t as = sp->strides[0][in], st[NPT_PROG_MAX_LEAVES];
 	npt_dtype_t vt = p->reg_rt[p->out_reg];
 	npt_conv_fn cv = npt_conv(vt, j->at);
 	npt_block_ctx_t *bc = npt_block_ctx_get(p);
+	int64_t first[NPT_MAX_DIMS], end[NPT_MAX_DIMS], idx[NPT_MAX_DIMS];
+	int64_t rb = 0, re = sp->shape[in], count = 1;
 
 	if (!tls_run)
 		tls_run = aligned_alloc(64, RUN_CHUNK * 8);
@@ -254,66 +281,100 @@ static void red_task(void *arg, int64_t begin, int64_t end, int tid)
 		return;
 	}
 	for (int k = 0; k < nl; k++)
-		st[k] = sp->strides[k + 1][nd - 1];
-	/* a 1-D space: split the single run itself */
-	int64_t outer_b = begin, outer_e = end, in_b = 0, in_e = sp->shape[nd - 1];
-
-	if (nd == 1) {
-		outer_b = 0;
-		outer_e = 1;
-		in_b = begin;
-		in_e = end;
+		st[k] = sp->strides[k + 1][in];
+	for (int d = 0; d < in; d++) {
+		first[d] = d == j->sd ? lo : 0;
+		end[d] = d == j->sd ? hi : sp->shape[d];
+		idx[d] = first[d];
+		count *= end[d] - first[d];
 	}
-	int64_t idx[NPT_MAX_DIMS];
-	int64_t count = 1;
+	if (j->sd == in) {
+		rb = lo;
+		re = hi;
+	}
+	for (int64_t c = 0; c < count; c++) {
+		char *lp[NPT_PROG_MAX_LEAVES], *ptr[NPT_PROG_MAX_LEAVES];
+		int64_t ao = 0;
 
-	for (int d = 1; d < nd - 1; d++)
-		count *= sp->shape[d];
-	for (int64_t i0 = outer_b; i0 < outer_e; i0++) {
-		memset(idx, 0, sizeof(idx));
-		for (int64_t c = 0; c < count; c++) {
-			char *lp[NPT_PROG_MAX_LEAVES], *ptr[NPT_PROG_MAX_LEAVES];
-			int64_t ao = 0;
+		for (int k = 0; k < nl; k++)
+			lp[k] = j->lbase[k];
+		for (int d = 0; d < in; d++) {
+			ao += idx[d] * sp->strides[0][d];
+			for (int k = 0; k < nl; k++)
+				lp[k] += idx[d] * sp->strides[k + 1][d] * (int64_t)j->lsz[k];
+		}
+		for (int64_t s = rb; s < re; s += j->chunk) {
+			int64_t n = re - s < j->chunk ? re - s : j->chunk;
+			int scalar;
 
 			for (int k = 0; k < nl; k++)
-				lp[k] = j->lbase[k];
-			if (nd > 1) {
-				ao = i0 * sp->strides[0][0];
-				for (int k = 0; k < nl; k++)
-					lp[k] += i0 * sp->strides[k + 1][0] * (int64_t)j->lsz[k];
-			}
-			for (int d = 1; d < nd - 1; d++) {
-				ao += idx[d] * sp->strides[0][d];
-				for (int k = 0; k < nl; k++)
-					lp[k] += idx[d] * sp->strides[k + 1][d] * (int64_t)j->lsz[k];
-			}
-			for (int64_t s = in_b; s < in_e; s += j->chunk) {
-				int64_t n = in_e - s < j->chunk ? in_e - s : j->chunk;
-				int scalar;
+				ptr[k] = lp[k] + s * st[k] * (int64_t)j->lsz[k];
+			const void *v = npt_block_run(bc, p, n, ptr, st, NULL, 0, &scalar);
 
-				for (int k = 0; k < nl; k++)
-					ptr[k] = lp[k] + s * st[k] * (int64_t)j->lsz[k];
-				const void *v = npt_block_run(bc, p, n, ptr, st, NULL, 0, &scalar);
-
-				if (!v) {
-					atomic_store(&j->failed, 1);
-					return;
-				}
-				if (scalar || vt != j->at) {
-					cv(n, tls_run, 1, v, scalar ? 0 : 1);
-					v = tls_run;
-				}
-				if (as == 0)
-					j->fi(n, v, acc + ao * j->asz);
-				else
-					j->fo(n, v, acc + (ao + s * as) * j->asz, as);
+			if (!v) {
+				atomic_store(&j->failed, 1);
+				return;
 			}
-			for (int d = nd - 2; d >= 1; d--) {
-				if (++idx[d] < sp->shape[d])
-					break;
-				idx[d] = 0;
+			if (scalar || vt != j->at) {
+				cv(n, tls_run, 1, v, scalar ? 0 : 1);
+				v = tls_run;
 			}
+			if (as == 0)
+				j->fi(n, v, acc + ao * j->asz);
+			else
+				j->fo(n, v, acc + (ao + s * as) * j->asz, as);
 		}
+		for (int d = in - 1; d >= 0; d--) {
+			if (++idx[d] < end[d])
+				break;
+			idx[d] = first[d];
+		}
+	}
+}
+
+/* piece c of a reduced sd: [piece_lo(c), piece_lo(c + 1)), sizes differing by 1 at most */
+static int64_t piece_lo(const red_job_t *j, int64_t c)
+{
+	int64_t q = j->sd_len / j->npieces, r = j->sd_len % j->npieces;
+
+	return c * q + (c < r ? c : r);
+}
+
+static char *piece_acc(const red_job_t *j, int64_t c)
+{
+	return c ? j->parts + (size_t)(c - 1) * j->acc_n * j->asz : j->acc;
+}
+
+/* results [begin, end) of the pairwise tree over the pieces, in piece order:
+ * ((p0 p1) (p2 p3)) ..., the same tree for every result */
+static void tree_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	red_job_t *j = arg;
+	size_t off = (size_t)begin * j->asz;
+
+	(void)tid;
+	for (int64_t step = 1; step < j->npieces; step *= 2)
+		for (int64_t c = 0; c + step < j->npieces; c += 2 * step)
+			j->fo(end - begin, piece_acc(j, c + step) + off, piece_acc(j, c) + off, 1);
+}
+
+/* a range of a kept sd: every result it touches is its own */
+static void kept_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	(void)tid;
+	red_range(arg, ((red_job_t *)arg)->acc, begin, end);
+}
+
+/* pieces [begin, end) of a reduced sd, each into its own partial result */
+static void piece_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	red_job_t *j = arg;
+
+	(void)tid;
+	for (int64_t c = begin; c < end; c++) {
+		if (c)
+			fill_identity(j->op, j->at, piece_acc(j, c), j->acc_n);
+		red_range(j, piece_acc(j, c), piece_lo(j, c), piece_lo(j, c + 1));
 	}
 }
 
@@ -331,6 +392,51 @@ static npt_status_t input_prog(npt_tensor_t *x, npt_prog_t *p)
 	return s;
 }
 
+/*
+ * How the work is cut (the space is ordered outermost = largest input
+ * stride, so dimension 0 is the one read in the largest steps):
+ *  - dimension 0 kept: threads take ranges of it; each result is computed
+ *    by one thread in the serial order, so no partial results exist;
+ *  - dimension 0 reduced, many results (>= RED_KEPT_SPLIT_MIN) and a kept
+ *    dimension: threads take ranges of the largest kept dimension instead;
+ *  - else dimension 0 is cut into npieces fixed pieces, each reduced into its
+ *    own partial result, combined in a pairwise tree in piece order. The
+ *    piece count is the thread count (NPT_REPRO_THREADS) or a function of
+ *    the element counts alone (NPT_REPRO_INDEPENDENT).
+ */
+static void plan(red_job_t *j, int64_t total)
+{
+	const npt_space_t *sp = &j->sp;
+	int nd = sp->ndim, kd = -1;
+
+	j->sd = 0;
+	j->sd_len = sp->shape[0];
+	j->npieces = 0;
+	if (sp->strides[0][0] != 0)
+		return;
+	for (int d = 1; d < nd; d++)
+		if (sp->strides[0][d] != 0 && (kd < 0 || sp->shape[d] > sp->shape[kd]))
+			kd = d;
+	if (kd >= 0 && j->acc_n >= RED_KEPT_SPLIT_MIN) {
+		j->sd = kd;
+		j->sd_len = sp->shape[kd];
+		return;
+	}
+	/* elements per index of dimension 0 (a whole sub-space; >= acc_n) */
+	int64_t per = total / sp->shape[0], k, min;
+	int threads = npt_get_repro_mode() == NPT_REPRO_THREADS;
+
+	min = threads ? RED_GRAIN : RED_PIECE_MIN;
+	if (min < RED_PER_PARTIAL * j->acc_n)
+		min = RED_PER_PARTIAL * j->acc_n;
+	k = sp->shape[0] / ((min + per - 1) / per);
+	if (threads && k > npt_pool_threads())
+		k = npt_pool_threads();
+	if (k > RED_MAX_PIECES)
+		k = RED_MAX_PIECES;
+	j->npieces = k > 1 ? k : 1;
+}
+
 npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 {
 	npt_node_t *node = t->node;
@@ -339,7 +445,7 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 	red_job_t *j = calloc(1, sizeof(*j));
 	npt_prog_t *p = malloc(sizeof(*p));
 	npt_status_t s = NPT_OK;
-	size_t acc_cap = 0, priv_cap = 0;
+	size_t acc_cap = 0, parts_cap = 0;
 
 	if (!j || !p) {
 		free(j);
@@ -384,7 +490,6 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 		j->lbase[k] = npt_tensor_ptr(p->leaf[k]);
 		j->lsz[k] = npt_dtype_size(p->leaf[k]->dtype);
 	}
-	int nt = npt_pool_threads();
 	int64_t total = npt_tensor_numel(x);
 
 	j->acc = npt_scratch_alloc((size_t)(j->acc_n ? j->acc_n : 1) * j->asz, &acc_cap);
@@ -393,37 +498,34 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 		goto out;
 	}
 	fill_identity(op, j->at, j->acc, j->acc_n);
-	int nd = j->sp.ndim;
-	int64_t split = j->sp.shape[0];
-	int outer_reduced = j->sp.strides[0][0] == 0;
-	int64_t grain = total / (split ? split : 1);
+	if (total > 0) {
+		plan(j, total);
+		if (j->npieces > 1) {
+			size_t pb = (size_t)j->acc_n * j->asz;
 
-	grain = grain ? (65536 + grain - 1) / grain : 1;
-	if (nd == 1)
-		grain = 65536;
-	if (total > 0 && outer_reduced && nt > 1 && split >= 2 * grain &&
-	    j->acc_n <= (1 << 20)) {
-		j->private_acc = 1;
-		j->priv = npt_scratch_alloc((size_t)nt * j->acc_n * j->asz, &priv_cap);
-		if (!j->priv) {
-			s = npt_fail(NPT_E_NOMEM, "reduce: out of memory for partial sums");
-			goto out;
+			j->parts = npt_scratch_alloc((size_t)(j->npieces - 1) * pb, &parts_cap);
+			if (!j->parts) {
+				s = npt_fail(NPT_E_NOMEM, "reduce: out of memory for partial results");
+				goto out;
+			}
+			npt_parallel_items(j->npieces, piece_task, j);
+		} else if (j->npieces == 1) {
+			red_range(j, j->acc, 0, j->sd_len);
+		} else {
+			int64_t grain = total / j->sd_len;
+
+			grain = (RED_GRAIN + grain - 1) / grain;
+			npt_parallel_for(j->sd_len, grain, kept_task, j);
 		}
-		for (int k = 0; k < nt; k++)
-			fill_identity(op, j->at, j->priv + (size_t)k * j->acc_n * j->asz, j->acc_n);
-	} else if (outer_reduced) {
-		grain = split; /* serial: threads would race on the accumulator */
 	}
-	if (total > 0)
-		npt_parallel_for(split, grain, red_task, j);
 	if (atomic_load(&j->failed)) {
 		s = atomic_load(&j->failed) == 1 ? npt_value_error() :
 		    npt_fail(NPT_E_NOMEM, "reduce: out of memory for block buffers");
 		goto out;
 	}
-	if (j->private_acc)
-		for (int k = 0; k < nt; k++)
-			j->fo(j->acc_n, j->priv + (size_t)k * j->acc_n * j->asz, j->acc, 1);
+	if (j->npieces > 1)
+		npt_parallel_for(j->acc_n, (RED_GRAIN + j->npieces - 2) / (j->npieces - 1), tree_task,
+				 j);
 	if (op == NPT_RED_MEAN) {
 		for (int64_t i = 0; i < j->acc_n; i++) {
 			if (j->at == NPT_F32)
@@ -434,7 +536,7 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 	}
 	npt_conv(j->at, dst->dtype)(j->acc_n, npt_tensor_ptr(dst), 1, j->acc, 1);
 out:
-	npt_scratch_free(j->priv, priv_cap);
+	npt_scratch_free(j->parts, parts_cap);
 	npt_scratch_free(j->acc, acc_cap);
 	npt_prog_release(p);
 	free(p);

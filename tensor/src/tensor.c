@@ -36,7 +36,8 @@ void npt_contig_strides(int ndim, const int64_t *shape, int64_t *strides)
 
 npt_status_t npt_check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel)
 {
-	int64_t n = 1;
+	int64_t nz = 1;
+	int zero = 0;
 
 	if (ndim < 0 || ndim > NPT_MAX_DIMS)
 		return npt_fail(NPT_E_RANK, "%s: rank %d is not supported: tensors have at most %d "
@@ -47,17 +48,25 @@ npt_status_t npt_check_shape(const char *op, int ndim, const int64_t *shape, int
 		if (shape[i] < 0)
 			return npt_fail(NPT_E_INVAL, "%s: negative dimension %lld at axis %d; "
 					"dimensions must be >= 0", op, (long long)shape[i], i);
+	/* as NumPy: a zero dimension does not excuse the others, whose product
+	 * must stay within the size limit too ("array is too big") */
 	for (int i = 0; i < ndim; i++) {
-		if (__builtin_mul_overflow(n, shape[i], &n) || n > (INT64_MAX >> 4)) {
+		if (!shape[i]) {
+			zero = 1;
+			continue;
+		}
+		if (__builtin_mul_overflow(nz, shape[i], &nz) || nz > NPT_MAX_NUMEL) {
 			char s[NPT_SHAPE_STRLEN];
 
-			return npt_fail(NPT_E_OVERFLOW, "%s: shape %s has too many elements: the "
-					"size in bytes overflows a 64-bit integer", op,
+			return npt_fail(NPT_E_OVERFLOW, "%s: shape %s is too big: its nonzero "
+					"dimensions multiply to more than 2^59 - 1 elements, so "
+					"sizes in bytes would overflow a 64-bit integer (NumPy: "
+					"\"array is too big\")", op,
 					npt_shape_str(s, sizeof(s), ndim, shape));
 		}
 	}
 	if (numel)
-		*numel = n;
+		*numel = zero ? 0 : nz;
 	return NPT_OK;
 }
 
@@ -149,7 +158,7 @@ NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
 
 		if (__builtin_mul_overflow(shape[i] - 1, t->strides[i], &e) ||
 		    __builtin_add_overflow(e < 0 ? lo : hi, e, e < 0 ? &lo : &hi) ||
-		    lo < -(INT64_MAX >> 4) || hi > (INT64_MAX >> 4)) {
+		    lo < -NPT_MAX_NUMEL || hi > NPT_MAX_NUMEL) {
 			long long st = t->strides[i];
 
 			free(t);

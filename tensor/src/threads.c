@@ -3,14 +3,20 @@
  *
  * npt_parallel_for(n, grain, fn, arg) splits [0, n) into at most one
  * contiguous range per thread, never smaller than `grain` items, so small
- * jobs run on the caller alone with no synchronisation at all. The caller
- * works too; idle workers sleep on a condition variable. A parallel_for
- * issued from inside a task runs inline.
+ * jobs run on the caller alone with no synchronisation at all.
+ * npt_parallel_items(n, fn, arg) hands out the n items one at a time (for a
+ * few coarse items of fixed extent, such as the pieces of a reduction). The
+ * caller works too; idle workers sleep on a condition variable. A parallel
+ * loop issued from inside a task runs inline.
  *
- * Contracts: thread count = $NPT_NUM_THREADS or npt_set_num_threads(), else
- * the number of online CPUs; changing it joins the workers (they are
- * restarted on the next parallel loop). Jobs are serialised by the caller's
- * evaluation lock; the pool itself has one job slot.
+ * Contracts: ranges and items go to whichever thread asks first, so a task
+ * must compute the same values whichever thread runs it and whatever else
+ * that thread ran before (the tid argument names a thread for scratch
+ * memory only; results never depend on it). Thread count =
+ * $NPT_NUM_THREADS or npt_set_num_threads(), else the number of online
+ * CPUs; changing it joins the workers (they are restarted on the next
+ * parallel loop). Jobs are serialised by the caller's evaluation lock; the
+ * pool itself has one job slot.
  */
 #include "internal.h"
 
@@ -135,37 +141,14 @@ static int start_workers(int want)
 	return tp_nworkers;
 }
 
-void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+/* run [0, n) as nchunks chunks of `chunk` items on the pool (and the caller) */
+static void run_job(int64_t n, int64_t chunk, npt_task_fn fn, void *arg)
 {
-	int nt = npt_pool_threads();
-
-	if (n <= 0)
-		return;
-	if (grain < 1)
-		grain = 1;
-	int64_t nchunks = (n + grain - 1) / grain;
-
-	if (nchunks > nt)
-		nchunks = nt;
-	if (nchunks <= 1 || tp_inside) {
-		fn(arg, 0, n, 0);
-		return;
-	}
-	if (tp_nworkers != nt - 1) {
-		if (tp_nworkers)
-			stop_workers();
-		if (!start_workers(nt - 1)) {
-			fn(arg, 0, n, 0);
-			return;
-		}
-	}
-	if (nchunks > tp_nworkers + 1)
-		nchunks = tp_nworkers + 1;
 	job.fn = fn;
 	job.arg = arg;
 	job.n = n;
-	job.chunk = (n + nchunks - 1) / nchunks;
-	job.nchunks = (n + job.chunk - 1) / job.chunk;
+	job.chunk = chunk;
+	job.nchunks = (n + chunk - 1) / chunk;
 	atomic_store(&job.next, 0);
 	atomic_store(&job.left, job.nchunks);
 	pthread_mutex_lock(&tp_lock);
@@ -179,6 +162,50 @@ void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
 	while (atomic_load(&job.left) > 0)
 		pthread_cond_wait(&tp_done, &tp_lock);
 	pthread_mutex_unlock(&tp_lock);
+}
+
+/* make sure the pool has nt - 1 workers; 0 when it cannot start them */
+static int pool_ready(int nt)
+{
+	if (tp_nworkers == nt - 1)
+		return 1;
+	if (tp_nworkers)
+		stop_workers();
+	return start_workers(nt - 1) > 0;
+}
+
+void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+{
+	int nt = npt_pool_threads();
+
+	if (n <= 0)
+		return;
+	if (grain < 1)
+		grain = 1;
+	int64_t nchunks = (n + grain - 1) / grain;
+
+	if (nchunks > nt)
+		nchunks = nt;
+	if (nchunks <= 1 || tp_inside || !pool_ready(nt)) {
+		fn(arg, 0, n, 0);
+		return;
+	}
+	if (nchunks > tp_nworkers + 1)
+		nchunks = tp_nworkers + 1;
+	run_job(n, (n + nchunks - 1) / nchunks, fn, arg);
+}
+
+void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg)
+{
+	int nt = npt_pool_threads();
+
+	if (n <= 0)
+		return;
+	if (n == 1 || nt <= 1 || tp_inside || !pool_ready(nt)) {
+		fn(arg, 0, n, 0);
+		return;
+	}
+	run_job(n, 1, fn, arg);
 }
 
 NPT_API npt_status_t npt_set_num_threads(int n)

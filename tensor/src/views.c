@@ -222,6 +222,8 @@ NPT_API npt_status_t npt_tensor_squeeze(npt_tensor_t *t, int axis, npt_tensor_t 
 
 	if ((s = check_args("squeeze", t, out)))
 		return s;
+	if (t->ndim == 0 && (axis == 0 || axis == -1))
+		axis = NPT_AXIS_ALL; /* NumPy: np.squeeze(0-d, axis=0) returns it */
 	if (axis != NPT_AXIS_ALL) {
 		if ((s = npt_normalize_axis("squeeze", axis, t->ndim, &ax)))
 			return s;
@@ -273,8 +275,11 @@ NPT_API npt_status_t npt_tensor_slice(npt_tensor_t *t, int axis, int64_t start, 
 		return s;
 	if ((s = npt_normalize_axis("slice", axis, t->ndim, &ax)))
 		return s;
-	if (step == 0 || step == INT64_MIN)
-		return npt_fail(NPT_E_INVAL, "slice: step must be nonzero");
+	if (step == 0)
+		return npt_fail(NPT_E_INVAL, "slice: step must be nonzero (Python: \"slice step "
+				"cannot be zero\")");
+	if (step == INT64_MIN)
+		step = -INT64_MAX; /* as Python clamps it; one element at most either way */
 	int64_t len = t->shape[ax];
 
 	/* Python's PySlice_AdjustIndices */
@@ -305,7 +310,9 @@ NPT_API npt_status_t npt_tensor_slice(npt_tensor_t *t, int axis, int64_t start, 
 	memcpy(ns, t->shape, t->ndim * sizeof(int64_t));
 	memcpy(nst, t->strides, t->ndim * sizeof(int64_t));
 	ns[ax] = n;
-	nst[ax] = t->strides[ax] * step;
+	/* with one element or none the stride is never used (and stride * step
+	 * may not fit: a[::2**62]) */
+	nst[ax] = n > 1 ? t->strides[ax] * step : t->strides[ax];
 	if ((s = npt_tensor_eval(t)))
 		return s;
 	return npt_tensor_new_view(t, t->ndim, ns, nst, t->offset + (n ? start * t->strides[ax] : 0),

@@ -880,19 +880,270 @@ def t_threads():
     x = rand_values((300, 700), "float32", special=False)
     b = rand_values((700,), "float32", special=False)
     outs = []
+    old = nt.get_repro_mode()
+    nt.set_repro_mode("independent")  # whatever $NPT_REPRO says
     for n in (1, 2, 3):
         nt.set_num_threads(n)
         t = nt.from_numpy(x)
         outs.append([nt.exp(t * b - 1).numpy(), t.sum(axis=0).numpy(), t.max(axis=1).numpy(),
                      nt.layernorm(t).numpy()])
     nt.set_num_threads(0)
-    tol = 302 * 2.0 ** -23 * np.abs(x.astype(np.float64)).sum(axis=0)
-    for o in outs[1:]:
+    nt.set_repro_mode(old)
+    for o in outs[1:]:  # 'independent' mode: sums too are bit-identical
         for k, (p, q) in enumerate(zip(outs[0], o)):
-            if k == 1:  # sum: partial sums per thread change the order
-                check(np.all(np.abs(p.astype(np.float64) - q) <= tol), "sum vs threads")
-            else:
-                check(np.array_equal(p, q, equal_nan=True), "thread count changes result %d" % k)
+            check(np.array_equal(p, q, equal_nan=True), "thread count changes result %d" % k)
+    return True, ""
+
+
+def same_outcome(ours, theirs):
+    """Run ours() and NumPy's theirs(): both give equal values (and shapes), or both raise
+    and ours is an instance of NumPy's exception type. Returns (ok, description)."""
+    def run(f):
+        try:
+            r = f()
+            if isinstance(r, nt.Tensor):
+                r = r.numpy()
+            return True, r
+        except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+            return False, e
+    ok_o, o = run(ours)
+    ok_t, t = run(theirs)
+    if ok_o and ok_t:
+        o, t = np.asarray(o), np.asarray(t)
+        if o.shape == t.shape and o.size > 10 ** 6:  # a big broadcast view: its corners
+            o, t = o[(slice(None, 1),) * o.ndim], t[(slice(None, 1),) * t.ndim]
+        good = o.shape == t.shape and np.array_equal(o, t, equal_nan=o.dtype.kind == "f")
+        return good, "values %r vs NumPy %r" % (o, t)
+    if ok_o != ok_t:
+        return False, "ours %s, NumPy %s" % ("returned" if ok_o else "raised %r" % o,
+                                              "returned" if ok_t else "raised %r" % t)
+    return isinstance(o, type(t)), "ours raised %s(%s), NumPy %s" % (type(o).__name__, o,
+                                                                      type(t).__name__)
+
+
+def t_int_args():
+    """Integers that do not fit the C types are refused (or clamped, for slices) with
+    NumPy's exception types, never wrapped: (2**64 + 3,) is not (3,)."""
+    a = np.arange(6.0)
+    b = np.arange(6.0).reshape(2, 3)
+    c = np.zeros((1, 3))
+    ta, tb, tc = nt.from_numpy(a), nt.from_numpy(b), nt.from_numpy(c)
+    big = [2 ** 64 + 3, 2 ** 64, 2 ** 63, 2 ** 63 - 1, 2 ** 32 + 1, 2 ** 31, -2 ** 31 - 1,
+           -2 ** 63, -2 ** 63 - 1, -2 ** 64]
+    cases = []
+    for v in big:
+        if not 0 < v < 2 ** 59:  # (an allocation that may succeed or not is no test)
+            cases.append(("empty((%d,))" % v, lambda v=v: nt.empty((v,)),
+                          lambda v=v: np.empty((v,))))
+        if v > 0:  # NumPy 1.24 takes any negative dimension as -1; only -1 here
+            cases += [("reshape(%d)" % v, lambda v=v: ta.reshape(v), lambda v=v: a.reshape(v)),
+                      ("reshape(-1, %d)" % v, lambda v=v: ta.reshape(-1, v),
+                       lambda v=v: a.reshape(-1, v))]
+        cases += [
+            ("zeros((0, %d))" % v, lambda v=v: nt.zeros((0, v)), lambda v=v: np.zeros((0, v))),
+            ("broadcast_to((%d, 6))" % v, lambda v=v: ta.broadcast_to((v, 6)),
+             lambda v=v: np.broadcast_to(a, (v, 6))),
+            ("a[%d:]" % v, lambda v=v: ta[v:], lambda v=v: a[v:]),
+            ("a[:%d]" % v, lambda v=v: ta[:v], lambda v=v: a[:v]),
+            ("a[::%d]" % v, lambda v=v: ta[::v], lambda v=v: a[::v]),
+            ("a[%d::-1]" % v, lambda v=v: ta[v::-1], lambda v=v: a[v::-1]),
+            ("a[%d:%d:-2]" % (v, -v), lambda v=v: ta[v:-v:-2], lambda v=v: a[v:-v:-2]),
+            ("a[%d]" % v, lambda v=v: ta[v], lambda v=v: a[v]),
+            ("b[1, %d:]" % v, lambda v=v: tb[1, v:], lambda v=v: b[1, v:]),
+            ("sum(axis=%d)" % v, lambda v=v: ta.sum(axis=v), lambda v=v: a.sum(axis=v)),
+            ("max(axis=(0, %d))" % v, lambda v=v: tb.max(axis=(0, v)),
+             lambda v=v: b.max(axis=(0, v))),
+            ("argmax(axis=%d)" % v, lambda v=v: ta.argmax(axis=v), lambda v=v: a.argmax(axis=v)),
+            ("squeeze(%d)" % v, lambda v=v: tc.squeeze(v), lambda v=v: np.squeeze(c, v)),
+            ("unsqueeze(%d)" % v, lambda v=v: ta.unsqueeze(v), lambda v=v: np.expand_dims(a, v)),
+        ]
+    cases += [
+        ("empty(-1)", lambda: nt.empty(-1), lambda: np.empty(-1)),
+        ("empty(1.5)", lambda: nt.empty(1.5), lambda: np.empty(1.5)),
+        ("empty((2, True))", lambda: nt.empty((2, True)), lambda: np.empty((2, True))),
+        ("reshape(6.0)", lambda: ta.reshape(6.0), lambda: a.reshape(6.0)),
+        ("a[::0]", lambda: ta[::0], lambda: a[::0]),
+        ("a[1.5:]", lambda: ta[1.5:], lambda: a[1.5:]),
+        ("a[1.0]", lambda: ta[1.0], lambda: a[1.0]),
+        ("a[np.uint64(2**64-1)]", lambda: ta[np.uint64(2 ** 64 - 1)],
+         lambda: a[np.uint64(2 ** 64 - 1)]),
+        ("a[np.uint64(2**63):]", lambda: ta[np.uint64(2 ** 63):], lambda: a[np.uint64(2 ** 63):]),
+        ("sum(axis=1.0)", lambda: ta.sum(axis=1.0), lambda: a.sum(axis=1.0)),
+        ("sum(axis=True)", lambda: ta.sum(axis=True), lambda: a.sum(axis=True)),
+        ("argmax(axis=(0,))", lambda: ta.argmax(axis=(0,)), lambda: a.argmax(axis=(0,))),
+        ("transpose(2**64, 0)", lambda: tb.transpose(2 ** 64, 0),
+         lambda: b.transpose(2 ** 64, 0)),
+        ("squeeze((0, 0))", lambda: tc.squeeze((0, 0)), lambda: np.squeeze(c, (0, 0))),
+        ("squeeze((0,))", lambda: tc.squeeze((0,)), lambda: np.squeeze(c, (0,))),
+        ("broadcast_to(6)", lambda: ta.broadcast_to(6), lambda: np.broadcast_to(a, 6)),
+        ("astype(True)", lambda: ta.astype(True), lambda: a.astype(True)),
+    ]
+    bad = []
+    for name, ours, theirs in cases:
+        ok, msg = same_outcome(ours, theirs)
+        if not ok:
+            bad.append("%s: %s" % (name, msg))
+    # no NumPy counterpart: the C int / size_t parameters of the configuration calls
+    for name, fn, exc in [
+            ("set_num_threads(2**32 + 2)", lambda: nt.set_num_threads(2 ** 32 + 2), ValueError),
+            ("reshape(-2**63)", lambda: ta.reshape(-2 ** 63), ValueError),
+            ("reshape(-2**64)", lambda: ta.reshape(-2 ** 64), ValueError),
+            ("set_num_threads(-1)", lambda: nt.set_num_threads(-1), ValueError),
+            ("set_num_threads(1.5)", lambda: nt.set_num_threads(1.5), TypeError),
+            ("set_num_threads(True)", lambda: nt.set_num_threads(True), TypeError),
+            ("set_materialize_threshold(-1)", lambda: nt.set_materialize_threshold(-1),
+             ValueError),
+            ("set_materialize_threshold(2**64)", lambda: nt.set_materialize_threshold(2 ** 64),
+             OverflowError),
+            ("set_expand_mode('x')", lambda: nt.set_expand_mode("x"), ValueError),
+            ("set_repro_mode(0)", lambda: nt.set_repro_mode(0), ValueError),
+            ("softmax(axis=2**32)", lambda: nt.softmax(tb, 2 ** 32), np.AxisError),
+            ("layernorm(axis=2**63)", lambda: nt.layernorm(tb, 2 ** 63), OverflowError),
+            ("permute(2**32 + 1, 0)", lambda: tb.permute(2 ** 32 + 1, 0), np.AxisError),
+            ("permute(0)", lambda: tb.permute(0), ValueError),
+            ("slice(0, 0, 6, 2**64)", lambda: tb.slice(2 ** 64, 0, 6), OverflowError),
+            ("sum_to_shape((2**64 + 3,))", lambda: nt.sum_to_shape(ta, (2 ** 64 + 3,)),
+             ValueError)]:
+        try:
+            fn()
+            bad.append("%s: accepted" % name)
+        except exc:
+            pass
+        except Exception as e:  # noqa: BLE001
+            bad.append("%s: raised %s(%s), not %s" % (name, type(e).__name__, e, exc.__name__))
+    nt.set_num_threads(0)
+    nt.set_materialize_threshold(16 << 20)
+    check(nt.get_num_threads() >= 1 and tb.slice(1, -2 ** 70, 2 ** 70, 2 ** 70).shape == (2, 1),
+          "slice() method clamps")
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
+def t_zero_dims_and_0d():
+    """A zero dimension does not excuse oversized others (NumPy: "array is too big"); 0-d
+    reductions along 0 / -1 as NumPy 1.24 (sum, prod, max, min, argmax yes; mean and tuples
+    no)."""
+    bad = []
+    # shapes NumPy refuses for every dtype: 2**63 or more elements besides the zero
+    for shape in [(0, 2 ** 62, 4), (0, 2 ** 61, 2 ** 2), (3, 0, 2 ** 63 - 1),
+                  (0, 2 ** 32, 2 ** 31), (2 ** 33, 0, 2 ** 30, 0)]:
+        for name, ours, theirs in [
+                ("empty", lambda s=shape: nt.empty(s), lambda s=shape: np.empty(s)),
+                ("zeros int8", lambda s=shape: nt.zeros(s, "int8"),
+                 lambda s=shape: np.zeros(s, np.int8)),
+                ("reshape", lambda s=shape: nt.zeros((0,)).reshape(s),
+                 lambda s=shape: np.zeros((0,)).reshape(s)),
+                ("broadcast_to", lambda s=shape: nt.zeros((1,)).broadcast_to(s),
+                 lambda s=shape: np.broadcast_to(np.zeros(1), s))]:
+            ok, msg = same_outcome(ours, theirs)
+            if not ok:
+                bad.append("%s%s: %s" % (name, shape, msg))
+    # the library's own limit is 2**59 - 1 elements (NumPy's: 2**63 - 1 bytes), zero dims
+    # or not; below it a zero-size shape is fine
+    check(nt.empty((0, 2 ** 40, 2 ** 18)).size == 0, "(0, 2**40, 2**18) refused")
+    ok, msg = expect_error(lambda: nt.zeros((0, 2 ** 30, 2 ** 30), "int8"))
+    check(ok and "too big" in msg, "(0, 2**30, 2**30) int8 accepted: " + msg)
+    for dtype in ["float32", "float64", "int32", "bool", "uint8"]:
+        z = np.array(7, dtype=dtype)
+        tz = nt.from_numpy(z)
+        for f in ["sum", "prod", "mean", "max", "min", "argmax"]:
+            for axis in [0, -1, (0,), (-1,), 1, -2, (), None]:
+                if f == "argmax" and isinstance(axis, tuple):
+                    continue
+                for keep in (False, True):
+                    ok, msg = same_outcome(lambda: getattr(tz, f)(axis=axis, keepdims=keep),
+                                           lambda: getattr(np, f)(z, axis=axis, keepdims=keep))
+                    if not ok:
+                        bad.append("%s %s(axis=%r, keepdims=%s): %s" % (dtype, f, axis, keep,
+                                                                       msg))
+        for axis in [0, -1, 1, (0,)]:
+            ok, msg = same_outcome(lambda: tz.squeeze(axis), lambda: np.squeeze(z, axis))
+            if not ok:
+                bad.append("%s squeeze(%r): %s" % (dtype, axis, msg))
+    r = nt.sum(nt.from_numpy(np.array(3, np.int8)), axis=0)
+    check(r.dtype == "int64" and r.item() == 3, "0-d int8 sum along 0: %s" % r.dtype)
+    check(nt.softmax(np.array(3.0, np.float32), 0).item() == 1.0, "softmax of 0-d")
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
+def t_big_endian():
+    """Non-native byte order is converted by a copy (it cannot be shared): from_numpy (read-only
+    unless readonly=False), asarray, NumPy operands of ops, setitem, astype dtypes."""
+    bad = []
+    for d in ["float16", "float32", "float64", "int32", "int64", "int8", "uint8", "bool"]:
+        be = rand_values((3, 4), d, special=False).astype(np.dtype(d).newbyteorder(">"))
+        native = be.astype(np.dtype(d))
+        t = nt.from_numpy(be)
+        if not (t.dtype == d and np.array_equal(t.numpy(), native, equal_nan=True)):
+            bad.append("from_numpy %s: %s %r" % (be.dtype.str, t.dtype, t.numpy()))
+        if be.dtype.isnative:  # one byte: there is no byte order, the array is shared
+            if not np.shares_memory(t.numpy(), be):
+                bad.append("from_numpy %s copied" % be.dtype.str)
+        elif t.writable or np.shares_memory(t.numpy(), be):
+            bad.append("from_numpy %s: a writable tensor or shared memory" % be.dtype.str)
+        if not nt.from_numpy(be, readonly=False).writable:
+            bad.append("from_numpy(%s, readonly=False) is read-only" % be.dtype.str)
+        if not np.array_equal(nt.asarray(be).numpy(), native, equal_nan=True):
+            bad.append("asarray %s" % be.dtype.str)
+        if d not in ("bool",):
+            got = (nt.from_numpy(native) + be).numpy()
+            if not np.array_equal(got, native + native, equal_nan=True):
+                bad.append("op with a %s operand" % be.dtype.str)
+    x = nt.zeros((2, 3))
+    x[...] = np.arange(6, dtype=">f8").reshape(2, 3)
+    check(np.array_equal(x.numpy(), np.arange(6).reshape(2, 3)), "setitem from '>f8'")
+    check(nt.zeros(3, ">i4").dtype == "int32" and x.astype(">f8").dtype == "float64",
+          "'>' dtypes name the same types")
+    ok, msg = expect_error(lambda: nt.add(nt.from_numpy(np.ones(2, ">f4")), 1.0,
+                                          out=nt.from_numpy(np.ones(2, ">f4"))))
+    check(ok and "read-only" in msg, "a write into the converted copy must fail: " + msg)
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
+def t_repro():
+    """Reductions give the same bits on every run at a fixed thread count (both modes) and,
+    in the default 'independent' mode, at any thread count; $NPT_REPRO selects the mode."""
+    import subprocess
+    wide = (rng.standard_normal(600_001) * 2.0 ** rng.integers(0, 24, 600_001))
+    x = nt.from_numpy(wide.astype(np.float32))
+    m = nt.from_numpy((rng.standard_normal((50_000, 12)) *
+                       2.0 ** rng.integers(0, 24, (50_000, 12))).astype(np.float32))
+    y = nt.from_numpy(rng.standard_normal((50_000, 12)).astype(np.float32))
+    ops = [("sum", lambda: x.sum()), ("mean axis 0", lambda: m.mean(axis=0)),
+           ("sum_to_shape", lambda: nt.sum_to_shape(m, (12,))),
+           ("sum(m*y) axis 0", lambda: (m * y).sum(axis=0)),
+           ("layernorm", lambda: nt.layernorm(m)), ("softmax", lambda: nt.softmax(m, 0))]
+    old = nt.get_repro_mode()
+    res = {}
+    try:
+        for mode in ("independent", "threads"):
+            nt.set_repro_mode(mode)
+            for n in (1, 2, 3):
+                nt.set_num_threads(n)
+                for name, f in ops:
+                    first = f().numpy().tobytes()
+                    for _ in range(4):
+                        check(f().numpy().tobytes() == first,
+                              "%s changed bits between runs at %d threads (%s)"
+                              % (name, n, mode))
+                    res[mode, n, name] = first
+        for name, _ in ops:
+            for n in (2, 3):
+                check(res["independent", n, name] == res["independent", 1, name],
+                      "%s: %d threads give other bits than 1 in 'independent' mode" % (name, n))
+    finally:
+        nt.set_repro_mode(old)
+        nt.set_num_threads(0)
+    env = {k: v for k, v in os.environ.items() if k != "NPT_REPRO"}
+    for value, want in [("threads", "threads"), ("independent", "independent"),
+                        (None, "independent")]:
+        e = dict(env, NPT_REPRO=value) if value else env
+        out = subprocess.run([sys.executable, "-c", "from npushm import tensor as nt; "
+                              "print(nt.get_repro_mode())"], capture_output=True, text=True,
+                             env=e, check=True).stdout
+        check(out.strip() == want, "NPT_REPRO=%s gives mode %r, not %r" % (value, out, want))
     return True, ""
 
 
@@ -979,7 +1230,11 @@ def main():
                ("DLPack with numpy.from_dlpack and torch.utils.dlpack", t_dlpack),
                ("expansion modes and materialisation reports", t_expand_modes),
                ("fused chain allocates only its output; pool reuse", t_buffer_reuse),
-               ("thread counts 1/2/3 give equal results", t_threads)]
+               ("thread counts 1/2/3 give equal results", t_threads),
+               ("integer arguments are range-checked with NumPy's errors", t_int_args),
+               ("zero dims and the size limit; 0-d reductions along 0/-1", t_zero_dims_and_0d),
+               ("big-endian input is converted by a copy", t_big_endian),
+               ("reductions are bitwise reproducible (both modes)", t_repro)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:

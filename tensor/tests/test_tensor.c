@@ -4,8 +4,11 @@
  * does not support, bad axes), error messages that name the op and the
  * shapes, buffer accounting (a fused chain allocates only its output; the
  * pool serves repeated evaluations; dead intermediates are reused in
- * place), thread-count equivalence, and a randomised differential test of
- * broadcasting elementwise ops against a naive reference written here.
+ * place), thread-count equivalence, bitwise reproducibility of reductions
+ * (run to run, and across thread counts in NPT_REPRO_INDEPENDENT mode),
+ * NumPy's size limit with zero dimensions and its 0-d axis rules, slices at
+ * the ends of int64, and a randomised differential test of broadcasting
+ * elementwise ops against a naive reference written here.
  * The NumPy differential test is tests/test_numpy.py.
  */
 #include "nptensor.h"
@@ -563,6 +566,497 @@ static int t_threads_equivalence(void)
 	return 1;
 }
 
+/* ---- reproducibility of reductions ---- */
+
+/* values over a wide range of magnitudes, so that any change in the order of
+ * a float sum changes its bits */
+static npt_tensor_t *wide_tensor(npt_dtype_t dt, int nd, const int64_t *shape, unsigned seed)
+{
+	npt_tensor_t *t = NULL;
+	void *p;
+
+	if (npt_tensor_empty(dt, nd, shape, &t) || npt_tensor_data(t, &p))
+		return NULL;
+	srand(seed);
+	for (int64_t i = 0; i < npt_tensor_numel(t); i++) {
+		double v = ((double)rand() / RAND_MAX * 2 - 1) * (double)(1 << (rand() % 24));
+
+		if (dt == NPT_F64)
+			((double *)p)[i] = v;
+		else
+			((float *)p)[i] = (float)v;
+	}
+	return t;
+}
+
+enum { R_SUM_ALL, R_MEAN_AX0, R_SUM_AX0_NARROW, R_SUM_TO_SHAPE, R_PROLOGUE, R_SUM_F64,
+       R_PROD_AX1, R_MEAN_LAST, R_LAYERNORM, R_SOFTMAX, R_MAX_AX0, R_NCASES };
+static const char *const repro_name[R_NCASES] = {
+	"sum of (1048579,) f32", "mean over axis 0 of (65537,16) f32",
+	"sum over axis 0 of (131071,3) f32", "sum_to_shape (96,300,64)->(64,) f32",
+	"sum over axis 0 of x*y+x, (65536,8) f32 (fused prologue)", "sum of (524289,) f64",
+	"prod over axis 1 of (5,262147) f64", "mean over axis -1 of (4,300000) f32",
+	"layernorm (256,768) f32", "softmax (256,768) f32", "max over axis 0 of (65536,16) f32",
+};
+
+typedef struct {
+	npt_tensor_t *big, *m16, *m3, *s3, *x8, *y8, *big64, *p5, *w4, *ln;
+} repro_in_t;
+
+static void repro_free(repro_in_t *in)
+{
+	npt_tensor_t **t = &in->big;
+
+	for (size_t i = 0; i < sizeof(*in) / sizeof(*t); i++)
+		npt_tensor_free(t[i]);
+}
+
+static int repro_inputs(repro_in_t *in)
+{
+	int64_t sb[1] = { 1048579 }, s16[2] = { 65537, 16 }, s3[2] = { 131071, 3 },
+		st[3] = { 96, 300, 64 }, s8[2] = { 65536, 8 }, s64[1] = { 524289 },
+		sp[2] = { 5, 262147 }, sw[2] = { 4, 300000 }, sl[2] = { 256, 768 };
+	void *p;
+
+	memset(in, 0, sizeof(*in));
+	in->big = wide_tensor(NPT_F32, 1, sb, 21);
+	in->m16 = wide_tensor(NPT_F32, 2, s16, 22);
+	in->m3 = wide_tensor(NPT_F32, 2, s3, 23);
+	in->s3 = wide_tensor(NPT_F32, 3, st, 24);
+	in->x8 = wide_tensor(NPT_F32, 2, s8, 25);
+	in->y8 = wide_tensor(NPT_F32, 2, s8, 26);
+	in->big64 = wide_tensor(NPT_F64, 1, s64, 27);
+	in->w4 = wide_tensor(NPT_F32, 2, sw, 29);
+	in->ln = f32_tensor(2, sl, 30);
+	/* factors near 1, so that the product stays finite and every rounding shows */
+	if (!npt_tensor_empty(NPT_F64, 2, sp, &in->p5) && !npt_tensor_data(in->p5, &p)) {
+		srand(28);
+		for (int64_t i = 0; i < 5 * sp[1]; i++)
+			((double *)p)[i] = 1.0 + ((double)rand() / RAND_MAX - 0.5) * 1e-3;
+	}
+	return in->big && in->m16 && in->m3 && in->s3 && in->x8 && in->y8 && in->big64 &&
+	       in->p5 && in->w4 && in->ln;
+}
+
+/* evaluate case c; *bits receives a malloc'ed copy of the result (*n bytes) */
+static npt_status_t repro_run(const repro_in_t *in, int c, void **bits, size_t *n)
+{
+	npt_tensor_t *r = NULL, *m = NULL, *a = NULL;
+	npt_status_t s;
+	int64_t row = 64;
+	void *p;
+
+	switch (c) {
+	case R_SUM_ALL: s = npt_reduce(NPT_RED_SUM, in->big, -1, NULL, false, &r); break;
+	case R_MEAN_AX0: s = npt_reduce(NPT_RED_MEAN, in->m16, 1, (int[]){ 0 }, false, &r); break;
+	case R_SUM_AX0_NARROW:
+		s = npt_reduce(NPT_RED_SUM, in->m3, 1, (int[]){ 0 }, false, &r);
+		break;
+	case R_SUM_TO_SHAPE: s = npt_sum_to_shape(in->s3, 1, &row, &r); break;
+	case R_PROLOGUE:
+		s = npt_mul(in->x8, in->y8, &m);
+		if (!s)
+			s = npt_add(m, in->x8, &a);
+		if (!s)
+			s = npt_reduce(NPT_RED_SUM, a, 1, (int[]){ 0 }, false, &r);
+		break;
+	case R_SUM_F64: s = npt_reduce(NPT_RED_SUM, in->big64, -1, NULL, false, &r); break;
+	case R_PROD_AX1: s = npt_reduce(NPT_RED_PROD, in->p5, 1, (int[]){ 1 }, false, &r); break;
+	case R_MEAN_LAST:
+		s = npt_reduce(NPT_RED_MEAN, in->w4, 1, (int[]){ -1 }, false, &r);
+		break;
+	case R_LAYERNORM: s = npt_layernorm(in->ln, -1, NULL, NULL, 1e-5, &r); break;
+	case R_SOFTMAX: s = npt_softmax(in->ln, -1, &r); break;
+	default: s = npt_reduce(NPT_RED_MAX, in->m16, 1, (int[]){ 0 }, false, &r); break;
+	}
+	if (!s)
+		s = npt_tensor_data(r, &p);
+	if (!s) {
+		*n = (size_t)npt_tensor_numel(r) * npt_dtype_size(npt_tensor_dtype(r));
+		*bits = malloc(*n);
+		if (*bits)
+			memcpy(*bits, p, *n);
+		else
+			s = NPT_E_NOMEM;
+	}
+	npt_tensor_free(r);
+	npt_tensor_free(m);
+	npt_tensor_free(a);
+	return s;
+}
+
+/* at 2, 3 and 4 threads (4 oversubscribes a 2-core machine: threads are
+ * preempted at random), in both modes, every run gives the first run's bits */
+static int t_repro_fixed_threads(void)
+{
+	repro_in_t in;
+	int ok = 1;
+
+	CHECK(repro_inputs(&in), "setup");
+	for (int mode = NPT_REPRO_INDEPENDENT; mode <= NPT_REPRO_THREADS; mode++) {
+		OK(npt_set_repro_mode((npt_repro_mode_t)mode));
+		for (int nt = 2; nt <= 4; nt++) {
+			OK(npt_set_num_threads(nt));
+			for (int c = 0; c < R_NCASES; c++) {
+				void *first = NULL, *bits = NULL;
+				size_t n0 = 0, n = 0;
+				int differ = 0, reps = c == R_MEAN_AX0 || c == R_SUM_AX0_NARROW ? 40 : 12;
+
+				OK(repro_run(&in, c, &first, &n0));
+				for (int r = 1; r < reps; r++) {
+					OK(repro_run(&in, c, &bits, &n));
+					differ += n != n0 || memcmp(first, bits, n0);
+					free(bits);
+				}
+				free(first);
+				if (differ) {
+					printf("#   %s: %d of %d runs differ from the first at %d "
+					       "threads (mode %s)\n", repro_name[c], differ, reps - 1,
+					       nt, mode == NPT_REPRO_THREADS ? "threads" :
+					       "independent");
+					ok = 0;
+				}
+			}
+		}
+	}
+	npt_set_num_threads(0);
+	npt_set_repro_mode(NPT_REPRO_INDEPENDENT);
+	repro_free(&in);
+	return ok;
+}
+
+/* NPT_REPRO_INDEPENDENT: 1, 2, 3 and 4 threads give the same bits */
+static int t_repro_independent_of_threads(void)
+{
+	repro_in_t in;
+	void *ref[R_NCASES] = { 0 };
+	size_t nref[R_NCASES] = { 0 };
+	int ok = 1;
+
+	CHECK(repro_inputs(&in), "setup");
+	OK(npt_set_repro_mode(NPT_REPRO_INDEPENDENT));
+	CHECK(npt_get_repro_mode() == NPT_REPRO_INDEPENDENT, "mode not set");
+	for (int nt = 1; nt <= 4; nt++) {
+		OK(npt_set_num_threads(nt));
+		for (int c = 0; c < R_NCASES; c++) {
+			void *bits = NULL;
+			size_t n = 0;
+
+			OK(repro_run(&in, c, nt == 1 ? &ref[c] : &bits, nt == 1 ? &nref[c] : &n));
+			if (nt > 1 && (n != nref[c] || memcmp(ref[c], bits, n))) {
+				printf("#   %s: %d threads give other bits than 1 thread\n",
+				       repro_name[c], nt);
+				ok = 0;
+			}
+			free(bits);
+		}
+	}
+	for (int c = 0; c < R_NCASES; c++)
+		free(ref[c]);
+	npt_set_num_threads(0);
+	repro_free(&in);
+	CHECK(npt_set_repro_mode((npt_repro_mode_t)2) == NPT_E_INVAL, "mode 2 accepted");
+	CHECK(strstr(npt_last_error(), "NPT_REPRO_INDEPENDENT"), "%s", npt_last_error());
+	CHECK(npt_set_repro_mode((npt_repro_mode_t)-1) == NPT_E_INVAL, "mode -1 accepted");
+	CHECK(npt_get_repro_mode() == NPT_REPRO_INDEPENDENT, "a refused mode changed the mode");
+	return ok;
+}
+
+/* OpenBLAS computes each output element in one thread with a fixed kernel:
+ * the same bits on every run at a fixed thread count */
+static int t_repro_matmul(void)
+{
+	int64_t sa[2] = { 8, 5000 }, sb[2] = { 5000, 300 };
+	npt_tensor_t *a = wide_tensor(NPT_F32, 2, sa, 31), *b = wide_tensor(NPT_F32, 2, sb, 32);
+	int differ = 0;
+
+	CHECK(a && b, "setup");
+	for (int nt = 1; nt <= 3; nt++) {
+		void *first = NULL;
+
+		OK(npt_set_num_threads(nt));
+		for (int r = 0; r < 4; r++) {
+			npt_tensor_t *c = NULL;
+			void *p;
+
+			OK(npt_matmul(a, b, &c));
+			OK(npt_tensor_data(c, &p));
+			if (!r) {
+				first = malloc(8 * 300 * sizeof(float));
+				CHECK(first, "malloc");
+				memcpy(first, p, 8 * 300 * sizeof(float));
+			} else {
+				differ += memcmp(first, p, 8 * 300 * sizeof(float)) != 0;
+			}
+			npt_tensor_free(c);
+		}
+		free(first);
+	}
+	npt_set_num_threads(0);
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	CHECK(!differ, "matmul changed bits between runs at a fixed thread count");
+	return 1;
+}
+
+/* every way plan() cuts a reduction (ranges of a kept outer dimension, of a
+ * kept inner or middle dimension, fixed pieces of the reduced one, a single
+ * piece) counts every element once: small integers make f32 sums exact, so
+ * the result must equal a naive sum bit for bit, in both modes, at 1..3
+ * threads */
+static int t_reduce_cuts_exact(void)
+{
+	static const struct {
+		int nd;
+		int64_t shape[3];
+		int naxes, axes[2];
+		int transpose; /* reduce a transposed view */
+	} c[] = {
+		{ 1, { 1000003 }, -1, { 0 }, 0 },            /* pieces of the one run */
+		{ 2, { 64, 8192 }, 1, { 0 }, 0 },            /* kept inner run split */
+		{ 3, { 16, 4096, 3 }, 2, { 0, 2 }, 0 },      /* kept middle dim split */
+		{ 2, { 70001, 5 }, 1, { 0 }, 0 },            /* pieces, few results */
+		{ 2, { 300, 2000 }, 1, { 1 }, 0 },           /* kept outer dim */
+		{ 3, { 33, 129, 65 }, 2, { 0, 1 }, 1 },      /* transposed input */
+		{ 2, { 3, 5 }, 1, { 0 }, 0 },                /* tiny: one piece */
+	};
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		npt_tensor_t *x = NULL, *v = NULL;
+		float *p;
+		int64_t n = 1;
+
+		for (int d = 0; d < c[i].nd; d++)
+			n *= c[i].shape[d];
+		OK(npt_tensor_empty(NPT_F32, c[i].nd, c[i].shape, &x));
+		OK(npt_tensor_data(x, (void **)&p));
+		srand(50 + (unsigned)i);
+		for (int64_t k = 0; k < n; k++)
+			p[k] = (float)(rand() % 9 - 4);
+		if (c[i].transpose) {
+			OK(npt_tensor_permute(x, (int[]){ 2, 0, 1 }, &v));
+		} else {
+			v = npt_tensor_retain(x);
+		}
+		/* naive reference over v's logical indices, in double (exact here) */
+		int nd = npt_tensor_ndim(v);
+		const int64_t *sh = npt_tensor_shape(v), *st = npt_tensor_strides(v);
+		uint64_t mask = 0;
+		int64_t rs[3], rn = 1, idx[3] = { 0 };
+
+		for (int a = 0; a < (c[i].naxes < 0 ? nd : c[i].naxes); a++)
+			mask |= 1ull << (c[i].naxes < 0 ? a : c[i].axes[a]);
+		for (int d = nd - 1; d >= 0; d--) {
+			rs[d] = (mask >> d & 1) ? 0 : rn;
+			rn *= (mask >> d & 1) ? 1 : sh[d];
+		}
+		double *ref = calloc((size_t)rn, sizeof(double));
+
+		CHECK(ref, "calloc");
+		for (int64_t k = 0; k < n; k++) {
+			int64_t off = 0, r = 0;
+
+			for (int d = 0; d < nd; d++) {
+				off += idx[d] * st[d];
+				r += idx[d] * rs[d];
+			}
+			ref[r] += p[off];
+			for (int d = nd - 1; d >= 0; d--) {
+				if (++idx[d] < sh[d])
+					break;
+				idx[d] = 0;
+			}
+		}
+		for (int mode = NPT_REPRO_INDEPENDENT; mode <= NPT_REPRO_THREADS; mode++) {
+			OK(npt_set_repro_mode((npt_repro_mode_t)mode));
+			for (int nt = 1; nt <= 3; nt++) {
+				npt_tensor_t *r = NULL;
+				float *q;
+				int64_t bad = -1;
+
+				OK(npt_set_num_threads(nt));
+				OK(npt_reduce(NPT_RED_SUM, v, c[i].naxes, c[i].axes, false, &r));
+				OK(npt_tensor_data(r, (void **)&q));
+				CHECK(npt_tensor_numel(r) == rn, "case %zu: %lld results, want %lld", i,
+				      (long long)npt_tensor_numel(r), (long long)rn);
+				for (int64_t k = 0; k < rn && bad < 0; k++)
+					if (q[k] != (float)ref[k])
+						bad = k;
+				if (bad >= 0) {
+					printf("#   case %zu, mode %d, %d threads: result %lld is %g, "
+					       "want %g\n", i, mode, nt, (long long)bad, q[bad],
+					       ref[bad]);
+					ok = 0;
+				}
+				npt_tensor_free(r);
+			}
+		}
+		free(ref);
+		npt_tensor_free(v);
+		npt_tensor_free(x);
+	}
+	npt_set_num_threads(0);
+	npt_set_repro_mode(NPT_REPRO_INDEPENDENT);
+	return ok;
+}
+
+/* ---- NumPy's limits and 0-d rules ---- */
+
+/* a zero dimension does not excuse the others: NumPy refuses
+ * np.empty((0, 2**62, 4)) ("array is too big") */
+static int t_zero_dim_too_big(void)
+{
+	int64_t z[3] = { 0, (int64_t)1 << 62, 4 }, zl[3] = { 2, 0, INT64_MAX },
+		ok3[3] = { 0, (int64_t)1 << 40, (int64_t)1 << 18 }, one = 1;
+	npt_tensor_t *t = NULL, *r = NULL, *e = NULL, *u = NULL, *v = NULL;
+	static float dummy;
+
+	CHECK(npt_tensor_empty(NPT_F32, 3, z, &t) == NPT_E_OVERFLOW && !t,
+	      "empty (0,2^62,4) accepted");
+	CHECK(strstr(npt_last_error(), "too big") && strstr(npt_last_error(), "(0,"),
+	      "message: %s", npt_last_error());
+	CHECK(npt_tensor_zeros(NPT_I8, 3, zl, &t) == NPT_E_OVERFLOW, "zeros (2,0,2^63-1)");
+	CHECK(npt_tensor_from_data(&dummy, NPT_F32, 3, z, NULL, 0, NULL, NULL, &t) ==
+	      NPT_E_OVERFLOW, "from_data (0,2^62,4)");
+	/* within the limit a zero-size tensor is fine, whatever its other dims */
+	OK(npt_tensor_empty(NPT_F64, 3, ok3, &e));
+	CHECK(npt_tensor_numel(e) == 0, "numel of (0,2^40,2^18)");
+	/* views and results: reshape, broadcast_to, expand, where */
+	int64_t rz[3] = { 0, (int64_t)1 << 31, (int64_t)1 << 29 };
+
+	CHECK(npt_tensor_reshape(e, 3, rz, &r) == NPT_E_OVERFLOW, "reshape to (0,2^31,2^29)");
+	OK(npt_tensor_zeros(NPT_F32, 1, &one, &t));
+	int64_t bz[3] = { 0, (int64_t)1 << 31, (int64_t)1 << 29 };
+
+	CHECK(npt_tensor_broadcast_to(t, 3, bz, &r) == NPT_E_OVERFLOW, "broadcast_to (0,2^31,2^29)");
+	CHECK(npt_tensor_expand(t, 3, bz, &r) == NPT_E_OVERFLOW, "expand (0,2^31,2^29)");
+	int64_t b1[3] = { 0, 1, 1 }, b2[3] = { 1, (int64_t)1 << 31, 1 },
+		b3[3] = { 1, 1, (int64_t)1 << 29 };
+	npt_tensor_t *w1 = NULL, *w2 = NULL, *w3 = NULL;
+
+	OK(npt_tensor_zeros(NPT_F32, 3, b1, &w1));
+	OK(npt_tensor_broadcast_to(t, 3, b2, &w2));
+	OK(npt_tensor_broadcast_to(t, 3, b3, &w3));
+	OK(npt_add(w1, w2, &u)); /* (0, 2^31, 1): fine */
+	CHECK(npt_where(w1, w2, w3, &v) == NPT_E_OVERFLOW, "where -> (0,2^31,2^29) accepted");
+	npt_tensor_free(u);
+	npt_tensor_free(w1);
+	npt_tensor_free(w2);
+	npt_tensor_free(w3);
+	npt_tensor_free(t);
+	npt_tensor_free(e);
+	return 1;
+}
+
+static int value_is(npt_tensor_t *r, double want)
+{
+	void *p;
+
+	if (npt_tensor_data(r, &p) || npt_tensor_ndim(r) != 0)
+		return 0;
+	switch (npt_tensor_dtype(r)) {
+	case NPT_F32: return *(float *)p == (float)want;
+	case NPT_F64: return *(double *)p == want;
+	case NPT_I64: return *(int64_t *)p == (int64_t)want;
+	default: return 0;
+	}
+}
+
+/* NumPy 1.24: sum/prod/max/min/argmax of a 0-d array take axis 0 or -1 (one
+ * integer); mean and tuples of axes do not; squeeze(axis=0) returns it */
+static int t_zero_d_axes(void)
+{
+	npt_tensor_t *z = NULL, *zi = NULL, *r = NULL;
+	float *p;
+
+	OK(npt_tensor_empty(NPT_F32, 0, NULL, &z));
+	OK(npt_tensor_data(z, (void **)&p));
+	*p = 3.5f;
+	OK(npt_tensor_empty(NPT_I32, 0, NULL, &zi));
+	OK(npt_tensor_data(zi, (void **)&p));
+	*(int32_t *)p = 7;
+	for (int ax = -1; ax <= 0; ax++) {
+		for (int op = NPT_RED_SUM; op <= NPT_RED_MIN; op++) {
+			if (op == NPT_RED_MEAN) {
+				CHECK(npt_reduce(op, z, 1, &ax, false, &r) == NPT_E_AXIS,
+				      "mean of 0-d along %d accepted (NumPy refuses)", ax);
+				continue;
+			}
+			for (int keep = 0; keep <= 1; keep++) {
+				OK(npt_reduce(op, z, 1, &ax, keep, &r));
+				CHECK(value_is(r, 3.5), "op %d axis %d keepdims %d", op, ax, keep);
+				npt_tensor_free(r);
+			}
+		}
+		OK(npt_reduce(NPT_RED_SUM, zi, 1, &ax, false, &r));
+		CHECK(npt_tensor_dtype(r) == NPT_I64 && value_is(r, 7), "int sum along %d", ax);
+		npt_tensor_free(r);
+		for (int keep = 0; keep <= 1; keep++) {
+			OK(npt_argmax(z, ax, keep, &r));
+			CHECK(value_is(r, 0), "argmax along %d keepdims %d", ax, keep);
+			npt_tensor_free(r);
+		}
+		OK(npt_tensor_squeeze(z, ax, &r));
+		CHECK(npt_tensor_ndim(r) == 0, "squeeze");
+		npt_tensor_free(r);
+		OK(npt_softmax(z, ax, &r));
+		CHECK(value_is(r, 1.0), "softmax of 0-d along %d", ax);
+		npt_tensor_free(r);
+	}
+	int two[2] = { 0, -1 }, one = 1, m2 = -2;
+
+	CHECK(npt_reduce(NPT_RED_SUM, z, 2, two, false, &r) == NPT_E_AXIS, "two axes on 0-d");
+	CHECK(npt_reduce(NPT_RED_SUM, z, 1, &one, false, &r) == NPT_E_AXIS, "axis 1 on 0-d");
+	CHECK(npt_reduce(NPT_RED_MAX, z, 1, &m2, false, &r) == NPT_E_AXIS, "axis -2 on 0-d");
+	CHECK(npt_argmax(z, 1, false, &r) == NPT_E_AXIS, "argmax axis 1 on 0-d");
+	CHECK(npt_layernorm(z, 0, NULL, NULL, 1e-5, &r) == NPT_E_AXIS, "layernorm of 0-d");
+	OK(npt_reduce(NPT_RED_SUM, z, 0, NULL, false, &r)); /* axis=(): nothing reduced */
+	CHECK(value_is(r, 3.5), "axis=()");
+	npt_tensor_free(r);
+	npt_tensor_free(z);
+	npt_tensor_free(zi);
+	return 1;
+}
+
+/* Python's slice rules at the ends of int64 (no overflow, clamping) */
+static int t_slice_extremes(void)
+{
+	int64_t s = 6;
+	npt_tensor_t *t = f32_tensor(1, &s, 40), *r = NULL;
+	struct {
+		int64_t start, stop, step, n, first;
+	} c[] = {
+		{ INT64_MAX, NPT_SLICE_END, 1, 0, -1 },
+		{ -INT64_MAX, NPT_SLICE_END, 1, 6, 0 },
+		{ NPT_SLICE_END, INT64_MAX, 1, 6, 0 },
+		{ NPT_SLICE_END, NPT_SLICE_END, INT64_MAX, 1, 0 },
+		{ NPT_SLICE_END, NPT_SLICE_END, -INT64_MAX, 1, 5 },
+		{ NPT_SLICE_END, NPT_SLICE_END, INT64_MIN, 1, 5 },
+		{ INT64_MAX, NPT_SLICE_END, -1, 6, 5 },
+		{ -INT64_MAX, NPT_SLICE_END, -1, 0, -1 },
+		{ INT64_MAX, -INT64_MAX, -(INT64_MAX / 2), 1, 5 },
+		{ 2, INT64_MAX, (int64_t)1 << 62, 1, 2 },
+	};
+	float *base, *p;
+
+	CHECK(t, "setup");
+	OK(npt_tensor_data(t, (void **)&base));
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		OK(npt_tensor_slice(t, 0, c[i].start, c[i].stop, c[i].step, &r));
+		CHECK(npt_tensor_shape(r)[0] == c[i].n, "case %zu: %lld elements", i,
+		      (long long)npt_tensor_shape(r)[0]);
+		if (c[i].n) {
+			OK(npt_tensor_data(r, (void **)&p));
+			CHECK(p == base + c[i].first, "case %zu: wrong first element", i);
+		}
+		npt_tensor_free(r);
+	}
+	CHECK(npt_tensor_slice(t, 0, 0, 6, 0, &r) == NPT_E_INVAL, "step 0");
+	npt_tensor_free(t);
+	return 1;
+}
+
 /* ---- naive-reference differential test of broadcasting ---- */
 
 static double ref_op(int op, double x, double y)
@@ -731,7 +1225,7 @@ static int t_long_chain(void)
 
 int main(void)
 {
-	printf("1..19\n");
+	printf("1..26\n");
 	npt_set_expand_mode(NPT_EXPAND_AUTO); /* the accounting tests assume it, whatever the env */
 	run("NULL arguments, destroy(NULL), bad dtype codes", t_null_and_free);
 	run("rank > 32 and overflowing sizes are refused", t_rank_and_overflow);
@@ -757,5 +1251,16 @@ int main(void)
 	run("every status and dtype has its own name", t_strerror_all);
 	run("outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact",
 	    t_streaming_outputs);
+	run("reductions give the same bits on every run at 2, 3, 4 threads (both modes)",
+	    t_repro_fixed_threads);
+	run("NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads",
+	    t_repro_independent_of_threads);
+	run("matmul gives the same bits on every run at a fixed thread count", t_repro_matmul);
+	run("every cut of a reduction counts each element once (exact integer sums)",
+	    t_reduce_cuts_exact);
+	run("a zero dimension does not excuse an oversized shape (NumPy: too big)",
+	    t_zero_dim_too_big);
+	run("0-d reductions along axis 0 or -1 as NumPy 1.24", t_zero_d_axes);
+	run("slices at the ends of int64 follow Python's clamping", t_slice_extremes);
 	return nfail ? 1 : 0;
 }

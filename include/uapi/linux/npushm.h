@@ -1,4 +1,5 @@
-/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm: device-memory regions shared across processes.
  *

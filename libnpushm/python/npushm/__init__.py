@@ -12,6 +12,8 @@ The weights and regions names are also available here: npushm.attach("bert"),
 npushm.load(path, "bert"), npushm.Region, npushm.NpushmError.
 """
 
+__version__ = "0.1.0"
+
 _LAZY = {
     "attach": "weights", "load": "weights", "remove": "weights", "file_hash": "weights", "Model": "weights",
     "ModelTensor": "weights", "Region": "regions", "unlink": "regions",

@@ -1,7 +1,8 @@
 """ctypes declarations for libnpushm (private to npushm.weights and npushm.regions).
 
-The library is looked up in $NPUSHM_LIBDIR, then in $BUILD/lib, then in the
-build tree next to this package (<repo>/build/lib). Every call that returns
+The library is taken from $NPUSHM_LIBDIR when it is set, else from the build
+tree ($BUILD/lib, or build/lib of the checkout holding this package), else
+(installed) through the dynamic linker, by its soname libnpushm.so.1. Every call that returns
 npushm_status_t goes through check(), which raises NpushmError (or a subclass
 matching the status) carrying the library's own message.
 """
@@ -97,21 +98,26 @@ DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_vo
                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor)))]
 
 
+SONAME = "libnpushm.so.1"
+
+
 def library_path():
-    """Where libnpushm.so is taken from (first that exists)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = []
+    """Where libnpushm is taken from: a path, or the soname for the dynamic linker."""
     if os.environ.get("NPUSHM_LIBDIR"):
-        candidates.append(os.environ["NPUSHM_LIBDIR"])
-    if os.environ.get("BUILD"):
-        candidates.append(os.path.join(os.environ["BUILD"], "lib"))
+        p = os.path.join(os.environ["NPUSHM_LIBDIR"], SONAME)
+        if not os.path.exists(p):
+            raise ImportError("NPUSHM_LIBDIR is %s but it has no %s; point it at the directory "
+                              "holding the library, or unset it to use the installed one"
+                              % (os.environ["NPUSHM_LIBDIR"], SONAME))
+        return p
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(os.environ["BUILD"], "lib")] if os.environ.get("BUILD") else []
     candidates.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib")))
     for d in candidates:
-        p = os.path.join(d, "libnpushm.so")
+        p = os.path.join(d, SONAME)
         if os.path.exists(p):
             return p
-    raise ImportError("libnpushm.so not found in %s; run `make` first or set NPUSHM_LIBDIR"
-                      % ", ".join(candidates))
+    return SONAME
 
 
 _lib = None
@@ -123,7 +129,12 @@ def lib():
     global _lib
     with _lock:
         if _lib is None:
-            _lib = _declare(ctypes.CDLL(library_path()))
+            try:
+                _lib = _declare(ctypes.CDLL(library_path()))
+            except OSError as e:
+                raise ImportError("cannot load %s (%s): install the libnpushm1 package (or run "
+                                  "make install), or set NPUSHM_LIBDIR to a directory holding it"
+                                  % (SONAME, e)) from None
     return _lib
 
 

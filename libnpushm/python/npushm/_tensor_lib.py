@@ -1,11 +1,16 @@
 """ctypes declarations for libnptensor (private to npushm.tensor).
 
-The library is looked up in $NPUSHM_LIBDIR, then in the build tree next to
-this package (<repo>/build/lib). Every function returns an npt_status_t that
+The library is taken from $NPUSHM_LIBDIR when it is set, else from the build
+tree next to this package (<repo>/build/lib), else (installed) through the
+dynamic linker, by its soname libnptensor.so.1. Every function returns an npt_status_t that
 _check() turns into a Python exception carrying the library's message.
 """
 import ctypes
 import os
+
+import numpy as np
+
+_NP_AXIS_ERROR = getattr(np, "AxisError", None) or np.exceptions.AxisError
 
 NPT_MAX_DIMS = 32
 DTYPES = ["bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
@@ -36,8 +41,8 @@ class ShapeError(NptError, ValueError):
     pass
 
 
-class AxisError(NptError, ValueError, IndexError):
-    pass
+class AxisError(NptError, _NP_AXIS_ERROR):
+    """Also numpy's AxisError (so a ValueError and an IndexError)."""
 
 
 class DTypeError(NptError, TypeError):
@@ -60,25 +65,48 @@ class WouldCopyError(NptError, RuntimeError):
     pass
 
 
+class InvalidArgumentError(NptError, ValueError):
+    """A bad argument value: a negative dimension, a zero slice step, a thread count out of
+    range (NumPy raises ValueError for the ones it has)."""
+
+
+class TooBigError(NptError, ValueError, OverflowError):
+    """A shape or size beyond the limits (NumPy: ValueError "array is too big" or "Maximum
+    allowed dimension exceeded"; also an OverflowError, the type of a size overflow)."""
+
+
+class AxisOverflowError(AxisError, OverflowError):
+    """An axis that does not even fit a C int (NumPy raises OverflowError or ValueError for
+    those, AxisError for the others)."""
+
+
+class IndexOverflowError(IndexError, OverflowError):
+    """An integer index that does not fit 64 bits (NumPy raises IndexError, or OverflowError
+    between 2**63 and 2**64)."""
+
+
 _EXC = {NPT_E_SHAPE: ShapeError, NPT_E_AXIS: AxisError, NPT_E_DTYPE: DTypeError,
         NPT_E_READONLY: ReadOnlyError, NPT_E_EMPTY: EmptyReductionError,
         NPT_E_VALUE: ValueError, NPT_E_RANK: RankError, NPT_E_WOULD_COPY: WouldCopyError,
-        NPT_E_OVERFLOW: OverflowError, NPT_E_NOMEM: MemoryError}
+        NPT_E_OVERFLOW: TooBigError, NPT_E_NOMEM: MemoryError,
+        NPT_E_INVAL: InvalidArgumentError}
 
 
 def _find_library():
-    names = []
+    soname = "libnptensor.so.1"
     d = os.environ.get("NPUSHM_LIBDIR")
     if d:
-        names.append(os.path.join(d, "libnptensor.so"))
+        if not os.path.exists(os.path.join(d, soname)):
+            raise ImportError("npushm.tensor: NPUSHM_LIBDIR is %s but it has no %s; point it at "
+                              "the directory holding the library, or unset it" % (d, soname))
+        return ctypes.CDLL(os.path.join(d, soname))
     here = os.path.dirname(os.path.abspath(__file__))
-    names.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib",
-                                               "libnptensor.so")))
-    for n in names:
-        if os.path.exists(n):
-            return ctypes.CDLL(n)
-    raise ImportError("npushm.tensor: libnptensor.so not found (looked in %s); run `make` "
-                      "at the repository root or set NPUSHM_LIBDIR" % ", ".join(names))
+    n = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+    try:
+        return ctypes.CDLL(n if os.path.exists(n) else soname)
+    except OSError as e:
+        raise ImportError("npushm.tensor: cannot load %s (%s): install the libnptensor1 package "
+                          "(or run make install), or set NPUSHM_LIBDIR" % (soname, e)) from None
 
 
 lib = _find_library()
@@ -172,6 +200,8 @@ _decl("npt_set_expand_mode", None, i32)
 _decl("npt_get_expand_mode", i32)
 _decl("npt_set_materialize_threshold", None, ctypes.c_size_t)
 _decl("npt_get_materialize_threshold", ctypes.c_size_t)
+_decl("npt_set_repro_mode", i32, i32)
+_decl("npt_get_repro_mode", i32)
 _decl("npt_set_log_callback", None, LOG_FN, P)
 _decl("npt_stats_get", None, ctypes.POINTER(Stats))
 _decl("npt_stats_reset", None)
@@ -187,11 +217,23 @@ def check(status):
         raise _EXC.get(status, NptError)(status, msg)
 
 
+I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
+INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1
+
+
 def i64arr(seq):
+    """int64_t[] for C; the callers range-check first (ctypes would wrap silently)."""
     seq = list(seq)
+    for v in seq:
+        if not I64_MIN <= v <= I64_MAX:
+            raise OverflowError("npushm.tensor: %d does not fit a 64-bit integer" % v)
     return (ctypes.c_int64 * max(len(seq), 1))(*seq)
 
 
 def iarr(seq):
+    """int[] for C; the callers range-check first (ctypes would wrap silently)."""
     seq = list(seq)
+    for v in seq:
+        if not INT_MIN <= v <= INT_MAX:
+            raise OverflowError("npushm.tensor: %d does not fit a C int" % v)
     return (ctypes.c_int * max(len(seq), 1))(*seq)

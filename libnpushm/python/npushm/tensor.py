@@ -16,24 +16,32 @@ DLPack both ways: Tensor.__dlpack__/__dlpack_device__ and from_dlpack(obj).
 
 Python scalars follow NEP 50 ("weak" scalars): 2.5 * float32 tensor stays float32, an int
 scalar takes an integer tensor's dtype. See docs/tensor.md for the exact rules.
+
+Every integer argument (shapes, axes, indices, slice bounds, thread counts, thresholds) is
+checked before it reaches C, with NumPy's exception types: nothing is silently wrapped to the
+C type's width. Arrays in non-native byte order (np.dtype('>f4')) are converted by a copy.
 """
 import builtins
 import ctypes
 import numbers
+import operator
 import threading
 
 import numpy as np
 
 from . import _tensor_lib as _L
 from ._tensor_lib import (NptError, ShapeError, AxisError, DTypeError, ReadOnlyError,
-                          EmptyReductionError, RankError, WouldCopyError, check as _check)
+                          EmptyReductionError, RankError, WouldCopyError, InvalidArgumentError,
+                          TooBigError, AxisOverflowError, IndexOverflowError, check as _check)
 
 __all__ = ["Tensor", "from_numpy", "from_dlpack", "asarray", "empty", "zeros", "where",
            "matmul", "softmax", "layernorm", "sum_to_shape", "broadcast_to", "set_num_threads",
-           "get_num_threads", "set_expand_mode", "get_expand_mode",
-           "set_materialize_threshold", "set_log_callback", "stats", "stats_reset",
-           "pool_trim", "promote_types", "NptError", "ShapeError", "AxisError", "DTypeError",
-           "ReadOnlyError", "EmptyReductionError", "RankError", "WouldCopyError", "DTYPES"]
+           "get_num_threads", "set_expand_mode", "get_expand_mode", "set_repro_mode",
+           "get_repro_mode", "set_materialize_threshold", "get_materialize_threshold",
+           "set_log_callback", "stats", "stats_reset", "pool_trim", "promote_types",
+           "NptError", "ShapeError", "AxisError", "DTypeError", "ReadOnlyError",
+           "EmptyReductionError", "RankError", "WouldCopyError", "InvalidArgumentError",
+           "TooBigError", "AxisOverflowError", "IndexOverflowError", "DTYPES"]
 
 DTYPES = tuple(_L.DTYPES)
 _NP_TO_DT = {np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.uint8): 2,
@@ -66,13 +74,73 @@ def _hold(obj):
 def _dt_index(dtype):
     if isinstance(dtype, str) and dtype in _L.DT_INDEX:
         return _L.DT_INDEX[dtype]
-    if isinstance(dtype, int) and 0 <= dtype < len(DTYPES):
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and 0 <= dtype < len(DTYPES):
         return dtype
     try:
-        return _NP_TO_DT[np.dtype(dtype)]
+        dt = np.dtype(dtype)
+        if not dt.isnative:  # '>f4' on this machine: the same values in native order
+            dt = dt.newbyteorder("=")
+        return _NP_TO_DT[dt]
     except (KeyError, TypeError):
         raise DTypeError(_L.NPT_E_DTYPE, "npushm.tensor: dtype %r is not supported (use one of "
                          "%s)" % (dtype, ", ".join(DTYPES))) from None
+
+
+# ---- integer arguments: checked here, before ctypes (which would wrap them silently) -----
+
+def _int(v, what):
+    """v as a Python int, as NumPy takes integers: anything with __index__ except bool
+    (NumPy: "an integer is required"); floats are a TypeError."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError("%s: an integer is required, got the bool %r" % (what, v))
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError("%s: %r (%s) cannot be interpreted as an integer"
+                        % (what, v, type(v).__name__)) from None
+
+
+def _axis(v, what):
+    """An axis for a C int parameter. One that does not fit is out of bounds for any tensor:
+    AxisOverflowError, which is NumPy's AxisError, ValueError and OverflowError at once."""
+    a = _int(v, what)
+    if not _L.INT_MIN < a <= _L.INT_MAX:  # INT_MIN itself is the C API's "all axes"
+        raise AxisOverflowError(_L.NPT_E_AXIS, "%s: axis %d is out of bounds (it does not "
+                                "even fit a C int)" % (what, a))
+    return a
+
+
+def _shape(shape, what):
+    """A shape (an int or a sequence of ints) as a tuple of ints that fit int64. A dimension
+    that does not: TooBigError (NumPy: ValueError "Maximum allowed dimension exceeded"). The
+    library checks the rest (negative dimensions, total size, rank)."""
+    if isinstance(shape, (numbers.Integral, np.integer)) and \
+            not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError("%s: expected a sequence of integers or a single integer, got %r"
+                        % (what, shape)) from None
+    dims = tuple(_int(d, what) for d in dims)
+    for d in dims:
+        if not _L.I64_MIN <= d <= _L.I64_MAX:
+            raise TooBigError(_L.NPT_E_OVERFLOW, "%s: dimension %d of shape %s does not fit a "
+                              "64-bit integer (NumPy: \"Maximum allowed dimension exceeded\")"
+                              % (what, d, dims))
+    return dims
+
+
+def _c_slice(sl, n):
+    """(start, stop, step) for npt_tensor_slice selecting what Python's slice `sl` selects
+    from a sequence of length n: slice.indices() clamps any integer (TypeError for others,
+    ValueError for a zero step), and the result is expressed without -1 (which C reads as
+    "the last element")."""
+    start, stop, step = sl.indices(n)
+    if not len(range(start, stop, step)):
+        return 0, 0, 1
+    step = builtins.max(-_L.I64_MAX, builtins.min(step, _L.I64_MAX))
+    return start, (_L.SLICE_END if stop < 0 else stop), step
 
 
 def _out_handle():
@@ -220,18 +288,22 @@ class Tensor:
 
     # ---- views ----
     def reshape(self, *shape):
-        shape = _shape_arg(shape)
+        shape = _shape(_varargs(shape), "reshape")
         return _wrap(lambda o: _lib.npt_tensor_reshape(self._h, len(shape), _L.i64arr(shape), o))
 
     def permute(self, *perm):
-        perm = _shape_arg(perm)
+        perm = tuple(_axis(a, "permute") for a in _varargs(perm))
+        if len(perm) != self.ndim:
+            raise ValueError("permute: axes don't match tensor: %d axes given for a tensor of "
+                             "dimension %d" % (len(perm), self.ndim))
         return _wrap(lambda o: _lib.npt_tensor_permute(self._h, _L.iarr(perm), o))
 
     def transpose(self, *axes):
         if not axes:
             return self.permute(*range(self.ndim - 1, -1, -1))
-        if len(axes) == 2 and all(isinstance(a, int) for a in axes):
-            return _wrap(lambda o: _lib.npt_tensor_transpose(self._h, axes[0], axes[1], o))
+        if len(axes) == 2 and all(isinstance(a, (numbers.Integral, np.integer)) for a in axes):
+            a0, a1 = _axis(axes[0], "transpose"), _axis(axes[1], "transpose")
+            return _wrap(lambda o: _lib.npt_tensor_transpose(self._h, a0, a1, o))
         return self.permute(*axes)
 
     @property
@@ -239,19 +311,29 @@ class Tensor:
         return self.transpose()
 
     def squeeze(self, axis=None):
-        ax = _L.AXIS_ALL if axis is None else axis
+        """Remove size-1 dimensions: all of them, one axis or a tuple of axes (NumPy)."""
+        if isinstance(axis, (tuple, list)):
+            axes = [_normalize_axis(a, self.ndim, "squeeze") for a in axis]
+            if len(set(axes)) != len(axes):
+                raise ValueError("squeeze: duplicate value in 'axis'")
+            t = self
+            for a in sorted(axes, reverse=True):
+                t = t.squeeze(a)
+            return t
+        ax = _L.AXIS_ALL if axis is None else _axis(axis, "squeeze")
         return _wrap(lambda o: _lib.npt_tensor_squeeze(self._h, ax, o))
 
     def unsqueeze(self, axis):
-        return _wrap(lambda o: _lib.npt_tensor_unsqueeze(self._h, axis, o))
+        ax = _axis(axis, "unsqueeze")
+        return _wrap(lambda o: _lib.npt_tensor_unsqueeze(self._h, ax, o))
 
     def broadcast_to(self, shape):
-        shape = tuple(shape)
+        shape = _shape(shape, "broadcast_to")
         return _wrap(lambda o: _lib.npt_tensor_broadcast_to(self._h, len(shape),
                                                             _L.i64arr(shape), o))
 
     def expand(self, *shape):
-        shape = _shape_arg(shape)
+        shape = _shape(_varargs(shape), "expand")
         return _wrap(lambda o: _lib.npt_tensor_expand(self._h, len(shape), _L.i64arr(shape), o))
 
     def contiguous(self):
@@ -262,10 +344,15 @@ class Tensor:
         return _wrap(lambda o: _lib.npt_tensor_cast(self._h, dt, o))
 
     def slice(self, axis, start=None, stop=None, step=None):
-        st = _L.SLICE_END if start is None else start
-        sp = _L.SLICE_END if stop is None else stop
-        return _wrap(lambda o: _lib.npt_tensor_slice(self._h, axis, st, sp,
-                                                     1 if step is None else step, o))
+        """Python's slice(start, stop, step) along one axis (any integers: clamped as Python
+        and NumPy clamp them)."""
+        ax = _axis(axis, "slice")
+        sl = slice(start, stop, step)
+        if -self.ndim <= ax < self.ndim:
+            st, sp, stp = _c_slice(sl, self.shape[ax])
+        else:
+            st, sp, stp = 0, 0, 1  # the library reports the bad axis
+        return _wrap(lambda o: _lib.npt_tensor_slice(self._h, ax, st, sp, stp, o))
 
     def __getitem__(self, key):
         """Basic indexing: ints, slices (any step), None, Ellipsis."""
@@ -292,12 +379,17 @@ class Tensor:
             elif isinstance(k, slice):
                 t = t.slice(ax, k.start, k.stop, k.step)
                 ax += 1
-            elif isinstance(k, (numbers.Integral, np.integer)):
+            elif isinstance(k, (bool, np.bool_)):
+                raise IndexError("npushm.tensor supports basic indexing only (ints, slices, "
+                                 "None, ...); a boolean index (%r) is a mask in NumPy" % (k,))
+            elif isinstance(k, (numbers.Integral, np.integer)) or \
+                    hasattr(type(k), "__index__"):
                 n = t.shape[ax]
-                i = int(k)
+                i = operator.index(k)
                 if i < -n or i >= n:
-                    raise IndexError("index %d is out of bounds for axis %d with size %d"
-                                     % (i, ax, n))
+                    exc = IndexError if _L.I64_MIN <= i <= _L.I64_MAX else IndexOverflowError
+                    raise exc("index %d is out of bounds for axis %d with size %d"
+                              % (i, ax, n))
                 i = i + n if i < 0 else i
                 t = t.slice(ax, i, i + 1, 1)
                 drop.append(ax)
@@ -321,8 +413,21 @@ class Tensor:
         if axis is None:
             n, arr = -1, None
         else:
-            axes = (axis,) if isinstance(axis, (numbers.Integral, np.integer)) else tuple(axis)
-            n, arr = len(axes), _L.iarr(int(a) for a in axes)
+            if isinstance(axis, (numbers.Integral, np.integer, bool, np.bool_)):
+                axes = (_axis(axis, name),)
+            else:
+                try:
+                    axes = tuple(_axis(a, name) for a in axis)
+                except TypeError as e:
+                    if not hasattr(axis, "__iter__"):
+                        raise TypeError("%s: axis must be None, an integer or a tuple of "
+                                        "integers, got %r" % (name, axis)) from None
+                    raise e
+                if self.ndim == 0 and axes:
+                    # NumPy 1.24 takes a single integer 0 or -1 on a 0-d array, never a tuple
+                    raise AxisError(_L.NPT_E_AXIS, "%s: axis %d is out of bounds for a tensor "
+                                    "of dimension 0" % (name, axes[0]))
+            n, arr = len(axes), _L.iarr(axes)
         return _wrap(lambda o: _lib.npt_reduce(_L.REDUCE[name], self._h, n, arr,
                                                bool(keepdims), o))
 
@@ -342,7 +447,7 @@ class Tensor:
         return self._reduce("min", axis, keepdims)
 
     def argmax(self, axis=None, keepdims=False):
-        ax = _L.AXIS_ALL if axis is None else int(axis)
+        ax = _L.AXIS_ALL if axis is None else _axis(axis, "argmax")
         return _wrap(lambda o: _lib.npt_argmax(self._h, ax, bool(keepdims), o))
 
     def sum_to_shape(self, shape):
@@ -381,10 +486,19 @@ class Tensor:
     def __ipow__(self, o): return _binary("power", self, o, out=self)
 
 
-def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(int(s) for s in shape[0])
-    return tuple(int(s) for s in shape)
+def _varargs(args):
+    """f(2, 3) and f((2, 3)) alike (NumPy's reshape/transpose convention)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return args
+
+
+def _normalize_axis(v, ndim, what):
+    a = _axis(v, what)
+    if not -ndim <= a < ndim:
+        raise AxisError(_L.NPT_E_AXIS, "%s: axis %d is out of bounds for a tensor of "
+                        "dimension %d" % (what, a, ndim))
+    return a + ndim if a < 0 else a
 
 
 def _wrap(call):
@@ -398,13 +512,23 @@ def _wrap(call):
 def from_numpy(arr, readonly=None):
     """Wrap a NumPy array without copying; the tensor keeps the array alive. Read-only
     arrays (or readonly=True) give read-only tensors. Strides that are not a multiple of
-    the item size (possible only with as_strided tricks) force a copy."""
+    the item size (possible only with as_strided tricks) force a copy.
+
+    An array in non-native byte order (e.g. dtype '>f4') cannot be shared: it is converted
+    into a native-order copy, and the tensor is read-only unless readonly=False is given,
+    so that a write cannot silently miss the original array."""
     arr = np.asarray(arr)
     dt = _dt_index(arr.dtype)
+    copied = not arr.dtype.isnative
+    if copied:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     isz = arr.dtype.itemsize
     if any(s % isz for s in arr.strides) or not arr.flags.aligned:
         arr = np.ascontiguousarray(arr)
-    ro = (not arr.flags.writeable) if readonly is None else bool(readonly)
+    if readonly is None:
+        ro = copied or not arr.flags.writeable
+    else:
+        ro = bool(readonly)
     shape = arr.shape
     strides = tuple(s // isz for s in arr.strides)
     key = _hold(arr)
@@ -427,6 +551,8 @@ def asarray(obj, dtype=None):
         t = from_dlpack(obj)
         return t if dtype is None else t.astype(dtype)
     a = np.asarray(obj, dtype=None if dtype in (None, "bfloat16") else dtype)
+    if not a.dtype.isnative:  # a copy anyway: a writable one, as NumPy's conversions give
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype == np.float16 or a.dtype in _NP_TO_DT:
         t = from_numpy(a)
     else:
@@ -440,13 +566,13 @@ tensor = asarray
 
 
 def empty(shape, dtype="float32"):
-    shape = tuple(shape) if not isinstance(shape, numbers.Integral) else (int(shape),)
+    shape = _shape(shape, "empty")
     dt = _dt_index(dtype)
     return _wrap(lambda o: _lib.npt_tensor_empty(dt, len(shape), _L.i64arr(shape), o))
 
 
 def zeros(shape, dtype="float32"):
-    shape = tuple(shape) if not isinstance(shape, numbers.Integral) else (int(shape),)
+    shape = _shape(shape, "zeros")
     dt = _dt_index(dtype)
     return _wrap(lambda o: _lib.npt_tensor_zeros(dt, len(shape), _L.i64arr(shape), o))
 
@@ -556,11 +682,13 @@ def matmul(a, b, out=None):
 
 def softmax(x, axis=-1, out=None):
     x = _as_tensor(x)
+    axis = _axis(axis, "softmax")
     return _finish(_wrap(lambda o: _lib.npt_softmax(x._h, axis, o)), out)
 
 
 def layernorm(x, axis=-1, weight=None, bias=None, eps=1e-5, out=None):
     x = _as_tensor(x)
+    axis = _axis(axis, "layernorm")
     w = _as_tensor(weight) if weight is not None else None
     b = _as_tensor(bias) if bias is not None else None
     return _finish(_wrap(lambda o: _lib.npt_layernorm(x._h, axis, w._h if w is not None else None,
@@ -569,7 +697,7 @@ def layernorm(x, axis=-1, weight=None, bias=None, eps=1e-5, out=None):
 
 def sum_to_shape(x, shape, out=None):
     x = _as_tensor(x)
-    shape = tuple(shape)
+    shape = _shape(shape, "sum_to_shape")
     return _finish(_wrap(lambda o: _lib.npt_sum_to_shape(x._h, len(shape), _L.i64arr(shape), o)),
                    out)
 
@@ -604,7 +732,12 @@ def eval(*ts):
 # ---- configuration and accounting --------------------------------------------------------
 
 def set_num_threads(n):
-    _check(_lib.npt_set_num_threads(int(n)))
+    """Threads per evaluation, 1..256; 0 = the number of online CPUs."""
+    n = _int(n, "set_num_threads")
+    if not 0 <= n <= 256:
+        raise InvalidArgumentError(_L.NPT_E_INVAL, "set_num_threads: %d threads requested; use "
+                                   "1..256, or 0 for the number of online CPUs" % n)
+    _check(_lib.npt_set_num_threads(n))
 
 
 def get_num_threads():
@@ -616,6 +749,9 @@ _MODES = {"auto": 0, "view": 1, "materialize": 2, "fused": 3}
 
 def set_expand_mode(mode):
     """'auto' | 'view' | 'materialize' | 'fused' (see docs/tensor.md)."""
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError("set_expand_mode: %r is not an expansion mode; use one of %s"
+                         % (mode, ", ".join(repr(m) for m in _MODES)))
     _lib.npt_set_expand_mode(_MODES[mode])
 
 
@@ -623,8 +759,35 @@ def get_expand_mode():
     return {v: k for k, v in _MODES.items()}[_lib.npt_get_expand_mode()]
 
 
+_REPRO = {"independent": 0, "threads": 1}
+
+
+def set_repro_mode(mode):
+    """How float reductions are cut between threads; every mode gives the same bits on every
+    run. 'independent' (default): also the same bits at any thread count; 'threads': one
+    piece per thread, so the bits depend on the thread count (docs/tensor.md)."""
+    if not isinstance(mode, str) or mode not in _REPRO:
+        raise ValueError("set_repro_mode: %r is not a reproducibility mode; use 'independent' "
+                         "or 'threads'" % (mode,))
+    _check(_lib.npt_set_repro_mode(_REPRO[mode]))
+
+
+def get_repro_mode():
+    return {v: k for k, v in _REPRO.items()}[_lib.npt_get_repro_mode()]
+
+
 def set_materialize_threshold(nbytes):
-    _lib.npt_set_materialize_threshold(int(nbytes))
+    """Report implicit copies of at least nbytes (0 .. 2**64 - 1) to the log callback."""
+    n = _int(nbytes, "set_materialize_threshold")
+    if n < 0:
+        raise ValueError("set_materialize_threshold: %d bytes; the threshold must be >= 0" % n)
+    if n >= 2 ** 64:
+        raise OverflowError("set_materialize_threshold: %d bytes does not fit a size_t" % n)
+    _lib.npt_set_materialize_threshold(n)
+
+
+def get_materialize_threshold():
+    return _lib.npt_get_materialize_threshold()
 
 
 _log_cb = [None]

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# install.mk - make install / make uninstall (tools/install.sh does the work).
+#
+#   make install   [DESTDIR=/staging] [PREFIX=/usr/local] [libdir=...] ...
+#   make uninstall (the same variables: removes exactly what install put there)
+#   make install-list  print every path install writes (under DESTDIR)
+#   make installable   build only what install copies (debian/rules uses it)
+#
+# GNU directory variables, each overridable on the command line: prefix
+# (= PREFIX), exec_prefix, bindir, libdir (with Debian's multiarch directory,
+# e.g. lib/x86_64-linux-gnu), includedir, datarootdir, datadir, mandir,
+# sysconfdir (/etc when prefix is /usr), and for the system integration:
+# pythondir (/usr/lib/python3/dist-packages for /usr, else
+# PREFIX/lib/python3.N/dist-packages), dkmsdir (PREFIX/src/npushm-VERSION),
+# udevdir, modulesloaddir, modprobedir, bashcompdir.
+# Installed programs carry no RUNPATH: they find the libraries through the
+# dynamic linker's standard search path (make install runs ldconfig when
+# DESTDIR is empty).
+
+NPUSHM_VERSION := $(shell cat $(CURDIR)/VERSION)
+
+PREFIX ?= /usr/local
+prefix ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir ?= $(exec_prefix)/bin
+MULTIARCH ?= $(shell $(CC) -print-multiarch 2>/dev/null)
+libdir ?= $(exec_prefix)/lib$(if $(MULTIARCH),/$(MULTIARCH))
+includedir ?= $(prefix)/include
+datarootdir ?= $(prefix)/share
+datadir ?= $(datarootdir)
+mandir ?= $(datarootdir)/man
+sysconfdir ?= $(if $(filter /usr,$(prefix)),/etc,$(prefix)/etc)
+pythondir ?= $(if $(filter /usr,$(prefix)),$(prefix)/lib/python3/dist-packages,$(prefix)/lib/$(shell \
+	/usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')/dist-packages)
+dkmsdir ?= $(prefix)/src/npushm-$(NPUSHM_VERSION)
+# udev and kmod read /lib (= /usr/lib) and /usr/local/lib; Debian 12 packages
+# still ship udev rules under /lib/udev (pkg-config's udevdir).
+udevdir ?= $(if $(filter /usr,$(prefix)),$(shell pkg-config --variable=udevdir udev 2>/dev/null || echo /lib/udev),$(prefix)/lib/udev)
+modulesloaddir ?= $(prefix)/lib/modules-load.d
+modprobedir ?= $(sysconfdir)/modprobe.d
+bashcompdir ?= $(datarootdir)/bash-completion/completions
+
+INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)" prefix="$(prefix)" \
+	bindir="$(bindir)" libdir="$(libdir)" includedir="$(includedir)" datadir="$(datadir)" \
+	mandir="$(mandir)" sysconfdir="$(sysconfdir)" pythondir="$(pythondir)" dkmsdir="$(dkmsdir)" \
+	udevdir="$(udevdir)" modulesloaddir="$(modulesloaddir)" modprobedir="$(modprobedir)" \
+	bashcompdir="$(bashcompdir)"
+
+# What install copies out of the build tree (built first if needed; the
+# module is installed as source, for DKMS, not built).
+INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(TENSOR_ALIB) \
+	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/ccl-perf
+
+.PHONY: install uninstall install-list installable
+installable: $(INSTALL_BUILT)
+install: $(INSTALL_BUILT)
+	@$(INSTALL_VARS) tools/install.sh install
+uninstall:
+	@$(INSTALL_VARS) tools/install.sh uninstall
+install-list:
+	@$(INSTALL_VARS) tools/install.sh list
+
+# Suite "install": install into a scratch DESTDIR and use only that tree
+# (tests/install/run-install-tests.sh says how and why).
+CHECK_SUITES += install
+.PHONY: check-install
+check-install: $(INSTALL_BUILT)
+	@tools/run-suite install tests/install/run-install-tests.sh "$(MAKE)"
+
+# Suite "packages": the Debian packages, lintian, DKMS, the VM loading the
+# DKMS-built module (tests/packages/run-package-tests.sh); about 2-3 minutes
+# on 2 cores. PACKAGES_IN_CHECK=no leaves it out of make check.
+PACKAGES_IN_CHECK ?= yes
+ifneq ($(PACKAGES_IN_CHECK),no)
+CHECK_SUITES += packages
+endif
+.PHONY: check-packages
+check-packages:
+	@tools/run-suite packages tests/packages/run-package-tests.sh
