@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # bert.mk - build and test rules for apps/bert/ (libnpbert: BERT inference from a
 # shared npushm model, computed with libnptensor, tensor parallel with libnpccl).
 #

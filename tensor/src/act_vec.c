@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * act_vec.c - activation epilogues of npt_linear on f32 rows, in place:
  * y = act(y + bias) with GELU (erf form), tanh or ReLU.

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * attention.c - npt_attention: softmax(q @ k^T * scale + bias) @ v per batch
  * entry (scaled dot-product attention, as torch's without dropout).

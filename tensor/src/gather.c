@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * gather.c - npt_take: NumPy take(a, indices, axis) with mode='raise', the
  * embedding lookup of a model (rows of a table picked by token ids).

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * linear.c - npt_linear: act(x @ weight^T + bias), torch.nn.functional.linear
  * with a fused activation, the dense layer of a transformer.

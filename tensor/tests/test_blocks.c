@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_blocks.c - tests of libnptensor's model building blocks (kselftest
  * harness, TAP): npt_take (NumPy take, mode 'raise'), npt_linear (act(x @

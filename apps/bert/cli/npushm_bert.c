@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_bert.c - npushm-bert: run BERT inference on a shared npushm model
  * from the command line (libnpbert), alone or tensor parallel over several

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npy.c - the little of NumPy's .npy format the command needs: integer and
  * boolean arrays in (descr '<i8', '>i4', '|u1', '|b1', ...; C order; 1-D or

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npy.h - read integer arrays from and write float32 arrays to NumPy .npy
  * files (format versions 1-3, C order), for the npushm-bert command.

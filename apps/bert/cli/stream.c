@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * stream.c - the deterministic request stream (see stream.h); splitmix64
  * seeded with seed + k * 2^32 for batch k, in the order the Python twin

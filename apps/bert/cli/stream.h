@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * stream.h - the deterministic request stream of the demo and the
  * benchmark: batch k of (seed, batch, min_len, max_len) is the same in C

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """demo.py - make demo: BERT inference served by N processes from one shared
 copy of the weights, measured beside PyTorch in the same run.
 

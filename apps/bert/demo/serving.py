@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """serving.py - run rows of serving workers side by side and measure them, for
 the demo (demo.py) and the benchmark (bench/bert/bench.py).
 

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """stream.py - the deterministic request stream of the demo and the benchmark,
 the Python twin of apps/bert/cli/stream.c: batch k of (count, batch, min_len,
 max_len, seed) has the same token ids, types and mask in both.

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """torch_worker.py - a PyTorch serving worker for the demo and the benchmark:
 the plain-PyTorch BERT (apps/bert/reference/bert_ref.py) serving the same
 deterministic stream as npushm-bert --stream, with the weights either read

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npbert.h - libnpbert: BERT encoder inference served from a shared npushm
  * model, computed with libnptensor, optionally split across processes

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """bert_ref.py - a BERT encoder in plain PyTorch (no transformers package): the
 reference the npushm engine (apps/bert) is checked against.
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * batch.c - check a batch before anything is computed, so every refusal
  * names the first bad value in the user's terms (sequence and position) and

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * encoder.c - the forward pass: embeddings, L post-LayerNorm encoder layers,
  * pooler, all computed with libnptensor into the workspace.

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * engine.c - libnpbert's public entry points: create (layout, split,
  * weight views), run (batch check, workspace, forward pass, accounting),

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * internal.h - structures shared by the libnpbert sources: the engine, its
  * weight views and its activation workspace.

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * layout.c - check an attached model against the BERT layout and derive the
  * configuration from its tensor shapes.

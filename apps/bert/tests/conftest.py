@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """conftest.py - pytest set-up for the BERT engine tests (test_bert.py).
 
 make check counts TAP lines, so this plugin prints TAP on file descriptor 1

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # kmod-guest.sh - inside the test VM, with npushm.ko loaded (run-kmod-vm.sh):
 # the BERT engine on the kmod backend. Loads the test models into module
 # regions, runs npushm-bert on every case of IN/cases.txt (outputs, exit

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """kmod_cases.py - the cases of the BERT engine's kmod suite (run-kmod-vm.sh).
 
 PyTorch is too slow to start under the VM's emulated CPU, so the reference

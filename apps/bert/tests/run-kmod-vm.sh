@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-kmod-vm.sh - suite bert-kmod: the BERT engine on the kmod backend. The
 # PyTorch reference runs here (kmod_cases.py prepare), the engine in the test
 # VM with npushm.ko loaded (kmod-guest.sh: the same small models at tensor

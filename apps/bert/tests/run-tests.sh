@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-tests.sh - the BERT engine's test suite as one TAP stream: the C API
 # tests (build/bin/npbert-test, kselftest harness) and the tests against the
 # PyTorch reference and of every refusal (test_bert.py, pytest), renumbered

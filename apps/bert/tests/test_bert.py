@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """test_bert.py - the npushm BERT engine (npushm-bert, libnpbert) against the
 plain-PyTorch reference (apps/bert/reference/bert_ref.py) on the same
 safetensors files, single-rank and tensor parallel, and every refusal of

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_npbert.c - C tests of libnpbert's API (kselftest harness, TAP):
  * arguments and options refused, the configuration derived from the shapes,

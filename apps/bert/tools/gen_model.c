@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * gen_model.c - npushm-bert-gen: write a deterministic BERT-shaped
  * safetensors file for tests, the demo and the benchmark.
