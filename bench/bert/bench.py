@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """bench.py - BERT-base inference: the npushm engine (npushm-bert) against
 PyTorch 1.13 eager (the plain-PyTorch BERT of apps/bert/reference) on the same
 safetensors file and the same thread count, with the dense GEMMs alone as the
@@ -127,7 +128,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(serving.BUILD, "bench", "bert.md"))
     a = ap.parse_args()
     T = a.threads
-    k8, k1, kn = (1, 3, 1) if a.quick else (3, 10, 2)
+    k8, k1, kn = (1, 3, 1) if a.quick else (4, 20, 2)
 
     if not os.path.exists(a.model):
         os.makedirs(os.path.dirname(a.model), exist_ok=True)
@@ -163,8 +164,10 @@ def main():
                 for kind in ("engine", "torch-default", "torch-1+blas"):
                     rep, mem = single(kind, NAME, a.model, spec, T)
                     put((kind, B, "seq"), seq_per_s(rep))
+                    put((kind, B, "best"), B / min(rep["latencies_s"]))
                     put((kind, B, "cpu"), seq_per_cpu_s(rep))
                     put((kind, B, "p50"), p50_ms(rep))
+                    put((kind, B, "min"), 1e3 * min(rep["latencies_s"]))
                     if kind == "engine":
                         put((kind, B, "profile"), rep)
                 c = ceiling(B, 128, max(K, 2), T)
@@ -178,10 +181,14 @@ def main():
             put(("tp2", "profile"), rep)
             put(("tp2", "ratio"), seq_per_s(rep) / res[("engine", 8, "seq")][-1])
             # N workers, one thread each, 8 x 128
-            for n in (2, 4):
+            for n in (1, 2, 4):
                 specs = ["%d,8,128,128,%d" % (kn, 100 * n + w + run) for w in range(n)]
                 rep, mem = serving.run_row([serving.engine_cmd(NAME, s, 1) for s in specs])
                 row = serving.summarize("engine", rep, mem, shared)
+                if n == 1:
+                    # A: what one worker adds to the host alone (activations + runtime)
+                    put(("workers", 1, "engine", "private"), row["private_kb"])
+                    continue
                 put(("workers", n, "engine", "seq"), row["seq_per_s"])
                 put(("workers", n, "engine", "cpu"), sum(r["sequences"] for r in rep) / sum(r["cpu_s"] for r in rep))
                 put(("workers", n, "engine", "host"), row["host_kb"])
@@ -210,6 +217,13 @@ def main():
         out("| %d x 128 | %s | %s | %s | %s | %s | %s |" % (B, rng(e), rng(d), rng(t1), rng(ratio),
                                                            rng(c), rng([x / y for x, y in zip(e, c)])))
     out()
+    out("Best batch (the fastest batch of each measurement, the least disturbed by other work; sequences/s): "
+        + "; ".join("%d x 128: engine %s, PyTorch default %s, PyTorch 1+BLAS %s, engine / best PyTorch %s" % (
+            B, rng(res[("engine", B, "best")]), rng(res[("torch-default", B, "best")]),
+            rng(res[("torch-1+blas", B, "best")]),
+            rng([x / max(y, z) for x, y, z in zip(res[("engine", B, "best")], res[("torch-default", B, "best")],
+                                                  res[("torch-1+blas", B, "best")])])) for B in (8, 1)) + ".")
+    out()
     out("Load-independent view, sequences per CPU-second of the serving process (threads that spin count): "
         + "; ".join("%d x 128: engine %s, PyTorch default %s, PyTorch 1+BLAS %s" % ((B,) + tuple(
             rng(res[(k, B, "cpu")]) for k in ("engine", "torch-default", "torch-1+blas"))) for B in (8, 1)) + ".")
@@ -217,6 +231,8 @@ def main():
     out("Latency p50 (ms) at 1 x 128: engine %s, PyTorch default %s, PyTorch 1+BLAS %s; at 8 x 128: engine %s, "
         "PyTorch default %s, PyTorch 1+BLAS %s." % tuple(
             rng(res[(k, B, "p50")], "%.0f") for B in (1, 8) for k in ("engine", "torch-default", "torch-1+blas")))
+    out("Latency min (ms) at 1 x 128: engine %s, PyTorch default %s, PyTorch 1+BLAS %s." % tuple(
+        rng(res[(k, 1, "min")], "%.0f") for k in ("engine", "torch-default", "torch-1+blas")))
     out("Dense-GEMM ceiling: %s GFLOPS (8 x 128), %s GFLOPS (1 x 128)."
         % (rng(res[("ceiling", 8, "gflops")], "%.0f"), rng(res[("ceiling", 1, "gflops")], "%.0f")))
     out()
@@ -239,7 +255,7 @@ def main():
         es, ts = res[("workers", n, "engine", "seq")], res[("workers", n, "torch", "seq")]
         eh, th = res[("workers", n, "engine", "host")], res[("workers", n, "torch", "host")]
         ep, ew = res[("workers", n, "engine", "private")], res[("workers", n, "engine", "workspace")]
-        limit = [1.05 * weights_kb + n * p for p in ep]
+        limit = [1.05 * weights_kb + n * p for p in res[("workers", 1, "engine", "private")]]
         out("| %d | %s | %s | %s | %s MiB | %s MiB | %s MiB | %s MiB (%s MiB) |" % (
             n, rng(es), rng(ts), rng([x / y for x, y in zip(es, ts)]), rng([x / 1024 for x in eh], "%.0f"),
             rng([x / 1024 for x in limit], "%.0f"), rng([x / 1024 for x in th], "%.0f"),
@@ -248,9 +264,12 @@ def main():
     out("Sequences per CPU-second (all workers): " + "; ".join("N=%d engine %s, PyTorch %s" % (
         n, rng(res[("workers", n, "engine", "cpu")]), rng(res[("workers", n, "torch", "cpu")])) for n in (2, 4)) + ".")
     out()
-    out("W = %.1f MiB of weights; the shared region holds %.1f MiB (%.3f W). A = an engine worker's private memory "
-        "(workspace for 8 x 128 plus the runtime: code, OpenBLAS buffers, thread stacks)." % (
-            weights_kb / 1024, shared / 1024, shared / weights_kb))
+    out("W = %.1f MiB of weights; the shared region holds %.1f MiB (%.3f W). A = the private memory of one "
+        "engine worker serving 8 x 128 alone, %s MiB: its activations (the workspace, %s MiB) plus the runtime "
+        "(code, OpenBLAS buffers, thread stacks, the output arrays)." % (
+            weights_kb / 1024, shared / 1024, shared / weights_kb,
+            rng([x / 1024 for x in res[("workers", 1, "engine", "private")]], "%.0f"),
+            rng([x / 1024 for x in res[("workers", 2, "engine", "workspace")]], "%.0f")))
     out()
     out("## Where the engine's time goes")
     out()
@@ -258,8 +277,26 @@ def main():
     out("- 1 x 128, TP=1, %d threads: %s" % (T, profile_line(res[("engine", 1, "profile")][-1])))
     out("- 8 x 128, TP=2, 1 thread per rank (rank 0): %s" % profile_line(res[("tp2", "profile")][-1]))
     out()
-    out("Load average per run: %s (other work on the machine slows every column alike within a run; compare "
-        "the ratios)." % ", ".join("%.2f" % x for x in res["load"]))
+    out("## Per run")
+    out()
+    out("| run | load | 8x128 engine | 8x128 best PyTorch | ratio | 1x128 p50 engine ms | 1x128 p50 best PyTorch ms "
+        "| 1x128 min engine / best PyTorch ms | TP=2/TP=1 | N=2 engine/PyTorch | N=4 engine/PyTorch |")
+    out("|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in range(len(res["load"])):
+        e8 = res[("engine", 8, "seq")][i]
+        t8 = max(res[("torch-default", 8, "seq")][i], res[("torch-1+blas", 8, "seq")][i])
+        e1 = res[("engine", 1, "p50")][i]
+        t1 = min(res[("torch-default", 1, "p50")][i], res[("torch-1+blas", 1, "p50")][i])
+        m1 = "%.0f / %.0f" % (res[("engine", 1, "min")][i],
+                              min(res[("torch-default", 1, "min")][i], res[("torch-1+blas", 1, "min")][i]))
+        out("| %d | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %s | %.2f | %.2f | %.2f |" % (
+            i + 1, res["load"][i], e8, t8, e8 / t8, e1, t1, m1, res[("tp2", "ratio")][i],
+            res[("workers", 2, "engine", "seq")][i] / res[("workers", 2, "torch", "seq")][i],
+            res[("workers", 4, "engine", "seq")][i] / res[("workers", 4, "torch", "seq")][i]))
+    out()
+    out("Load average at the start of each run: %s (other work on the machine slows every column of a run; "
+        "the ratios within a run and the runs at low load are the figures to read)."
+        % ", ".join("%.2f" % x for x in res["load"]))
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")

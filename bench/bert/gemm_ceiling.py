@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """gemm_ceiling.py - the machine ceiling of the BERT benchmark: the time of a
 BERT-base forward pass's dense-layer GEMMs alone (what any engine on this
 OpenBLAS must spend at least), with NumPy's matmul on the same OpenBLAS and

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run.sh - make bench-bert: the BERT-base benchmark (bench.py), npushm engine
 # vs PyTorch 1.13 eager in one interleaved run. OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE are unset so that OpenBLAS picks its kernels from the CPU
