@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # tensor.mk - build and test rules for tensor/ (libnptensor: strided views,
 # NumPy broadcasting, fused lazy evaluation, buffer reuse).
 #

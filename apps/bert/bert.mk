@@ -34,9 +34,10 @@ $(BERT_OBJDIR)/%.o: $(BERT_DIR)/src/%.c
 
 $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(LIBNPUSHM_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(BERT_OBJS) -Wl,-soname,libnpbert.so \
+	$(CC) -shared -o $@ $(BERT_OBJS) -Wl,-soname,libnpbert.so.1 \
 		-Wl,--version-script=$(BERT_DIR)/libnpbert.map -Wl,--no-undefined \
 		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
+	ln -sf libnpbert.so $@.1
 
 $(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB)
 	@mkdir -p $(dir $@)

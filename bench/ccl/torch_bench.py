@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """torch_bench.py - torch.distributed with backend npccl against gloo, in the same processes.
 
 One rank (run-torch-bench.sh starts 2, pinned to cores 0 and 1):

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * nptensor.h - strided tensor views with NumPy broadcasting, lazy fused
  * evaluation and buffer reuse (npushm's "broadcast math" library).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * eval.c - evaluation of lazy graphs: scheduling, buffer planning and the
  * NumPy output rules of npt_tensor_eval_into.
