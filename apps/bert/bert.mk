@@ -39,9 +39,10 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
 	ln -sf libnpbert.so $@.1
 
-$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB)
+$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB) \
+		$(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(BERT_CFLAGS) -I$(LIBNPUSHM_DIR)/demo -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
+	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' -I$(LIBNPUSHM_DIR)/demo -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
 		$(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIBS)
 
 $(BERT_GEN): $(BERT_DIR)/tools/gen_model.c

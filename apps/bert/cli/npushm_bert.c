@@ -87,7 +87,12 @@ static void usage(FILE *f)
 		"  --keep              keep a model loaded from a file published after the run\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                      stdin, serve, report, then wait for end of input\n"
-		"The backend is NPUSHM_BACKEND's (kmod when /dev/npushm exists, else posix).\n");
+		"  --version           print the version and exit\n"
+		"  -h, --help          this help\n"
+		"The backend is $NPUSHM_BACKEND (kmod or posix) when set, else kmod when an npushm\n"
+		"instance is mounted at $NPUSHM_DIR (default /run/npushm), else posix.\n"
+		"Exit status: 0 done; 1 the model, the batch or a run was refused (the message\n"
+		"says why); 2 usage error.\n");
 }
 
 static int die(const char *fmt, ...)
@@ -136,7 +141,7 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_TYPES, O_MASK, O_TEXT, O_OUT, O_STREAM, O_HEADS, O_TP, O_THREADS,
-	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD };
+	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD, O_VERSION };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS }, { "types", required_argument, NULL, O_TYPES },
 		{ "mask", required_argument, NULL, O_MASK }, { "text", required_argument, NULL, O_TEXT },
@@ -148,6 +153,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "keep", no_argument, NULL, O_KEEP }, { "hold", no_argument, NULL, O_HOLD },
 		{ "json", no_argument, NULL, O_JSON }, { "eps", required_argument, NULL, O_EPS },
 		{ "pad-id", required_argument, NULL, O_PAD }, { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -194,6 +200,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_HOLD: a->hold = 1; break;
 		case O_JSON: a->json = 1; break;
 		case 'h': usage(stdout); exit(0);
+		case O_VERSION: printf("npushm-bert %s\n", NPUSHM_VERSION_STRING); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}

@@ -356,3 +356,15 @@ def test_refuses_unknown_model(tools, workdir):
 def test_usage_errors(tools, models, args, needle):
     r = subprocess.run([tools.bert] + args + [models["tiny"]], capture_output=True, text=True)
     expect_refusal(r, needle, code=2)
+
+
+def test_version_and_help(tools):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    with open(os.path.join(root, "VERSION")) as f:
+        version = f.read().strip()
+    r = subprocess.run([tools.bert, "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "npushm-bert %s\n" % version and r.stderr == ""
+    r = subprocess.run([tools.bert, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith("usage: npushm-bert ") and "Exit status:" in r.stdout
+    assert "/dev/npushm exists" not in r.stdout and "/run/npushm" in r.stdout
