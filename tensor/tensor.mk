@@ -73,11 +73,11 @@ check-tensor-c: $(TENSOR_TEST)
 	@tools/run-suite tensor-c $(TENSOR_TEST)
 
 check-tensor-numpy: $(TENSOR_LIB)
-	@tools/run-suite tensor-numpy env PYTHONPATH=$(CURDIR)/libnpushm/python \
+	@tools/run-suite tensor-numpy env PYTHONPATH=$(CURDIR)/python \
 		NPUSHM_LIBDIR=$(LIBDIR) /usr/bin/python3 $(TENSOR_DIR)/tests/test_numpy.py
 
 tensor-sweep: $(TENSOR_LIB)
-	env PYTHONPATH=$(CURDIR)/libnpushm/python NPUSHM_LIBDIR=$(LIBDIR) \
+	env PYTHONPATH=$(CURDIR)/python NPUSHM_LIBDIR=$(LIBDIR) \
 		NPT_TEST_CASES=$${NPT_TEST_CASES:-20000} /usr/bin/python3 $(TENSOR_DIR)/tests/test_numpy.py
 
 tensor-bench: $(TENSOR_LIB)

@@ -17,7 +17,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import safetensors_ref as ref  # noqa: E402
 from taplib import Skip, check, diag, run  # noqa: E402
 
@@ -102,10 +102,10 @@ def test_import_is_lazy_and_submodules_stay_importable():
             "assert importlib.util.find_spec('npushm.weights') is not None; "
             "assert importlib.util.find_spec('npushm.regions') is not None; "
             "print(npushm.attach.__module__)")
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     check(p.returncode == 0 and p.stdout.strip() == "npushm.weights", p.stderr)
-    if os.path.exists(os.path.join(HERE, "..", "python", "npushm", "tensor.py")):
+    if os.path.exists(os.path.join(HERE, "..", "..", "python", "npushm", "tensor.py")):
         p = subprocess.run([sys.executable, "-c", "import importlib.util; "
                             "assert importlib.util.find_spec('npushm.tensor')"], env=env)
         check(p.returncode == 0, "npushm.tensor is findable")

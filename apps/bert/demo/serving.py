@@ -128,7 +128,7 @@ def npushm_cli(*args, env=None):
 
 def region_kb(name):
     """Bytes the published model's region holds (every page is written by the load)."""
-    sys.path.insert(0, os.path.join(ROOT, "libnpushm", "python"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
     import npushm
     with npushm.attach(name) as m:
         return m.region_size // 1024

@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "libnpushm", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 
 import torch  # noqa: E402
 
