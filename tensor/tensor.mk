@@ -43,10 +43,14 @@ $(TENSOR_ALIB): $(TENSOR_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(TENSOR_OBJS)
 
+# The C API tests use kselftest_harness.h (extracted by tools/setup.sh).
+HARNESS_TARGETS += $(TENSOR_TEST)
 $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
+	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) -lnptensor \
-		-Wl,-rpath,$(LIBDIR) -lm -lpthread
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-sign-compare -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) \
+		-o $@ $< -L$(LIBDIR) -lnptensor -Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 -include $(TENSOR_OBJS:.o=.d)
 

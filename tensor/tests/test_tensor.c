@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * test_tensor.c - C tests of libnptensor (TAP): negative tests (NULLs, rank
+ * test_tensor.c - C tests of libnptensor (kselftest harness, TAP): negative tests (NULLs, rank
  * and size overflow, writes into broadcast and read-only views, dtypes an op
  * does not support, bad axes), error messages that name the op and the
  * shapes, buffer accounting (a fused chain allocates only its output; the
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ntests, nfail;
+#include "kselftest_harness.h"
 
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
@@ -35,17 +35,6 @@ static int ntests, nfail;
 	} while (0)
 
 #define OK(call) CHECK((call) == NPT_OK, "%s -> %s", #call, npt_last_error())
-
-static void run(const char *name, int (*fn)(void))
-{
-	int ok = fn();
-
-	ntests++;
-	if (!ok)
-		nfail++;
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntests, name);
-	fflush(stdout);
-}
 
 static npt_tensor_t *f32_tensor(int nd, const int64_t *shape, unsigned seed)
 {
@@ -1225,44 +1214,178 @@ static int t_long_chain(void)
 	return 1;
 }
 
-int main(void)
+/*
+ * Every test runs in its own process (the harness forks), with the expand mode
+ * the accounting tests assume whatever the environment says; a t_* function
+ * returns 1 when every CHECK held, else 0 after printing the failed check.
+ */
+FIXTURE(tensor) {
+	int unused;
+};
+
+FIXTURE_SETUP(tensor)
 {
-	printf("1..26\n");
-	npt_set_expand_mode(NPT_EXPAND_AUTO); /* the accounting tests assume it, whatever the env */
-	run("NULL arguments, destroy(NULL), bad dtype codes", t_null_and_free);
-	run("rank > 32 and overflowing sizes are refused", t_rank_and_overflow);
-	run("broadcast errors name the op and list the shapes", t_broadcast_errors);
-	run("writes into broadcast views and broadcast outputs are refused",
-	    t_write_broadcast_view);
-	run("read-only borrowed buffers refuse writes; release runs once", t_readonly_borrowed);
-	run("unsupported dtypes, same_kind casting, int ** negative", t_dtype_errors);
-	run("axis errors, empty max/argmax errors, sum/prod/mean identities", t_axis_and_empty);
-	run("matmul shape errors", t_matmul_errors);
-	run("a fused 5-op chain allocates only its output; the pool serves the next",
-	    t_fused_chain_allocates_output_only);
-	run("a dead intermediate's buffer is reused in place", t_dead_intermediate_reused_in_place);
-	run("implicit materialisation is reported; VIEW mode refuses it", t_materialize_report);
-	run("1, 2 and 4 threads give identical results", t_threads_equivalence);
-	run("random broadcasting vs a naive reference (negative strides)",
-	    t_random_broadcast_vs_naive);
-	run("DLPack export/import round trip without copies", t_dlpack_roundtrip);
-	run("a write into a buffer evaluates lazy readers first", t_lazy_write_barrier);
-	run("a 500-op chain evaluates correctly; a 200000-node graph frees", t_long_chain);
-	run("an elementwise prologue fuses into sum_to_shape (no intermediate)",
-	    t_reduce_prologue_fused);
-	run("every status and dtype has its own name", t_strerror_all);
-	run("outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact",
-	    t_streaming_outputs);
-	run("reductions give the same bits on every run at 2, 3, 4 threads (both modes)",
-	    t_repro_fixed_threads);
-	run("NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads",
-	    t_repro_independent_of_threads);
-	run("matmul gives the same bits on every run at a fixed thread count", t_repro_matmul);
-	run("every cut of a reduction counts each element once (exact integer sums)",
-	    t_reduce_cuts_exact);
-	run("a zero dimension does not excuse an oversized shape (NumPy: too big)",
-	    t_zero_dim_too_big);
-	run("0-d reductions along axis 0 or -1 as NumPy 1.24", t_zero_d_axes);
-	run("slices at the ends of int64 follow Python's clamping", t_slice_extremes);
-	return nfail ? 1 : 0;
+	npt_set_expand_mode(NPT_EXPAND_AUTO);
 }
+
+FIXTURE_TEARDOWN(tensor)
+{
+}
+
+/* NULL arguments, destroy(NULL), bad dtype codes */
+TEST_F_TIMEOUT(tensor, null_and_free, 120)
+{
+	ASSERT_TRUE(t_null_and_free()) TH_LOG("NULL arguments, destroy(NULL), bad dtype codes");
+}
+
+/* rank > 32 and overflowing sizes are refused */
+TEST_F_TIMEOUT(tensor, rank_and_overflow, 120)
+{
+	ASSERT_TRUE(t_rank_and_overflow()) TH_LOG("rank > 32 and overflowing sizes are refused");
+}
+
+/* broadcast errors name the op and list the shapes */
+TEST_F_TIMEOUT(tensor, broadcast_errors, 120)
+{
+	ASSERT_TRUE(t_broadcast_errors()) TH_LOG("broadcast errors name the op and list the shapes");
+}
+
+/* writes into broadcast views and broadcast outputs are refused */
+TEST_F_TIMEOUT(tensor, write_broadcast_view, 120)
+{
+	ASSERT_TRUE(t_write_broadcast_view()) TH_LOG("writes into broadcast views and broadcast outputs are refused");
+}
+
+/* read-only borrowed buffers refuse writes; release runs once */
+TEST_F_TIMEOUT(tensor, readonly_borrowed, 120)
+{
+	ASSERT_TRUE(t_readonly_borrowed()) TH_LOG("read-only borrowed buffers refuse writes; release runs once");
+}
+
+/* unsupported dtypes, same_kind casting, int ** negative */
+TEST_F_TIMEOUT(tensor, dtype_errors, 120)
+{
+	ASSERT_TRUE(t_dtype_errors()) TH_LOG("unsupported dtypes, same_kind casting, int ** negative");
+}
+
+/* axis errors, empty max/argmax errors, sum/prod/mean identities */
+TEST_F_TIMEOUT(tensor, axis_and_empty, 120)
+{
+	ASSERT_TRUE(t_axis_and_empty()) TH_LOG("axis errors, empty max/argmax errors, sum/prod/mean identities");
+}
+
+/* matmul shape errors */
+TEST_F_TIMEOUT(tensor, matmul_errors, 120)
+{
+	ASSERT_TRUE(t_matmul_errors()) TH_LOG("matmul shape errors");
+}
+
+/* a fused 5-op chain allocates only its output; the pool serves the next */
+TEST_F_TIMEOUT(tensor, fused_chain_allocates_output_only, 120)
+{
+	ASSERT_TRUE(t_fused_chain_allocates_output_only()) TH_LOG("a fused 5-op chain allocates only its output; the pool serves the next");
+}
+
+/* a dead intermediate's buffer is reused in place */
+TEST_F_TIMEOUT(tensor, dead_intermediate_reused_in_place, 120)
+{
+	ASSERT_TRUE(t_dead_intermediate_reused_in_place()) TH_LOG("a dead intermediate's buffer is reused in place");
+}
+
+/* implicit materialisation is reported; VIEW mode refuses it */
+TEST_F_TIMEOUT(tensor, materialize_report, 120)
+{
+	ASSERT_TRUE(t_materialize_report()) TH_LOG("implicit materialisation is reported; VIEW mode refuses it");
+}
+
+/* 1, 2 and 4 threads give identical results */
+TEST_F_TIMEOUT(tensor, threads_equivalence, 120)
+{
+	ASSERT_TRUE(t_threads_equivalence()) TH_LOG("1, 2 and 4 threads give identical results");
+}
+
+/* random broadcasting vs a naive reference (negative strides) */
+TEST_F_TIMEOUT(tensor, random_broadcast_vs_naive, 120)
+{
+	ASSERT_TRUE(t_random_broadcast_vs_naive()) TH_LOG("random broadcasting vs a naive reference (negative strides)");
+}
+
+/* DLPack export/import round trip without copies */
+TEST_F_TIMEOUT(tensor, dlpack_roundtrip, 120)
+{
+	ASSERT_TRUE(t_dlpack_roundtrip()) TH_LOG("DLPack export/import round trip without copies");
+}
+
+/* a write into a buffer evaluates lazy readers first */
+TEST_F_TIMEOUT(tensor, lazy_write_barrier, 120)
+{
+	ASSERT_TRUE(t_lazy_write_barrier()) TH_LOG("a write into a buffer evaluates lazy readers first");
+}
+
+/* a 500-op chain evaluates correctly; a 200000-node graph frees */
+TEST_F_TIMEOUT(tensor, long_chain, 120)
+{
+	ASSERT_TRUE(t_long_chain()) TH_LOG("a 500-op chain evaluates correctly; a 200000-node graph frees");
+}
+
+/* an elementwise prologue fuses into sum_to_shape (no intermediate) */
+TEST_F_TIMEOUT(tensor, reduce_prologue_fused, 120)
+{
+	ASSERT_TRUE(t_reduce_prologue_fused()) TH_LOG("an elementwise prologue fuses into sum_to_shape (no intermediate)");
+}
+
+/* every status and dtype has its own name */
+TEST_F_TIMEOUT(tensor, strerror_all, 120)
+{
+	ASSERT_TRUE(t_strerror_all()) TH_LOG("every status and dtype has its own name");
+}
+
+/* outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact */
+TEST_F_TIMEOUT(tensor, streaming_outputs, 120)
+{
+	ASSERT_TRUE(t_streaming_outputs()) TH_LOG("outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact");
+}
+
+/* reductions give the same bits on every run at 2, 3, 4 threads (both modes) */
+TEST_F_TIMEOUT(tensor, repro_fixed_threads, 120)
+{
+	ASSERT_TRUE(t_repro_fixed_threads()) TH_LOG("reductions give the same bits on every run at 2, 3, 4 threads (both modes)");
+}
+
+/* NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads */
+TEST_F_TIMEOUT(tensor, repro_independent_of_threads, 120)
+{
+	ASSERT_TRUE(t_repro_independent_of_threads()) TH_LOG("NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads");
+}
+
+/* matmul gives the same bits on every run at a fixed thread count */
+TEST_F_TIMEOUT(tensor, repro_matmul, 120)
+{
+	ASSERT_TRUE(t_repro_matmul()) TH_LOG("matmul gives the same bits on every run at a fixed thread count");
+}
+
+/* every cut of a reduction counts each element once (exact integer sums) */
+TEST_F_TIMEOUT(tensor, reduce_cuts_exact, 120)
+{
+	ASSERT_TRUE(t_reduce_cuts_exact()) TH_LOG("every cut of a reduction counts each element once (exact integer sums)");
+}
+
+/* a zero dimension does not excuse an oversized shape (NumPy: too big) */
+TEST_F_TIMEOUT(tensor, zero_dim_too_big, 120)
+{
+	ASSERT_TRUE(t_zero_dim_too_big()) TH_LOG("a zero dimension does not excuse an oversized shape (NumPy: too big)");
+}
+
+/* 0-d reductions along axis 0 or -1 as NumPy 1.24 */
+TEST_F_TIMEOUT(tensor, zero_d_axes, 120)
+{
+	ASSERT_TRUE(t_zero_d_axes()) TH_LOG("0-d reductions along axis 0 or -1 as NumPy 1.24");
+}
+
+/* slices at the ends of int64 follow Python's clamping */
+TEST_F_TIMEOUT(tensor, slice_extremes, 120)
+{
+	ASSERT_TRUE(t_slice_extremes()) TH_LOG("slices at the ends of int64 follow Python's clamping");
+}
+
+TEST_HARNESS_MAIN
