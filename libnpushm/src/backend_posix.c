@@ -46,13 +46,19 @@ static npushm_status_t posix_dev_open(npushm_dev_t *dev)
 	struct statfs sfs;
 	npushm_status_t st;
 
-	if (!dir || !*dir)
+	bool from_env = dir && *dir;
+
+	if (!from_env)
 		dir = "/dev/shm";
 	dev->prefix = "npushm.";
 	st = npi_dir_open(dev, dir);
+	if (st && from_env)
+		return npi_fail(st, npushm_last_errno(),
+				"posix backend: NPUSHM_SHM_DIR is '%s', which cannot be opened as a directory; create it on a tmpfs, point NPUSHM_SHM_DIR at an existing tmpfs directory, or unset it to use /dev/shm",
+				dir);
 	if (st)
 		return npi_fail(st, npushm_last_errno(),
-				"posix backend: cannot open the shared-memory directory %s; mount a tmpfs there or set NPUSHM_SHM_DIR",
+				"posix backend: cannot open the shared-memory directory %s; mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm) or set NPUSHM_SHM_DIR to a directory on a tmpfs",
 				dir);
 	if (fstatfs(dev->fd, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC_)
 		npi_log(NPUSHM_LOG_WARN, "posix backend: %s is not a tmpfs; regions will live on disk", dir);
@@ -253,7 +259,6 @@ static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name
 	bool sealed = false;
 	npushm_status_t s;
 
-	(void)flags;	/* names are files: always persistent */
 	if (r->memfd)
 		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0,
 				"region %llu is a memfd: the posix backend can only name regions created in %s",
@@ -266,7 +271,7 @@ static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name
 				"publishing region %llu as '%s' needs a read-write handle unless the region is sealed",
 				(unsigned long long)r->id, name);
 	/* The write bits are the seal here: a sealed region keeps none. */
-	return npi_dir_publish(r, name, sealed ? (mode & ~0222u) : mode);
+	return npi_dir_publish(r, name, sealed ? (mode & ~0222u) : mode, flags);
 }
 
 static npushm_status_t posix_region_seal(npushm_region_t *r)
@@ -373,7 +378,7 @@ static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *dir
 	if (st.st_blksize <= (blksize_t)r->dev->page_size) {
 		if (r->size >= LOAD_ADVICE_SIZE)
 			npi_log(NPUSHM_LOG_WARN,
-				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see docs/weights.md) loads several times faster and lets workers map 2 MiB entries",
+				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see npushm-load(1)) loads several times faster and lets workers map 2 MiB entries",
 				r->dev->dir, (long)(st.st_blksize >> 10));
 		return NPUSHM_OK;
 	}
