@@ -361,7 +361,10 @@ typedef struct npushm_region_list npushm_region_list_t;
  * directory, with counts from the module on kmod (generic netlink for the
  * caller's own regions, every region for CAP_SYS_ADMIN; the info ioctl for
  * the others it may read), plus its own unnamed kmod regions; on posix from
- * /proc/PID/maps of the processes the caller may read. @listp [out].
+ * /proc/PID/maps of the processes the caller may read, which also show the
+ * regions of the directory whose names were all removed while they are
+ * still mapped (listed without names, name_count 0, as kmod's unnamed
+ * ones are). @listp [out].
  */
 NPUSHM_API npushm_status_t npushm_dev_list_regions(npushm_dev_t *dev, npushm_region_list_t **listp);
 NPUSHM_API size_t npushm_region_list_count(const npushm_region_list_t *list);

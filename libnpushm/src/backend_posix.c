@@ -444,16 +444,113 @@ static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
 	closedir(proc);
 }
 
+/*
+ * One mapping line of a file of our directory that has no name any more
+ * ("DIR/npushm.NAME (deleted)" after a remove, "DIR/#INO (deleted)" for an
+ * unnamed region): list its region, unnamed, once.
+ */
+static void add_unnamed(struct npushm_region_list *list, const char *pid, unsigned long lo,
+			unsigned long hi, unsigned long off, unsigned long ino)
+{
+	npushm_region_entry_t *e = NULL;
+	char path[320];
+	struct stat fs;
+
+	for (size_t i = 0; i < list->count; i++)
+		if (list->entries[i].id == ino)
+			e = &list->entries[i];
+	if (e && e->name_count)
+		return;
+	if (!e) {
+		e = npi_list_add(list);
+		if (!e)
+			return;
+		e->id = ino;
+		e->handles = NPUSHM_COUNT_UNKNOWN;
+		e->dmabufs = NPUSHM_COUNT_UNKNOWN;
+		e->pinned_bytes = UINT64_MAX;
+		snprintf(path, sizeof(path), "/proc/%s", pid);
+		if (!stat(path, &fs)) {
+			e->owner_uid = fs.st_uid;
+			e->owner_gid = fs.st_gid;
+		}
+	}
+	/* The file itself when we may look (map_files: administrators), else what is mapped. */
+	snprintf(path, sizeof(path), "/proc/%s/map_files/%lx-%lx", pid, lo, hi);
+	if (!stat(path, &fs) && (unsigned long)fs.st_ino == ino) {
+		e->size = (uint64_t)fs.st_size;
+		e->owner_uid = fs.st_uid;
+		e->owner_gid = fs.st_gid;
+		if (!(fs.st_mode & 0222))
+			e->flags |= NPUSHM_REGION_SEALED;
+	} else if (off + (hi - lo) > e->size) {
+		e->size = off + (hi - lo);
+	}
+}
+
+/*
+ * Regions whose every name was removed while processes still map them (a
+ * model removed under its workers) have no file name left: find them in
+ * /proc/PID/maps as files of our directory marked " (deleted)".
+ */
+static void list_unnamed_mapped(npushm_dev_t *dev, struct npushm_region_list *list)
+{
+	size_t dlen = strlen(dev->dir), plen = strlen(dev->prefix);
+	struct stat dst;
+	struct dirent *de;
+	char line[4096];
+	DIR *proc;
+
+	while (dlen > 1 && dev->dir[dlen - 1] == '/')
+		dlen--;
+	if (fstat(dev->fd, &dst) || !(proc = opendir("/proc")))
+		return;
+	while ((de = readdir(proc))) {
+		char path[300];
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/maps", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi, off, ino;
+			unsigned maj, mnr;
+			int pos = 0;
+			char *file, *end;
+
+			if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &lo, &hi, &off, &maj, &mnr, &ino, &pos) != 6 ||
+			    !pos)
+				continue;
+			if (maj != major(dst.st_dev) || mnr != minor(dst.st_dev) || !ino)
+				continue;
+			file = line + pos;
+			end = strstr(file, " (deleted)\n");
+			if (!end || strncmp(file, dev->dir, dlen) || file[dlen] != '/')
+				continue;
+			file += dlen + 1;
+			if (strncmp(file, dev->prefix, plen) && file[0] != '#')
+				continue;
+			add_unnamed(list, de->d_name, lo, hi, off, ino);
+		}
+		fclose(f);
+	}
+	closedir(proc);
+}
+
 static npushm_status_t posix_list_regions(npushm_dev_t *dev, struct npushm_region_list *list)
 {
 	npushm_status_t st = npi_dir_list_names(dev, list);
 
 	if (st)
 		return st;
+	list_unnamed_mapped(dev, list);
 	for (size_t i = 0; i < list->count; i++) {
 		npushm_region_entry_t *e = &list->entries[i];
 
-		/* No write bits: sealed. */
+		/* No write bits: sealed (unnamed ones: add_unnamed() knew or not). */
 		if (e->name_count && !(e->names[0].mode & 0222))
 			e->flags |= NPUSHM_REGION_SEALED;
 		e->mappings = e->mappers = 0;
