@@ -156,10 +156,12 @@ int cmd_ls(const struct cli_opts *o)
 		npushm_model_detach(m);
 	}
 	if (!o->json && denied)
-		printf("\n* you (uid %u) may not read %s: whether %s a model, and its hash and tensors,\n"
-		       "  are hidden by permission (see the mode with ls --json; ask the owner for read access)\n",
+		printf("\n* you (uid %u) may not read %s: whether %s, and %s, %s hidden\n"
+		       "  by permission (ls --json shows the mode; ask the owner for read access)\n",
 		       (unsigned)geteuid(), denied == 1 ? "this region" : "these regions",
-		       denied == 1 ? "it is" : "they are");
+		       denied == 1 ? "it is a model" : "they are models",
+		       denied == 1 ? "its hash and tensors" : "their hashes and tensors",
+		       "are");
 	if (!o->json && o->all && npushm_region_list_count(list) > 0) {
 		bool any = false;
 

@@ -345,7 +345,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (help)
-		return print_help(cmd && strcmp(cmd, "help") ? cmd : o.nargs ? o.args[0] : NULL);
+		return print_help(cmd && !strcmp(cmd, "help") && o.nargs ? o.args[0] : cmd);
 	if (!cmd)
 		return usage_error("%s", "no command given");
 	if (!find_help(cmd)) {
