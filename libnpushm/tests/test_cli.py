@@ -4,7 +4,8 @@
 """test_cli.py - the npushm command: every subcommand with --json parsed and
 checked against an independent reading of the file (safetensors_ref), the text
 output, the error messages and exit statuses, and the progress bar (only on a
-terminal). Runs on the backend NPUSHM_BACKEND selects; prints TAP."""
+terminal). Runs on the backend NPUSHM_BACKEND selects, under pytest
+(run-pytest.sh prints its TAP)."""
 import json
 import os
 import pty
@@ -17,7 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_ref as ref  # noqa: E402
-from taplib import Skip, check, diag, run  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NPUSHM_BIN") or os.path.join(os.environ.get("BUILD", ROOT + "/build"), "bin", "npushm")
@@ -25,6 +26,17 @@ KMOD = os.environ.get("NPUSHM_BACKEND") == "kmod"
 TMP = tempfile.mkdtemp(prefix="npushm-cli.")
 PFX = "cli%d." % os.getpid()
 created = set()
+
+
+def check(cond, msg="check failed"):
+    """Fail the test with `msg` unless `cond` (pytest shows it with the traceback)."""
+    if not cond:
+        raise AssertionError(msg)
+
+
+def diag(msg):
+    """A note for the suite's log (TAP comment under the test's line)."""
+    print(msg, flush=True)
 
 
 def cli(*args, expect=0):
@@ -343,7 +355,7 @@ def as_nobody():
 
 def test_ls_as_another_user_says_permission_hides_the_manifest():
     if os.geteuid() != 0:
-        raise Skip("needs root to run ls as another user")
+        pytest.skip("needs root to run ls as another user")
     name = PFX + "priv"
     load(model_file("p.safetensors", seed=41), name, "--mode", "0600")
     p = subprocess.run([BIN, "ls"], capture_output=True, text=True, preexec_fn=as_nobody)
@@ -507,16 +519,12 @@ def test_backend_option_selects_the_backend():
         check(err["error"]["status"] == "NO_DEVICE" and "modprobe npushm" in err["error"]["message"])
 
 
-def main():
-    rc = 1
-    try:
-        rc = run(globals())
-    finally:
-        for name in created:
-            subprocess.run([BIN, "rm", name], capture_output=True)
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+def teardown_module(module):
+    """Remove what a failed test left published, and the scratch directory."""
+    for name in created:
+        subprocess.run([BIN, "rm", name], capture_output=True)
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

@@ -5,7 +5,8 @@
 NumPy and PyTorch through DLPack, compared value by value with an independent
 reading of the file (safetensors_ref), and proven shared rather than copied
 (same address, the other process's pages counted once in PSS, no anonymous
-memory growth, writes through another process's mapping visible). Prints TAP."""
+memory growth, writes through another process's mapping visible). Runs under
+pytest (run-pytest.sh prints its TAP)."""
 import gc
 import os
 import shutil
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import safetensors_ref as ref  # noqa: E402
-from taplib import Skip, check, diag, run  # noqa: E402
+import pytest  # noqa: E402
 
 import npushm  # noqa: E402
 
@@ -30,9 +31,20 @@ PFX = "py%d." % os.getpid()
 created = set()
 
 
+def check(cond, msg="check failed"):
+    """Fail the test with `msg` unless `cond` (pytest shows it with the traceback)."""
+    if not cond:
+        raise AssertionError(msg)
+
+
+def diag(msg):
+    """A note for the suite's log (TAP comment under the test's line)."""
+    print(msg, flush=True)
+
+
 def torch_or_skip():
     if IN_VM:
-        raise Skip("importing torch takes about 60 s under TCG, beyond this suite's budget; "
+        pytest.skip("importing torch takes about 60 s under TCG, beyond this suite's budget; "
                    "the same test runs natively in suite libnpushm")
     import torch
     import torch.utils.dlpack  # noqa: F401
@@ -465,20 +477,16 @@ def test_public_api_has_docstrings_and_help_lists_it():
         check(n in npushm.__all__ and (" %s(" % n in text or "class %s" % n in text), "help(npushm) lists %s" % n)
 
 
-def main():
-    rc = 1
-    try:
-        rc = run(globals())
-    finally:
-        gc.collect()
-        for name in created:
-            try:
-                npushm.remove(name)
-            except npushm.NpushmError:
-                pass
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+def teardown_module(module):
+    """Remove what a failed test left published, and the scratch directory."""
+    gc.collect()
+    for name in created:
+        try:
+            npushm.remove(name)
+        except npushm.NpushmError:
+            pass
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))
