@@ -2,7 +2,7 @@
 # NumPy broadcasting, fused lazy evaluation, buffer reuse).
 #
 #   make                      builds build/lib/libnptensor.so (+ .a) and the C test
-#   make check-tensor-c       C unit and negative tests (TAP)
+#   make check-tensor-c       C unit and negative tests (kselftest_harness.h, TAP)
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
 #   make tensor-bench         the benchmark of bench/tensor (not part of check)
@@ -40,10 +40,14 @@ $(TENSOR_ALIB): $(TENSOR_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(TENSOR_OBJS)
 
+# The C tests use the kernel's kselftest_harness.h (make setup extracts it).
+HARNESS_BINS += $(TENSOR_TEST)
 $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
+	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) -lnptensor \
-		-Wl,-rpath,$(LIBDIR) -lm -lpthread
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) -o $@ $< \
+		-L$(LIBDIR) -lnptensor -Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 -include $(TENSOR_OBJS:.o=.d)
 
