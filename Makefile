@@ -3,7 +3,8 @@
 # npushm top-level Makefile.
 #
 #   make            build the userspace libraries, tools and tests (build/); the
-#                   module's selftests only after make setup (they need its harness)
+#                   C tests written with the kselftest harness (module selftests,
+#                   libnptensor's) only after make setup (they need the harness)
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
@@ -36,7 +37,7 @@ export KDIR
 
 USER_TARGETS :=
 CHECK_SUITES :=
-HARNESS_TARGETS :=
+HARNESS_BINS :=
 
 .PHONY: all modules setup check check-suites demo clean static-check
 all: user
@@ -53,18 +54,18 @@ include tools/licences.mk
 include tools/install.mk
 
 # Plain "make" builds what can be built with the packages of "tools/setup.sh
-# build"; the module's selftests also need the kselftest harness that "make
-# setup" extracts from linux-source-6.1: without it they are left out, with a
-# note (make check always has it).
+# build"; the C test programs written with the kselftest harness (HARNESS_BINS:
+# the module's selftests, libnptensor's C tests) also need the harness that
+# "make setup" extracts from linux-source-6.1: without it they are left out,
+# with a note (make check always has it).
 SELFTEST_HARNESS_FOUND := $(wildcard $(SELFTEST_HARNESS)/kselftest_harness.h)
-# HARNESS_TARGETS: other programs built on that harness (the fragments add them).
-USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(SELFTEST_BINS_ALL) $(HARNESS_TARGETS),$(USER_TARGETS)))
+USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(HARNESS_BINS),$(USER_TARGETS)))
 
 .PHONY: user build-deps
 user: build-deps
 	@$(MAKE) --no-print-directory $(USER_BUILDABLE)
 ifeq ($(SELFTEST_HARNESS_FOUND),)
-	@echo "make: built all but the tests that need the kselftest harness (the module's selftests, tensor-blocks, bert): run 'make setup' (as root) for them"
+	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, libnptensor's and libnpbert's C tests): run 'make setup' (as root) for them"
 endif
 
 build-deps:

@@ -60,9 +60,9 @@ $(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUS
 # ccl-perf: the benchmark harness with the npccl backend
 CCL_BENCH_DIR := $(CURDIR)/bench/ccl
 $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
-		$(CCL_BENCH_DIR)/backend_npccl.c $(CCL_LIB)
+		$(CCL_BENCH_DIR)/backend_npccl.c $(CCL_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -O2 -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
+	$(CC) $(CCL_TEST_CFLAGS) -O2 -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 # ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
@@ -88,7 +88,7 @@ check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
 
 CHECK_SUITES += ccl ccl-netns ccl-python
 .PHONY: check-ccl check-ccl-netns check-ccl-full
-check-ccl: $(CCL_LIB) $(CCL_TEST_BINS)
+check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)

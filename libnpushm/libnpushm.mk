@@ -57,9 +57,9 @@ $(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
 LIBNPUSHM_CLI_SRCS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.c)
 LIBNPUSHM_CLI_HDRS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.h)
 
-$(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO)
+$(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -o $@ $(LIBNPUSHM_CLI_SRCS) -L$(LIBDIR) -lnpushm \
+	$(CC) $(LIBNPUSHM_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(LIBNPUSHM_CLI_SRCS) -L$(LIBDIR) -lnpushm \
 		$(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
 
 # ---------------------------------------------------------------- the tests

@@ -4,7 +4,7 @@
 # NumPy broadcasting, fused lazy evaluation, buffer reuse).
 #
 #   make                      builds build/lib/libnptensor.so (+ .a) and the C test
-#   make check-tensor-c       C unit and negative tests (TAP)
+#   make check-tensor-c       C unit and negative tests (kselftest_harness.h, TAP)
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make check-tensor-blocks  take, linear, attention against naive references (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
@@ -43,21 +43,21 @@ $(TENSOR_ALIB): $(TENSOR_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(TENSOR_OBJS)
 
-# The C API tests use kselftest_harness.h (extracted by tools/setup.sh).
-HARNESS_TARGETS += $(TENSOR_TEST)
+# The C tests use the kernel's kselftest_harness.h (make setup extracts it).
+HARNESS_BINS += $(TENSOR_TEST)
 $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-sign-compare -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) \
-		-o $@ $< -L$(LIBDIR) -lnptensor -Wl,-rpath,$(LIBDIR) -lm -lpthread
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) -o $@ $< \
+		-L$(LIBDIR) -lnptensor -Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 -include $(TENSOR_OBJS:.o=.d)
 
 # The model building blocks (take, linear, attention): kselftest-harness tests.
 TENSOR_BLOCKS_TEST := $(BINDIR)/test_tensor_blocks
 USER_TARGETS += $(TENSOR_BLOCKS_TEST)
-HARNESS_TARGETS += $(TENSOR_BLOCKS_TEST)
+HARNESS_BINS += $(TENSOR_BLOCKS_TEST)
 CHECK_SUITES += tensor-blocks
 
 $(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)

@@ -26,7 +26,7 @@ BERT_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(BERT_INCS)
 BERT_LIBS := -L$(LIBDIR) -lnpbert -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 USER_TARGETS += $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST)
-HARNESS_TARGETS += $(BERT_TEST)
+HARNESS_BINS += $(BERT_TEST)
 
 $(BERT_OBJDIR)/%.o: $(BERT_DIR)/src/%.c
 	@mkdir -p $(dir $@)

@@ -8,6 +8,7 @@
  *            [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-t SECONDS] [-w WARMUP]
  *            [-d f32|f64|i32] [--odd] [--fresh] [--shared]
  *            [backend options: -n N --bind]
+ *   ccl-perf --help | --version
  *
  * For each size: warm-up, then enough iterations for -t seconds (default
  * 0.5, agreed by all ranks), out of place and in place. t is the mean time
@@ -221,9 +222,74 @@ static int measure(enum bk_coll c, enum bk_dtype d, size_t count, int inplace, s
 	return 0;
 }
 
+#ifndef NPUSHM_VERSION
+#define NPUSHM_VERSION "unknown"
+#endif
+
+static const char usage[] =
+	"usage: %1$s [-c COLLECTIVE] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-t SECONDS]\n"
+	"       %2$*3$s [-w WARMUP] [-d f32|f64|i32] [--odd] [--fresh] [--shared]\n"
+	"       %2$*3$s [backend options]\n"
+	"       %1$s --help | --version\n"
+	"\n"
+	"Collective benchmark in the style of nccl-tests: for each size from MINBYTES to\n"
+	"MAXBYTES (times FACTOR), out of place and in place, the time per call, algbw,\n"
+	"busbw and the number of wrong results.\n"
+	"\n"
+	"  -c COLLECTIVE  allreduce (default), allgather, reduce_scatter, broadcast, reduce,\n"
+	"                 alltoall\n"
+	"  -b, -e BYTES   smallest and largest size per rank (default 8 and 256M; K, M, G)\n"
+	"  -f FACTOR      size step (default 2)\n"
+	"  -t SECONDS     time per size, agreed by all ranks (default 0.5)\n"
+	"  -w WARMUP      warm-up calls per size (default 5)\n"
+	"  -d DTYPE       f32 (default), f64 or i32\n"
+	"  --odd          sizes not multiples of the rank count\n"
+	"  --fresh        a newly mapped output buffer for every call (page faults counted)\n"
+	"  --shared       buffers from the library's shared allocator\n"
+	"\n"
+	"npccl backend: -n N forks N local ranks; without -n the ranks come from a\n"
+	"launcher's environment (mpirun, torchrun: RANK/WORLD_SIZE, NPCCL_RANK/NPCCL_NRANKS);\n"
+	"--bind pins rank r to CPU r.\n"
+	"\n"
+	"Exit status: 0 done and every result right, 1 a collective failed or a result\n"
+	"was wrong, 2 bad usage.\n";
+
+static const char *const dt_opts[] = { "f32", "f64", "i32" };
+
 int main(int argc, char **argv)
 {
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int rank, p;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf(usage, prog, "", (int)strlen(prog));
+			return 0;
+		}
+		if (!strcmp(argv[i], "--version")) {
+			printf("%s (npushm) %s\n", prog, NPUSHM_VERSION);
+			return 0;
+		}
+	}
+	/* Check the values before any rank starts. */
+	for (int i = 1; i + 1 < argc; i++) {
+		const char *a = argv[i], *v = argv[i + 1];
+		int known = 0;
+		if (!strcmp(a, "-c")) {
+			for (int k = 0; k < BK_NCOLLS; k++)
+				known |= !strcmp(v, coll_names[k]);
+		} else if (!strcmp(a, "-d")) {
+			for (int k = 0; k < BK_NDTYPES; k++)
+				known |= !strcmp(v, dt_opts[k]);
+		} else {
+			continue;
+		}
+		if (!known) {
+			fprintf(stderr, "ccl-perf: %s '%s' is not one of the %s (ccl-perf --help)\n", a, v,
+				a[1] == 'c' ? "collectives" : "data types");
+			return 2;
+		}
+		i++;
+	}
 	if (bk_init(&argc, &argv, &rank, &p))
 		return 1;
 	enum bk_coll c = BK_ALLREDUCE;
@@ -259,7 +325,7 @@ int main(int argc, char **argv)
 			shared = 1;
 		} else {
 			if (rank == 0)
-				fprintf(stderr, "ccl-perf: unknown option %s\n", a);
+				fprintf(stderr, "ccl-perf: unknown option %s (ccl-perf --help)\n", a);
 			bk_finalize();
 			return 2;
 		}

@@ -11,16 +11,25 @@
  *
  *     npccl_unique_id_t id;                       // on one process:
  *     npccl_get_unique_id(&id);                   //   serves the rendezvous
- *     ...hand `id` to every rank (fork, file, npccl_unique_id_to_string)...
+ *     // ...hand `id` to every rank (fork, file, npccl_unique_id_to_string)...
  *     npccl_comm_t comm;
- *     npccl_comm_init_rank(&comm, nranks, &id, rank);
- *     npccl_allreduce(in, out, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+ *     npccl_status_t st = npccl_comm_init_rank(&comm, nranks, &id, rank);
+ *     if (st == NPCCL_OK)
+ *         st = npccl_allreduce(in, out, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+ *     if (st != NPCCL_OK)
+ *         fprintf(stderr, "npccl: %s\n", npccl_strerror(st));
  *     npccl_comm_destroy(comm);
  *
- * Under a launcher, npccl_comm_init_env(&comm) reads the launcher's
- * variables instead (torchrun: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
- * Open MPI: OMPI_COMM_WORLD_RANK/SIZE; MPICH/Hydra: PMI_RANK/PMI_SIZE), so
- * `mpirun -np 4 ./app` and `torchrun --nproc-per-node 4 app` both work.
+ * Under a launcher, npccl_comm_init_env() reads the launcher's variables
+ * instead of taking an id (torchrun: RANK, WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT; Open MPI: OMPI_COMM_WORLD_RANK/SIZE; MPICH/Hydra:
+ * PMI_RANK/PMI_SIZE), so `mpirun -np 4 ./app` and
+ * `torchrun --nproc-per-node 4 app` both work:
+ *
+ *     char err[256];
+ *     if (npccl_comm_init_env(&comm, err, sizeof(err)) != NPCCL_OK)
+ *         fprintf(stderr, "npccl: %s\n", err);
+ *
  * docs/ccl.md says how the rendezvous address is found in each case.
  *
  * Ranks on the same host (same boot id and network namespace) exchange data

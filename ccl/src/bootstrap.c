@@ -119,9 +119,10 @@ static void *root_main(void *arg)
 	struct root_ctx ctx = *(struct root_ctx *)arg;
 	free(arg);
 	uint64_t deadline = now_ns() + (uint64_t)ctx.timeout_ms * 1000000ull;
-	int nranks = -1, joined = 0;
+	int nranks = -1, joined = 0, first_rank = -1;
 	int *fds = NULL;
 	struct peer_info *table = NULL;
+	char mismatch[200] = "";
 
 	while (nranks < 0 || joined < nranks) {
 		int fd = sock_accept(ctx.lfd, deadline);
@@ -148,12 +149,29 @@ static void *root_main(void *arg)
 				 "the bootstrap root at this address serves another communicator "
 				 "(tag %016llx, yours %016llx): stale unique id or port reused",
 				 (unsigned long long)ctx.magic, (unsigned long long)h.comm_magic);
-		} else if (h.nranks <= 0 || (nranks > 0 && h.nranks != nranks)) {
+		} else if (mismatch[0]) {
 			rej.status = NPCCL_ERR_INVALID_ARG;
-			snprintf(rej.text, sizeof(rej.text),
-				 "rank %d says the communicator has %d ranks but an earlier rank "
-				 "said %d",
-				 h.rank, h.nranks, nranks);
+			snprintf(rej.text, sizeof(rej.text), "%s", mismatch);
+		} else if (h.nranks <= 0) {
+			rej.status = NPCCL_ERR_INVALID_ARG;
+			snprintf(rej.text, sizeof(rej.text), "rank %d says the communicator has %d ranks",
+				 h.rank, h.nranks);
+		} else if (nranks > 0 && h.nranks != nranks) {
+			/* Fatal for everyone: tell the ranks that joined too, at once. */
+			rej.status = NPCCL_ERR_INVALID_ARG;
+			snprintf(mismatch, sizeof(mismatch),
+				 "the ranks disagree on the number of ranks: rank %d was started with "
+				 "%d, rank %d with %d (WORLD_SIZE, NPCCL_NRANKS or the launcher's size "
+				 "must be the same for every rank)",
+				 h.rank, h.nranks, first_rank, nranks);
+			snprintf(rej.text, sizeof(rej.text), "%s", mismatch);
+			root_reply_all(fds, nranks, NPCCL_ERR_INVALID_ARG, mismatch);
+			for (int i = 0; i < nranks; i++)
+				if (fds[i] >= 0) {
+					close(fds[i]);
+					fds[i] = -1;
+				}
+			joined = 0;
 		} else if (h.rank < 0 || h.rank >= h.nranks) {
 			rej.status = NPCCL_ERR_INVALID_ARG;
 			snprintf(rej.text, sizeof(rej.text), "rank %d is outside 0..%d", h.rank,
@@ -161,6 +179,7 @@ static void *root_main(void *arg)
 		} else {
 			if (nranks < 0) {
 				nranks = h.nranks;
+				first_rank = h.rank;
 				fds = malloc(sizeof(int) * (size_t)nranks);
 				table = calloc((size_t)nranks, sizeof(*table));
 				if (!fds || !table) {

@@ -12,18 +12,23 @@
  *      that rank 0 writes and the others poll, <job> being NPCCL_JOB_ID, Open
  *      MPI's OMPI_MCA_ess_base_jobid, or else the launcher's process id (the
  *      ranks' common parent: mpirun, Hydra's proxy). Rank 0 removes it once
- *      every rank has joined.
+ *      every rank has joined; a file left by a rank 0 that was killed (its
+ *      pid is in the file) is removed by the next run.
  * With 1 or 2, rank 0 listens on the port and serves the rendezvous; the tag
- * that keeps communicators apart is derived from the address, size and job.
+ * that keeps communicators apart is derived from the address and job (not
+ * the size, so that ranks given different sizes are told so).
  */
 #include "npccl_internal.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -57,6 +62,66 @@ static const char *job_id(void)
 	return NULL;
 }
 
+/*
+ * The rendezvous file holds "<id hex> <pid of rank 0>\n". A file whose
+ * writer is gone (rank 0 killed before every rank joined) is stale: readers
+ * remove it and wait for a fresh one, and rank 0 sweeps the stale files of
+ * other jobs from the directory when it writes its own.
+ */
+#define RDV_FILE_MAX (NPCCL_UNIQUE_ID_STRLEN + 32)
+
+static int file_writer_alive(const char *buf)
+{
+	const char *sp = strchr(buf, ' ');
+	long pid = sp ? strtol(sp + 1, NULL, 10) : 0;
+	if (pid <= 0)
+		return 1;	/* not ours to judge */
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* Remove @path if it still holds @content (whose writer is dead). */
+static void remove_stale(const char *path, const char *content)
+{
+	char again[RDV_FILE_MAX];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, again, sizeof(again) - 1);
+	close(fd);
+	if (n > 0) {
+		again[n] = 0;
+		if (!strcmp(again, content))
+			unlink(path);
+	}
+}
+
+static void sweep_stale_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (strncmp(de->d_name, "npccl-", 6) || len < 9 || strcmp(de->d_name + len - 3, ".id"))
+			continue;
+		char path[4200], buf[RDV_FILE_MAX];
+		struct stat sb;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		ssize_t n = fstat(fd, &sb) == 0 && sb.st_uid == geteuid() ? read(fd, buf, sizeof(buf) - 1) : -1;
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		if (!file_writer_alive(buf))
+			remove_stale(path, buf);
+	}
+	closedir(d);
+}
+
 static npccl_status_t file_rendezvous(int rank, int nranks, npccl_unique_id_t *id, char *path,
 				      size_t pathlen, char *err, size_t errlen)
 {
@@ -69,21 +134,24 @@ static npccl_status_t file_rendezvous(int rank, int nranks, npccl_unique_id_t *i
 		snprintf(jb, sizeof(jb), "ppid%d", (int)getppid());
 		job = jb;
 	}
-	snprintf(path, pathlen, "%s/npccl-%s-%d.id", dir, job, nranks);
-	char hex[NPCCL_UNIQUE_ID_STRLEN];
+	/* Not the size: ranks started with different sizes must meet, so that
+	 * the root can tell them so. */
+	snprintf(path, pathlen, "%s/npccl-%s.id", dir, job);
+	char hex[NPCCL_UNIQUE_ID_STRLEN], buf[RDV_FILE_MAX];
 	if (rank == 0) {
 		npccl_status_t st = unique_id_create(htonl(INADDR_LOOPBACK), 0, -1, 0, id, err,
 						     errlen);
 		if (st)
 			return st;
+		sweep_stale_files(dir);
 		npccl_unique_id_to_string(id, hex);
+		int len = snprintf(buf, sizeof(buf), "%s %d\n", hex, (int)getpid());
 		char tmp[4200];
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0 || write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) ||
-		    rename(tmp, path) < 0) {
-			snprintf(err, errlen, "cannot write the rendezvous file %s: %s", path,
-				 strerror(errno));
+		if (fd < 0 || write(fd, buf, (size_t)len) != (ssize_t)len || rename(tmp, path) < 0) {
+			snprintf(err, errlen, "cannot write the rendezvous file %s: %s (set "
+				 "NPCCL_RENDEZVOUS_DIR to a writable directory)", path, strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			unlink(tmp);
@@ -97,20 +165,28 @@ static npccl_status_t file_rendezvous(int rank, int nranks, npccl_unique_id_t *i
 	for (;;) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
-			ssize_t n = read(fd, hex, sizeof(hex) - 1);
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
 			close(fd);
-			if (n == (ssize_t)sizeof(hex) - 1) {
-				hex[n] = 0;
-				if (npccl_unique_id_from_string(hex, id) == NPCCL_OK)
+			if (n >= (ssize_t)sizeof(hex) - 1) {
+				buf[n] = 0;
+				memcpy(hex, buf, sizeof(hex) - 1);
+				hex[sizeof(hex) - 1] = 0;
+				if (!file_writer_alive(buf))
+					remove_stale(path, buf);
+				else if (npccl_unique_id_from_string(hex, id) == NPCCL_OK)
 					return NPCCL_OK;
 			}
 		}
 		if (now_ns() > end) {
 			snprintf(err, errlen,
-				 "rank %d: no rendezvous: rank 0 did not write %s within %d ms; on "
-				 "several hosts set NPCCL_ROOT_ADDR=host:port (or MASTER_ADDR and "
-				 "MASTER_PORT) for every rank",
-				 rank, path, tmo);
+				 "rank %d: no rendezvous: rank 0 did not write %s within %d ms. The "
+				 "file is named after NPCCL_JOB_ID (here '%s'%s): every rank of a job "
+				 "must see the same NPCCL_JOB_ID and NPCCL_RENDEZVOUS_DIR; on several "
+				 "hosts set NPCCL_ROOT_ADDR=host:port (or MASTER_ADDR and MASTER_PORT) "
+				 "for every rank",
+				 rank, path, tmo, job,
+				 job == jb ? ", from the launcher's process id as NPCCL_JOB_ID is "
+					     "unset" : "");
 			return NPCCL_ERR_BOOTSTRAP;
 		}
 		usleep(2000);
@@ -171,7 +247,9 @@ npccl_status_t npccl_comm_init_env(npccl_comm_t *comm, char *err, size_t errlen)
 		}
 		char key[512];
 		const char *job = job_id();
-		int kl = snprintf(key, sizeof(key), "%s|%d|%s", addr, nranks, job ? job : "");
+		/* Not the size: a rank started with another size must reach the
+		 * root's size check, not look like another communicator. */
+		int kl = snprintf(key, sizeof(key), "%s|%s", addr, job ? job : "");
 		uint64_t magic = XXH64(key, (size_t)kl, 0x6e70636c) | 1;
 		if (rank == 0) {
 			int lfd = sock_listen_tcp(htonl(INADDR_ANY), port, err, errlen);

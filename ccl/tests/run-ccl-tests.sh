@@ -77,5 +77,101 @@ else
 	echo "not ok $n - torchrun-style environment, 4 ranks"
 	cat "$out"/torch.* | sed 's/^/# /' | tail -20
 fi
+# result OK DESCRIPTION [FILES...]: one TAP line; the files as diagnostics on failure
+result() {
+	n=$((n + 1))
+	if [ "$1" = 1 ]; then
+		echo "ok $n - $2"
+	else
+		fail=$((fail + 1))
+		echo "not ok $n - $2"
+		shift 2
+		cat "$@" 2>/dev/null | sed 's/^/# /' | tail -20
+	fi
+}
+
+# ranks started with different sizes are told so, on both sides (file and TCP rendezvous)
+rdv=$out/rdv
+mkdir -p "$rdv"
+mismatch() {
+	for r in 0 1; do
+		env "$@" NPCCL_RANK=$r NPCCL_NRANKS=3 NPCCL_BOOTSTRAP_TIMEOUT_MS=8000 \
+			timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/mm.$r" 2>&1 &
+	done
+	env "$@" NPCCL_RANK=2 NPCCL_NRANKS=4 NPCCL_BOOTSTRAP_TIMEOUT_MS=8000 \
+		timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/mm.2" 2>&1
+	wait
+	# rank 0 (size 3, the root's side) and rank 2 (size 4) both say why; rank 1
+	# too unless it came after rank 0 had failed and exited (no root left)
+	[ "$(grep -l 'disagree on the number of ranks: rank . was started with ., rank . with .' \
+		"$out/mm.0" "$out/mm.2" | wc -l)" = 2 ] && grep -q '^envcheck FAIL init' "$out/mm.1"
+}
+mismatch NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=size-mismatch && ok=1 || ok=0
+result $ok "file rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
+mismatch NPCCL_ROOT_ADDR=127.0.0.1:$((port + 1)) && ok=1 || ok=0
+result $ok "TCP rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
+
+# the file rendezvous timeout names NPCCL_JOB_ID
+NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=nobody-writes NPCCL_RANK=1 NPCCL_NRANKS=2 \
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=500 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/jobid" 2>&1
+grep -q "NPCCL_JOB_ID (here 'nobody-writes')" "$out/jobid" && ok=1 || ok=0
+result $ok "file rendezvous: the timeout names NPCCL_JOB_ID and the file" "$out/jobid"
+
+# rank 0 killed after writing the file: the next run of the job (its other rank
+# started first) is not misled by the stale file, and no file stays behind
+NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=0 NPCCL_NRANKS=2 \
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 "$BIN/ccl-test" env-worker >"$out/killed.0" 2>&1 &
+k=$!
+for i in $(seq 100); do [ -s "$rdv/npccl-killed.id" ] && break; sleep 0.1; done
+kill -9 $k
+wait $k 2>/dev/null
+[ -s "$rdv/npccl-killed.id" ] && stale=1 || stale=0
+# and another job's stale file (writer long gone) in the same directory
+printf '%s 999999999\n' "$(head -c 257 /dev/zero | tr '\0' 0)" >"$rdv/npccl-other-job.id"
+NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=1 NPCCL_NRANKS=2 \
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/next.1" 2>&1 &
+w=$!
+sleep 0.5
+NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=0 NPCCL_NRANKS=2 \
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/next.0" 2>&1
+wait $w
+[ $stale = 1 ] && [ "$(cat "$out"/next.* | grep -c '^envcheck rank .* ok')" = 2 ] &&
+	[ -z "$(ls -A "$rdv")" ] && ok=1 || ok=0
+result $ok "file rendezvous: a file left by a killed rank 0 is replaced and removed by the next run" \
+	"$out"/next.* "$out/killed.0"
+
+# ccl-perf: --help and --version, exit statuses, bad values refused before any rank starts
+version=$(cat "$root/VERSION")
+"$BIN/ccl-perf" --help >"$out/perf.help" 2>&1 && grep -q '^usage: ccl-perf' "$out/perf.help" &&
+	grep -q 'Exit status: 0' "$out/perf.help" && grep -q -- '-c COLLECTIVE' "$out/perf.help" &&
+	[ "$("$BIN/ccl-perf" --version)" = "ccl-perf (npushm) $version" ] && ok=1 || ok=0
+"$BIN/ccl-perf" -n 2 -c allreduse >"$out/perf.bad" 2>&1
+[ $? = 2 ] && grep -q "allreduse' is not one of the collectives" "$out/perf.bad" || ok=0
+"$BIN/ccl-perf" -n 2 --frobnicate >>"$out/perf.bad" 2>&1
+[ $? = 2 ] || ok=0
+result $ok "ccl-perf --help (options, exit statuses), --version, bad values exit 2" \
+	"$out/perf.help" "$out/perf.bad"
+
+# the examples of the header's tutorial and of docs/ccl.md compile as written
+examples() {
+	{
+		echo '#include <stdio.h>'
+		grep -h '^#include' "$1" 2>/dev/null
+		echo '#include "npccl.h"'
+		echo 'void example(const float *in, float *out, size_t n, int nranks, int rank);'
+		echo 'void example(const float *in, float *out, size_t n, int nranks, int rank) {'
+		grep -v '^#include' "$1"
+		echo '}'
+	} >"$1.c"
+	gcc -std=gnu11 -Wall -Werror -Wno-unused-variable -fsyntax-only -I"$root/ccl/include" "$1.c"
+}
+sed -n '/^ \* Tutorial/,/^ \* Ranks on the same host/s/^ \*     //p' "$root/ccl/include/npccl.h" |
+	grep -v '^ \*' >"$out/tutorial"
+awk '/^```c/ { on = 1; next } /^```/ { if (on) exit } on' "$root/docs/ccl.md" >"$out/docs-example"
+examples "$out/tutorial" >"$out/tutorial.log" 2>&1 && grep -q npccl_comm_init_env "$out/tutorial" &&
+	examples "$out/docs-example" >>"$out/tutorial.log" 2>&1 && ok=1 || ok=0
+result $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall -Werror)" \
+	"$out/tutorial.log"
+
 echo "1..$n"
 [ "$fail" = 0 ]

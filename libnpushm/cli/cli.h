@@ -19,6 +19,7 @@ struct cli_opts {
 	bool json;
 	bool quiet;
 	bool no_dedup;
+	bool replace;
 	bool all;
 	npushm_backend_t backend;
 	const char *name;

@@ -2,7 +2,9 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * cmd_load.c - `npushm load FILE --name NAME`: load a safetensors file into
- * shared memory through npushm_model_load() and report what happened.
+ * shared memory through npushm_model_load() and report what happened
+ * (a name that already holds the same content is a success: nothing to do;
+ * --replace moves a name holding other content to the new model).
  */
 #include <stdio.h>
 #include <time.h>
@@ -27,7 +29,7 @@ int cmd_load(const struct cli_opts *o)
 		return rc;
 	bar = cli_progress_new(o->name, !o->json && !o->quiet && isatty(STDERR_FILENO));
 	lo.mode = o->mode;
-	lo.flags = o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0;
+	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0);
 	lo.progress = cli_progress_cb;
 	lo.progress_arg = bar;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -49,8 +51,12 @@ int cmd_load(const struct cli_opts *o)
 		json_object_object_add(j, "region_id", json_object_new_uint64(res.region_id));
 		json_object_object_add(j, "hash", json_object_new_string(res.hash_hex));
 		json_object_object_add(j, "deduplicated", json_object_new_boolean(res.deduplicated));
+		json_object_object_add(j, "already_loaded", json_object_new_boolean(res.already_loaded));
 		json_object_object_add(j, "seconds", json_object_new_double(secs));
 		cli_print_json(j);
+	} else if (!o->quiet && res.already_loaded) {
+		printf("'%s' already holds %s (hash %s, region %llu): nothing to do\n", o->name, o->args[0],
+		       res.hash_hex, (unsigned long long)res.region_id);
 	} else if (!o->quiet) {
 		printf("loaded '%s' from %s: %zu tensors, %s, hash %s, region %llu (%s) in %.2f s (%.2f GB/s)\n",
 		       o->name, o->args[0], res.tensor_count, cli_size(res.source_size, sz, sizeof(sz)),

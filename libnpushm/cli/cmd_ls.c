@@ -6,11 +6,16 @@
  * a model, whether it is sealed, how many processes map it and how many of
  * its bytes are pinned (RDMA MRs, O_DIRECT in flight; when the backend can
  * tell). Hash aliases are folded into their region's HASH
- * column unless --all. The mapper counts are read before this process
- * attaches anything, so they do not include `npushm ls` itself.
+ * column unless --all; --all also shows the regions without a name that
+ * processes still map (a model removed while workers use it). A region
+ * whose manifest the caller may not read is marked, with a note saying
+ * that permission hides whether it is a model. The mapper counts are read
+ * before this process attaches anything, so they do not include `npushm ls`
+ * itself.
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -45,7 +50,7 @@ int cmd_ls(const struct cli_opts *o)
 	npushm_dev_info_t di;
 	npushm_dev_t *dev;
 	npushm_status_t st;
-	int rc = 0;
+	int rc = 0, denied = 0, unnamed = 0;
 
 	dev = cli_open_dev(o, &rc);
 	if (!dev)
@@ -66,12 +71,22 @@ int cmd_ls(const struct cli_opts *o)
 		npushm_model_t *m = NULL;
 		npushm_model_info_t mi = { 0 };
 		char names[512] = "", sz[32], procs[16], pinned[32];
+		npushm_status_t ast = NPUSHM_ERR_NOT_FOUND;
 		size_t used = 0;
 
-		if (name && npushm_model_attach_dev(dev, name, &m) == NPUSHM_OK)
-			npushm_model_info(m, &mi);
+		if (!e->name_count && !o->all) {
+			unnamed++;
+			continue;
+		}
+		if (name) {
+			ast = npushm_model_attach_dev(dev, name, &m);
+			if (ast == NPUSHM_OK)
+				npushm_model_info(m, &mi);
+			else if (ast == NPUSHM_ERR_ACCESS)
+				denied++;
+		}
 		for (size_t k = 0; k < e->name_count; k++) {
-			if (is_alias(e->names[k].name) && !o->all && m)
+			if (is_alias(e->names[k].name) && !o->all && (m || ast == NPUSHM_ERR_ACCESS))
 				continue;
 			used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
 						 "%s%s", used ? "," : "", e->names[k].name);
@@ -96,7 +111,11 @@ int cmd_ls(const struct cli_opts *o)
 				struct json_object *n = json_object_new_object();
 
 				json_object_object_add(n, "name", json_object_new_string(e->names[k].name));
+				char oct[8];
+
+				snprintf(oct, sizeof(oct), "%04o", e->names[k].mode);
 				json_object_object_add(n, "mode", json_object_new_uint64(e->names[k].mode));
+				json_object_object_add(n, "mode_octal", json_object_new_string(oct));
 				json_object_object_add(n, "uid", json_object_new_uint64(e->names[k].uid));
 				json_object_object_add(n, "gid", json_object_new_uint64(e->names[k].gid));
 				json_object_object_add(n, "persistent", json_object_new_boolean(e->names[k].persistent));
@@ -104,6 +123,7 @@ int cmd_ls(const struct cli_opts *o)
 				json_object_array_add(jn, n);
 			}
 			json_object_object_add(j, "names", jn);
+			json_object_object_add(j, "readable", json_object_new_boolean(ast != NPUSHM_ERR_ACCESS));
 			if (m) {
 				struct json_object *jm = json_object_new_object();
 
@@ -128,13 +148,32 @@ int cmd_ls(const struct cli_opts *o)
 				snprintf(pinned, sizeof(pinned), "?");
 			else
 				cli_size(e->pinned_bytes, pinned, sizeof(pinned));
-			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s\n", names[0] ? names : "(unnamed)",
-			       m ? "model" : "region", cli_size(e->size, sz, sizeof(sz)),
+			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s\n", names[0] ? names : name ? name : "(no name)",
+			       m ? "model" : ast == NPUSHM_ERR_ACCESS ? "region*" : "region", cli_size(e->size, sz, sizeof(sz)),
 			       m ? mi.hash_hex : "-", tensors,
 			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned);
 		}
 		npushm_model_detach(m);
 	}
+	if (!o->json && denied)
+		printf("\n* you (uid %u) may not read %s: whether %s, and %s, %s hidden\n"
+		       "  by permission (ls --json shows the mode; ask the owner for read access)\n",
+		       (unsigned)geteuid(), denied == 1 ? "this region" : "these regions",
+		       denied == 1 ? "it is a model" : "they are models",
+		       denied == 1 ? "its hash and tensors" : "their hashes and tensors",
+		       "are");
+	if (!o->json && o->all && npushm_region_list_count(list) > 0) {
+		bool any = false;
+
+		for (size_t i = 0; i < npushm_region_list_count(list); i++)
+			any |= !npushm_region_list_at(list, i)->name_count;
+		if (any)
+			printf("\n(no name): regions whose names were removed (or never given) that processes\n"
+			       "  still map; their memory is freed when the last of them unmaps it\n");
+	}
+	if (!o->json && unnamed)
+		printf("\n(%d region%s without a name still mapped: npushm ls --all shows %s)\n", unnamed,
+		       unnamed == 1 ? "" : "s", unnamed == 1 ? "it" : "them");
 	if (o->json) {
 		struct json_object *j = json_object_new_object();
 

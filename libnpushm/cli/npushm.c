@@ -3,13 +3,14 @@
 /*
  * npushm.c - the npushm command: argument parsing and dispatch.
  *
- *   npushm [--backend kmod|posix] load FILE --name NAME [--mode 0640] [--no-dedup]
+ *   npushm [--backend kmod|posix] load FILE --name NAME [--mode 0640] [--no-dedup] [--replace]
  *   npushm ls [--all]
  *   npushm info NAME
  *   npushm rm NAME
  *   npushm hash FILE...
- * Every command takes --json (one JSON document on stdout, errors too).
- * Exit status: 0 success, 1 failure, 2 bad usage.
+ *   npushm help [COMMAND], npushm [COMMAND] --help, npushm --version
+ * Every command takes --json (one JSON document on stdout, errors and usage
+ * errors too). Exit status: 0 success, 1 failure, 2 bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,19 +20,118 @@
 
 #include "cli.h"
 
+#ifndef NPUSHM_VERSION
+#define NPUSHM_VERSION "unknown"
+#endif
+
 static const char usage[] =
-	"usage: npushm [--backend kmod|posix] COMMAND [--json] ...\n"
+	"usage: npushm [--backend kmod|posix|auto] COMMAND [--json] [OPTIONS] [OPERANDS]\n"
+	"       npushm --help | --version\n"
+	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--mode 0640] [--no-dedup] [--quiet]\n"
+	"  load FILE.safetensors --name NAME [--mode 0640] [--no-dedup] [--replace] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
-	"  ls [--all]     list models and regions (--all: hash aliases too)\n"
+	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
+	"                 still mapped too)\n"
 	"  info NAME      show a model's tensors\n"
 	"  rm NAME        remove a model's name (memory goes when the last user detaches)\n"
 	"  hash FILE...   the content hash load would record (no backend needed)\n"
+	"  help [COMMAND] this text, or a command's\n"
 	"\n"
+	"--json prints one JSON document on stdout, errors and usage errors included.\n"
 	"The backend is the npushm module when an npushm filesystem is mounted at\n"
 	"$NPUSHM_DIR (default /run/npushm), else POSIX shared memory in /dev/shm\n"
-	"($NPUSHM_SHM_DIR); NPUSHM_BACKEND or --backend choose it.\n";
+	"($NPUSHM_SHM_DIR); NPUSHM_BACKEND or --backend choose it.\n"
+	"\n"
+	"Exit status: 0 success, 1 failure (the message says why and what to do),\n"
+	"2 bad usage. See npushm(1) and npushm-COMMAND(1).\n";
+
+struct cmd_help {
+	const char *name;
+	const char *text;
+};
+
+static const struct cmd_help cmd_helps[] = {
+	{ "load",
+	  "usage: npushm load FILE.safetensors --name NAME [--mode MODE] [--no-dedup]\n"
+	  "                   [--replace] [--quiet] [--json]\n"
+	  "\n"
+	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
+	  "as NAME (with the alias xxh3:HASH). Atomic: the name appears only once the\n"
+	  "model is complete. NAME is checked first: when it already holds this file's\n"
+	  "content the load succeeds at once; when it holds anything else the load stops\n"
+	  "before copying, unless --replace.\n"
+	  "\n"
+	  "  --name NAME   the name workers attach by (required)\n"
+	  "  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
+	  "  --no-dedup    always make a new copy, even of content already published\n"
+	  "  --replace     if NAME holds other content, move NAME to the new model\n"
+	  "                (atomically; attached workers keep the old one)\n"
+	  "  --quiet       print nothing on success, and no warnings\n"
+	  "  --json        print the result (or the error) as one JSON document\n"
+	  "\n"
+	  "Exit status: 0 the model is published under NAME (newly, or already was),\n"
+	  "1 the load failed (invalid file, no room, NAME taken, no permission), 2 bad usage.\n" },
+	{ "ls",
+	  "usage: npushm ls [--all] [--json]\n"
+	  "\n"
+	  "List the models and regions the caller can see: names, kind, size, content\n"
+	  "hash, tensors, whether sealed, processes mapping it, bytes pinned. A region\n"
+	  "whose manifest the caller may not read is shown as kind 'region' with a note.\n"
+	  "\n"
+	  "  --all         also the hash aliases (xxh3:HASH) and the removed regions that\n"
+	  "                processes still map (their memory is still in use)\n"
+	  "  --json        print the list as one JSON document (modes as numbers and as\n"
+	  "                octal strings)\n"
+	  "\n"
+	  "Exit status: 0 listed, 1 the backend cannot be opened or read, 2 bad usage.\n" },
+	{ "info",
+	  "usage: npushm info NAME [--json]\n"
+	  "\n"
+	  "Show the model published as NAME: backend, hash, sizes, metadata and one line\n"
+	  "per tensor (name, dtype, shape, offset in the region, bytes).\n"
+	  "\n"
+	  "  --json        print it as one JSON document\n"
+	  "\n"
+	  "Exit status: 0 shown, 1 no such model or no permission, 2 bad usage.\n" },
+	{ "rm",
+	  "usage: npushm rm NAME [--quiet] [--json]\n"
+	  "\n"
+	  "Remove the name NAME. Processes that attached the model keep it; its memory\n"
+	  "is freed when the last of them detaches (npushm ls --all shows it until then).\n"
+	  "\n"
+	  "  --quiet       print nothing on success\n"
+	  "  --json        print the result (or the error) as one JSON document\n"
+	  "\n"
+	  "Exit status: 0 removed, 1 no such name or no permission, 2 bad usage.\n" },
+	{ "hash",
+	  "usage: npushm hash FILE... [--json]\n"
+	  "\n"
+	  "Print the content hash npushm load would record for each FILE (XXH3-128 over\n"
+	  "the XXH3-128 digests of its 8 MiB blocks), as \"HASH  FILE\", without loading\n"
+	  "it and without a backend. A FILE that cannot be read is reported and the\n"
+	  "others are still hashed.\n"
+	  "\n"
+	  "  --json        print {\"files\": [...]} and, for failed files, \"errors\"\n"
+	  "\n"
+	  "Exit status: 0 every FILE hashed, 1 at least one could not be, 2 bad usage.\n" },
+	{ "help",
+	  "usage: npushm help [COMMAND]\n"
+	  "\n"
+	  "Print the usage of npushm, or of COMMAND.\n"
+	  "\n"
+	  "Exit status: 0, or 2 for an unknown COMMAND.\n" },
+};
+
+static const struct cmd_help *find_help(const char *cmd)
+{
+	if (cmd && !strcmp(cmd, "list"))
+		cmd = "ls";
+	for (size_t i = 0; cmd && i < sizeof(cmd_helps) / sizeof(cmd_helps[0]); i++)
+		if (!strcmp(cmd, cmd_helps[i].name))
+			return &cmd_helps[i];
+	return NULL;
+}
 
 const char *cli_status_name(npushm_status_t st)
 {
@@ -124,12 +224,40 @@ static int print_warnings(int rc)
 	return rc;
 }
 
+/* --json anywhere on the command line: usage errors are JSON too. */
+static bool json_usage;
+static const char *usage_cmd;
+
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "npushm: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n\n%s", usage);
+	const struct cmd_help *h = find_help(usage_cmd);
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	fprintf(stderr, "npushm: %s\n\n%s", msg, h ? h->text : usage);
+	if (json_usage) {
+		struct json_object *err = json_object_new_object();
+		struct json_object *root = json_object_new_object();
+
+		json_object_object_add(err, "status", json_object_new_string("USAGE"));
+		json_object_object_add(err, "message", json_object_new_string(msg));
+		json_object_object_add(err, "usage", json_object_new_string(h ? h->text : usage));
+		json_object_object_add(root, "error", err);
+		cli_print_json(root);
+	}
 	return 2;
+}
+
+static int print_help(const char *cmd)
+{
+	const struct cmd_help *h = find_help(cmd);
+
+	if (cmd && !h) {
+		usage_cmd = NULL;
+		return usage_error("no help for '%s': it is not an npushm command", cmd);
+	}
+	fputs(h ? h->text : usage, stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -139,16 +267,22 @@ int main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "no-dedup", no_argument, NULL, 'D' },
+		{ "replace", no_argument, NULL, 'R' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli_opts o = { .backend = NPUSHM_BACKEND_AUTO };
 	const char *cmd = NULL;
+	bool help = false, version = false;
 	int c;
 
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json_usage = true;
 	/* Room for every operand; the process ends soon after, which frees it. */
 	o.args = calloc((size_t)argc, sizeof(*o.args));
 	if (!o.args) {
@@ -156,11 +290,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	while ((c = getopt_long(argc, argv, "+jn:m:Dqab:h", longopts, NULL)) != -1 || optind < argc) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:jn:m:DRqab:hV", longopts, NULL)) != -1 || optind < argc) {
 		if (c == -1) {
 			/* A positional argument: the command or its operands. */
 			if (!cmd)
-				cmd = argv[optind];
+				usage_cmd = cmd = argv[optind];
 			else
 				o.args[o.nargs++] = argv[optind];
 			optind++;
@@ -171,7 +306,10 @@ int main(int argc, char **argv)
 		case 'n': o.name = optarg; break;
 		case 'q': o.quiet = true; break;
 		case 'D': o.no_dedup = true; break;
+		case 'R': o.replace = true; break;
 		case 'a': o.all = true; break;
+		case 'h': help = true; break;
+		case 'V': version = true; break;
 		case 'm': {
 			char *end;
 
@@ -193,18 +331,33 @@ int main(int argc, char **argv)
 			else
 				return usage_error("--backend '%s' is not kmod, posix or auto", optarg);
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			fprintf(stderr, "\n%s", usage);
-			return 2;
+		case ':':
+			return usage_error("%s needs a value", argv[optind - 1]);
+		default: {
+			char opt[3] = { '-', (char)optopt, '\0' };
+
+			return usage_error("unknown option '%s'", optopt ? opt : argv[optind - 1]);
+		}
 		}
 	}
+	if (version) {
+		printf("npushm %s\n", NPUSHM_VERSION);
+		return 0;
+	}
+	if (help)
+		return print_help(cmd && !strcmp(cmd, "help") && o.nargs ? o.args[0] : cmd);
 	if (!cmd)
 		return usage_error("%s", "no command given");
+	if (!find_help(cmd)) {
+		usage_cmd = NULL;
+		return usage_error("unknown command '%s'", cmd);
+	}
 	if (!o.quiet && !getenv("NPUSHM_LOG"))
 		npushm_log_set(hold_warning, NULL, NPUSHM_LOG_WARN);
+	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace))
+		return usage_error("%s", "--name, --mode, --no-dedup and --replace belong to load");
+	if (o.all && strcmp(cmd, "ls") && strcmp(cmd, "list"))
+		return usage_error("%s", "--all belongs to ls");
 	if (!strcmp(cmd, "load")) {
 		if (o.nargs != 1)
 			return usage_error("%s", "load takes one FILE");
@@ -232,9 +385,8 @@ int main(int argc, char **argv)
 			return usage_error("%s", "hash takes one or more FILEs");
 		return print_warnings(cmd_hash(&o));
 	}
-	if (!strcmp(cmd, "help")) {
-		fputs(usage, stdout);
-		return 0;
-	}
-	return usage_error("unknown command '%s'", cmd);
+	/* help */
+	if (o.nargs > 1)
+		return usage_error("%s", "help takes at most one COMMAND");
+	return print_help(o.nargs ? o.args[0] : NULL);
 }

@@ -209,6 +209,8 @@ typedef struct npushm_region npushm_region_t;
 /* npushm_region_publish() flags */
 #define NPUSHM_PUBLISH_PERSISTENT	(1U << 0)	/* the name keeps the region alive (since
 							 * 1.1 every name does: accepted, implied) */
+#define NPUSHM_PUBLISH_REPLACE		(1U << 1)	/* since 1.2: if @name is taken, move it to
+							 * this region atomically (rename(2)) */
 
 /* npushm_region_map() protections */
 #define NPUSHM_PROT_READ	(1U << 0)
@@ -281,7 +283,9 @@ NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr);
 
 /*
  * Publish the region as @name with permission bits @mode (subset of 0666).
- * Needs a read-write handle unless the region is sealed. EXISTS if taken.
+ * Needs a read-write handle unless the region is sealed. EXISTS if taken,
+ * unless NPUSHM_PUBLISH_REPLACE: then the name moves to this region in one
+ * step (no moment without it; ACCESS if the caller may not replace it).
  * The name is a link to the region's file: it keeps the region alive until
  * npushm_name_unlink(), the mode is the region's (the last publish sets
  * it), and only the region's owner may add a name (ACCESS otherwise).
@@ -357,7 +361,10 @@ typedef struct npushm_region_list npushm_region_list_t;
  * directory, with counts from the module on kmod (generic netlink for the
  * caller's own regions, every region for CAP_SYS_ADMIN; the info ioctl for
  * the others it may read), plus its own unnamed kmod regions; on posix from
- * /proc/PID/maps of the processes the caller may read. @listp [out].
+ * /proc/PID/maps of the processes the caller may read, which also show the
+ * regions of the directory whose names were all removed while they are
+ * still mapped (listed without names, name_count 0, as kmod's unnamed
+ * ones are). @listp [out].
  */
 NPUSHM_API npushm_status_t npushm_dev_list_regions(npushm_dev_t *dev, npushm_region_list_t **listp);
 NPUSHM_API size_t npushm_region_list_count(const npushm_region_list_t *list);
@@ -438,6 +445,8 @@ typedef void (*npushm_progress_fn)(void *arg, npushm_load_stage_t stage, uint64_
 
 /* npushm_load_opts_t.flags */
 #define NPUSHM_LOAD_NO_DEDUP	(1U << 0)	/* always make a new copy */
+#define NPUSHM_LOAD_REPLACE	(1U << 1)	/* since 1.2: a name holding other content is
+						 * moved to the new model atomically */
 
 typedef struct npushm_load_opts {
 	uint32_t mode;		/* permission bits of the name, 0: 0640 */
@@ -455,6 +464,7 @@ typedef struct npushm_load_result {
 	uint64_t source_size;
 	size_t tensor_count;
 	bool deduplicated;	/* an identical published copy was reused */
+	bool already_loaded;	/* since 1.2: @name already held this content; nothing done */
 } npushm_load_result_t;
 
 /*
@@ -467,6 +477,11 @@ typedef struct npushm_load_result {
  * memory behind. Unless NPUSHM_LOAD_NO_DEDUP, a file whose hash is already
  * published under the alias "xxh3:<hex>" reuses that region. @opts may be
  * NULL.
+ * The name is checked first, before anything is copied: when it already
+ * holds a sealed model of the same size, hash and mode the load succeeds at
+ * once (result->already_loaded; idempotent); when it holds anything else
+ * EXISTS, unless NPUSHM_LOAD_REPLACE, which loads the file and then moves
+ * the name to it atomically (workers attached to the old model keep it).
  * @result [out] may be NULL.
  */
 NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path, const char *name,

@@ -57,6 +57,9 @@ static bool name_from_file(const npushm_dev_t *dev, const char *fname, char *out
 
 	if (strncmp(fname, dev->prefix, plen))
 		return false;
+	/* Without a prefix a name's leading '.' is written %2E: a dot file is not a name. */
+	if (!plen && fname[0] == '.')
+		return false;
 	for (p = fname + plen; *p; p++) {
 		char c = *p;
 
@@ -195,7 +198,33 @@ npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name)
 	return npi_fail(npi_status_from_errno(err), err, "cannot remove the name '%s'", name);
 }
 
-npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode)
+/*
+ * Replace the name @fname by a link to @r's file, atomically: link under a
+ * hidden temporary name (not a name: a leading '.' without the prefix),
+ * then rename(2) it over @fname. The kernel checks the permission to
+ * replace (sticky directory: only the old file's owner or root).
+ */
+static int replace_link(npushm_region_t *r, const char *fname, const char *proc)
+{
+	npushm_dev_t *dev = r->dev;
+	static unsigned long seq;
+	char tmp[64];
+	int err = 0;
+
+	snprintf(tmp, sizeof(tmp), ".npushm-replace.%d.%lu", (int)getpid(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	if (linkat(AT_FDCWD, proc, dev->fd, tmp, AT_SYMLINK_FOLLOW) &&
+	    (errno != ENOENT || access("/proc/self/fd", F_OK) == 0 ||
+	     linkat(r->fd, "", dev->fd, tmp, AT_EMPTY_PATH)))
+		return errno;
+	if (renameat(dev->fd, tmp, dev->fd, fname))
+		err = errno;
+	/* Gone after a rename, unless @fname already was a link to the same file. */
+	unlinkat(dev->fd, tmp, 0);
+	return err;
+}
+
+npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode, uint32_t flags)
 {
 	npushm_dev_t *dev = r->dev;
 	char fname[300], proc[64];
@@ -217,12 +246,24 @@ npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t m
 				"cannot give region %llu the mode %04o for '%s': the mode belongs to the region and only its owner (uid %u) may change it",
 				(unsigned long long)r->id, mode, name, (unsigned)st.st_uid);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
-	if (!linkat(AT_FDCWD, proc, dev->fd, fname, AT_SYMLINK_FOLLOW))
-		return NPUSHM_OK;
-	err = errno;
-	if (err == ENOENT && access("/proc/self/fd", F_OK) != 0 &&
-	    !linkat(r->fd, "", dev->fd, fname, AT_EMPTY_PATH))
-		return NPUSHM_OK;
+	if (flags & NPUSHM_PUBLISH_REPLACE) {
+		err = replace_link(r, fname, proc);
+		if (!err)
+			return NPUSHM_OK;
+		if (err == EPERM || err == EACCES) {
+			if (!fstatat(dev->fd, fname, &st, AT_SYMLINK_NOFOLLOW))
+				return npi_fail(NPUSHM_ERR_ACCESS, err,
+						"cannot replace '%s': only its owner (uid %u) or root may",
+						name, (unsigned)st.st_uid);
+		}
+	} else {
+		if (!linkat(AT_FDCWD, proc, dev->fd, fname, AT_SYMLINK_FOLLOW))
+			return NPUSHM_OK;
+		err = errno;
+		if (err == ENOENT && access("/proc/self/fd", F_OK) != 0 &&
+		    !linkat(r->fd, "", dev->fd, fname, AT_EMPTY_PATH))
+			return NPUSHM_OK;
+	}
 	if (err == EEXIST)
 		return npi_fail(NPUSHM_ERR_EXISTS, err,
 				"the name '%s' is already published; choose another name or remove it first",

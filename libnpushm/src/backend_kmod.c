@@ -80,7 +80,7 @@ static npushm_status_t kmod_dev_open(npushm_dev_t *dev)
 
 		if (access(NPUSHM_DEVICE_PATH, F_OK))
 			return npi_fail(NPUSHM_ERR_NO_DEVICE, err,
-					"kmod backend: the npushm module is not loaded (no %s); load it (insmod kmod/npushm.ko), mount an instance (mount -t npushm npushm %s) or set NPUSHM_BACKEND=posix",
+					"kmod backend: the npushm module is not loaded (no %s); load it (modprobe npushm), mount an instance (mount -t npushm npushm %s) or set NPUSHM_BACKEND=posix",
 					NPUSHM_DEVICE_PATH, dir);
 		return npi_fail(NPUSHM_ERR_NO_DEVICE, err,
 				"kmod backend: %s is not an npushm filesystem; mount one there (mount -t npushm npushm %s), set NPUSHM_DIR to where one is mounted, or set NPUSHM_BACKEND=posix",
@@ -270,7 +270,6 @@ static npushm_status_t kmod_region_publish(npushm_region_t *r, const char *name,
 	bool sealed = false;
 	npushm_status_t st;
 
-	(void)flags;	/* names are files: always persistent */
 	st = kmod_region_sealed(r, &sealed);
 	if (st)
 		return st;
@@ -278,7 +277,7 @@ static npushm_status_t kmod_region_publish(npushm_region_t *r, const char *name,
 		return npi_fail(NPUSHM_ERR_ACCESS, EACCES,
 				"publishing region %llu as '%s' needs a read-write handle unless the region is sealed",
 				(unsigned long long)r->id, name);
-	return npi_dir_publish(r, name, mode);
+	return npi_dir_publish(r, name, mode, flags);
 }
 
 static npushm_status_t kmod_region_seal(npushm_region_t *r)

@@ -46,13 +46,19 @@ static npushm_status_t posix_dev_open(npushm_dev_t *dev)
 	struct statfs sfs;
 	npushm_status_t st;
 
-	if (!dir || !*dir)
+	bool from_env = dir && *dir;
+
+	if (!from_env)
 		dir = "/dev/shm";
 	dev->prefix = "npushm.";
 	st = npi_dir_open(dev, dir);
+	if (st && from_env)
+		return npi_fail(st, npushm_last_errno(),
+				"posix backend: NPUSHM_SHM_DIR is '%s', which cannot be opened as a directory; create it on a tmpfs, point NPUSHM_SHM_DIR at an existing tmpfs directory, or unset it to use /dev/shm",
+				dir);
 	if (st)
 		return npi_fail(st, npushm_last_errno(),
-				"posix backend: cannot open the shared-memory directory %s; mount a tmpfs there or set NPUSHM_SHM_DIR",
+				"posix backend: cannot open the shared-memory directory %s; mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm) or set NPUSHM_SHM_DIR to a directory on a tmpfs",
 				dir);
 	if (fstatfs(dev->fd, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC_)
 		npi_log(NPUSHM_LOG_WARN, "posix backend: %s is not a tmpfs; regions will live on disk", dir);
@@ -253,7 +259,6 @@ static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name
 	bool sealed = false;
 	npushm_status_t s;
 
-	(void)flags;	/* names are files: always persistent */
 	if (r->memfd)
 		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0,
 				"region %llu is a memfd: the posix backend can only name regions created in %s",
@@ -266,7 +271,7 @@ static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name
 				"publishing region %llu as '%s' needs a read-write handle unless the region is sealed",
 				(unsigned long long)r->id, name);
 	/* The write bits are the seal here: a sealed region keeps none. */
-	return npi_dir_publish(r, name, sealed ? (mode & ~0222u) : mode);
+	return npi_dir_publish(r, name, sealed ? (mode & ~0222u) : mode, flags);
 }
 
 static npushm_status_t posix_region_seal(npushm_region_t *r)
@@ -373,7 +378,7 @@ static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *dir
 	if (st.st_blksize <= (blksize_t)r->dev->page_size) {
 		if (r->size >= LOAD_ADVICE_SIZE)
 			npi_log(NPUSHM_LOG_WARN,
-				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see docs/weights.md) loads several times faster and lets workers map 2 MiB entries",
+				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see npushm-load(1)) loads several times faster and lets workers map 2 MiB entries",
 				r->dev->dir, (long)(st.st_blksize >> 10));
 		return NPUSHM_OK;
 	}
@@ -439,16 +444,113 @@ static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
 	closedir(proc);
 }
 
+/*
+ * One mapping line of a file of our directory that has no name any more
+ * ("DIR/npushm.NAME (deleted)" after a remove, "DIR/#INO (deleted)" for an
+ * unnamed region): list its region, unnamed, once.
+ */
+static void add_unnamed(struct npushm_region_list *list, const char *pid, unsigned long lo,
+			unsigned long hi, unsigned long off, unsigned long ino)
+{
+	npushm_region_entry_t *e = NULL;
+	char path[320];
+	struct stat fs;
+
+	for (size_t i = 0; i < list->count; i++)
+		if (list->entries[i].id == ino)
+			e = &list->entries[i];
+	if (e && e->name_count)
+		return;
+	if (!e) {
+		e = npi_list_add(list);
+		if (!e)
+			return;
+		e->id = ino;
+		e->handles = NPUSHM_COUNT_UNKNOWN;
+		e->dmabufs = NPUSHM_COUNT_UNKNOWN;
+		e->pinned_bytes = UINT64_MAX;
+		snprintf(path, sizeof(path), "/proc/%s", pid);
+		if (!stat(path, &fs)) {
+			e->owner_uid = fs.st_uid;
+			e->owner_gid = fs.st_gid;
+		}
+	}
+	/* The file itself when we may look (map_files: administrators), else what is mapped. */
+	snprintf(path, sizeof(path), "/proc/%s/map_files/%lx-%lx", pid, lo, hi);
+	if (!stat(path, &fs) && (unsigned long)fs.st_ino == ino) {
+		e->size = (uint64_t)fs.st_size;
+		e->owner_uid = fs.st_uid;
+		e->owner_gid = fs.st_gid;
+		if (!(fs.st_mode & 0222))
+			e->flags |= NPUSHM_REGION_SEALED;
+	} else if (off + (hi - lo) > e->size) {
+		e->size = off + (hi - lo);
+	}
+}
+
+/*
+ * Regions whose every name was removed while processes still map them (a
+ * model removed under its workers) have no file name left: find them in
+ * /proc/PID/maps as files of our directory marked " (deleted)".
+ */
+static void list_unnamed_mapped(npushm_dev_t *dev, struct npushm_region_list *list)
+{
+	size_t dlen = strlen(dev->dir), plen = strlen(dev->prefix);
+	struct stat dst;
+	struct dirent *de;
+	char line[4096];
+	DIR *proc;
+
+	while (dlen > 1 && dev->dir[dlen - 1] == '/')
+		dlen--;
+	if (fstat(dev->fd, &dst) || !(proc = opendir("/proc")))
+		return;
+	while ((de = readdir(proc))) {
+		char path[300];
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/maps", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi, off, ino;
+			unsigned maj, mnr;
+			int pos = 0;
+			char *file, *end;
+
+			if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &lo, &hi, &off, &maj, &mnr, &ino, &pos) != 6 ||
+			    !pos)
+				continue;
+			if (maj != major(dst.st_dev) || mnr != minor(dst.st_dev) || !ino)
+				continue;
+			file = line + pos;
+			end = strstr(file, " (deleted)\n");
+			if (!end || strncmp(file, dev->dir, dlen) || file[dlen] != '/')
+				continue;
+			file += dlen + 1;
+			if (strncmp(file, dev->prefix, plen) && file[0] != '#')
+				continue;
+			add_unnamed(list, de->d_name, lo, hi, off, ino);
+		}
+		fclose(f);
+	}
+	closedir(proc);
+}
+
 static npushm_status_t posix_list_regions(npushm_dev_t *dev, struct npushm_region_list *list)
 {
 	npushm_status_t st = npi_dir_list_names(dev, list);
 
 	if (st)
 		return st;
+	list_unnamed_mapped(dev, list);
 	for (size_t i = 0; i < list->count; i++) {
 		npushm_region_entry_t *e = &list->entries[i];
 
-		/* No write bits: sealed. */
+		/* No write bits: sealed (unnamed ones: add_unnamed() knew or not). */
 		if (e->name_count && !(e->names[0].mode & 0222))
 			e->flags |= NPUSHM_REGION_SEALED;
 		e->mappings = e->mappers = 0;

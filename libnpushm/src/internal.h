@@ -155,7 +155,7 @@ npushm_status_t npi_dir_tmpfile(npushm_dev_t *dev, int *fdp);
 npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_t flags, int *fdp);
 npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name);
 /* Give the file of @r the mode @mode, then link it as @name. */
-npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode);
+npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode, uint32_t flags);
 /* The region's preferred name in the directory (a model name before a hash alias). */
 npushm_status_t npi_dir_first_name(npushm_dev_t *dev, ino_t ino, char *best, size_t size);
 /* One entry per region file, with all its names; counts unknown. */

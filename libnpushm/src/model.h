@@ -26,5 +26,7 @@ void npi_model_ref(npushm_model_t *m);
 void npi_model_unref(npushm_model_t *m);
 /* "model 'x' not found: ...; run `npushm load FILE --name x` first". */
 npushm_status_t npi_model_not_found(const char *name);
+/* model_remove.c: drop the hash alias of @r if it is the last name left (after a name moved away). */
+void npi_model_drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char *why);
 
 #endif

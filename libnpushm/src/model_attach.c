@@ -61,7 +61,7 @@ NPUSHM_API npushm_status_t npushm_model_attach_dev(npushm_dev_t *dev, const char
 		goto out;
 	if (!sealed) {
 		st = npi_fail(NPUSHM_ERR_CORRUPT, 0,
-			      "'%s' is not a finished model: its region is not sealed (use npushm_region_open for plain regions)",
+			      "'%s' is not a finished model: its region is not sealed (a plain region, not a model loaded by npushm load)",
 			      name);
 		goto out;
 	}

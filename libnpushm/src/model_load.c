@@ -2,7 +2,8 @@
 /*
  * model_load.c - load a safetensors file into one sealed, published region.
  *
- * Steps: validate the header (safetensors.c); lay out the region
+ * Steps: validate the header (safetensors.c); check the name (taken by the
+ * same content: done; by other content: EXISTS unless replacing); lay out the region
  * (model_layout.c); allocate an *unnamed* region; stream the file into it
  * while hashing it (model_copy.c, model_copy_direct.c); write the manifest;
  * seal; then publish.
@@ -23,6 +24,7 @@
 
 #include "content_hash.h"
 #include "manifest.h"
+#include "model.h"
 #include "model_load.h"
 
 void npi_load_progress(const struct load *ld, npushm_load_stage_t stage, uint64_t done,
@@ -88,6 +90,14 @@ static npushm_status_t start_copy(struct load *ld)
 	return npi_load_copy_direct(ld);
 }
 
+static bool replacing(const struct load *ld);
+static npushm_status_t name_taken(const struct load *ld, const char *what);
+
+static uint32_t publish_flags(const struct load *ld)
+{
+	return NPUSHM_PUBLISH_PERSISTENT | (replacing(ld) ? NPUSHM_PUBLISH_REPLACE : 0);
+}
+
 /*
  * If the alias of our hash names a valid model with the same hash and
  * size, publish @name on it. *done = true when that worked.
@@ -125,13 +135,11 @@ static npushm_status_t try_dedup(struct load *ld, npushm_dev_t *dev, bool *done)
 		goto out;
 	}
 	npi_load_progress(ld, NPUSHM_LOAD_PUBLISH, 0, 1);
-	st = npushm_region_publish(other, ld->name, ld->mode, NPUSHM_PUBLISH_PERSISTENT);
-	if (st == NPUSHM_ERR_EXISTS) {
+	st = npushm_region_publish(other, ld->name, ld->mode, publish_flags(ld));
+	if (st == NPUSHM_ERR_EXISTS || st == NPUSHM_ERR_ACCESS) {
 		npushm_region_unmap(other, m);
 		npushm_region_close(other);
-		return npi_fail(NPUSHM_ERR_EXISTS, EEXIST,
-				"cannot load '%s': the name '%s' is already published; run `npushm rm %s` first or choose another --name",
-				ld->path, ld->name, ld->name);
+		return st == NPUSHM_ERR_EXISTS ? name_taken(ld, "") : st;
 	}
 	if (st == NPUSHM_OK) {
 		*done = true;
@@ -146,6 +154,95 @@ out:
 	return NPUSHM_OK;
 }
 
+static bool replacing(const struct load *ld)
+{
+	return ld->opts && (ld->opts->flags & NPUSHM_LOAD_REPLACE);
+}
+
+static npushm_status_t name_taken(const struct load *ld, const char *what)
+{
+	return npi_fail(NPUSHM_ERR_EXISTS, EEXIST,
+			"cannot load '%s': the name '%s' is already published%s; run `npushm rm %s` first, choose another --name, or replace it with --replace",
+			ld->path, ld->name, what, ld->name);
+}
+
+/*
+ * Before anything is copied: is the name taken? Free: go on (*done false).
+ * Taken by a sealed model of this file's size, hash and mode: *done, the
+ * load is already done (only then is the file read, to hash it). Taken by
+ * anything else: EXISTS, or go on when replacing.
+ */
+static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool *done)
+{
+	npushm_region_t *other = NULL;
+	struct npi_saved_error saved;
+	struct npi_manifest_view v;
+	npushm_region_info_t info;
+	const char *what = "";
+	npushm_status_t st;
+	void *m = NULL;
+	struct stat st1;
+	uint32_t want;
+
+	*done = false;
+	npi_error_save(&saved);
+	st = npushm_region_open(dev, ld->name, 0, &other);
+	if (st == NPUSHM_ERR_NOT_FOUND) {
+		npi_error_restore(&saved);
+		return NPUSHM_OK;
+	}
+	if (st) {
+		what = st == NPUSHM_ERR_ACCESS ? " (by another user; you may not read it)" : "";
+		goto taken;
+	}
+	if (npushm_region_map(other, NPUSHM_PROT_READ, &m) ||
+	    npi_manifest_check(m, other->size, &v) ||
+	    npushm_region_info(other, &info) || !(info.flags & NPUSHM_REGION_SEALED)) {
+		what = " (not as a model loaded by npushm)";
+		goto taken;
+	}
+	want = dev->backend == NPUSHM_BACKEND_POSIX ? ld->mode & ~0222u : ld->mode;
+	if (v.hdr->source_size != (uint64_t)ld->st0.st_size) {
+		what = " with other content (a file of another size)";
+		goto taken;
+	}
+	st = npi_content_hash_fd(ld->fd, ld->path, ld->hash);
+	if (st)
+		goto out;
+	if (fstat(ld->fd, &st1) || !same_file_state(&ld->st0, &st1)) {
+		st = npi_fail(NPUSHM_ERR_IO, 0, "'%s' changed while it was being read; load it again",
+			      ld->path);
+		goto out;
+	}
+	npi_hex(ld->hash, 16, ld->hash_hex);
+	if (memcmp(v.hdr->hash, ld->hash, 16)) {
+		what = " with other content (another hash)";
+		goto taken;
+	}
+	if (info.mode != want) {
+		if (replacing(ld))
+			goto out;
+		npushm_region_unmap(other, m);
+		npushm_region_close(other);
+		return npi_fail(NPUSHM_ERR_EXISTS, EEXIST,
+				"cannot load '%s': the name '%s' already holds this file but with mode %04o, not %04o; run `npushm rm %s` first or replace it with --replace",
+				ld->path, ld->name, info.mode, want, ld->name);
+	}
+	*done = true;
+	ld->used_id = other->id;
+	ld->used_size = other->size;
+	goto out;
+taken:
+	st = replacing(ld) ? NPUSHM_OK : name_taken(ld, what);
+	if (!st)
+		npi_error_restore(&saved);
+out:
+	if (m)
+		npushm_region_unmap(other, m);
+	npushm_region_close(other);
+	return st;
+}
+
 static void fill_result(const struct load *ld, npushm_load_result_t *res, bool dedup)
 {
 	if (!res)
@@ -157,6 +254,13 @@ static void fill_result(const struct load *ld, npushm_load_result_t *res, bool d
 	res->source_size = (uint64_t)ld->st0.st_size;
 	res->tensor_count = ld->h->count;
 	res->deduplicated = dedup;
+}
+
+static void fill_already(const struct load *ld, npushm_load_result_t *res)
+{
+	fill_result(ld, res, true);
+	if (res)
+		res->already_loaded = true;
 }
 
 static npushm_status_t publish(struct load *ld, npushm_dev_t *dev, npushm_load_result_t *res)
@@ -174,11 +278,9 @@ static npushm_status_t publish(struct load *ld, npushm_dev_t *dev, npushm_load_r
 		ld->used_id = ld->r->id;
 		ld->used_size = ld->r->size;
 		npi_load_progress(ld, NPUSHM_LOAD_PUBLISH, 0, 1);
-		st = npushm_region_publish(ld->r, ld->name, ld->mode, NPUSHM_PUBLISH_PERSISTENT);
+		st = npushm_region_publish(ld->r, ld->name, ld->mode, publish_flags(ld));
 		if (st == NPUSHM_ERR_EXISTS)
-			return npi_fail(st, EEXIST,
-					"cannot load '%s': the name '%s' is already published; run `npushm rm %s` first or choose another --name",
-					ld->path, ld->name, ld->name);
+			return name_taken(ld, "");
 		if (st) {
 			npi_error_prefix("cannot load '%s'", ld->path);
 			return st;
@@ -245,7 +347,7 @@ static npushm_status_t check_args(npushm_dev_t *dev, const char *path, const cha
 	*mode = opts && opts->mode ? opts->mode : 0640;
 	if (*mode & ~0666u)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "mode %04o is not a subset of 0666", *mode);
-	if (opts && (opts->flags & ~NPUSHM_LOAD_NO_DEDUP))
+	if (opts && (opts->flags & ~(NPUSHM_LOAD_NO_DEDUP | NPUSHM_LOAD_REPLACE)))
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_load: unknown flags 0x%x", opts->flags);
 	return NPUSHM_OK;
 }
@@ -255,7 +357,9 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 					     npushm_load_result_t *result)
 {
 	struct load ld = { .path = path, .name = name, .opts = opts, .fd = -1 };
+	npushm_region_t *old = NULL;
 	uint8_t *manifest = NULL;
+	bool done = false;
 	struct stat st1;
 	npushm_status_t st;
 
@@ -284,6 +388,14 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		goto out;
 	}
 	npi_load_progress(&ld, NPUSHM_LOAD_PARSE, ld.h->count, ld.h->count);
+	st = check_name_first(&ld, dev, &done);
+	if (st)
+		goto out;
+	if (done) {
+		fill_already(&ld, result);
+		npi_load_progress(&ld, NPUSHM_LOAD_DONE, 1, 1);
+		goto out;
+	}
 	st = npi_load_plan(ld.h, &ld.l, dev->page_size);
 	if (st)
 		goto out;
@@ -318,10 +430,22 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		npi_error_prefix("cannot load '%s'", path);
 		goto out;
 	}
+	if (replacing(&ld)) {
+		/* The model the name leaves: its alias goes too if nothing else names it. */
+		struct npi_saved_error saved;
+
+		npi_error_save(&saved);
+		if (npushm_region_open(dev, name, 0, &old) != NPUSHM_OK)
+			old = NULL;
+		npi_error_restore(&saved);
+	}
 	st = publish(&ld, dev, result);
+	if (!st && old && old->id != ld.used_id)
+		npi_model_drop_lone_alias(dev, old, "the name moved to the new model");
 	if (!st)
 		npi_load_progress(&ld, NPUSHM_LOAD_DONE, 1, 1);
 out:
+	npushm_region_close(old);
 	free(manifest);
 	if (ld.map)
 		npushm_region_unmap(ld.r, ld.map);

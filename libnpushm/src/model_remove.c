@@ -13,13 +13,54 @@
 #include "manifest.h"
 #include "model.h"
 
+static void alias_of(npushm_region_t *r, char *alias, size_t size)
+{
+	struct npi_manifest_view v;
+	void *m = NULL;
+
+	alias[0] = '\0';
+	if (npushm_region_map(r, NPUSHM_PROT_READ, &m) == NPUSHM_OK &&
+	    npi_manifest_check(m, r->size, &v) == NPUSHM_OK) {
+		char hex[33];
+
+		npi_hex(v.hdr->hash, 16, hex);
+		snprintf(alias, size, "%s%s", NPUSHM_HASH_ALIAS_PREFIX, hex);
+	}
+	if (m)
+		npushm_region_unmap(r, m);
+}
+
+/* Only the alias left on @r? Then drop it so the memory can go. */
+static void drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char *alias, const char *why)
+{
+	npushm_region_info_t info;
+	npushm_region_t *a = NULL;
+
+	if (npushm_region_info(r, &info) == NPUSHM_OK && info.names == 1 &&
+	    npushm_region_open(dev, alias, 0, &a) == NPUSHM_OK && a->id == r->id) {
+		if (npushm_name_unlink(dev, alias))
+			npi_log(NPUSHM_LOG_WARN, "%s but its alias '%s' stays: %s", why, alias,
+				npushm_last_error());
+	}
+	npushm_region_close(a);
+}
+
+void npi_model_drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char *why)
+{
+	struct npi_saved_error saved;
+	char alias[64];
+
+	npi_error_save(&saved);
+	alias_of(r, alias, sizeof(alias));
+	if (alias[0])
+		drop_lone_alias(dev, r, alias, why);
+	npi_error_restore(&saved);
+}
+
 NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *name)
 {
-	npushm_region_t *r = NULL, *a = NULL;
-	npushm_region_info_t info;
-	struct npi_manifest_view v;
-	char alias[64] = "";
-	void *m = NULL;
+	npushm_region_t *r = NULL;
+	char alias[64] = "", why[320];
 	npushm_status_t st;
 
 	if (!dev)
@@ -36,32 +77,18 @@ NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *na
 	}
 	if (st)
 		return st;
-	if (npushm_region_map(r, NPUSHM_PROT_READ, &m) == NPUSHM_OK &&
-	    npi_manifest_check(m, r->size, &v) == NPUSHM_OK) {
-		char hex[33];
-
-		npi_hex(v.hdr->hash, 16, hex);
-		snprintf(alias, sizeof(alias), "%s%s", NPUSHM_HASH_ALIAS_PREFIX, hex);
-	}
-	if (m)
-		npushm_region_unmap(r, m);
+	alias_of(r, alias, sizeof(alias));
 	st = npushm_name_unlink(dev, name);
 	if (st) {
 		npi_error_prefix("cannot remove model '%s'", name);
 		goto out;
 	}
-	if (!alias[0] || !strcmp(alias, name))
-		goto out;
-	/* Only the alias left? Then drop it so the memory can go. */
-	if (npushm_region_info(r, &info) == NPUSHM_OK && info.names == 1 &&
-	    npushm_region_open(dev, alias, 0, &a) == NPUSHM_OK && a->id == r->id) {
-		if (npushm_name_unlink(dev, alias))
-			npi_log(NPUSHM_LOG_WARN, "model '%s' removed but its alias '%s' stays: %s", name,
-				alias, npushm_last_error());
+	if (alias[0] && strcmp(alias, name)) {
+		snprintf(why, sizeof(why), "model '%s' removed", name);
+		drop_lone_alias(dev, r, alias, why);
 	}
 	st = NPUSHM_OK;
 out:
-	npushm_region_close(a);
 	npushm_region_close(r);
 	return st;
 }

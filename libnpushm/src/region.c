@@ -216,9 +216,9 @@ NPUSHM_API npushm_status_t npushm_region_publish(npushm_region_t *r, const char 
 		return npi_fail(NPUSHM_ERR_INVALID, 0,
 				"mode %04o for '%s' is not a subset of 0666 (no execute, setuid or sticky bits)",
 				mode, name);
-	if (flags & ~NPUSHM_PUBLISH_PERSISTENT)
+	if (flags & ~(NPUSHM_PUBLISH_PERSISTENT | NPUSHM_PUBLISH_REPLACE))
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_region_publish: unknown flags 0x%x",
-				flags & ~NPUSHM_PUBLISH_PERSISTENT);
+				flags & ~(NPUSHM_PUBLISH_PERSISTENT | NPUSHM_PUBLISH_REPLACE));
 	return r->dev->ops->region_publish(r, name, mode, flags);
 }
 

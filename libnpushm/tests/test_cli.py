@@ -4,7 +4,8 @@
 """test_cli.py - the npushm command: every subcommand with --json parsed and
 checked against an independent reading of the file (safetensors_ref), the text
 output, the error messages and exit statuses, and the progress bar (only on a
-terminal). Runs on the backend NPUSHM_BACKEND selects; prints TAP."""
+terminal). Runs on the backend NPUSHM_BACKEND selects, under pytest
+(run-pytest.sh prints its TAP)."""
 import json
 import os
 import pty
@@ -17,7 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_ref as ref  # noqa: E402
-from taplib import check, diag, run  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NPUSHM_BIN") or os.path.join(os.environ.get("BUILD", ROOT + "/build"), "bin", "npushm")
@@ -25,6 +26,17 @@ KMOD = os.environ.get("NPUSHM_BACKEND") == "kmod"
 TMP = tempfile.mkdtemp(prefix="npushm-cli.")
 PFX = "cli%d." % os.getpid()
 created = set()
+
+
+def check(cond, msg="check failed"):
+    """Fail the test with `msg` unless `cond` (pytest shows it with the traceback)."""
+    if not cond:
+        raise AssertionError(msg)
+
+
+def diag(msg):
+    """A note for the suite's log (TAP comment under the test's line)."""
+    print(msg, flush=True)
 
 
 def cli(*args, expect=0):
@@ -188,7 +200,7 @@ def test_big_load_on_small_pages_says_how_to_go_faster():
         check(not warned, "no warning where the region gets big pages: %r" % p.stderr)
     else:
         check(p.stderr.startswith("npushm: warning: ") and "4 KiB pages" in p.stderr
-              and "docs/weights.md" in p.stderr, repr(p.stderr))
+              and "npushm-load(1)" in p.stderr, repr(p.stderr))
         check(p.stdout.startswith("loaded '%s'" % name), repr(p.stdout))
     cli("rm", name)
     p = cli("load", path, "--name", name, "--no-dedup", "--quiet")
@@ -248,10 +260,200 @@ def test_errors_say_what_to_do():
     check(not any(n["name"].startswith(PFX + "bad") for r in ls["regions"] for n in r["names"]))
     path = model_file("e.safetensors", seed=4)
     load(path, PFX + "e")
-    err, _ = cli_json("load", path, "--name", PFX + "e", expect=1)
-    check(err["error"]["status"] == "EXISTS" and "npushm rm %se" % PFX in err["error"]["message"])
+    err, _ = cli_json("load", model_file("e2.safetensors", seed=5), "--name", PFX + "e", expect=1)
+    check(err["error"]["status"] == "EXISTS" and "npushm rm %se" % PFX in err["error"]["message"]
+          and "--replace" in err["error"]["message"], err)
     cli("rm", PFX + "e")
     created.discard(PFX + "e")
+
+
+def sparse_model(name, nbytes, fill=0):
+    """A valid safetensors file of one U8 tensor of @nbytes, sparse (no data
+    written but the last byte): cheap to create, costly to copy."""
+    path = os.path.join(TMP, name)
+    header = json.dumps({"w": {"dtype": "U8", "shape": [nbytes], "data_offsets": [0, nbytes]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.seek(8 + len(header) + nbytes - 1)
+        f.write(bytes([fill]))
+    return path
+
+
+def region_names(all_=True):
+    ls, _ = cli_json("ls", *(["--all"] if all_ else []))
+    return {n["name"]: r for r in ls["regions"] for n in r["names"]}
+
+
+def test_load_checks_the_name_first_same_content_is_done():
+    """A name that already holds the file's content: success at once, nothing
+    copied (already_loaded); other content: EXISTS before anything is copied,
+    even for a file far too big to copy; --replace moves the name."""
+    a = model_file("n1.safetensors", seed=11)
+    b = model_file("n2.safetensors", seed=12)
+    name = PFX + "n"
+    first = load(a, name)
+    check(not first["already_loaded"])
+    again = load(a, name)
+    check(again["already_loaded"] and again["region_id"] == first["region_id"]
+          and again["hash"] == first["hash"], again)
+    p = cli("load", a, "--name", name)
+    check(p.stdout.startswith("'%s' already holds %s" % (name, a)) and "nothing to do" in p.stdout, p.stdout)
+    err, p = cli_json("load", b, "--name", name, expect=1)
+    check(err["error"]["status"] == "EXISTS" and "other content" in err["error"]["message"]
+          and "--replace" in err["error"]["message"], err)
+    # 64 GiB of (sparse) data: more than any pool or tmpfs here, so copying
+    # first would end in NO_SPACE (or take minutes), not in EXISTS at once.
+    huge = sparse_model("huge.safetensors", 64 << 30)
+    err, p = cli_json("load", huge, "--name", name, expect=1)
+    check(err["error"]["status"] == "EXISTS" and "another size" in err["error"]["message"], err)
+    check(region_names()[name]["id"] == first["region_id"], "the name still holds the first model")
+    # Same content, other mode: not silently accepted.
+    err, _ = cli_json("load", a, "--name", name, "--mode", "0600", expect=1)
+    check(err["error"]["status"] == "EXISTS" and "mode" in err["error"]["message"], err)
+    # --replace: the name moves to the new model; the old one's alias goes with it.
+    rep = load(b, name, "--replace")
+    check(not rep["already_loaded"] and rep["region_id"] != first["region_id"], rep)
+    names = region_names()
+    check(names[name]["id"] == rep["region_id"], "the name is on the new model")
+    check("xxh3:" + first["hash"] not in names, "the replaced model's alias went with its last name")
+    again = load(b, name, "--replace")
+    check(again["already_loaded"] and again["region_id"] == rep["region_id"], again)
+    cli("rm", name)
+    created.discard(name)
+
+
+def test_hash_goes_on_past_missing_files_like_sha256sum():
+    a = model_file("h1.safetensors", seed=21)
+    missing = os.path.join(TMP, "no-such-file")
+    p = cli("hash", missing, a, TMP, a, expect=1)
+    want = cli("hash", a).stdout
+    check(p.stdout == want * 2, "the readable files are still hashed: %r" % p.stdout)
+    check("cannot open '%s'" % missing in p.stderr and "'%s' is not a regular file" % TMP in p.stderr
+          and "2 of 4 files could not be hashed" in p.stderr, p.stderr)
+    out, _ = cli_json("hash", missing, a, expect=1)
+    check([f["file"] for f in out["files"]] == [a] and out["errors"][0]["file"] == missing
+          and out["errors"][0]["status"] == "NOT_FOUND" and out["error"]["status"] == "NOT_FOUND", out)
+
+
+def test_ls_json_gives_modes_in_octal_too():
+    name = PFX + "oct"
+    load(model_file("o.safetensors", seed=31), name, "--mode", "0644")
+    r = region_names(all_=False)[name]
+    n = [x for x in r["names"] if x["name"] == name][0]
+    want = 0o644 if KMOD else 0o444
+    check(n["mode"] == want and n["mode_octal"] == "%04o" % want, n)
+    cli("rm", name)
+    created.discard(name)
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def test_ls_as_another_user_says_permission_hides_the_manifest():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run ls as another user")
+    name = PFX + "priv"
+    load(model_file("p.safetensors", seed=41), name, "--mode", "0600")
+    p = subprocess.run([BIN, "ls"], capture_output=True, text=True, preexec_fn=as_nobody)
+    check(p.returncode == 0, p.stderr)
+    line = [l for l in p.stdout.splitlines() if l.startswith(name)]
+    check(line and line[0].split()[1] == "region*", p.stdout)
+    check("may not read th" in p.stdout and "hidden\n  by permission" in p.stdout, p.stdout)
+    p = subprocess.run([BIN, "ls", "--json"], capture_output=True, text=True, preexec_fn=as_nobody)
+    r = {n["name"]: x for x in json.loads(p.stdout)["regions"] for n in x["names"]}[name]
+    check(r["readable"] is False and r["model"] is None, r)
+    r = region_names(all_=False)[name]
+    check(r["readable"] is True and r["model"] is not None, "root reads it")
+    cli("rm", name)
+    created.discard(name)
+
+
+def region_file(name):
+    if KMOD:
+        return os.path.join(os.environ.get("NPUSHM_DIR") or "/run/npushm", name)
+    return os.path.join(os.environ.get("NPUSHM_SHM_DIR") or "/dev/shm", "npushm." + name)
+
+
+def test_ls_all_shows_removed_models_still_mapped():
+    import mmap
+    name = PFX + "gone"
+    res = load(model_file("g.safetensors", seed=51), name)
+    with open(region_file(name), "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    try:
+        cli("rm", name)
+        created.discard(name)
+        ls, _ = cli_json("ls", "--all")
+        r = [x for x in ls["regions"] if x["id"] == res["region_id"]]
+        check(len(r) == 1 and r[0]["names"] == [] and r[0]["mappers"] == 1
+              and r[0]["size"] == res["region_size"], ls)
+        ls, _ = cli_json("ls")
+        check(not any(x["id"] == res["region_id"] for x in ls["regions"]), "plain ls leaves it out")
+        p = cli("ls")
+        check("without a name still mapped" in p.stdout and "ls --all" in p.stdout, p.stdout)
+        p = cli("ls", "--all")
+        check("(no name)" in p.stdout, p.stdout)
+    finally:
+        m.close()
+    ls, _ = cli_json("ls", "--all")
+    check(not any(x["id"] == res["region_id"] for x in ls["regions"]), "gone once unmapped")
+
+
+def test_shm_dir_that_does_not_exist_is_named():
+    env = dict(os.environ, NPUSHM_SHM_DIR="/nonexistent/npushm", NPUSHM_BACKEND="posix")
+    p = subprocess.run([BIN, "ls"], capture_output=True, text=True, env=env)
+    check(p.returncode == 1 and "NPUSHM_SHM_DIR is '/nonexistent/npushm'" in p.stderr
+          and "unset it" in p.stderr and "or set NPUSHM_SHM_DIR" not in p.stderr, p.stderr)
+    p = subprocess.run([BIN, "ls", "--json"], capture_output=True, text=True, env=env)
+    err = json.loads(p.stdout)["error"]
+    check(p.returncode == 1 and err["status"] == "NO_DEVICE" and "NPUSHM_SHM_DIR is" in err["message"], err)
+
+
+def test_help_and_version_for_every_command():
+    p = cli("--version")
+    version = open(os.path.join(ROOT, "VERSION")).read().strip()
+    check(p.stdout == "npushm %s\n" % version, p.stdout)
+    for cmd in ("load", "ls", "info", "rm", "hash", "help"):
+        for args in ([cmd, "--help"], ["help", cmd], ["--help", cmd]):
+            p = cli(*args)
+            check(p.stdout.startswith("usage: npushm %s" % cmd) and "Exit status:" in p.stdout, (args, p.stdout))
+    check("--replace" in cli("load", "--help").stdout)
+    p = cli("--help")
+    check(p.stdout.startswith("usage: npushm") and "Exit status: 0 success, 1 failure" in p.stdout, p.stdout)
+    err, _ = cli_json("help", "frobnicate", expect=2)
+    check(err["error"]["status"] == "USAGE", err)
+
+
+def test_usage_errors_are_json_with_json():
+    for args in (["frobnicate"], ["load", "x.safetensors"], ["ls", "--bogus"], ["ls", "extra"],
+                 ["load", "f", "--mode"], ["info", "--all", "x"], ["--backend", "gpu", "ls"]):
+        p = cli(*args, "--json", expect=2)
+        err = json.loads(p.stdout)["error"]
+        check(err["status"] == "USAGE" and err["message"] and err["usage"].startswith("usage: npushm"), (args, err))
+        check(p.stderr.startswith("npushm: " + err["message"]), (args, p.stderr))
+    p = cli("ls", "--bogus", expect=2)
+    check(p.stdout == "" and "usage: npushm ls" in p.stderr, "without --json nothing on stdout")
+
+
+def test_messages_name_no_repository_path_or_c_function():
+    """What a user of the command sees speaks of commands, options and
+    variables, not of the source tree or the C API."""
+    import re
+    bad = os.path.join(TMP, "bad2.safetensors")
+    with open(bad, "wb") as f:
+        f.write(b"\x08\x00\x00\x00\x00\x00\x00\x00{\"a\":1}")
+    runs = [["info", "nothing-here"], ["rm", "nothing-here"], ["load", bad, "--name", PFX + "x"],
+            ["hash", "/nonexistent"], ["--backend", "kmod", "ls"], ["frobnicate"], ["load", "--help"],
+            ["--help"]]
+    for args in runs:
+        p = subprocess.run([BIN] + args, capture_output=True, text=True)
+        text = p.stdout + p.stderr
+        check(not re.search(r"\bnpushm_[a-z_]+\b|\b[\w/-]+\.(c|h|ko)\b|\b(docs|kmod|libnpushm|tools)/", text),
+              (args, text))
 
 
 def test_usage_errors_exit_2():
@@ -314,19 +516,15 @@ def test_backend_option_selects_the_backend():
         check(ls["backend"] == "kmod")
     elif not os.path.exists("/dev/npushm"):
         err, _ = cli_json("--backend", "kmod", "ls", expect=1)
-        check(err["error"]["status"] == "NO_DEVICE" and "insmod" in err["error"]["message"])
+        check(err["error"]["status"] == "NO_DEVICE" and "modprobe npushm" in err["error"]["message"])
 
 
-def main():
-    rc = 1
-    try:
-        rc = run(globals())
-    finally:
-        for name in created:
-            subprocess.run([BIN, "rm", name], capture_output=True)
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+def teardown_module(module):
+    """Remove what a failed test left published, and the scratch directory."""
+    for name in created:
+        subprocess.run([BIN, "rm", name], capture_output=True)
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

@@ -568,15 +568,111 @@ TEST(model_name_taken_is_reported_and_nothing_changes)
 	REQUIRE_OK(npushm_model_load(dev, a, name, NULL, &ra));
 	used = th_pool_used(dev);
 	b = th_big_model("b.safetensors", 65536, 12);
-	snprintf(expect, sizeof(expect), "the name '%s' is already published; run `npushm rm %s` first", name, name);
+	snprintf(expect, sizeof(expect),
+		 "the name '%s' is already published with other content (another hash); run `npushm rm %s` first",
+		 name, name);
 	CHECK_ST_MSG(npushm_model_load(dev, b, name, NULL, &rb), NPUSHM_ERR_EXISTS, expect);
-	CHECK_ST_MSG(npushm_model_load(dev, a, name, NULL, &rb), NPUSHM_ERR_EXISTS, expect); /* dedup path too */
+	CHECK_EQ(th_pool_used(dev), used);
+	/* The same content under the same name: done already, nothing copied. */
+	CHECK_ST(npushm_model_load(dev, a, name, NULL, &rb), NPUSHM_OK);
+	CHECK(rb.already_loaded && rb.deduplicated && rb.region_id == ra.region_id);
+	CHECK(memcmp(rb.hash, ra.hash, 16) == 0 && rb.tensor_count == ra.tensor_count);
 	CHECK_EQ(th_pool_used(dev), used);
 	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
 	npushm_model_info(m, &mi);
 	CHECK(memcmp(mi.hash, ra.hash, 16) == 0);
 	npushm_model_detach(m);
 	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	npushm_dev_close(dev);
+}
+
+static void count_copy_stage(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	(void)done;
+	(void)total;
+	if (stage == NPUSHM_LOAD_COPY)
+		(*(int *)arg)++;
+}
+
+TEST(model_name_is_checked_before_copying_and_replace_moves_it)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("first");
+	const char *a = th_big_model("fa.safetensors", 1 << 20, 31);
+	const char *b = th_big_model("fb.safetensors", 2 << 20, 32);
+	int copies = 0;
+	npushm_load_opts_t lo = { .progress = count_copy_stage, .progress_arg = &copies };
+	npushm_load_opts_t rep = { .flags = NPUSHM_LOAD_REPLACE };
+	npushm_load_result_t ra, rb, rc;
+	npushm_model_t *old, *m;
+	npushm_model_info_t mi;
+	npushm_region_t *r;
+	char alias[64];
+
+	REQUIRE_OK(npushm_model_load(dev, a, name, &lo, &ra));
+	CHECK(copies > 0 && !ra.already_loaded);
+	copies = 0;
+	CHECK_ST(npushm_model_load(dev, b, name, &lo, &rb), NPUSHM_ERR_EXISTS);
+	CHECK_EQ(copies, 0);
+	CHECK_ST(npushm_model_load(dev, a, name, &lo, &rb), NPUSHM_OK);
+	CHECK(copies == 0 && rb.already_loaded);
+	/* Same content, another mode: refused, not silently accepted. */
+	lo.mode = 0600;
+	CHECK_ST(npushm_model_load(dev, a, name, &lo, &rb), NPUSHM_ERR_EXISTS);
+	CHECK_EQ(copies, 0);
+	/* Replace: a worker attached before keeps the old model. */
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &old));
+	CHECK_ST(npushm_model_load(dev, b, name, &rep, &rb), NPUSHM_OK);
+	CHECK(!rb.already_loaded && rb.region_id != ra.region_id);
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	npushm_model_info(m, &mi);
+	CHECK(memcmp(mi.hash, rb.hash, 16) == 0);
+	npushm_model_detach(m);
+	npushm_model_info(old, &mi);
+	CHECK(memcmp(mi.hash, ra.hash, 16) == 0);
+	npushm_model_detach(old);
+	/* The old model's alias left with its last name. */
+	snprintf(alias, sizeof(alias), "%s%s", NPUSHM_HASH_ALIAS_PREFIX, ra.hash_hex);
+	CHECK_ST(npushm_region_open(dev, alias, 0, &r), NPUSHM_ERR_NOT_FOUND);
+	/* Replacing with the same content again: already loaded. */
+	CHECK_ST(npushm_model_load(dev, b, name, &rep, &rc), NPUSHM_OK);
+	CHECK(rc.already_loaded && rc.region_id == rb.region_id);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	npushm_dev_close(dev);
+}
+
+TEST(region_publish_replace_moves_a_name_atomically)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("mv"), *name2 = th_name("mv2");
+	npushm_region_t *r1, *r2, *r3, *o;
+	npushm_region_info_t info;
+
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r1));
+	REQUIRE_OK(npushm_region_alloc(dev, 8192, 0, &r2));
+	REQUIRE_OK(npushm_region_publish(r1, name, 0600, 0));
+	CHECK_ST(npushm_region_publish(r2, name, 0600, 0), NPUSHM_ERR_EXISTS);
+	CHECK_ST(npushm_region_publish(r2, name, 0600, NPUSHM_PUBLISH_REPLACE), NPUSHM_OK);
+	REQUIRE_OK(npushm_region_open(dev, name, 0, &o));
+	CHECK_EQ(npushm_region_id(o), npushm_region_id(r2));
+	npushm_region_close(o);
+	/* Onto itself: nothing changes, no stray link is left. */
+	CHECK_ST(npushm_region_publish(r2, name, 0600, NPUSHM_PUBLISH_REPLACE), NPUSHM_OK);
+	/* Every link counted (hidden ones too): one name; r1 lost its only one. */
+	REQUIRE_OK(npushm_region_info(r2, &info));
+	CHECK_EQ(info.names, 1);
+	REQUIRE_OK(npushm_region_info(r1, &info));
+	CHECK_EQ(info.names, 0);
+	/* A name that does not exist yet: a plain publish. */
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r3));
+	CHECK_ST(npushm_region_publish(r3, name2, 0600, NPUSHM_PUBLISH_REPLACE), NPUSHM_OK);
+	REQUIRE_OK(npushm_region_info(r3, &info));
+	CHECK_EQ(info.names, 1);
+	npushm_region_close(r3);
+	CHECK_ST(npushm_name_unlink(dev, name), NPUSHM_OK);
+	CHECK_ST(npushm_name_unlink(dev, name2), NPUSHM_OK);
+	npushm_region_close(r1);
+	npushm_region_close(r2);
 	npushm_dev_close(dev);
 }
 

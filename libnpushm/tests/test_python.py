@@ -5,7 +5,8 @@
 NumPy and PyTorch through DLPack, compared value by value with an independent
 reading of the file (safetensors_ref), and proven shared rather than copied
 (same address, the other process's pages counted once in PSS, no anonymous
-memory growth, writes through another process's mapping visible). Prints TAP."""
+memory growth, writes through another process's mapping visible). Runs under
+pytest (run-pytest.sh prints its TAP)."""
 import gc
 import os
 import shutil
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import safetensors_ref as ref  # noqa: E402
-from taplib import Skip, check, diag, run  # noqa: E402
+import pytest  # noqa: E402
 
 import npushm  # noqa: E402
 
@@ -30,9 +31,20 @@ PFX = "py%d." % os.getpid()
 created = set()
 
 
+def check(cond, msg="check failed"):
+    """Fail the test with `msg` unless `cond` (pytest shows it with the traceback)."""
+    if not cond:
+        raise AssertionError(msg)
+
+
+def diag(msg):
+    """A note for the suite's log (TAP comment under the test's line)."""
+    print(msg, flush=True)
+
+
 def torch_or_skip():
     if IN_VM:
-        raise Skip("importing torch takes about 60 s under TCG, beyond this suite's budget; "
+        pytest.skip("importing torch takes about 60 s under TCG, beyond this suite's budget; "
                    "the same test runs natively in suite libnpushm")
     import torch
     import torch.utils.dlpack  # noqa: F401
@@ -303,30 +315,178 @@ def test_errors_carry_the_library_message():
         check(False)
     except npushm.FormatError as e:
         check(bad in str(e) and "bytes after the last tensor" in str(e), e)
+    again = npushm.load(path, PFX + "err")
+    check(again["already_loaded"], "the same content under the same name is already loaded")
     try:
-        npushm.load(path, PFX + "err")
+        npushm.load(make_model("e2.safetensors", seed=11), PFX + "err")
         check(False)
     except npushm.NpushmError as e:
-        check(e.status == "EXISTS")
+        check(e.status == "EXISTS" and "--replace" in str(e), e)
     dup = npushm.load(path, PFX + "err2")
     created.add(PFX + "err2")
     check(dup["deduplicated"])
 
 
-def main():
-    rc = 1
+def test_load_checks_the_name_before_copying_and_replaces_on_request():
+    """Progress stages show what a load did: a name taken by other content
+    stops it before the copy stage; the same content is done at once; replace
+    moves the name while a worker keeps the old model."""
+    a, b = make_model("ra.safetensors", seed=21), make_model("rb.safetensors", seed=22)
+    name = PFX + "rep"
+    stages = []
+    first = load(a, name, progress=lambda st, done, total: stages.append(st))
+    COPY = 2
+    check(COPY in stages and not first["already_loaded"], stages)
+    stages.clear()
     try:
-        rc = run(globals())
-    finally:
-        gc.collect()
-        for name in created:
+        npushm.load(b, name, progress=lambda st, done, total: stages.append(st))
+        check(False)
+    except npushm.NpushmError as e:
+        check(e.status == "EXISTS", e)
+    check(COPY not in stages, "nothing copied before the name was found taken: %s" % stages)
+    stages.clear()
+    again = npushm.load(a, name, progress=lambda st, done, total: stages.append(st))
+    check(again["already_loaded"] and again["region_id"] == first["region_id"] and COPY not in stages,
+          (again, stages))
+    with npushm.attach(name) as old:
+        before = old["f32"].numpy().copy()
+        rep = npushm.load(b, name, replace=True)
+        check(not rep["already_loaded"] and rep["region_id"] != first["region_id"], rep)
+        check(np.array_equal(old["f32"].numpy(), before), "the attached worker keeps the old model")
+    with npushm.attach(name) as new:
+        check(new.hash == rep["hash"] and new.region_id == rep["region_id"])
+
+
+def test_model_is_a_read_only_mapping():
+    import collections.abc
+    path = make_model("map.safetensors", seed=31)
+    load(path, PFX + "map")
+    want = sorted(ref.read(path))
+    with npushm.attach(PFX + "map") as m:
+        check(isinstance(m, collections.abc.Mapping) and issubclass(npushm.Model, collections.abc.Mapping))
+        check(len(m) == len(want) and list(m) == want and list(m.keys()) == want, list(m))
+        check("f32" in m.keys() and "nope" not in m and 3 not in m)
+        items = list(m.items())
+        check([k for k, _ in items] == want and all(v.name == k for k, v in items))
+        check([v.name for v in m.values()] == want)
+        check(m.get("nope") is None and m.get("nope", 5) == 5 and m.get("f32").name == "f32")
+        check(dict(m).keys() == set(want))
+        for op in (lambda: m.__setitem__("x", 1), lambda: m.__delitem__("f32")):
             try:
-                npushm.remove(name)
-            except npushm.NpushmError:
+                op()
+                check(False, "the mapping is read-only")
+            except (TypeError, AttributeError):
                 pass
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+        try:
+            m[3]
+            check(False)
+        except KeyError:
+            pass
+
+
+def test_not_found_is_also_key_error_and_file_not_found_error():
+    check(issubclass(npushm.NotFoundError, KeyError) and issubclass(npushm.NotFoundError, FileNotFoundError))
+    check(issubclass(npushm.AccessError, PermissionError) and issubclass(npushm.FormatError, ValueError))
+    try:
+        npushm.attach(PFX + "absent")
+        check(False)
+    except KeyError as e:
+        check(str(e).startswith("model '%sabsent' not found" % PFX), "message unquoted: %s" % e)
+    missing = os.path.join(TMP, "absent.safetensors")
+    try:
+        npushm.load(missing, PFX + "absent")
+        check(False)
+    except FileNotFoundError as e:
+        check(e.errno == 2 and missing in str(e) and isinstance(e, npushm.NpushmError), e)
+    path = make_model("nf.safetensors", seed=41)
+    load(path, PFX + "nf")
+    with npushm.attach(PFX + "nf") as m:
+        try:
+            m["absent"]
+            check(False)
+        except npushm.NotFoundError as e:
+            check("has no tensor named 'absent'" in str(e) and e.status == "NOT_FOUND", e)
+
+
+def test_torch_tensor_refuses_writes_instead_of_crashing():
+    """Writing into a model tensor taken with .torch() is refused with a
+    RuntimeError naming the fix; the process survives (a child runs it, so a
+    SIGSEGV would show as its exit status)."""
+    torch_or_skip()
+    path = make_model("tw.safetensors", seed=51)
+    load(path, PFX + "tw")
+    code = r"""
+import sys, torch, npushm
+m = npushm.attach(sys.argv[1])
+t = m["f32"].torch()
+base = t.clone()
+writes = {
+    "add_": lambda: t.add_(1), "setitem": lambda: t.__setitem__(0, 1.0), "view.zero_": lambda: t.view(-1).zero_(),
+    "out=": lambda: torch.add(t, 1, out=t), "copy_": lambda: t.copy_(torch.zeros_like(base)),
+    "row.fill_": lambda: t[1].fill_(2), "relu inplace": lambda: torch.nn.functional.relu(t, inplace=True),
+    "T.mul_": lambda: t.T.mul_(2), "detach.sub_": lambda: t.detach().sub_(1), "+=": lambda: t.__iadd__(1),
+}
+for what, f in writes.items():
+    try:
+        f()
+        print("NOT REFUSED", what)
+    except RuntimeError as e:
+        assert "read-only shared memory" in str(e) and ".clone()" in str(e), str(e)
+assert torch.equal(t, base)
+assert not t.numpy().flags.writeable
+c = t.clone(); c.add_(1)
+assert type(c) is torch.Tensor and torch.equal(c, base + 1)
+assert type(t + 1) is torch.Tensor and torch.equal(torch.matmul(t, t.T), base @ base.T)
+print("survived")
+"""
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    p = subprocess.run([sys.executable, "-c", code, PFX + "tw"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and p.stdout.strip() == "survived", (p.returncode, p.stdout, p.stderr[-2000:]))
+
+
+def test_public_api_has_docstrings_and_help_lists_it():
+    import importlib
+    import inspect
+    import pydoc
+    missing = []
+    for mn in ("npushm", "npushm.weights", "npushm.regions", "npushm.tensor", "npushm.ccl"):
+        mod = importlib.import_module(mn)
+        if not (mod.__doc__ or "").strip():
+            missing.append(mn)
+        names = set(getattr(mod, "__all__", [])) | {n for n in dir(mod) if not n.startswith("_")}
+        for n in sorted(names):
+            obj = getattr(mod, n)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            if not getattr(obj, "__module__", "").startswith("npushm"):
+                continue
+            if not (inspect.getdoc(obj) or "").strip():
+                missing.append("%s.%s" % (mn, n))
+            if inspect.isclass(obj):
+                for an, av in vars(obj).items():
+                    if an.startswith("_"):
+                        continue
+                    if isinstance(av, (staticmethod, classmethod)):
+                        av = av.__func__
+                    if (inspect.isfunction(av) or isinstance(av, property)) and not (av.__doc__ or "").strip():
+                        missing.append("%s.%s.%s" % (mn, n, an))
+    check(not missing, "no docstring: %s" % ", ".join(missing))
+    text = pydoc.render_doc(npushm, renderer=pydoc.plaintext)
+    for n in ("attach", "load", "remove", "file_hash", "Model", "ModelTensor", "Region", "NpushmError",
+              "NotFoundError", "AccessError", "FormatError"):
+        check(n in npushm.__all__ and (" %s(" % n in text or "class %s" % n in text), "help(npushm) lists %s" % n)
+
+
+def teardown_module(module):
+    """Remove what a failed test left published, and the scratch directory."""
+    gc.collect()
+    for name in created:
+        try:
+            npushm.remove(name)
+        except npushm.NpushmError:
+            pass
+    shutil.rmtree(TMP, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

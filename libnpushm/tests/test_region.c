@@ -324,12 +324,12 @@ TEST(region_dev_open_rejects_unknown_backends)
 	npushm_dev_close(dev);
 	if (access("/dev/npushm", F_OK) != 0) {
 		CHECK_ST_MSG(npushm_dev_open(NPUSHM_BACKEND_KMOD, &dev), NPUSHM_ERR_NO_DEVICE,
-			     "insmod");
+			     "modprobe npushm");
 	}
 	/* kmod needs an npushm instance where NPUSHM_DIR says; AUTO then picks posix. */
 	setenv("NPUSHM_DIR", th_tmpdir(), 1);
 	CHECK_ST_MSG(npushm_dev_open(NPUSHM_BACKEND_KMOD, &dev), NPUSHM_ERR_NO_DEVICE,
-		     access("/dev/npushm", F_OK) ? "insmod" : "is not an npushm filesystem");
+		     access("/dev/npushm", F_OK) ? "modprobe npushm" : "is not an npushm filesystem");
 	CHECK(dev == NULL);
 	unsetenv("NPUSHM_BACKEND");
 	REQUIRE_OK(npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev));

@@ -9,7 +9,9 @@ on first use, so `import npushm` itself needs no library:
   npushm.tensor    broadcasting math over zero-copy views (libnptensor)
 
 The weights and regions names are also available here: npushm.attach("bert"),
-npushm.load(path, "bert"), npushm.Region, npushm.NpushmError.
+npushm.load(path, "bert"), npushm.Model, npushm.Region, npushm.NpushmError and its
+subclasses NotFoundError (also a KeyError and a FileNotFoundError), AccessError
+(a PermissionError) and FormatError (a ValueError). help(npushm) lists them.
 """
 
 __version__ = "0.1.0"
@@ -20,6 +22,10 @@ _LAZY = {
     "NpushmError": "_libnpushm", "NotFoundError": "_libnpushm", "AccessError": "_libnpushm",
     "FormatError": "_libnpushm", "Device": "_libnpushm",
 }
+
+
+# What `from npushm import *` and help(npushm) list (loaded on first use).
+__all__ = sorted(_LAZY) + ["__version__"]
 
 
 def __getattr__(name):

@@ -7,6 +7,7 @@ npushm_status_t goes through check(), which raises NpushmError (or a subclass
 matching the status) carrying the library's own message.
 """
 import ctypes
+import errno as _errno
 import os
 import threading
 
@@ -21,6 +22,7 @@ PROT_READ, PROT_WRITE = 1, 2
 OPEN_WRITE = 1
 PUBLISH_PERSISTENT = 1
 LOAD_NO_DEDUP = 1
+LOAD_REPLACE = 2
 
 
 class NpushmError(Exception):
@@ -32,16 +34,34 @@ class NpushmError(Exception):
         self.status = status
 
 
-class NotFoundError(NpushmError, LookupError):
-    pass
+class NotFoundError(NpushmError, KeyError, FileNotFoundError):
+    """Nothing of that name: no model or region published under it, no such
+    tensor in a model, no such file to load or hash. Also a KeyError (what
+    `model["name"]` and mappings raise) and a FileNotFoundError (what opening
+    a missing file raises), so either `except` catches it."""
+
+    def __init__(self, status, message):
+        NpushmError.__init__(self, status, message)
+        self.errno, self.strerror = _errno.ENOENT, message
+
+    def __str__(self):
+        # KeyError would print the message quoted; OSError as "[Errno None] ...".
+        return self.args[0] if self.args else ""
 
 
 class AccessError(NpushmError, PermissionError):
-    pass
+    """The caller may not do this (the mode or owner of a name or region); also a PermissionError."""
+
+    def __init__(self, status, message):
+        NpushmError.__init__(self, status, message)
+        self.errno, self.strerror = _errno.EACCES, message
+
+    def __str__(self):
+        return self.args[0] if self.args else ""
 
 
 class FormatError(NpushmError, ValueError):
-    pass
+    """The file is not a valid safetensors file (the message says where); also a ValueError."""
 
 
 _ERROR_CLASS = {"NOT_FOUND": NotFoundError, "ACCESS": AccessError, "FORMAT": FormatError}
@@ -73,7 +93,7 @@ class LoadResult(ctypes.Structure):
     _fields_ = [("hash", ctypes.c_uint8 * 16), ("hash_hex", ctypes.c_char * 33),
                 ("region_id", ctypes.c_uint64), ("region_size", ctypes.c_uint64),
                 ("source_size", ctypes.c_uint64), ("tensor_count", ctypes.c_size_t),
-                ("deduplicated", ctypes.c_bool)]
+                ("deduplicated", ctypes.c_bool), ("already_loaded", ctypes.c_bool)]
 
 
 class DLDevice(ctypes.Structure):
@@ -193,6 +213,7 @@ class Closeable:
     garbage-collected (errors at collection time are dropped)."""
 
     def close(self):
+        """Release what the object holds; a second call does nothing."""
         raise NotImplementedError
 
     def __del__(self):
@@ -219,15 +240,18 @@ class Device(Closeable):
 
     @property
     def handle(self):
+        """The C handle (npushm_dev_t *) for ctypes calls; ValueError once closed."""
         if not self._h:
             raise ValueError("the device is closed")
         return self._h
 
     @property
     def backend(self):
+        """The backend in use: "kmod" or "posix"."""
         return {1: "kmod", 2: "posix"}[lib().npushm_dev_backend(self.handle)]
 
     def close(self):
+        """Close the device (regions opened through it keep it alive until they close)."""
         if self._h:
             lib().npushm_dev_close(self._h)
             self._h = ctypes.c_void_p()

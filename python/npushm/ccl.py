@@ -91,6 +91,7 @@ _KV._fields_ = [("set", _SET_FN), ("get", _GET_FN), ("user", ctypes.c_void_p)]
 
 
 def lib():
+    """The loaded libnpccl with its prototypes (loaded on first use)."""
     global _lib
     with _lib_lock:
         if _lib is None:
@@ -419,11 +420,13 @@ class Communicator:
 
     @property
     def hosts(self):
+        """Number of hosts the communicator's ranks run on."""
         nh, h = ctypes.c_int(), ctypes.c_int()
         lib().npccl_comm_hosts(self._handle(), ctypes.byref(nh), ctypes.byref(h))
         return nh.value
 
     def last_error(self):
+        """The communicator's last error message ("" if none)."""
         return lib().npccl_comm_last_error(self._handle()).decode(errors="replace")
 
     def set_timeout(self, seconds):
@@ -563,6 +566,7 @@ class Communicator:
                         (s.addr, r.addr, s.nbytes // self.size, UINT8), [s, r], recv, async_op)
 
     def barrier(self, async_op=False):
+        """Wait until every rank has called barrier (a Request with async_op=True)."""
         return self._go("barrier", lib().npccl_barrier_async, (), [], None, async_op)
 
     def _p2p(self, name, buf, peer, async_op, send):
@@ -588,6 +592,7 @@ class Communicator:
         return self._p2p("send", buf, peer, async_op, True)
 
     def recv(self, buf, peer, async_op=False):
+        """Receive into `buf` what rank `peer` sends with send() (a Request with async_op=True)."""
         return self._p2p("recv", buf, peer, async_op, False)
 
     def shared_array(self, shape, dtype="float32"):

@@ -14,7 +14,9 @@ from . import _libnpushm as _L
 
 
 class Region(_L.Closeable):
-    """A region handle. Use Region.alloc() or Region.open()."""
+    """A region handle: shared memory that other processes open by name. Make one
+    with Region.alloc() or Region.open(); map it with numpy(); close() it (or use
+    `with`), views keep the mapping until they go."""
 
     def __init__(self, handle, dev):
         self._h = handle
@@ -24,6 +26,7 @@ class Region(_L.Closeable):
 
     @classmethod
     def alloc(cls, size, backend="auto"):
+        """A new, unnamed, zeroed, read-write region of `size` bytes (publish() names it)."""
         dev = _L.Device(backend)
         h = ctypes.c_void_p()
         _L.check(_L.lib().npushm_region_alloc(dev.handle, size, 0, ctypes.byref(h)))
@@ -31,6 +34,7 @@ class Region(_L.Closeable):
 
     @classmethod
     def open(cls, name, write=False, backend="auto"):
+        """The region published as `name`, read-only unless write=True (NotFoundError if none)."""
         dev = _L.Device(backend)
         h = ctypes.c_void_p()
         _L.check(_L.lib().npushm_region_open(dev.handle, name.encode(),
@@ -39,14 +43,17 @@ class Region(_L.Closeable):
 
     @property
     def size(self):
+        """The region's size in bytes."""
         return _L.lib().npushm_region_size(self._handle())
 
     @property
     def id(self):
+        """The region's id (as `npushm ls` shows it)."""
         return _L.lib().npushm_region_id(self._handle())
 
     @property
     def writable(self):
+        """Whether this handle may map the region writable."""
         return bool(_L.lib().npushm_region_writable(self._handle()))
 
     def _handle(self):
@@ -61,6 +68,7 @@ class Region(_L.Closeable):
                                                 _L.PUBLISH_PERSISTENT if persistent else 0))
 
     def seal(self):
+        """Seal the region: from now on nobody can map it writable."""
         _L.check(_L.lib().npushm_region_seal(self._handle()))
 
     def numpy(self, dtype="uint8", writable=None):

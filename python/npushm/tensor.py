@@ -186,10 +186,12 @@ class Tensor:
 
     @property
     def ndim(self):
+        """Number of dimensions."""
         return _lib.npt_tensor_ndim(self._h)
 
     @property
     def shape(self):
+        """The shape, a tuple of ints."""
         n = self.ndim
         p = _lib.npt_tensor_shape(self._h)
         return tuple(p[i] for i in range(n))
@@ -203,25 +205,31 @@ class Tensor:
 
     @property
     def offset(self):
+        """Offset of the first element in the underlying buffer, in elements."""
         return _lib.npt_tensor_offset(self._h)
 
     @property
     def size(self):
+        """Number of elements (the product of the shape)."""
         return _lib.npt_tensor_numel(self._h)
 
     @property
     def itemsize(self):
+        """Bytes per element."""
         return _lib.npt_dtype_size(self._dt)
 
     @property
     def is_lazy(self):
+        """Whether the tensor is an unevaluated expression (eval() or a read computes it)."""
         return bool(_lib.npt_tensor_is_lazy(self._h))
 
     @property
     def writable(self):
+        """Whether the tensor's memory may be written (views of read-only memory may not)."""
         return bool(_lib.npt_tensor_is_writable(self._h))
 
     def shares_memory(self, other):
+        """Whether this tensor and `other` view the same buffer."""
         return bool(_lib.npt_tensor_shares_buffer(self._h, other._h))
 
     def __len__(self):
@@ -240,6 +248,7 @@ class Tensor:
         return self
 
     def data_ptr(self):
+        """Address of the first element (evaluates a lazy tensor first)."""
         p = ctypes.c_void_p()
         _check(_lib.npt_tensor_data(self._h, ctypes.byref(p)))
         return p.value
@@ -261,9 +270,11 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def item(self):
+        """The value of a one-element tensor as a Python scalar."""
         return self.numpy().item()
 
     def tolist(self):
+        """The values as nested Python lists (like numpy.ndarray.tolist)."""
         return self.numpy().tolist()
 
     def __bool__(self):
@@ -288,10 +299,12 @@ class Tensor:
 
     # ---- views ----
     def reshape(self, *shape):
+        """Another shape of the same number of elements (NumPy reshape, -1 infers one dimension): a view when the strides allow, else a contiguous copy."""
         shape = _shape(_varargs(shape), "reshape")
         return _wrap(lambda o: _lib.npt_tensor_reshape(self._h, len(shape), _L.i64arr(shape), o))
 
     def permute(self, *perm):
+        """A view with the axes reordered: permute(*perm), perm naming every axis once."""
         perm = tuple(_axis(a, "permute") for a in _varargs(perm))
         if len(perm) != self.ndim:
             raise ValueError("permute: axes don't match tensor: %d axes given for a tensor of "
@@ -299,6 +312,7 @@ class Tensor:
         return _wrap(lambda o: _lib.npt_tensor_permute(self._h, _L.iarr(perm), o))
 
     def transpose(self, *axes):
+        """A view with the axes reversed, or two axes swapped: transpose(a, b)."""
         if not axes:
             return self.permute(*range(self.ndim - 1, -1, -1))
         if len(axes) == 2 and all(isinstance(a, (numbers.Integral, np.integer)) for a in axes):
@@ -308,6 +322,7 @@ class Tensor:
 
     @property
     def T(self):
+        """The transpose (axes reversed), a view."""
         return self.transpose()
 
     def squeeze(self, axis=None):
@@ -324,22 +339,27 @@ class Tensor:
         return _wrap(lambda o: _lib.npt_tensor_squeeze(self._h, ax, o))
 
     def unsqueeze(self, axis):
+        """A view with a new axis of length 1 at `axis`."""
         ax = _axis(axis, "unsqueeze")
         return _wrap(lambda o: _lib.npt_tensor_unsqueeze(self._h, ax, o))
 
     def broadcast_to(self, shape):
+        """A read-only view broadcast to `shape` by NumPy's rules (stride 0, no copy)."""
         shape = _shape(shape, "broadcast_to")
         return _wrap(lambda o: _lib.npt_tensor_broadcast_to(self._h, len(shape),
                                                             _L.i64arr(shape), o))
 
     def expand(self, *shape):
+        """Like broadcast_to, PyTorch style: expand(*shape), -1 keeps a dimension."""
         shape = _shape(_varargs(shape), "expand")
         return _wrap(lambda o: _lib.npt_tensor_expand(self._h, len(shape), _L.i64arr(shape), o))
 
     def contiguous(self):
+        """The values in C order: the tensor itself when it already is C-contiguous, else a lazy copy."""
         return _wrap(lambda o: _lib.npt_tensor_contiguous(self._h, o))
 
     def astype(self, dtype):
+        """A lazy elementwise cast to `dtype` (NumPy astype, unsafe casting)."""
         dt = _dt_index(dtype)
         return _wrap(lambda o: _lib.npt_tensor_cast(self._h, dt, o))
 
@@ -432,28 +452,36 @@ class Tensor:
                                                bool(keepdims), o))
 
     def sum(self, axis=None, keepdims=False):
+        """Sum over `axis` (None: all; an int or a tuple), keepdims as in NumPy."""
         return self._reduce("sum", axis, keepdims)
 
     def prod(self, axis=None, keepdims=False):
+        """Product over `axis` (None: all; an int or a tuple), keepdims as in NumPy."""
         return self._reduce("prod", axis, keepdims)
 
     def mean(self, axis=None, keepdims=False):
+        """Mean over `axis` (None: all; an int or a tuple), keepdims as in NumPy."""
         return self._reduce("mean", axis, keepdims)
 
     def max(self, axis=None, keepdims=False):
+        """Maximum over `axis` (None: all; an int or a tuple), keepdims as in NumPy."""
         return self._reduce("max", axis, keepdims)
 
     def min(self, axis=None, keepdims=False):
+        """Minimum over `axis` (None: all; an int or a tuple), keepdims as in NumPy."""
         return self._reduce("min", axis, keepdims)
 
     def argmax(self, axis=None, keepdims=False):
+        """Index of the maximum over `axis` (None: of the flattened tensor), as in NumPy."""
         ax = _L.AXIS_ALL if axis is None else _axis(axis, "argmax")
         return _wrap(lambda o: _lib.npt_argmax(self._h, ax, bool(keepdims), o))
 
     def sum_to_shape(self, shape):
+        """Sum broadcast dimensions away so that the result has `shape` (the reverse of broadcasting; gradients of broadcast operands)."""
         return sum_to_shape(self, shape)
 
     def softmax(self, axis=-1):
+        """Softmax along `axis` (numerically stable: the maximum is subtracted first)."""
         return softmax(self, axis)
 
     # ---- operators ----
@@ -566,12 +594,14 @@ tensor = asarray
 
 
 def empty(shape, dtype="float32"):
+    """A new tensor of `shape` and `dtype` with uninitialised contents."""
     shape = _shape(shape, "empty")
     dt = _dt_index(dtype)
     return _wrap(lambda o: _lib.npt_tensor_empty(dt, len(shape), _L.i64arr(shape), o))
 
 
 def zeros(shape, dtype="float32"):
+    """A new tensor of `shape` and `dtype` filled with zeros."""
     shape = _shape(shape, "zeros")
     dt = _dt_index(dtype)
     return _wrap(lambda o: _lib.npt_tensor_zeros(dt, len(shape), _L.i64arr(shape), o))
@@ -670,23 +700,27 @@ sub, mul, div, true_divide, pow, neg, abs = (globals()["subtract"], globals()["m
 
 
 def where(cond, a, b, out=None):
+    """Elementwise `a` where `cond` is true, else `b`, with broadcasting (numpy.where)."""
     cond = _as_tensor(cond)
     a, b = _pair(a, b)
     return _finish(_wrap(lambda o: _lib.npt_where(cond._h, a._h, b._h, o)), out)
 
 
 def matmul(a, b, out=None):
+    """Matrix product with NumPy's matmul rules (batched, broadcast batch dimensions; OpenBLAS)."""
     a, b = _as_tensor(a), _as_tensor(b)
     return _finish(_wrap(lambda o: _lib.npt_matmul(a._h, b._h, o)), out)
 
 
 def softmax(x, axis=-1, out=None):
+    """Softmax of `x` along `axis` (numerically stable)."""
     x = _as_tensor(x)
     axis = _axis(axis, "softmax")
     return _finish(_wrap(lambda o: _lib.npt_softmax(x._h, axis, o)), out)
 
 
 def layernorm(x, axis=-1, weight=None, bias=None, eps=1e-5, out=None):
+    """Layer normalisation of `x` along `axis`: (x - mean) / sqrt(var + eps), times `weight` plus `bias` when given."""
     x = _as_tensor(x)
     axis = _axis(axis, "layernorm")
     w = _as_tensor(weight) if weight is not None else None
@@ -696,6 +730,7 @@ def layernorm(x, axis=-1, weight=None, bias=None, eps=1e-5, out=None):
 
 
 def sum_to_shape(x, shape, out=None):
+    """Sum the broadcast dimensions of `x` away so that the result has `shape`."""
     x = _as_tensor(x)
     shape = _shape(shape, "sum_to_shape")
     return _finish(_wrap(lambda o: _lib.npt_sum_to_shape(x._h, len(shape), _L.i64arr(shape), o)),
@@ -703,6 +738,7 @@ def sum_to_shape(x, shape, out=None):
 
 
 def broadcast_to(x, shape):
+    """A read-only view of `x` broadcast to `shape` (numpy.broadcast_to)."""
     return _as_tensor(x).broadcast_to(shape)
 
 
@@ -710,6 +746,8 @@ def _red(name):
     def f(x, axis=None, keepdims=False, out=None):
         return _finish(_as_tensor(x)._reduce(name, axis, keepdims), out)
     f.__name__ = name
+    f.__doc__ = ("%s of `x` over `axis` (None: all; an int or a tuple), keepdims as in NumPy "
+                 "(numpy.%s)." % (name.capitalize(), name))
     return f
 
 
@@ -719,6 +757,7 @@ for _n in ("sum", "prod", "mean", "max", "min"):
 
 
 def argmax(x, axis=None, keepdims=False, out=None):
+    """Index of the maximum of `x` over `axis` (numpy.argmax)."""
     return _finish(_as_tensor(x).argmax(axis, keepdims), out)
 
 
@@ -741,6 +780,7 @@ def set_num_threads(n):
 
 
 def get_num_threads():
+    """Threads per evaluation (set_num_threads)."""
     return _lib.npt_get_num_threads()
 
 
@@ -748,7 +788,7 @@ _MODES = {"auto": 0, "view": 1, "materialize": 2, "fused": 3}
 
 
 def set_expand_mode(mode):
-    """'auto' | 'view' | 'materialize' | 'fused' (see docs/tensor.md)."""
+    """'auto' | 'view' | 'materialize' | 'fused' (see libnptensor(3))."""
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError("set_expand_mode: %r is not an expansion mode; use one of %s"
                          % (mode, ", ".join(repr(m) for m in _MODES)))
@@ -756,6 +796,7 @@ def set_expand_mode(mode):
 
 
 def get_expand_mode():
+    """The expansion mode: 'auto', 'view', 'materialize' or 'fused' (set_expand_mode)."""
     return {v: k for k, v in _MODES.items()}[_lib.npt_get_expand_mode()]
 
 
@@ -773,6 +814,7 @@ def set_repro_mode(mode):
 
 
 def get_repro_mode():
+    """The reproducibility mode of reductions (set_repro_mode)."""
     return {v: k for k, v in _REPRO.items()}[_lib.npt_get_repro_mode()]
 
 
@@ -787,6 +829,7 @@ def set_materialize_threshold(nbytes):
 
 
 def get_materialize_threshold():
+    """Implicit materialisations of at least this many bytes are reported as warnings (set_materialize_threshold)."""
     return _lib.npt_get_materialize_threshold()
 
 
@@ -816,14 +859,17 @@ def stats():
 
 
 def stats_reset():
+    """Reset the evaluation and buffer-pool counters (stats())."""
     _lib.npt_stats_reset()
 
 
 def pool_trim():
+    """Give the buffer pool's free buffers back to the system."""
     _lib.npt_pool_trim()
 
 
 def promote_types(a, b):
+    """The dtype NumPy would give an operation on dtypes `a` and `b` (numpy.promote_types)."""
     r = ctypes.c_int()
     _check(_lib.npt_promote_types(_dt_index(a), _dt_index(b), ctypes.byref(r)))
     return DTYPES[r.value]

@@ -11,9 +11,12 @@ PyTorch without a copy.
 Tensors implement the DLPack protocol (__dlpack__, __dlpack_device__), so
 numpy.from_dlpack(w) and torch.utils.dlpack.from_dlpack(w) work directly. The
 memory is the model region's read-only mapping: arrays share it (no copy) and
-keep it mapped after the model is closed; writing through a framework tensor
-faults (PyTorch has no read-only tensors), .numpy() arrays are marked read-only.
+keep it mapped after the model is closed. .numpy() arrays are marked read-only;
+.torch() tensors refuse writes with a RuntimeError (ReadOnlyTensor: PyTorch has
+no read-only tensors, and a write into the sealed mapping would be a SIGSEGV).
+A tensor made by torch.utils.dlpack.from_dlpack(w) directly has no such guard.
 """
+import collections.abc
 import ctypes
 import json
 
@@ -50,7 +53,12 @@ _NUMPY_DTYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U
 
 
 class ModelTensor:
-    """One tensor of an attached model: metadata plus zero-copy views."""
+    """One tensor of an attached model: metadata plus zero-copy views.
+
+    Attributes: name, dtype (safetensors name: "F32", "BF16", ...), shape,
+    strides (in elements), address (of its first byte in this process),
+    nbytes, offset (in the model's region). Views: numpy(), torch(), raw(),
+    and the DLPack protocol (numpy.from_dlpack, torch.utils.dlpack.from_dlpack)."""
 
     def __init__(self, model, index, ct):
         self._model = model
@@ -67,9 +75,11 @@ class ModelTensor:
         return "<npushm tensor %r %s%s at 0x%x>" % (self.name, self.dtype, list(self.shape), self.address)
 
     def __dlpack_device__(self):
+        """DLPack: (kDLCPU, 0): the tensor lives in host memory."""
         return (1, 0)   # kDLCPU, device 0
 
     def __dlpack__(self, stream=None):
+        """DLPack: a capsule describing the tensor in the shared mapping (no copy)."""
         if stream is not None and stream != -1:
             raise BufferError("npushm tensors live on the CPU and take no stream")
         out = ctypes.POINTER(_L.DLManagedTensor)()
@@ -98,9 +108,15 @@ class ModelTensor:
         return np.asarray(_Pinned(self._model, self.address, self.nbytes))
 
     def torch(self):
-        """A PyTorch tensor over the shared memory (no copy; do not write to it)."""
+        """A read-only PyTorch tensor over the shared memory (no copy).
+
+        PyTorch has no read-only tensors, so the tensor is an
+        npushm ReadOnlyTensor: operations that would write into it (add_,
+        zero_, t[i] = x, out=t, ...) raise RuntimeError instead of crashing the
+        process; views of it stay read-only; .clone() gives a writable copy."""
         import torch.utils.dlpack
-        return torch.utils.dlpack.from_dlpack(self)
+        from ._torch_readonly import readonly
+        return readonly(torch.utils.dlpack.from_dlpack(self))
 
 
 class _Pinned:
@@ -118,8 +134,13 @@ class _Pinned:
 
 
 class Model(_L.Closeable):
-    """An attached model: a mapping shared read-only with every other process that
-    attached the same name. Index by tensor name; iterate for the names."""
+    """An attached model: shared read-only with every other process that attached
+    the same name, and a read-only Mapping from tensor names to ModelTensor
+    (collections.abc.Mapping: m["name"], len(m), "name" in m, iteration over
+    the names in order, keys(), items(), values(), get()). A missing name raises
+    NotFoundError, which is a KeyError. Attributes: name, hash, source_size,
+    region_size, region_id, metadata (the file's __metadata__). Use it in a
+    `with` block or call close(); tensors and arrays keep the memory mapped."""
 
     def __init__(self, name, backend="auto"):
         self.name = name
@@ -153,9 +174,30 @@ class Model(_L.Closeable):
         return iter(self.names())
 
     def names(self):
+        """The tensor names, in name order (the same as list(model))."""
         return [t.name for t in self.tensors()]
 
+    def keys(self):
+        """A view of the tensor names (Mapping.keys)."""
+        return collections.abc.KeysView(self)
+
+    def items(self):
+        """A view of (name, ModelTensor) pairs (Mapping.items)."""
+        return collections.abc.ItemsView(self)
+
+    def values(self):
+        """A view of the ModelTensors (Mapping.values)."""
+        return collections.abc.ValuesView(self)
+
+    def get(self, name, default=None):
+        """The tensor called `name`, or `default` when there is none."""
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
     def tensors(self):
+        """Every tensor (ModelTensor), in name order."""
         out = []
         for i in range(self._count):
             ct = _L.CTensor()
@@ -164,6 +206,8 @@ class Model(_L.Closeable):
         return out
 
     def __contains__(self, name):
+        if not isinstance(name, str):
+            return False
         try:
             self[name]
             return True
@@ -171,10 +215,12 @@ class Model(_L.Closeable):
             return False
 
     def __getitem__(self, name):
+        if not isinstance(name, str):
+            raise KeyError(name)
         ct = _L.CTensor()
         st = _L.lib().npushm_model_tensor_find(self._handle(), name.encode(), ctypes.byref(ct))
         if st == _L.STATUS.index("NOT_FOUND"):
-            raise KeyError(_L.lib().npushm_last_error().decode())
+            raise _L.NotFoundError("NOT_FOUND", _L.lib().npushm_last_error().decode())
         _L.check(st)
         return ModelTensor(self, ct.index, ct)
 
@@ -203,18 +249,28 @@ class Model(_L.Closeable):
         return "<npushm model %r: %d tensors, hash %s>" % (self.name, self._count, self.hash)
 
 
+collections.abc.Mapping.register(Model)
+
+
 def attach(name, backend="auto"):
     """Attach the model published as `name` (see Model)."""
     return Model(name, backend)
 
 
-def load(path, name, mode=0o640, dedup=True, backend="auto", progress=None):
+def load(path, name, mode=0o640, dedup=True, backend="auto", progress=None, replace=False):
     """Load a safetensors file once into shared memory and publish it as `name`.
-    Returns a dict (hash, region_id, region_size, source_size, tensors, deduplicated).
-    progress(stage, done, total) is called while loading if given."""
+
+    The name is checked first: when it already holds this file's content (same
+    size, hash and mode) nothing is copied and the result says already_loaded;
+    when it holds other content the load raises NpushmError (status EXISTS)
+    at once, unless replace=True, which loads the file and moves the name to
+    it atomically. dedup=False always makes a new copy.
+    Returns a dict (hash, region_id, region_size, source_size, tensors,
+    deduplicated, already_loaded). progress(stage, done, total) is called
+    while loading if given."""
     opts = _L.LoadOpts()
     opts.mode = mode
-    opts.flags = 0 if dedup else _L.LOAD_NO_DEDUP
+    opts.flags = (0 if dedup else _L.LOAD_NO_DEDUP) | (_L.LOAD_REPLACE if replace else 0)
     if progress is not None:
         cb = _L.PROGRESS_FN(lambda arg, stage, done, total: progress(stage, done, total))
         opts.progress = cb
@@ -224,7 +280,8 @@ def load(path, name, mode=0o640, dedup=True, backend="auto", progress=None):
                                             ctypes.byref(opts), ctypes.byref(res)))
     return {"hash": res.hash_hex.decode(), "region_id": res.region_id,
             "region_size": res.region_size, "source_size": res.source_size,
-            "tensors": res.tensor_count, "deduplicated": bool(res.deduplicated)}
+            "tensors": res.tensor_count, "deduplicated": bool(res.deduplicated),
+            "already_loaded": bool(res.already_loaded)}
 
 
 def file_hash(path):

@@ -1,7 +1,5 @@
-/* SPDX-License-Identifier: MIT */
-/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * test_tensor.c - C tests of libnptensor (kselftest harness, TAP): negative tests (NULLs, rank
+ * test_tensor.c - C tests of libnptensor (TAP): negative tests (NULLs, rank
  * and size overflow, writes into broadcast and read-only views, dtypes an op
  * does not support, bad axes), error messages that name the op and the
  * shapes, buffer accounting (a fused chain allocates only its output; the
@@ -12,6 +10,10 @@
  * the ends of int64, and a randomised differential test of broadcasting
  * elementwise ops against a naive reference written here.
  * The NumPy differential test is tests/test_numpy.py.
+ *
+ * Each test is a function returning 1 (CHECK prints what failed and returns
+ * 0), run as one kselftest_harness.h TEST (in a child process of its own;
+ * TAP from the harness).
  */
 #include "nptensor.h"
 
@@ -22,6 +24,10 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
+
+/* Some tests run reductions at several thread counts on a loaded 2-core machine. */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 300
 
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \
@@ -1215,177 +1221,92 @@ static int t_long_chain(void)
 }
 
 /*
- * Every test runs in its own process (the harness forks), with the expand mode
- * the accounting tests assume whatever the environment says; a t_* function
- * returns 1 when every CHECK held, else 0 after printing the failed check.
+ * One harness test per function. Each starts in the default expansion mode:
+ * the accounting tests assume it, whatever the environment says.
  */
-FIXTURE(tensor) {
-	int unused;
-};
-
-FIXTURE_SETUP(tensor)
-{
-	npt_set_expand_mode(NPT_EXPAND_AUTO);
-}
-
-FIXTURE_TEARDOWN(tensor)
-{
-}
+#define TENSOR_TEST(name, fn)                                                  \
+	TEST(name)                                                             \
+	{                                                                      \
+		npt_set_expand_mode(NPT_EXPAND_AUTO);                          \
+		ASSERT_TRUE(fn());                                             \
+	}
 
 /* NULL arguments, destroy(NULL), bad dtype codes */
-TEST_F_TIMEOUT(tensor, null_and_free, 120)
-{
-	ASSERT_TRUE(t_null_and_free()) TH_LOG("NULL arguments, destroy(NULL), bad dtype codes");
-}
+TENSOR_TEST(null_arguments_destroy_null_bad_dtype_codes, t_null_and_free)
 
 /* rank > 32 and overflowing sizes are refused */
-TEST_F_TIMEOUT(tensor, rank_and_overflow, 120)
-{
-	ASSERT_TRUE(t_rank_and_overflow()) TH_LOG("rank > 32 and overflowing sizes are refused");
-}
+TENSOR_TEST(rank_over_32_and_overflowing_sizes_are_refused, t_rank_and_overflow)
 
 /* broadcast errors name the op and list the shapes */
-TEST_F_TIMEOUT(tensor, broadcast_errors, 120)
-{
-	ASSERT_TRUE(t_broadcast_errors()) TH_LOG("broadcast errors name the op and list the shapes");
-}
+TENSOR_TEST(broadcast_errors_name_the_op_and_list_the_shapes, t_broadcast_errors)
 
 /* writes into broadcast views and broadcast outputs are refused */
-TEST_F_TIMEOUT(tensor, write_broadcast_view, 120)
-{
-	ASSERT_TRUE(t_write_broadcast_view()) TH_LOG("writes into broadcast views and broadcast outputs are refused");
-}
+TENSOR_TEST(writes_into_broadcast_views_and_outputs_are_refused, t_write_broadcast_view)
 
 /* read-only borrowed buffers refuse writes; release runs once */
-TEST_F_TIMEOUT(tensor, readonly_borrowed, 120)
-{
-	ASSERT_TRUE(t_readonly_borrowed()) TH_LOG("read-only borrowed buffers refuse writes; release runs once");
-}
+TENSOR_TEST(readonly_borrowed_buffers_refuse_writes_release_runs_once, t_readonly_borrowed)
 
 /* unsupported dtypes, same_kind casting, int ** negative */
-TEST_F_TIMEOUT(tensor, dtype_errors, 120)
-{
-	ASSERT_TRUE(t_dtype_errors()) TH_LOG("unsupported dtypes, same_kind casting, int ** negative");
-}
+TENSOR_TEST(unsupported_dtypes_same_kind_casting_int_pow_negative, t_dtype_errors)
 
 /* axis errors, empty max/argmax errors, sum/prod/mean identities */
-TEST_F_TIMEOUT(tensor, axis_and_empty, 120)
-{
-	ASSERT_TRUE(t_axis_and_empty()) TH_LOG("axis errors, empty max/argmax errors, sum/prod/mean identities");
-}
+TENSOR_TEST(axis_errors_empty_max_argmax_errors_sum_prod_mean_identities, t_axis_and_empty)
 
 /* matmul shape errors */
-TEST_F_TIMEOUT(tensor, matmul_errors, 120)
-{
-	ASSERT_TRUE(t_matmul_errors()) TH_LOG("matmul shape errors");
-}
+TENSOR_TEST(matmul_shape_errors, t_matmul_errors)
 
 /* a fused 5-op chain allocates only its output; the pool serves the next */
-TEST_F_TIMEOUT(tensor, fused_chain_allocates_output_only, 120)
-{
-	ASSERT_TRUE(t_fused_chain_allocates_output_only()) TH_LOG("a fused 5-op chain allocates only its output; the pool serves the next");
-}
+TENSOR_TEST(fused_5_op_chain_allocates_only_its_output_pool_serves_the_next, t_fused_chain_allocates_output_only)
 
 /* a dead intermediate's buffer is reused in place */
-TEST_F_TIMEOUT(tensor, dead_intermediate_reused_in_place, 120)
-{
-	ASSERT_TRUE(t_dead_intermediate_reused_in_place()) TH_LOG("a dead intermediate's buffer is reused in place");
-}
+TENSOR_TEST(dead_intermediate_buffer_is_reused_in_place, t_dead_intermediate_reused_in_place)
 
 /* implicit materialisation is reported; VIEW mode refuses it */
-TEST_F_TIMEOUT(tensor, materialize_report, 120)
-{
-	ASSERT_TRUE(t_materialize_report()) TH_LOG("implicit materialisation is reported; VIEW mode refuses it");
-}
+TENSOR_TEST(implicit_materialisation_is_reported_view_mode_refuses_it, t_materialize_report)
 
 /* 1, 2 and 4 threads give identical results */
-TEST_F_TIMEOUT(tensor, threads_equivalence, 120)
-{
-	ASSERT_TRUE(t_threads_equivalence()) TH_LOG("1, 2 and 4 threads give identical results");
-}
+TENSOR_TEST(one_two_and_four_threads_give_identical_results, t_threads_equivalence)
 
 /* random broadcasting vs a naive reference (negative strides) */
-TEST_F_TIMEOUT(tensor, random_broadcast_vs_naive, 120)
-{
-	ASSERT_TRUE(t_random_broadcast_vs_naive()) TH_LOG("random broadcasting vs a naive reference (negative strides)");
-}
+TENSOR_TEST(random_broadcasting_vs_a_naive_reference_negative_strides, t_random_broadcast_vs_naive)
 
 /* DLPack export/import round trip without copies */
-TEST_F_TIMEOUT(tensor, dlpack_roundtrip, 120)
-{
-	ASSERT_TRUE(t_dlpack_roundtrip()) TH_LOG("DLPack export/import round trip without copies");
-}
+TENSOR_TEST(dlpack_export_import_round_trip_without_copies, t_dlpack_roundtrip)
 
 /* a write into a buffer evaluates lazy readers first */
-TEST_F_TIMEOUT(tensor, lazy_write_barrier, 120)
-{
-	ASSERT_TRUE(t_lazy_write_barrier()) TH_LOG("a write into a buffer evaluates lazy readers first");
-}
+TENSOR_TEST(write_into_a_buffer_evaluates_lazy_readers_first, t_lazy_write_barrier)
 
 /* a 500-op chain evaluates correctly; a 200000-node graph frees */
-TEST_F_TIMEOUT(tensor, long_chain, 120)
-{
-	ASSERT_TRUE(t_long_chain()) TH_LOG("a 500-op chain evaluates correctly; a 200000-node graph frees");
-}
+TENSOR_TEST(chain_of_500_ops_evaluates_correctly_200000_node_graph_frees, t_long_chain)
 
 /* an elementwise prologue fuses into sum_to_shape (no intermediate) */
-TEST_F_TIMEOUT(tensor, reduce_prologue_fused, 120)
-{
-	ASSERT_TRUE(t_reduce_prologue_fused()) TH_LOG("an elementwise prologue fuses into sum_to_shape (no intermediate)");
-}
+TENSOR_TEST(elementwise_prologue_fuses_into_sum_to_shape, t_reduce_prologue_fused)
 
 /* every status and dtype has its own name */
-TEST_F_TIMEOUT(tensor, strerror_all, 120)
-{
-	ASSERT_TRUE(t_strerror_all()) TH_LOG("every status and dtype has its own name");
-}
+TENSOR_TEST(every_status_and_dtype_has_its_own_name, t_strerror_all)
 
 /* outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact */
-TEST_F_TIMEOUT(tensor, streaming_outputs, 120)
-{
-	ASSERT_TRUE(t_streaming_outputs()) TH_LOG("outputs >= 16 MiB (streaming stores, misaligned rows) are bit-exact");
-}
+TENSOR_TEST(outputs_of_16_mib_and_more_are_bit_exact, t_streaming_outputs)
 
 /* reductions give the same bits on every run at 2, 3, 4 threads (both modes) */
-TEST_F_TIMEOUT(tensor, repro_fixed_threads, 120)
-{
-	ASSERT_TRUE(t_repro_fixed_threads()) TH_LOG("reductions give the same bits on every run at 2, 3, 4 threads (both modes)");
-}
+TENSOR_TEST(reductions_same_bits_every_run_at_2_3_4_threads_both_modes, t_repro_fixed_threads)
 
 /* NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads */
-TEST_F_TIMEOUT(tensor, repro_independent_of_threads, 120)
-{
-	ASSERT_TRUE(t_repro_independent_of_threads()) TH_LOG("NPT_REPRO_INDEPENDENT: the same bits at 1, 2, 3 and 4 threads");
-}
+TENSOR_TEST(repro_independent_same_bits_at_1_2_3_4_threads, t_repro_independent_of_threads)
 
 /* matmul gives the same bits on every run at a fixed thread count */
-TEST_F_TIMEOUT(tensor, repro_matmul, 120)
-{
-	ASSERT_TRUE(t_repro_matmul()) TH_LOG("matmul gives the same bits on every run at a fixed thread count");
-}
+TENSOR_TEST(matmul_same_bits_every_run_at_a_fixed_thread_count, t_repro_matmul)
 
 /* every cut of a reduction counts each element once (exact integer sums) */
-TEST_F_TIMEOUT(tensor, reduce_cuts_exact, 120)
-{
-	ASSERT_TRUE(t_reduce_cuts_exact()) TH_LOG("every cut of a reduction counts each element once (exact integer sums)");
-}
+TENSOR_TEST(every_cut_of_a_reduction_counts_each_element_once, t_reduce_cuts_exact)
 
 /* a zero dimension does not excuse an oversized shape (NumPy: too big) */
-TEST_F_TIMEOUT(tensor, zero_dim_too_big, 120)
-{
-	ASSERT_TRUE(t_zero_dim_too_big()) TH_LOG("a zero dimension does not excuse an oversized shape (NumPy: too big)");
-}
+TENSOR_TEST(zero_dimension_does_not_excuse_an_oversized_shape, t_zero_dim_too_big)
 
 /* 0-d reductions along axis 0 or -1 as NumPy 1.24 */
-TEST_F_TIMEOUT(tensor, zero_d_axes, 120)
-{
-	ASSERT_TRUE(t_zero_d_axes()) TH_LOG("0-d reductions along axis 0 or -1 as NumPy 1.24");
-}
+TENSOR_TEST(zero_d_reductions_along_axis_0_or_minus_1_as_numpy, t_zero_d_axes)
 
 /* slices at the ends of int64 follow Python's clamping */
-TEST_F_TIMEOUT(tensor, slice_extremes, 120)
-{
-	ASSERT_TRUE(t_slice_extremes()) TH_LOG("slices at the ends of int64 follow Python's clamping");
-}
+TENSOR_TEST(slices_at_the_ends_of_int64_follow_python_clamping, t_slice_extremes)
 
 TEST_HARNESS_MAIN
