@@ -439,7 +439,7 @@ assert type(c) is torch.Tensor and torch.equal(c, base + 1)
 assert type(t + 1) is torch.Tensor and torch.equal(torch.matmul(t, t.T), base @ base.T)
 print("survived")
 """
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
     p = subprocess.run([sys.executable, "-c", code, PFX + "tw"], capture_output=True, text=True, env=env)
     check(p.returncode == 0 and p.stdout.strip() == "survived", (p.returncode, p.stdout, p.stderr[-2000:]))
 
