@@ -11,7 +11,7 @@ out=$(mktemp -d /tmp/ccl-python.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 cd "$root" || exit 1
 export PYTHONPATH="$root/python"
-export NPCCL_TAP_OUT="$out/tap"
+export NPUSHM_TAP_OUT="$out/tap"
 t0=$(date +%s)
 timeout -k 10 1200 "$PY" -m pytest -q -p no:cacheprovider "$here/python" >"$out/log" 2>&1
 rc=$?

@@ -56,8 +56,8 @@ if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npushm-pytests.$$
 	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
 fi
-part cli "$here/run-pytest.sh" test_cli.py
-part python env PYTHONPATH="$root/python" "$here/run-pytest.sh" test_python.py
+part cli "$root/tools/run-pytest.sh" "$here/test_cli.py"
+part python env PYTHONPATH="$root/python" "$root/tools/run-pytest.sh" "$here/test_python.py"
 
 # Nothing may be left behind: no region visible to `npushm ls`, no tmpfs file.
 left=$("$BUILD/bin/npushm" ls --json | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["regions"]; print(" ".join(n["name"] for x in r for n in x["names"]) or ("%d unnamed" % len(r) if r else ""))')

@@ -5,7 +5,7 @@
 checked against an independent reading of the file (safetensors_ref), the text
 output, the error messages and exit statuses, and the progress bar (only on a
 terminal). Runs on the backend NPUSHM_BACKEND selects, under pytest
-(run-pytest.sh prints its TAP)."""
+(tools/run-pytest.sh prints its TAP)."""
 import json
 import os
 import pty

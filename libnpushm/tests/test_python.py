@@ -6,7 +6,7 @@ NumPy and PyTorch through DLPack, compared value by value with an independent
 reading of the file (safetensors_ref), and proven shared rather than copied
 (same address, the other process's pages counted once in PSS, no anonymous
 memory growth, writes through another process's mapping visible). Runs under
-pytest (run-pytest.sh prints its TAP)."""
+pytest (tools/run-pytest.sh prints its TAP)."""
 import gc
 import os
 import shutil

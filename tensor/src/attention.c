@@ -138,31 +138,6 @@ static int operand_ok(const npt_tensor_t *t, blas_mat_t *m)
 			  t->strides[nd - 1], m);
 }
 
-static npt_status_t copy_in(npt_tensor_t *t, const char *what, npt_tensor_t **out)
-{
-	npt_tensor_t *c;
-	npt_status_t s;
-
-	if (npt_cfg_expand_mode() == NPT_EXPAND_VIEW) {
-		char a[NPT_SHAPE_STRLEN];
-
-		return npt_fail(NPT_E_WOULD_COPY, "attention: %s of shape %s has strides BLAS "
-				"cannot use and expansion mode VIEW forbids the copy", what,
-				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
-	}
-	if ((s = npt_tensor_contiguous(t, &c)))
-		return s;
-	if ((s = npt_eval_locked(c))) {
-		npt_tensor_free(c);
-		return s;
-	}
-	npt_note_materialize("attention", t->ndim, t->shape, t->ndim, t->shape,
-			     (size_t)npt_tensor_numel(t) * sizeof(float),
-			     "BLAS needs one unit stride per matrix");
-	*out = c;
-	return NPT_OK;
-}
-
 typedef struct {
 	const npt_tensor_t *q, *k, *v;
 	const float *bias;
@@ -287,19 +262,19 @@ npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
 	if (nb == 0 || j.Sq == 0 || j.dv == 0)
 		return NPT_OK;
 	if (!operand_ok(j.q, &j.mq)) {
-		if ((s = copy_in(n->in[0], "q", &cq)))
+		if ((s = npt_blas_operand("attention", n->in[0], "q", &cq)))
 			goto out;
 		j.q = cq;
 		operand_ok(j.q, &j.mq);
 	}
 	if (!operand_ok(j.k, &j.mk)) {
-		if ((s = copy_in(n->in[1], "k", &ck)))
+		if ((s = npt_blas_operand("attention", n->in[1], "k", &ck)))
 			goto out;
 		j.k = ck;
 		operand_ok(j.k, &j.mk);
 	}
 	if (!operand_ok(j.v, &j.mv)) {
-		if ((s = copy_in(n->in[2], "v", &cv)))
+		if ((s = npt_blas_operand("attention", n->in[2], "v", &cv)))
 			goto out;
 		j.v = cv;
 		operand_ok(j.v, &j.mv);

@@ -38,6 +38,10 @@ NPT_HIDDEN size_t npt_cfg_warn_bytes(void);
 NPT_HIDDEN void npt_note_materialize(const char *op, int ndim_from, const int64_t *from,
 				     int ndim_to, const int64_t *to, size_t bytes, const char *why);
 
+/* ---- linear.c: an operand BLAS cannot read in place, copied (attention.c too) ---- */
+NPT_HIDDEN npt_status_t npt_blas_operand(const char *op, npt_tensor_t *t, const char *what,
+					 npt_tensor_t **out);
+
 /* ---- buffer.c: refcounted buffers and the pool ---- */
 typedef struct npt_buffer {
 	atomic_int refs;

@@ -125,7 +125,13 @@ static int weight_layout(const npt_tensor_t *w, int *trans, int64_t *ld)
 	return 0;
 }
 
-static npt_status_t copy_operand(npt_tensor_t *t, const char *what, npt_tensor_t **out)
+/*
+ * A contiguous, evaluated copy of @t for BLAS (also used by attention.c),
+ * reported as an implicit materialisation; refused in expansion mode VIEW.
+ * @what names the operand in the message ("the weight", "q", ...).
+ */
+npt_status_t npt_blas_operand(const char *op, npt_tensor_t *t, const char *what,
+			      npt_tensor_t **out)
 {
 	npt_status_t s;
 	npt_tensor_t *c;
@@ -133,8 +139,8 @@ static npt_status_t copy_operand(npt_tensor_t *t, const char *what, npt_tensor_t
 	if (npt_cfg_expand_mode() == NPT_EXPAND_VIEW) {
 		char a[NPT_SHAPE_STRLEN];
 
-		return npt_fail(NPT_E_WOULD_COPY, "linear: the %s of shape %s has strides BLAS "
-				"cannot use and expansion mode VIEW forbids the copy", what,
+		return npt_fail(NPT_E_WOULD_COPY, "%s: %s of shape %s has strides BLAS "
+				"cannot use and expansion mode VIEW forbids the copy", op, what,
 				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
 	}
 	if ((s = npt_tensor_contiguous(t, &c)))
@@ -143,7 +149,7 @@ static npt_status_t copy_operand(npt_tensor_t *t, const char *what, npt_tensor_t
 		npt_tensor_free(c);
 		return s;
 	}
-	npt_note_materialize("linear", t->ndim, t->shape, t->ndim, t->shape,
+	npt_note_materialize(op, t->ndim, t->shape, t->ndim, t->shape,
 			     (size_t)npt_tensor_numel(t) * sizeof(float),
 			     "BLAS needs one unit stride per matrix");
 	*out = c;
@@ -182,19 +188,19 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 	if (M == 0 || N == 0)
 		return NPT_OK;
 	if (K > 0 && !rows_layout(x, &lda)) {
-		if ((s = copy_operand(x, "input", &cx)))
+		if ((s = npt_blas_operand("linear", x, "the input", &cx)))
 			goto out;
 		x = cx;
 		rows_layout(x, &lda);
 	}
 	if (K > 0 && !weight_layout(w, &trans, &ldb)) {
-		if ((s = copy_operand(w, "weight", &cw)))
+		if ((s = npt_blas_operand("linear", w, "the weight", &cw)))
 			goto out;
 		w = cw;
 		weight_layout(w, &trans, &ldb);
 	}
 	if (bias && bias->shape[0] > 1 && bias->strides[0] != 1) {
-		if ((s = copy_operand(bias, "bias", &cb)))
+		if ((s = npt_blas_operand("linear", bias, "the bias", &cb)))
 			goto out;
 		bias = cb;
 	}

@@ -2,10 +2,9 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 """conftest.py - pytest set-up for the BERT engine tests (test_bert.py).
 
-make check counts TAP lines, so this plugin prints TAP on file descriptor 1
-(the plan once collection is done, one "ok N - name" or "not ok N - name"
-per test, failure details as "# " comments) and pytest's own terminal
-output is switched off (run-tests.sh passes -p no:terminal).
+make check counts TAP lines: tools/pytest_tap.py writes them (one "ok N -
+name" or "not ok N - name" per test, failure details as "# " comments, the
+plan last) and tools/run-pytest.sh prints them after pytest's own output.
 
 Fixtures: `tools` (paths of the built programs), `workdir` (a directory of
 generated models and outputs under $BUILD/bert-test) and `models`, the
@@ -13,6 +12,7 @@ deterministic test models written once per session by npushm-bert-gen.
 """
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -20,41 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 
-_count = 0
-_outcome = {}
-
-
-def _out(text):
-    os.write(1, (text + "\n").encode())
-
-
-def pytest_collection_finish(session):
-    _out("1..%d" % len(session.items))
-
-
-def pytest_runtest_logreport(report):
-    o = _outcome.setdefault(report.nodeid, {"failed": False, "skip": None, "text": []})
-    if report.failed:
-        o["failed"] = True
-        o["text"].append("%s: %s" % (report.when, report.longreprtext))
-    elif report.skipped:
-        o["skip"] = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
-
-
-def pytest_runtest_logfinish(nodeid, location):
-    global _count
-    _count += 1
-    o = _outcome.get(nodeid, {"failed": True, "skip": None, "text": ["no report"]})
-    name = nodeid.split("::", 1)[-1]
-    for block in o["text"]:
-        for line in block.splitlines():
-            _out("# " + line)
-    if o["failed"]:
-        _out("not ok %d - %s" % (_count, name))
-    elif o["skip"]:
-        _out("ok %d - %s # SKIP %s" % (_count, name, o["skip"]))
-    else:
-        _out("ok %d - %s" % (_count, name))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from pytest_tap import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402,F401 (the TAP report)
 
 
 class Tools:

@@ -58,7 +58,7 @@ gen=$BUILD/bin/npushm-bert-gen
 
 echo "# BERT engine tests, backend $NPUSHM_BACKEND"
 part c env BERT_TEST_DIR="$models" "$BUILD/bin/npbert-test"
-part pytorch "$PY" -m pytest -p no:terminal -p no:cacheprovider "$here/test_bert.py"
+part pytorch "$root/tools/run-pytest.sh" "$here/test_bert.py"
 
 count=$((count + 1))
 if [ -z "$shmdir" ] || [ -z "$(ls -A "$shmdir")" ]; then
