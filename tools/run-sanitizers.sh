@@ -17,8 +17,6 @@ SAN_BUILD=${2:?}
 SAN_CC=${3:?}
 root=$(cd "$(dirname "$0")/.." && pwd)
 log=$SAN_BUILD.build.log
-n=0
-fail=0
 
 mkdir -p "$SAN_BUILD"
 # the kselftest harness the main build extracted (tools/setup.sh)
@@ -36,20 +34,9 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-out=$(mktemp)
-trap 'rm -f "$out" "$out.state"' EXIT
-
-# part NAME COMMAND...: fold its TAP into ours (tools/tap-part)
-part() {
-	name=$1
-	shift
-	"$@" >"$out" 2>&1
-	rc=$?
-	"$root/tools/tap-part" "$n" "$name" "$rc" "$out.state" "sanitizer report above?" <"$out"
-	set -- $(cat "$out.state")
-	n=$((n + $1))
-	fail=$((fail + $2))
-}
+. "$root/tools/tap-parts.sh"
+PART_HINT="sanitizer report above?"
+trap 'rm -rf "$tap_parts_tmp"' EXIT
 
 part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"
 part tensor "$SAN_BUILD/bin/test_tensor"
@@ -57,18 +44,10 @@ part tensor-blocks "$SAN_BUILD/bin/test_tensor_blocks"
 part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"
 # the BERT engine's C API tests on small generated models, in a private tmpfs directory
 models=$SAN_BUILD/bert-test
-mkdir -p "$models"
-gen=$SAN_BUILD/bin/npushm-bert-gen
-[ -f "$models/tiny.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 "$models/tiny.safetensors"
-[ -f "$models/nopool.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 --no-pooler \
-		"$models/nopool.safetensors"
-[ -f "$models/big.safetensors" ] ||
-	$gen --layers 2 --hidden 512 --heads 8 --ffn 2048 --vocab 100 --positions 32 "$models/big.safetensors"
+"$root/apps/bert/tests/make-models.sh" "$SAN_BUILD/bin/npushm-bert-gen" "$models" || exit 1
 shm=/dev/shm/npushm-san-bert.$$
 mkdir -m 0700 "$shm"
 part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/bin/npbert-test"
 rm -rf "$shm"
-echo "1..$n"
-[ "$fail" = 0 ]
+echo "1..$count"
+[ "$failed" = 0 ]

@@ -23,27 +23,10 @@ export BUILD NPUSHM_BACKEND
 [ "$NPUSHM_BACKEND" = kmod ] && unset NPUSHM_SHM_DIR
 cd "$root" || exit 1
 
-count=0
-failed=0
-state=$(mktemp)
-out=$(mktemp)
-cleanup() { rm -f "$state" "$out"; [ -n "${shmdir:-}" ] && rm -rf "$shmdir"; }
+. "$root/tools/tap-parts.sh"
+PART_TIMES=1
+cleanup() { rm -rf "$tap_parts_tmp"; [ -n "${shmdir:-}" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
-
-# part NAME COMMAND...: run it, renumber its TAP, count results.
-part() {
-	name=$1
-	shift
-	t0=$(date +%s)
-	"$@" > "$out" 2>&1
-	rc=$?
-	echo "# part $name: $(($(date +%s) - t0)) s"
-
-	"$root/tools/tap-part" "$count" "$name" "$rc" "$state" < "$out"
-	set -- $(cat "$state")
-	count=$((count + $1))
-	failed=$((failed + $2))
-}
 
 echo "# libnpushm tests, backend $NPUSHM_BACKEND"
 # The header and export checks concern the build, not the backend: natively only

@@ -694,6 +694,7 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 	npbert_t *bert = NULL;
 	npbert_config_t c;
 	npbert_memory_t mem;
+	npbert_status_t st;
 	char err[512];
 	int rc = 1;
 
@@ -708,9 +709,24 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 		}
 		o.comm = comm;
 	}
-	if (npbert_create(m, &o, &bert)) {
+	st = npbert_create(m, &o, &bert);
+	if (st) {
+		/*
+		 * A layout or split refusal is the same on every rank: rank 0 says
+		 * it, after a barrier, so that no rank leaves (aborting the
+		 * communicator) while another is still joining. Any other failure
+		 * is this rank's own: it says it and aborts.
+		 */
+		int same_everywhere = st == NPBERT_ERR_LAYOUT || st == NPBERT_ERR_SPLIT;
+
 		if (rank == 0)
 			die("%s", npbert_last_error());
+		else if (!same_everywhere)
+			die("rank %d: %s", rank, npbert_last_error());
+		if (comm && same_everywhere && npccl_barrier(comm) == NPCCL_OK) {
+			npccl_comm_destroy(comm);
+			comm = NULL;
+		}
 		goto out;
 	}
 	npushm_model_detach(m);	/* the engine holds its own references */

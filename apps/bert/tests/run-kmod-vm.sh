@@ -19,17 +19,7 @@ if [ ! -f kmod/npushm.ko ]; then
 	exit 0
 fi
 models=$BUILD/bert-test
-gen=$BUILD/bin/npushm-bert-gen
-mkdir -p "$models"
-[ -f "$models/tiny.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 "$models/tiny.safetensors"
-[ -f "$models/tiny3.safetensors" ] ||
-	$gen --layers 2 --hidden 96 --heads 6 --ffn 384 --vocab 120 --positions 40 --seed 7 "$models/tiny3.safetensors"
-[ -f "$models/nopool.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 --no-pooler \
-		"$models/nopool.safetensors"
-[ -f "$models/big.safetensors" ] ||
-	$gen --layers 2 --hidden 512 --heads 8 --ffn 2048 --vocab 100 --positions 32 "$models/big.safetensors"
+"$here/make-models.sh" "$BUILD/bin/npushm-bert-gen" "$models" || exit 1
 
 in=$BUILD/vm/bert-in
 out=$BUILD/vm/bert

@@ -19,42 +19,19 @@ PY=/usr/bin/python3
 export BUILD NPUSHM_BACKEND
 cd "$root" || exit 1
 
-count=0
-failed=0
-state=$(mktemp)
-out=$(mktemp)
+. "$root/tools/tap-parts.sh"
+PART_TIMES=1
 shmdir=
-cleanup() { rm -f "$state" "$out"; [ -n "$shmdir" ] && rm -rf "$shmdir"; }
+cleanup() { rm -rf "$tap_parts_tmp"; [ -n "$shmdir" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
 if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npbert-tests.$$
 	mkdir -m 0700 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
 fi
 
-part() {
-	name=$1
-	shift
-	t0=$(date +%s)
-	"$@" > "$out" 2>&1
-	rc=$?
-	echo "# part $name: $(($(date +%s) - t0)) s"
-	"$root/tools/tap-part" "$count" "$name" "$rc" "$state" < "$out"
-	set -- $(cat "$state")
-	count=$((count + $1))
-	failed=$((failed + $2))
-}
-
 # the C tests' models
 models=$BUILD/bert-test
-mkdir -p "$models"
-gen=$BUILD/bin/npushm-bert-gen
-[ -f "$models/tiny.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 "$models/tiny.safetensors"
-[ -f "$models/nopool.safetensors" ] ||
-	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 --no-pooler \
-		"$models/nopool.safetensors"
-[ -f "$models/big.safetensors" ] ||
-	$gen --layers 2 --hidden 512 --heads 8 --ffn 2048 --vocab 100 --positions 32 "$models/big.safetensors"
+"$here/make-models.sh" "$BUILD/bin/npushm-bert-gen" "$models" || exit 1
 
 echo "# BERT engine tests, backend $NPUSHM_BACKEND"
 part c env BERT_TEST_DIR="$models" "$BUILD/bin/npbert-test"
