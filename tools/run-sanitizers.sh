@@ -22,7 +22,10 @@ fail=0
 
 mkdir -p "$SAN_BUILD"
 echo "# building with: $SAN_CC -O1 -g (log: $log)"
+# The kselftest harness the C tests use stays where make setup put it (under
+# the main build tree, not under SAN_BUILD): $SELFTEST_HARNESS from the make rule.
 if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
+	${SELFTEST_HARNESS:+SELFTEST_HARNESS="$SELFTEST_HARNESS"} \
 	"$SAN_BUILD/libnpushm/npushm-tests" "$SAN_BUILD/bin/test_tensor" \
 	"$SAN_BUILD/bin/ccl-unit-test" >"$log" 2>&1; then
 	tail -20 "$log" | sed 's/^/# /'

@@ -11,4 +11,5 @@ SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 CHECK_SUITES += sanitizers
 .PHONY: check-sanitizers
 check-sanitizers:
-	@tools/run-suite sanitizers tools/run-sanitizers.sh "$(MAKE)" "$(SAN_BUILD)" "$(SAN_CC)"
+	@SELFTEST_HARNESS="$(SELFTEST_HARNESS)" tools/run-suite sanitizers tools/run-sanitizers.sh \
+		"$(MAKE)" "$(SAN_BUILD)" "$(SAN_CC)"
