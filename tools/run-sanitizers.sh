@@ -26,7 +26,8 @@ echo "# building with: $SAN_CC -O1 -g (log: $log)"
 # the main build tree, not under SAN_BUILD): $SELFTEST_HARNESS from the make rule.
 if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
 	${SELFTEST_HARNESS:+SELFTEST_HARNESS="$SELFTEST_HARNESS"} \
-	"$SAN_BUILD/libnpushm/npushm-tests" "$SAN_BUILD/bin/test_tensor" \
+	$(cd "$root/libnpushm/tests" && for f in test_*.c; do echo "$SAN_BUILD/libnpushm/${f%.c}"; done) \
+	"$SAN_BUILD/bin/test_tensor" \
 	"$SAN_BUILD/bin/ccl-unit-test" >"$log" 2>&1; then
 	tail -20 "$log" | sed 's/^/# /'
 	echo "not ok 1 - build the C tests with ASan and UBSan"
@@ -51,7 +52,9 @@ part() {
 	fail=$((fail + $2))
 }
 
-part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"
+for t in "$SAN_BUILD"/libnpushm/test_*; do
+	part libnpushm env NPUSHM_BACKEND=posix "$t"
+done
 part tensor "$SAN_BUILD/bin/test_tensor"
 part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"
 echo "1..$n"
