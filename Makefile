@@ -8,7 +8,8 @@
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
-#   make demo       set up (the demo's packages only), build, run the shared-weights demo
+#   make demo       set up (the demo's packages only), build, run the BERT serving demo
+#                   (apps/bert/demo)
 #   make setup      install missing Debian packages, prepare the test kernel
 #   make install    install (PREFIX, DESTDIR, GNU directories: tools/install.mk)
 #
@@ -48,6 +49,7 @@ include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
+include apps/bert/bert.mk
 include tools/licences.mk
 include tools/install.mk
 
@@ -63,7 +65,7 @@ USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(
 user: build-deps
 	@$(MAKE) --no-print-directory $(USER_BUILDABLE)
 ifeq ($(SELFTEST_HARNESS_FOUND),)
-	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, libnptensor's C tests): run 'make setup' (as root) for them"
+	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, libnptensor's and libnpbert's C tests): run 'make setup' (as root) for them"
 endif
 
 build-deps:

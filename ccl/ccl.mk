@@ -66,7 +66,7 @@ $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 # ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
-CCL_PY_DIR := $(CURDIR)/libnpushm/python/npushm
+CCL_PY_DIR := $(CURDIR)/python/npushm
 CCL_TORCH_SO := $(LIBDIR)/_npccl_torch.so
 CCL_PY := /usr/bin/python3
 CCL_TORCH_CXXFLAGS := -std=c++17 -O2 -fPIC -shared -D_GLIBCXX_USE_CXX11_ABI=1 \

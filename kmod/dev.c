@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * dev.c - npushm.ko: module set-up and the /dev/npushm misc device.
  *

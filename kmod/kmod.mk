@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # kmod.mk - build the kernel module (make modules) and check it statically.
 
 KMOD_SRCS := $(wildcard $(CURDIR)/kmod/*.c $(CURDIR)/kmod/*.h $(CURDIR)/kmod/test/*.c \

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * netlink.c - the generic netlink family "npushm": region statistics, pool
  * statistics and per-uid usage.

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * region.c - the device memory behind a region file: sizing, seals, pins,
  * read and write, and the ioctls on region files.

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_alloc_test.c - the pool: query, anonymous regions from /dev/npushm
  * and region files sized by ftruncate, capacity and per-uid quota, module

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_dmabuf_test.c - regions exported as dma-bufs: mmap through the
  * dma-buf, DMA_BUF_IOCTL_SYNC, and a kernel importer (npushm_test.ko, the

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_lifetime_test.c - what keeps a region alive (names, open files,
  * mappings, dma-bufs; not its creator, even killed with SIGKILL), the size

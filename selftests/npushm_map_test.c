@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_map_test.c - mapping regions: MAP_SHARED only, bounds (an unsized
  * file has none), the same physical pages in every mapping (across fork,

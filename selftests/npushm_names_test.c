@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_names_test.c - names are files of an instance: publish (O_TMPFILE
  * + linkat), open, unlink, rename; the VFS's permission checks for other

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_netlink_test.c - the "npushm" generic netlink family through
  * libnl-genl-3: pool statistics, per-uid usage, region dumps limited to what

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_pins_test.c - seals and pins. A long-term write pin (an AF_XDP
  * umem: pin_user_pages(FOLL_WRITE | FOLL_LONGTERM), as an RDMA MR does;

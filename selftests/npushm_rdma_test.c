@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_rdma_test.c - regions are GUP-able: a mapping registers with
  * ibv_reg_mr (rdma-core) and another process completes an RDMA WRITE into

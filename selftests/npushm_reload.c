@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_reload.c - loading and unloading npushm.ko: the defaults a
  * distribution would ship, out-of-range parameters at load time, the device

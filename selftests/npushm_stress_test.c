@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_stress_test.c - races every entry point from several processes:
  * anonymous alloc, O_TMPFILE and size, truncate to 0, close, mmap, munmap,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-module-tests.sh - inside the test VM (as root): load npushm.ko with the
 # test parameters and the selftests' importer npushm_test.ko, run every
 # module selftest (each mounts its own instance of the filesystem), then

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # selftests.mk - the module's kselftest-harness tests, run in a VM.
 #
 # Each selftests/npushm_*_test.c is one program built against the kernel's

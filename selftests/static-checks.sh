@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # static-checks.sh - the module's static checks as TAP: checkpatch.pl
 # --strict on kmod/ (the selftests' module in kmod/test/ too) and the UAPI
 # header, a W=1 build and a C=2 (sparse) build, each of which must print no

@@ -105,7 +105,7 @@ plan() {
 	file 0644 "$root/deploy/bash-completion/npushm" "$bashcompdir/npushm"
 
 	# the Python package
-	for p in "$root"/libnpushm/python/npushm/*.py; do
+	for p in "$root"/python/npushm/*.py; do
 		file 0644 "$p" "$pythondir/npushm/${p##*/}"
 	done
 

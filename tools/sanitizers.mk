@@ -11,5 +11,4 @@ SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 CHECK_SUITES += sanitizers
 .PHONY: check-sanitizers
 check-sanitizers:
-	@SELFTEST_HARNESS="$(SELFTEST_HARNESS)" tools/run-suite sanitizers tools/run-sanitizers.sh \
-		"$(MAKE)" "$(SAN_BUILD)" "$(SAN_CC)"
+	@tools/run-suite sanitizers tools/run-sanitizers.sh "$(MAKE)" "$(SAN_BUILD)" "$(SAN_CC)"

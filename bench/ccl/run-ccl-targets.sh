@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-targets.sh - the private-buffer targets of npccl on one host, in one command:
 # AllReduce 64 KiB-64 MiB against the better of Open MPI and MPICH and against single-core
 # memcpy; AllGather, Broadcast and ReduceScatter at 1 MiB and 16 MiB against the better MPI;

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-torch-bench.sh - torch.distributed all_reduce with backend npccl against gloo, 2 processes
 # pinned to cores 0 and 1, float32, 8 B to 256 MiB, plus all_gather and broadcast at 1 and
 # 16 MiB, and the same all_reduce as a direct npccl call (npushm.ccl) for the torch layer's

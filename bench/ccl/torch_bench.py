@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """torch_bench.py - torch.distributed with backend npccl against gloo, in the same processes.
 
 One rank (run-torch-bench.sh starts 2, pinned to cores 0 and 1):
@@ -21,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "libnpushm", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import npushm.ccl as ccl            # noqa: E402
 import npushm.ccl_torch             # noqa: E402,F401  registers "npccl"
 

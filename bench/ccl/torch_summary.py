@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """torch_summary.py - tables and target verdicts of run-torch-bench.sh: ranges over runs.
 
     python3 torch_summary.py run-1.json run-2.json ...

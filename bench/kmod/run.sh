@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run.sh - make bench-kmod: npushm regions vs memfd and POSIX shm, in the VM
 # (the host cannot load modules). Prints the machine (lscpu caches, load),
 # boots the VM with the module and an instance at /run/npushm, and runs

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * reduce_bench.c - time of the tensor library's reductions, layernorm and
  * softmax on fixed shapes, for several builds or settings of the library

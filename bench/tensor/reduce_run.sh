@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # reduce_run.sh - reductions, layernorm and softmax of the tensor library in both
 # reproducibility modes (independent, the default, and threads) and optionally an
 # older build, loaded side by side in one process and called in turn (the host is

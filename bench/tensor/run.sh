@@ -21,6 +21,6 @@ cc -O3 -pthread -o "$BUILD/bench/stream_add" "$ROOT/bench/tensor/stream_add.c"
 [ -f "$BUILD/lib/libnptensor.so" ] || make -C "$ROOT" --no-print-directory "$BUILD/lib/libnptensor.so"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC')  $(uname -r)  $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg); threads: $T; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
-PYTHONPATH=$ROOT/libnpushm/python NPUSHM_LIBDIR=$BUILD/lib \
+PYTHONPATH=$ROOT/python NPUSHM_LIBDIR=$BUILD/lib \
 	/usr/bin/python3 "$ROOT/bench/tensor/bench.py" --threads "$T" --stream "$BUILD/bench/stream_add" "$@"
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,7 +10,7 @@ PY=/usr/bin/python3
 out=$(mktemp -d /tmp/ccl-python.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 cd "$root" || exit 1
-export PYTHONPATH="$root/libnpushm/python"
+export PYTHONPATH="$root/python"
 export NPCCL_TAP_OUT="$out/tap"
 t0=$(date +%s)
 timeout -k 10 1200 "$PY" -m pytest -q -p no:cacheprovider "$here/python" >"$out/log" 2>&1

@@ -1,4 +1,5 @@
-/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npushm_test_uapi.h - the interface of npushm_test.ko, a dma-buf importer
  * for the selftests only (not part of npushm's UAPI).

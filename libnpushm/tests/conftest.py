@@ -10,7 +10,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "python")))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "python")))
 
 _tap = {"n": 0, "lines": []}
 

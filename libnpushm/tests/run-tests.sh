@@ -60,7 +60,7 @@ if [ "$NPUSHM_BACKEND" = posix ]; then
 	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
 fi
 part cli "$here/run-pytest.sh" test_cli.py
-part python env PYTHONPATH="$root/libnpushm/python" "$here/run-pytest.sh" test_python.py
+part python env PYTHONPATH="$root/python" "$here/run-pytest.sh" test_python.py
 
 # Nothing may be left behind: no region visible to `npushm ls`, no tmpfs file.
 left=$("$BUILD/bin/npushm" ls --json | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["regions"]; print(" ".join(n["name"] for x in r for n in x["names"]) or ("%d unnamed" % len(r) if r else ""))')

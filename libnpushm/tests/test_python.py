@@ -18,7 +18,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import safetensors_ref as ref  # noqa: E402
 import pytest  # noqa: E402
 
@@ -114,10 +114,10 @@ def test_import_is_lazy_and_submodules_stay_importable():
             "assert importlib.util.find_spec('npushm.weights') is not None; "
             "assert importlib.util.find_spec('npushm.regions') is not None; "
             "print(npushm.attach.__module__)")
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     check(p.returncode == 0 and p.stdout.strip() == "npushm.weights", p.stderr)
-    if os.path.exists(os.path.join(HERE, "..", "python", "npushm", "tensor.py")):
+    if os.path.exists(os.path.join(HERE, "..", "..", "python", "npushm", "tensor.py")):
         p = subprocess.run([sys.executable, "-c", "import importlib.util; "
                             "assert importlib.util.find_spec('npushm.tensor')"], env=env)
         check(p.returncode == 0, "npushm.tensor is findable")
@@ -439,7 +439,7 @@ assert type(c) is torch.Tensor and torch.equal(c, base + 1)
 assert type(t + 1) is torch.Tensor and torch.equal(torch.matmul(t, t.T), base @ base.T)
 print("survived")
 """
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
     p = subprocess.run([sys.executable, "-c", code, PFX + "tw"], capture_output=True, text=True, env=env)
     check(p.returncode == 0 and p.stdout.strip() == "survived", (p.returncode, p.stdout, p.stderr[-2000:]))
 

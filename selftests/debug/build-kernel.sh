@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # build-kernel.sh - build, or reuse, the npushm debug kernel: Debian's
 # linux-source-6.1 with defconfig + kvm_guest.config + selftests/debug/debug.config
 # (KASAN, lockdep, kmemleak, fault injection; virtio/9p/veth/rxe built in).
@@ -8,7 +10,7 @@
 #   build-kernel.sh --cached   exit 0 if that kernel is already built, 1 if not
 #
 # The cache lives outside the checkout, one directory per input set:
-#   ${NPUSHM_DEBUG_CACHE:-/var/cache/npushm/debug-kernel}/<linux-source version>-<fragment sha256, 12>/
+#   ${NPUSHM_DEBUG_CACHE:-/var/cache/npushm/debug-kernel}/<linux-source version>-<sha256 of the fragment's options, 12>/
 #     linux/        the configured and built tree (build the module with make -C linux M=...)
 #     root/         boot/vmlinuz-<release> and lib/modules/<release>/ (VM_KERNEL_ROOT for run-vm.sh)
 #     build.log     output of the last build; stamp: written only after a complete, verified build
@@ -32,7 +34,8 @@ srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
 if [ -z "$srcver" ] || [ ! -f "$tarball" ]; then
 	die "Debian's linux-source-6.1 is not installed ($tarball); run tools/setup.sh as root (or apt-get install linux-source-6.1)"
 fi
-hash=$(sha256sum "$frag" | cut -c1-12)
+# The options alone name the build: comments and blank lines do not change the kernel.
+hash=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$frag" | sha256sum | cut -c1-12)
 dir=$base/$srcver-$hash
 
 case "${1:-}" in

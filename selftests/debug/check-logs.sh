@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # check-logs.sh - judge one debug-lane VM run from what it left in its result
 # directory (console.log, dmesg.txt, kmemleak.txt, taint.after, lockdep_stats,
 # modules.after; see guest-lane.sh) and print one TAP result per detector.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # debug.mk - the debug-kernel lane: the module's selftests under KASAN,
 # lockdep, kmemleak and fault injection (docs/debug-kernel.md).
 #

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # fail-inject.sh - inside the debug-kernel VM: run a command with the kernel's
 # fault injection (failslab, fail_page_alloc, fail_usercopy) aimed at that
 # command only, then put the injection settings back to their defaults.

@@ -1,4 +1,5 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * fail_nth.h - make the Nth fault-injection point reached by the calling
  * thread fail, to loop one call (a module entry point) through every

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * fault-loop.c - loops calls through every fault-injection point they reach
  * (fail_nth.h), for the debug lane; prints TAP. Run under

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # guest-lane.sh - inside the debug-kernel VM (started by run-debug-lane.sh):
 # run the module selftest suite, then the fault-injection pass, then two
 # kmemleak scans, and leave everything the host needs to judge the run in

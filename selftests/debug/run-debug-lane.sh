@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-debug-lane.sh - the debug-kernel lane (make check-debug): build or reuse
 # the cached debug kernel, build npushm.ko against it (apart from the stock
 # build), boot it with selftests/vm/run-vm.sh, run the module selftests and the

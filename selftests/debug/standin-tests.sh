@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # standin-tests.sh - a stand-in module suite for the debug lane, until (and
 # besides) selftests/run-module-tests.sh: exercises kernel code in the VM and
 # prints TAP. Also the lane's own smoke test:

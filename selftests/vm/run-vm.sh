@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-vm.sh - run a command inside Debian's kernel under qemu (TCG) and return
 # its exit status; fail on any kernel WARNING, BUG, Oops, panic or hang.
 #

@@ -1,4 +1,6 @@
 #!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # PID 1 of the test VM after switch_root into the host's read-only root over 9p.
 # Mounts writable scratch filesystems and the result share, makes the unpacked
 # Debian module tree the one modprobe sees, runs the runner's script

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # with-module.sh - inside the test VM: load the freshly built npushm.ko with the
 # test parameters and mount an instance at /run/npushm (NPUSHM_MOUNT_OPTS), run
 # a command, then unmount and unload the module (both must succeed).

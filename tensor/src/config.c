@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * config.c - global settings (expansion mode, materialisation threshold,
  * reproducibility mode of reductions) read once from the environment and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * convert.c - typed strided copies between every pair of dtypes (NumPy
  * "unsafe" casting: C conversions, float->bool is x != 0, f16 uses the

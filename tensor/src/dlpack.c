@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * dlpack.c - DLPack (v0.6 ABI, <dlpack/dlpack.h> from Debian's
  * libdlpack-dev) export and import of CPU tensors without copying.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * dtype.c - dtype sizes and names, NumPy-compatible type promotion and
  * casting rules, and the bf16 <-> f32 conversions (round to nearest even).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * iter.c - iteration spaces: one shape shared by several strided operands
  * (the leaves of a fused program, an output, an accumulator).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * kernels.c - elementwise inner loops over register types (bool, i8, u8,
  * i32, i64, f32, f64), each in vector-vector, vector-scalar and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * matmul.c - NumPy matmul: 1-D operands promoted and the added dims
  * removed, batch dims broadcast; f32/f64 on OpenBLAS (cblas_?gemm per batch,

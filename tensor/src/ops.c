@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ops.c - op constructors: validate operands, compute the result shape and
  * dtype (NumPy broadcasting and promotion), and add a lazy graph node.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * reduce.c - sum, prod, mean, max, min over any set of axes (sum_to_shape
  * uses it too) and argmax.

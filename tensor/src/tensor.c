@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * tensor.c - tensor handles: creation over owned or borrowed buffers,
  * reference counting, introspection, and the helpers every op uses

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * views.c - zero-copy views: reshape, permute, transpose, squeeze,
  * unsqueeze, slice, broadcast_to, expand, contiguous, cast.

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """Differential test of npushm.tensor against NumPy 1.24 (TAP output).
 
 Random shapes of rank 0..6 with dimensions 0, 1 and larger, contiguous, sliced

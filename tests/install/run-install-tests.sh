@@ -176,7 +176,7 @@ result $? "one version ($VERSION) in VERSION, the Python package, MODULE_VERSION
 	"$log/versions.log"
 
 # pyproject.toml: the PEP 517 backend builds a wheel of the package (no network)
-rm -rf "$work/pysrc" "$work/wheel" && cp -r "$root/libnpushm/python" "$work/pysrc" &&
+rm -rf "$work/pysrc" "$work/wheel" && cp -r "$root/python" "$work/pysrc" &&
 (cd "$work/pysrc" && /usr/bin/python3 -c 'import sys; from setuptools import build_meta as b; print(b.build_wheel(sys.argv[1]))' \
 	"$work/wheel") > "$log/wheel.log" 2>&1 &&
 	/usr/bin/python3 -m zipfile -l "$work/wheel/npushm-$VERSION-py3-none-any.whl" >> "$log/wheel.log" 2>&1 &&

@@ -5,7 +5,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..", "libnpushm", "python")))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..", "python")))
 
 _tap = {"n": 0, "lines": []}
 

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "libnpushm", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 
 DTYPES = ["int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 REDUCE_OPS = ["sum", "product", "min", "max", "avg"]

@@ -101,7 +101,7 @@ def _find_library():
                               "the directory holding the library, or unset it" % (d, soname))
         return ctypes.CDLL(os.path.join(d, soname))
     here = os.path.dirname(os.path.abspath(__file__))
-    n = os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", soname))
+    n = os.path.normpath(os.path.join(here, "..", "..", "build", "lib", soname))
     try:
         return ctypes.CDLL(n if os.path.exists(n) else soname)
     except OSError as e:

@@ -45,7 +45,7 @@ def _find_extension():
         dirs.append(os.environ["NPUSHM_LIBDIR"])
     if os.environ.get("BUILD"):
         dirs.append(os.path.join(os.environ["BUILD"], "lib"))
-    dirs.append(os.path.join(here, "..", "..", "..", "build", "lib"))
+    dirs.append(os.path.join(here, "..", "..", "build", "lib"))
     for d in dirs:
         p = os.path.join(d, _EXT_NAME + ".so")
         if os.path.exists(p):

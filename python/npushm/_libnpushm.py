@@ -132,7 +132,7 @@ def library_path():
         return p
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.path.join(os.environ["BUILD"], "lib")] if os.environ.get("BUILD") else []
-    candidates.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib")))
+    candidates.append(os.path.normpath(os.path.join(here, "..", "..", "build", "lib")))
     for d in candidates:
         p = os.path.join(d, SONAME)
         if os.path.exists(p):

@@ -68,7 +68,7 @@ def _find_lib():
         dirs = [d]
     else:
         dirs = [os.path.join(os.environ["BUILD"], "lib")] if os.environ.get("BUILD") else []
-        dirs.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib")))
+        dirs.append(os.path.normpath(os.path.join(here, "..", "..", "build", "lib")))
     for d in dirs:
         p = os.path.join(d, SONAME)
         if os.path.exists(p):
