@@ -63,14 +63,21 @@ $(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO) $(
 		$(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
 
 # ---------------------------------------------------------------- the tests
-LIBNPUSHM_TEST_SRCS := $(wildcard $(LIBNPUSHM_DIR)/tests/*.c)
-LIBNPUSHM_TESTS := $(LIBNPUSHM_TESTDIR)/npushm-tests
+# One program per tests/test_*.c, on the kernel's kselftest_harness.h (make
+# setup extracts it) with this suite's helpers (tests/harness.c).
+LIBNPUSHM_TEST_SRCS := $(wildcard $(LIBNPUSHM_DIR)/tests/test_*.c)
+LIBNPUSHM_TESTS := $(patsubst $(LIBNPUSHM_DIR)/tests/%.c,$(LIBNPUSHM_TESTDIR)/%,$(LIBNPUSHM_TEST_SRCS))
 USER_TARGETS += $(LIBNPUSHM_TESTS)
+HARNESS_BINS += $(LIBNPUSHM_TESTS)
 
 # Linked statically so the tests can reach the parser and the manifest checker.
-$(LIBNPUSHM_TESTS): $(LIBNPUSHM_TEST_SRCS) $(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
+$(LIBNPUSHM_TESTDIR)/test_%: $(LIBNPUSHM_DIR)/tests/test_%.c $(LIBNPUSHM_DIR)/tests/harness.c \
+		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
+	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+		{ echo "libnpushm: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -I$(SELFTEST_HARNESS) \
+		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $< $(LIBNPUSHM_DIR)/tests/harness.c \
 		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
 
 # ------------------------------------------------------------------- fuzzing

@@ -23,7 +23,8 @@ mkdir -p "$SAN_BUILD"
 [ -e "$SAN_BUILD/linux-source" ] || ln -s ../linux-source "$SAN_BUILD/linux-source"
 echo "# building with: $SAN_CC -O1 -g (log: $log)"
 if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
-	"$SAN_BUILD/libnpushm/npushm-tests" "$SAN_BUILD/bin/test_tensor" \
+	$(cd "$root/libnpushm/tests" && for f in test_*.c; do echo "$SAN_BUILD/libnpushm/${f%.c}"; done) \
+	"$SAN_BUILD/bin/test_tensor" \
 	"$SAN_BUILD/bin/test_tensor_blocks" "$SAN_BUILD/bin/ccl-unit-test" \
 	"$SAN_BUILD/bin/npbert-test" "$SAN_BUILD/bin/npushm-bert-gen" >"$log" 2>&1; then
 	tail -20 "$log" | sed 's/^/# /'
@@ -38,7 +39,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 PART_HINT="sanitizer report above?"
 trap 'rm -rf "$tap_parts_tmp"' EXIT
 
-part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"
+for t in "$SAN_BUILD"/libnpushm/test_*; do
+	part libnpushm env NPUSHM_BACKEND=posix "$t"
+done
 part tensor "$SAN_BUILD/bin/test_tensor"
 part tensor-blocks "$SAN_BUILD/bin/test_tensor_blocks"
 part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * harness.c - runs the registered tests one forked child each and prints
- * TAP; implements the helpers of harness.h.
+ * harness.c - th_run(), which runs one test's body under kselftest_harness.h
+ * (see harness.h), the per-program setup (the backend's directory for the
+ * whole run) and the helpers of harness.h.
  *
- *   npushm-tests [-l] [SUBSTRING...]   run the tests whose names contain a
- *                                      SUBSTRING (all without), -l lists them
- * Exit status 1 if any test failed. Per test: a shared page collects failure
- * counts from the test and any process it forks; a scratch directory is
- * made before and removed after; the child is killed after 120 s.
+ * Per test: a shared page collects failure counts from the test and any
+ * process it forks; a scratch directory is made before and removed after;
+ * the body runs in a child in a process group of its own, killed after
+ * 120 s, and whatever of that group is left is killed when it ends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +27,9 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#define TH_HARNESS_IMPL
 #include "harness.h"
 
-#define MAX_TESTS 256
 #define TEST_TIMEOUT 120
 
 struct shared {
@@ -37,23 +37,10 @@ struct shared {
 	char skip[512];
 };
 
-static struct {
-	const char *name;
-	th_fn fn;
-} tests[MAX_TESTS];
-static int ntests;
 static struct shared *cur;
 static char cur_tmpdir[256];
 static char shm_base[256];
-
-void th_register(const char *name, th_fn fn)
-{
-	if (ntests < MAX_TESTS) {
-		tests[ntests].name = name;
-		tests[ntests].fn = fn;
-		ntests++;
-	}
-}
+static pid_t program_pid;
 
 void th_diag(const char *fmt, ...)
 {
@@ -432,21 +419,25 @@ static void private_shm(void)
 	}
 }
 
-static int run_one(int idx, int num)
+int th_run(const char *name, void (*body)(void), char *reason, size_t reason_len)
 {
-	const char *tmp = getenv("TMPDIR");
-	int status, rc = 0;
+	const char *tmp = getenv("TMPDIR"), *only = getenv("NPUSHM_TESTS");
+	int status, rc = TH_PASS;
 	pid_t pid;
 
+	if (only && *only && !strstr(name, only)) {
+		snprintf(reason, reason_len, "%s: not selected (NPUSHM_TESTS=%s)", name, only);
+		return TH_SKIP;
+	}
 	cur = mmap(NULL, sizeof(*cur), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (cur == MAP_FAILED) {
-		printf("not ok %d - %s # cannot map the shared page\n", num, tests[idx].name);
-		return 1;
+		th_diag("%s: cannot map the shared page: %s", name, strerror(errno));
+		return TH_FAIL;
 	}
 	snprintf(cur_tmpdir, sizeof(cur_tmpdir), "%s/npushm-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(cur_tmpdir)) {
-		printf("not ok %d - %s # mkdtemp: %s\n", num, tests[idx].name, strerror(errno));
-		return 1;
+		th_diag("%s: mkdtemp: %s", name, strerror(errno));
+		return TH_FAIL;
 	}
 	chmod(cur_tmpdir, 0755);
 	fflush(stdout);
@@ -455,23 +446,21 @@ static int run_one(int idx, int num)
 		setpgid(0, 0);
 		private_shm();
 		alarm(TEST_TIMEOUT);
-		tests[idx].fn();
+		body();
 		fflush(stdout);
 		_exit(atomic_load(&cur->failures) ? 1 : 0);
 	}
 	waitpid(pid, &status, 0);
 	kill(-pid, SIGKILL);	/* leftovers of the test's process group */
 	if (WIFSIGNALED(status)) {
-		printf("not ok %d - %s # %s\n", num, tests[idx].name,
-		       WTERMSIG(status) == SIGALRM ? "timed out" : strsignal(WTERMSIG(status)));
-		rc = 1;
+		th_diag("%s: %s", name,
+			WTERMSIG(status) == SIGALRM ? "timed out" : strsignal(WTERMSIG(status)));
+		rc = TH_FAIL;
 	} else if (WEXITSTATUS(status) || atomic_load(&cur->failures)) {
-		printf("not ok %d - %s\n", num, tests[idx].name);
-		rc = 1;
+		rc = TH_FAIL;
 	} else if (cur->skip[0]) {
-		printf("ok %d - %s # SKIP %s\n", num, tests[idx].name, cur->skip);
-	} else {
-		printf("ok %d - %s\n", num, tests[idx].name);
+		snprintf(reason, reason_len, "%s: %s", name, cur->skip);
+		rc = TH_SKIP;
 	}
 	fflush(stdout);
 	rm_tree(cur_tmpdir);
@@ -480,59 +469,42 @@ static int run_one(int idx, int num)
 	return rc;
 }
 
-static int by_name(const void *a, const void *b)
+/*
+ * Before the harness's main: the backend's directory for the whole run (a
+ * fresh tmpfs directory as NPUSHM_SHM_DIR on posix; as root on kmod the
+ * mount point of every test's own instance as NPUSHM_DIR).
+ */
+__attribute__((constructor)) static void th_program_setup(void)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-int main(int argc, char **argv)
-{
-	bool list = argc > 1 && !strcmp(argv[1], "-l");
-	int first = list ? 2 : 1, selected[MAX_TESTS], nsel = 0, failed = 0;
-
-	(void)by_name;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 0; i < ntests; i++) {
-		bool take = argc <= first;
-
-		for (int a = first; a < argc; a++)
-			if (strstr(tests[i].name, argv[a]))
-				take = true;
-		if (take)
-			selected[nsel++] = i;
-	}
-	if (list) {
-		for (int i = 0; i < nsel; i++)
-			puts(tests[selected[i]].name);
-		return 0;
-	}
+	program_pid = getpid();
 	if (!th_is_kmod()) {
 		snprintf(shm_base, sizeof(shm_base), "/dev/shm/npushm-tests.%d", (int)getpid());
 		if (mkdir(shm_base, 01777) || chmod(shm_base, 01777)) {
 			fprintf(stderr, "cannot create %s: %s\n", shm_base, strerror(errno));
-			return 1;
+			exit(1);
 		}
 		setenv("NPUSHM_SHM_DIR", shm_base, 1);
 	} else if (th_is_root()) {
-		/* Each test mounts its own instance here (private_shm). */
 		snprintf(shm_base, sizeof(shm_base), "/tmp/npushm-tests.%d", (int)getpid());
 		if (mkdir(shm_base, 0755)) {
 			fprintf(stderr, "cannot create %s: %s\n", shm_base, strerror(errno));
-			return 1;
+			exit(1);
 		}
 		setenv("NPUSHM_DIR", shm_base, 1);
 	}
-	printf("1..%d\n", nsel);
 	th_diag("backend %s, uid %d", th_is_kmod() ? "kmod" : "posix", (int)geteuid());
-	for (int i = 0; i < nsel; i++)
-		failed += run_one(selected[i], i + 1);
-	if (shm_base[0]) {
-		if (th_shm_files())
-			th_diag("warning: files left in %s (removed)", shm_base);
-		if (th_is_kmod())
-			rmdir(shm_base);
-		else
-			rm_tree(shm_base);
-	}
-	return failed ? 1 : 0;
+}
+
+/* After it, in the program's own process only (tests end with _exit). */
+__attribute__((destructor)) static void th_program_teardown(void)
+{
+	if (getpid() != program_pid || !shm_base[0])
+		return;
+	if (th_shm_files())
+		th_diag("warning: files left in %s (removed)", shm_base);
+	if (th_is_kmod())
+		rmdir(shm_base);
+	else
+		rm_tree(shm_base);
 }

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * harness.h - the libnpushm test harness: TAP output, one forked process
- * per test, and helpers shared by the test files.
+ * harness.h - the libnpushm C tests on the kernel's kselftest_harness.h, and
+ * helpers shared by the test files.
  *
- * A test is a function declared with TEST(name); it passes when it returns
- * with no failed CHECK. Each runs in its own child (a crash, an abort, a
- * SIGKILL or a timeout fails only that test). As root each test also gets a
- * private mount namespace with an empty directory of its own (a tmpfs on
- * posix, an npushm instance on kmod), so nothing can leak into /dev/shm or
- * /run/npushm. NPUSHM_BACKEND selects the backend under test.
+ * Each test file is a program of its own (kselftest_harness.h keeps its
+ * test list per translation unit) ending in TEST_HARNESS_MAIN. A test is a
+ * function declared with TEST(name): a kselftest TEST (the harness forks a
+ * child per test and prints TAP) whose child runs the body once more in a
+ * process group of its own through th_run(), which gives it what this
+ * suite's tests rely on: failures counted across the processes a test forks
+ * (CHECK in a child fails the test too), th_skip() and REQUIRE() that end
+ * the test from anywhere, a scratch directory removed afterwards, leftover
+ * processes killed, a 120 s limit, and as root a private mount namespace
+ * with an empty directory of its own (a tmpfs on posix, an npushm instance
+ * on kmod), so nothing can leak into /dev/shm or /run/npushm.
+ * NPUSHM_BACKEND selects the backend under test; NPUSHM_TESTS=SUBSTRING
+ * runs only the tests whose names contain it (the others are skipped).
  */
 #ifndef NPUSHM_TEST_HARNESS_H
 #define NPUSHM_TEST_HARNESS_H
@@ -21,16 +28,35 @@
 
 #include "npushm.h"
 
-typedef void (*th_fn)(void);
-void th_register(const char *name, th_fn fn);
+/* th_run() results */
+#define TH_PASS 0
+#define TH_FAIL 1
+#define TH_SKIP 2
 
+/* Run @body as the test @name (see above); a skip's reason goes to @reason. */
+int th_run(const char *name, void (*body)(void), char *reason, size_t reason_len);
+
+#ifndef TH_HARNESS_IMPL		/* harness.c needs none of the kselftest part */
+#include "kselftest_harness.h"
+
+/* Above th_run()'s own limit, so that it reports a timeout itself. */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 150
+
+#undef TEST
 #define TEST(fn)                                                              \
-	static void fn(void);                                                 \
-	__attribute__((constructor)) static void th_reg_##fn(void)            \
+	static void fn##_body(void);                                          \
+	__TEST_IMPL(fn, -1)                                                   \
 	{                                                                     \
-		th_register(#fn, fn);                                         \
+		int rc_ = th_run(#fn, fn##_body, _metadata->results->reason,   \
+				 sizeof(_metadata->results->reason));          \
+		if (rc_ == TH_SKIP)                                           \
+			_metadata->skip = 1;                                  \
+		else if (rc_ != TH_PASS)                                      \
+			_metadata->passed = 0;                                \
 	}                                                                     \
-	static void fn(void)
+	static void fn##_body(void)
+#endif
 
 void th_check_failed(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

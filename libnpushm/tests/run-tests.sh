@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-tests.sh - the libnpushm test suite as one TAP stream: the C tests
-# (build/libnpushm/npushm-tests), the npushm command (test_cli.py) and the
-# Python package (test_python.py), renumbered into one plan, then a final
+# (build/libnpushm/test_*, kselftest_harness.h programs), the npushm command
+# (test_cli.py) and the Python package (test_python.py, both under pytest),
+# renumbered into one plan, then a final
 # check that nothing was left behind (no region, no tmpfs file).
 #
 #   NPUSHM_BACKEND=posix|kmod run-tests.sh
@@ -34,7 +35,9 @@ echo "# libnpushm tests, backend $NPUSHM_BACKEND"
 if [ "${NPUSHM_IN_VM:-0}" != 1 ]; then
 	part abi "$here/check-abi.sh"
 fi
-part c "$BUILD/libnpushm/npushm-tests"
+for t in "$BUILD"/libnpushm/test_*; do
+	part c "$t"
+done
 if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npushm-pytests.$$
 	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"

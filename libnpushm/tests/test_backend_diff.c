@@ -343,3 +343,5 @@ TEST(diff_longest_name)
 	npushm_region_close(r);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

@@ -152,3 +152,5 @@ TEST(kill_loader_after_random_delays)
 	th_diag("load takes %ld us; %d kills left nothing, %d came after the publish", dur_us, empty, models);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

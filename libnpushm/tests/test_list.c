@@ -91,3 +91,5 @@ TEST(list_shows_names_sizes_seals_and_mappers)
 	CHECK_ST(npushm_dev_list_regions(dev, NULL), NPUSHM_ERR_INVALID);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

@@ -988,3 +988,5 @@ TEST(model_dedup_works_without_room_for_a_second_copy)
 	CHECK_EQ(th_shm_files(), 0);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

@@ -91,3 +91,5 @@ TEST(perm_other_users_get_what_the_mode_allows)
 	CHECK_EQ(th_shm_files(), 0);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

@@ -471,3 +471,5 @@ TEST(misc_log_goes_to_the_callback_or_to_stderr_only_when_asked)
 	CHECK(strstr(buf, "libnpushm debug: failure: no region is published as 'no-such-region-here'") != NULL);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN

@@ -298,3 +298,5 @@ TEST(st_fuzz_corpus_and_crash_regressions_never_crash)
 	CHECK(files >= 10);
 	th_diag("%d corpus and regression files parsed", files);
 }
+
+TEST_HARNESS_MAIN

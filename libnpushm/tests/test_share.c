@@ -278,3 +278,5 @@ TEST(share_killed_peer_holding_a_region)
 	close(sv[1]);
 	npushm_dev_close(dev);
 }
+
+TEST_HARNESS_MAIN
