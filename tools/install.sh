@@ -87,17 +87,21 @@ plan() {
 	library npushm
 	library nptensor
 	library npccl
+	library npbert
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
+	file 0644 "$root/apps/bert/include/npbert.h" "$includedir/npbert.h"
 	file 0644 "$root/include/uapi/linux/npushm.h" "$includedir/linux/npushm.h"
 	template 0644 "$root/libnpushm/npushm.pc.in" "$libdir/pkgconfig/npushm.pc"
 	template 0644 "$root/tensor/nptensor.pc.in" "$libdir/pkgconfig/nptensor.pc"
 	template 0644 "$root/ccl/npccl.pc.in" "$libdir/pkgconfig/npccl.pc"
+	template 0644 "$root/apps/bert/npbert.pc.in" "$libdir/pkgconfig/npbert.pc"
 
 	# programs, their manual pages and completion
 	program "$BUILD/bin/npushm" "$bindir/npushm"
 	program "$BUILD/bin/ccl-perf" "$bindir/npccl-perf"
+	program "$BUILD/bin/npushm-bert" "$bindir/npushm-bert"
 	for m in "$root"/docs/man/*.[1-8]; do
 		s=${m##*.}
 		file 0644 "$m" "$mandir/man$s/${m##*/}"

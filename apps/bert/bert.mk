@@ -3,7 +3,7 @@
 # bert.mk - build and test rules for apps/bert/ (libnpbert: BERT inference from a
 # shared npushm model, computed with libnptensor, tensor parallel with libnpccl).
 #
-#   make                  build/lib/libnpbert.so, build/bin/npushm-bert (the command),
+#   make                  build/lib/libnpbert.so (+ .a), build/bin/npushm-bert (the command),
 #                         build/bin/npushm-bert-gen (deterministic test models)
 #   make check-bert       against the PyTorch reference and the error cases, posix backend
 #   make check-bert-kmod  the engine on the kmod backend, in the VM
@@ -17,6 +17,7 @@ BERT_OBJDIR := $(BUILD)/obj/bert
 BERT_SRCS := $(wildcard $(BERT_DIR)/src/*.c)
 BERT_OBJS := $(patsubst $(BERT_DIR)/src/%.c,$(BERT_OBJDIR)/%.o,$(BERT_SRCS))
 BERT_LIB := $(LIBDIR)/libnpbert.so
+BERT_ALIB := $(LIBDIR)/libnpbert.a
 BERT_CLI := $(BINDIR)/npushm-bert
 BERT_GEN := $(BINDIR)/npushm-bert-gen
 BERT_TEST := $(BINDIR)/npbert-test
@@ -25,7 +26,7 @@ BERT_INCS := -I$(BERT_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/ccl/in
 BERT_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(BERT_INCS)
 BERT_LIBS := -L$(LIBDIR) -lnpbert -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
-USER_TARGETS += $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST)
+USER_TARGETS += $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST)
 HARNESS_BINS += $(BERT_TEST)
 
 $(BERT_OBJDIR)/%.o: $(BERT_DIR)/src/%.c
@@ -36,8 +37,12 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(BERT_OBJS) -Wl,-soname,libnpbert.so.1 \
 		-Wl,--version-script=$(BERT_DIR)/libnpbert.map -Wl,--no-undefined \
-		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
+		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -ljson-c -lm
 	ln -sf libnpbert.so $@.1
+
+$(BERT_ALIB): $(BERT_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(BERT_OBJS)
 
 $(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB) \
 		$(CURDIR)/VERSION

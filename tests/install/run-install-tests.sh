@@ -34,7 +34,7 @@ rm -rf "$work"
 mkdir -p "$work" "$log"
 shmdir=$(mktemp -d /dev/shm/npushm-install-test.XXXXXX)
 trap 'rm -rf "$shmdir"' EXIT
-echo "1..21"
+echo "1..25"
 
 result() {	# result STATUS DESCRIPTION [LOG]
 	n=$((n + 1))
@@ -61,7 +61,7 @@ result $? "every listed file is installed; libdir is the multiarch one ($libdir)
 [ -n "$missing" ] && echo "$missing" | sed 's/^/#   missing: /'
 
 # ------------------------------------------------- libraries, as installed
-for l in npushm nptensor npccl; do
+for l in npushm nptensor npccl npbert; do
 	f=$D$libdir/lib$l.so
 	{
 		[ "$(readlink "$f")" = "lib$l.so.1" ] && [ "$(readlink "$f.1")" = "lib$l.so.1.0.0" ] &&
@@ -91,7 +91,7 @@ result $? "no installed file contains the source or build directory" "$log/build
 export PKG_CONFIG_PATH="$D$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
 unset NPUSHM_LIBDIR
 export NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shmdir"
-for l in npushm nptensor npccl; do
+for l in npushm nptensor npccl npbert; do
 	{
 		flags=$(pkg-config --cflags --libs "$l") && echo "cc use_$l.c $flags" &&
 		LD_LIBRARY_PATH="$D$libdir" cc -std=gnu11 -Wall -Werror -o "$work/use_$l" \
@@ -102,7 +102,7 @@ for l in npushm nptensor npccl; do
 	result $? "a program built with \`pkg-config --cflags --libs $l\` links lib$l.so.1 from the installed tree and runs" \
 		"$log/use_$l.log"
 done
-for l in npushm nptensor npccl; do
+for l in npushm nptensor npccl npbert; do
 	{
 		flags=$(pkg-config --static --cflags --libs "$l") && echo "cc -static use_$l.c $flags" &&
 		cc -std=gnu11 -Wall -Werror -static -o "$work/use_${l}_static" "$root/tests/install/use_$l.c" \
@@ -130,6 +130,24 @@ printf 'npushm install test\n' > "$work/hashme"
 } > "$log/cli.log" 2>&1
 result $? "the installed npushm runs: --help, hash, ls on the posix backend" "$log/cli.log"
 
+# every installed program: --version says its name and the version, --help
+# prints a usage on stdout; both exit 0 and write nothing to stderr
+: > "$log/versions-cli.log"
+nprog=0
+for p in $(grep "^$D$bindir/" "$work/list"); do
+	name=${p##*/}
+	nprog=$((nprog + 1))
+	v=$(cd /tmp && LD_LIBRARY_PATH="$D$libdir" "$p" --version 2>"$work/err") &&
+		{ [ "$v" = "$name $VERSION" ] || [ "$v" = "$name (npushm) $VERSION" ]; } && [ ! -s "$work/err" ] ||
+		echo "$name --version: '$v' $(cat "$work/err")" >> "$log/versions-cli.log"
+	h=$(cd /tmp && LD_LIBRARY_PATH="$D$libdir" "$p" --help 2>"$work/err") &&
+		echo "$h" | grep -q "^usage: $name" && [ ! -s "$work/err" ] ||
+		echo "$name --help: exit or output wrong: $(echo "$h" | head -2) $(cat "$work/err")" >> "$log/versions-cli.log"
+done
+[ "$nprog" -ge 3 ] && [ ! -s "$log/versions-cli.log" ]
+result $? "each of the $nprog installed programs answers --version (name and $VERSION) and --help (usage on stdout)" \
+	"$log/versions-cli.log"
+
 : > "$log/man.log"
 for m in $(grep '/man/man[1-8]/' "$work/list"); do
 	w=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$m" 2>&1 >/dev/null)
@@ -137,7 +155,7 @@ for m in $(grep '/man/man[1-8]/' "$work/list"); do
 	grep -q '^\.SH NAME' "$m" || echo "${m##*/}: no NAME section"
 done >> "$log/man.log"
 nman=$(grep -c '/man/man[1-8]/' "$work/list")
-for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf; do
+for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf npushm-bert; do
 	grep -q "/man1/$c\.1$" "$work/list" || echo "no manual page for $c" >> "$log/man.log"
 done
 [ ! -s "$log/man.log" ]

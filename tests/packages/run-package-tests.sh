@@ -64,7 +64,7 @@ t0=$(date +%s)
 st=$?
 t1=$(date +%s)
 debs=$(cd "$work/src" && ls ./*.deb 2>/dev/null | grep -v dbgsym | sed 's|^\./||; s|_.*||' | LC_ALL=C sort | tr '\n' ' ')
-want="libnpccl1 libnptensor1 libnpushm-dev libnpushm1 npushm-dkms npushm-tools python3-npushm "
+want="libnpbert1 libnpccl1 libnptensor1 libnpushm-dev libnpushm1 npushm-dkms npushm-tools python3-npushm "
 [ "$st" = 0 ] && [ "$debs" = "$want" ]
 result $? "dpkg-buildpackage -b -us -uc builds $want($((t1 - t0)) s)" "$log/dpkg-buildpackage.log"
 [ "$st" = 0 ] || skip_rest "no packages"
