@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * backend_dir.c - what both backends do the same way: a region is a file in
  * a directory, and a name is a link to it.

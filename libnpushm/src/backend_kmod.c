@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * backend_kmod.c - regions from the npushm kernel module: files of an npushm
  * filesystem instance ($NPUSHM_DIR, default NPUSHM_MOUNT_PATH, /run/npushm).

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * backend_posix.c - regions in tmpfs, for machines without the npushm module.
  *

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * content_hash.c - the model content hash (see content_hash.h): XXH3-128
  * over the XXH3-128 digests of the file's 8 MiB blocks; and

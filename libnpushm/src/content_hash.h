@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * content_hash.h - the content hash of a model file, which names its
  * published copy ("xxh3:<hex>") and finds it again for deduplication.

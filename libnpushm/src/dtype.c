@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * dtype.c - the safetensors element types: names and sizes. The table is
  * the single source for the parser (name -> type), the manifest check and

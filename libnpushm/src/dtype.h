@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /* dtype.h - element-type lookups shared by the parser and the manifest. */
 #ifndef NPUSHM_DTYPE_H
 #define NPUSHM_DTYPE_H

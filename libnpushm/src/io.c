@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * io.c - small I/O helpers: whole-buffer pread/pwrite that retry EINTR and
  * short transfers, and hex formatting. They return 0 or an errno and never

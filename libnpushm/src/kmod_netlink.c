@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * kmod_netlink.c - the module's generic netlink family through libnl:
  * the region dump (NPUSHM_CMD_REGION_GET, one message per region) and the

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model.h - the attached-model handle shared by model_attach.c (lookup),
  * model_dlpack.c (DLPack views) and model_remove.c.

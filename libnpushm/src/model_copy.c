@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_copy.c - stream a safetensors file's data into its region while
  * computing the file's content hash (content_hash.h).

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_copy_direct.c - the loader's copy when the region can be written
  * through a mapping: read(2) straight into the mapped region (one copy, from

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_dlpack.c - DLPack (ABI 0.6, Debian's libdlpack-dev) views of tensors.
  *

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_layout.c - where a model's bytes go in its region, and the manifest
  * that describes them (the format is in manifest.h).

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_load.h - what the loader's files share: the state of one load
  * (model_load.c drives it), the region layout and manifest builder

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * model_remove.c - remove a model's name, and its hash alias with it once no
  * other model name refers to the region.

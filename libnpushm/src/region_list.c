@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * region_list.c - the immutable region list npushm_dev_list_regions()
  * returns. Backends fill it through npi_list_add()/npi_list_add_name();
