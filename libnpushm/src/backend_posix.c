@@ -388,29 +388,31 @@ static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *dir
 
 /* ------------------------------------------------------------------ lists */
 
+/* One line of /proc/PID/maps: a mapping of a file on our directory's filesystem. */
+struct proc_mapping {
+	const char *pid;
+	unsigned long lo, hi, off, ino;
+	const char *file;	/* the path column, "... (deleted)\n" included */
+};
+
 /*
- * Count, for every listed region, the mappings and distinct processes that
- * map it, from /proc/PID/maps (dev major:minor and inode columns). Processes
- * whose maps the caller may not read are not counted.
+ * Call @fn for every mapping of a file on the filesystem of @dev's directory
+ * (dev major:minor and inode columns) in every process whose maps the caller
+ * may read; the mappings of one process come together. -1 when /proc cannot
+ * be read.
  */
-static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
+static int each_mapping(npushm_dev_t *dev, void (*fn)(const struct proc_mapping *m, void *arg),
+			void *arg)
 {
 	struct stat dst;
 	struct dirent *de;
-	DIR *proc;
 	char line[4096];
+	DIR *proc;
 
-	if (fstat(dev->fd, &dst) || !(proc = opendir("/proc"))) {
-		for (size_t i = 0; i < list->count; i++) {
-			list->entries[i].mappings = NPUSHM_COUNT_UNKNOWN;
-			list->entries[i].mappers = NPUSHM_COUNT_UNKNOWN;
-			list->entries[i].mapped_bytes = UINT64_MAX;
-		}
-		return;
-	}
+	if (fstat(dev->fd, &dst) || !(proc = opendir("/proc")))
+		return -1;
 	while ((de = readdir(proc))) {
 		char path[300];
-		bool *seen;
 		FILE *f;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
@@ -419,30 +421,71 @@ static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
 		f = fopen(path, "re");
 		if (!f)
 			continue;
-		seen = calloc(list->count ? list->count : 1, sizeof(*seen));
-		while (seen && fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi, off, ino;
+		while (fgets(line, sizeof(line), f)) {
+			struct proc_mapping m = { .pid = de->d_name };
 			unsigned maj, mnr;
+			int pos = 0;
 
-			if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &mnr, &ino) != 6)
+			if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &m.lo, &m.hi, &m.off, &maj, &mnr,
+				   &m.ino, &pos) != 6 || !pos)
 				continue;
-			if (maj != major(dst.st_dev) || mnr != minor(dst.st_dev) || !ino)
+			if (maj != major(dst.st_dev) || mnr != minor(dst.st_dev) || !m.ino)
 				continue;
-			for (size_t i = 0; i < list->count; i++) {
-				if (list->entries[i].id != ino)
-					continue;
-				list->entries[i].mappings++;
-				list->entries[i].mapped_bytes += hi - lo;
-				if (!seen[i]) {
-					seen[i] = true;
-					list->entries[i].mappers++;
-				}
-			}
+			m.file = line + pos;
+			fn(&m, arg);
 		}
-		free(seen);
 		fclose(f);
 	}
 	closedir(proc);
+	return 0;
+}
+
+struct mapper_count {
+	struct npushm_region_list *list;
+	bool *seen;		/* per entry: the current process maps it */
+	char pid[32];		/* the current process */
+};
+
+static void count_mapping(const struct proc_mapping *m, void *arg)
+{
+	struct mapper_count *c = arg;
+
+	if (strcmp(c->pid, m->pid)) {
+		snprintf(c->pid, sizeof(c->pid), "%s", m->pid);
+		memset(c->seen, 0, c->list->count * sizeof(*c->seen));
+	}
+	for (size_t i = 0; i < c->list->count; i++) {
+		npushm_region_entry_t *e = &c->list->entries[i];
+
+		if (e->id != m->ino)
+			continue;
+		e->mappings++;
+		e->mapped_bytes += m->hi - m->lo;
+		if (!c->seen[i]) {
+			c->seen[i] = true;
+			e->mappers++;
+		}
+	}
+}
+
+/*
+ * Count, for every listed region, the mappings and distinct processes that
+ * map it, from /proc/PID/maps. Processes whose maps the caller may not read
+ * are not counted.
+ */
+static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
+{
+	struct mapper_count c = { .list = list };
+
+	c.seen = calloc(list->count ? list->count : 1, sizeof(*c.seen));
+	if (!c.seen || each_mapping(dev, count_mapping, &c)) {
+		for (size_t i = 0; i < list->count; i++) {
+			list->entries[i].mappings = NPUSHM_COUNT_UNKNOWN;
+			list->entries[i].mappers = NPUSHM_COUNT_UNKNOWN;
+			list->entries[i].mapped_bytes = UINT64_MAX;
+		}
+	}
+	free(c.seen);
 }
 
 /*
@@ -489,6 +532,26 @@ static void add_unnamed(struct npushm_region_list *list, const char *pid, unsign
 	}
 }
 
+struct unnamed_scan {
+	npushm_dev_t *dev;
+	struct npushm_region_list *list;
+	size_t dlen, plen;
+};
+
+static void unnamed_mapping(const struct proc_mapping *m, void *arg)
+{
+	struct unnamed_scan *u = arg;
+	const char *file = m->file;
+
+	if (!strstr(file, " (deleted)\n") || strncmp(file, u->dev->dir, u->dlen) ||
+	    file[u->dlen] != '/')
+		return;
+	file += u->dlen + 1;
+	if (strncmp(file, u->dev->prefix, u->plen) && file[0] != '#')
+		return;
+	add_unnamed(u->list, m->pid, m->lo, m->hi, m->off, m->ino);
+}
+
 /*
  * Regions whose every name was removed while processes still map them (a
  * model removed under its workers) have no file name left: find them in
@@ -496,49 +559,12 @@ static void add_unnamed(struct npushm_region_list *list, const char *pid, unsign
  */
 static void list_unnamed_mapped(npushm_dev_t *dev, struct npushm_region_list *list)
 {
-	size_t dlen = strlen(dev->dir), plen = strlen(dev->prefix);
-	struct stat dst;
-	struct dirent *de;
-	char line[4096];
-	DIR *proc;
+	struct unnamed_scan u = { .dev = dev, .list = list, .dlen = strlen(dev->dir),
+				  .plen = strlen(dev->prefix) };
 
-	while (dlen > 1 && dev->dir[dlen - 1] == '/')
-		dlen--;
-	if (fstat(dev->fd, &dst) || !(proc = opendir("/proc")))
-		return;
-	while ((de = readdir(proc))) {
-		char path[300];
-		FILE *f;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/maps", de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi, off, ino;
-			unsigned maj, mnr;
-			int pos = 0;
-			char *file, *end;
-
-			if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu %n", &lo, &hi, &off, &maj, &mnr, &ino, &pos) != 6 ||
-			    !pos)
-				continue;
-			if (maj != major(dst.st_dev) || mnr != minor(dst.st_dev) || !ino)
-				continue;
-			file = line + pos;
-			end = strstr(file, " (deleted)\n");
-			if (!end || strncmp(file, dev->dir, dlen) || file[dlen] != '/')
-				continue;
-			file += dlen + 1;
-			if (strncmp(file, dev->prefix, plen) && file[0] != '#')
-				continue;
-			add_unnamed(list, de->d_name, lo, hi, off, ino);
-		}
-		fclose(f);
-	}
-	closedir(proc);
+	while (u.dlen > 1 && dev->dir[u.dlen - 1] == '/')
+		u.dlen--;
+	each_mapping(dev, unnamed_mapping, &u);
 }
 
 static npushm_status_t posix_list_regions(npushm_dev_t *dev, struct npushm_region_list *list)
