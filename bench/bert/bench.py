@@ -51,7 +51,7 @@ def rng(xs, fmt="%.2f"):
 
 def lscpu_caches():
     r = subprocess.run(["lscpu"], capture_output=True, text=True)
-    keep = ("Model name", "L1d", "L2", "L3", "Flags")
+    keep = ("Model name", "L1d cache", "L2 cache", "L3 cache", "Flags")
     res = []
     for line in r.stdout.splitlines():
         k = line.split(":")[0].strip()
