@@ -88,6 +88,7 @@ plan() {
 	library nptensor
 	library npccl
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
+	file 0644 "$root/libnpushm/include/npushm_rdma.h" "$includedir/npushm_rdma.h"
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
 	file 0644 "$root/include/uapi/linux/npushm.h" "$includedir/linux/npushm.h"
