@@ -74,10 +74,11 @@ topo_up() {
 	_tn=$1
 	modprobe rdma_rxe 2>/dev/null && modprobe ib_uverbs 2>/dev/null || {
 		echo "topology: cannot load rdma_rxe/ib_uverbs" >&2; return 1; }
-	ip link add "${TOPO_P}rbr" type bridge && ip link set "${TOPO_P}rbr" up || return 1
+	ip link add "${TOPO_P}rbr" mtu 9000 type bridge && ip link set "${TOPO_P}rbr" up || return 1
 	ip link add "${TOPO_P}tbr" type bridge && ip link set "${TOPO_P}tbr" up || return 1
 	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
-		net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
+		net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 \
+		net.core.netdev_max_backlog=10000
 	# the local table after the per-device rules
 	if ! ip rule show | grep -q "^100:.*lookup local"; then
 		ip rule add pref 100 lookup local && ip rule del pref 0 lookup local || return 1
@@ -85,7 +86,8 @@ topo_up() {
 	for _th in $(seq 1 "$_tn"); do
 		TOPO_N=$_th
 		# RDMA side, initial namespace
-		ip link add "${TOPO_P}r$_th" type veth peer name "${TOPO_P}R$_th" || return 1
+		# 9000-byte frames: 4096-byte RDMA MTU, a quarter of the packets
+		ip link add "${TOPO_P}r$_th" mtu 9000 type veth peer name "${TOPO_P}R$_th" mtu 9000 || return 1
 		ip link set "${TOPO_P}R$_th" master "${TOPO_P}rbr" up
 		ip addr add "198.19.0.$_th/24" dev "${TOPO_P}r$_th"
 		sysctl -qw "net.ipv4.conf.${TOPO_P}r$_th.accept_local=1" "net.ipv4.conf.${TOPO_P}r$_th.rp_filter=0" \
