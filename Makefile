@@ -7,7 +7,8 @@
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
-#   make demo       set up (the demo's packages only), build, run the shared-weights demo
+#   make demo       set up (the demo's packages only), build, run the BERT serving demo
+#                   (apps/bert/demo)
 #   make setup      install missing Debian packages, prepare the test kernel
 #   make install    install (PREFIX, DESTDIR, GNU directories: tools/install.mk)
 #
@@ -35,6 +36,7 @@ export KDIR
 
 USER_TARGETS :=
 CHECK_SUITES :=
+HARNESS_TARGETS :=
 
 .PHONY: all modules setup check check-suites demo clean static-check
 all: user
@@ -46,6 +48,7 @@ include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
+include apps/bert/bert.mk
 include tools/licences.mk
 include tools/install.mk
 
@@ -54,13 +57,14 @@ include tools/install.mk
 # setup" extracts from linux-source-6.1: without it they are left out, with a
 # note (make check always has it).
 SELFTEST_HARNESS_FOUND := $(wildcard $(SELFTEST_HARNESS)/kselftest_harness.h)
-USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(SELFTEST_BINS_ALL),$(USER_TARGETS)))
+# HARNESS_TARGETS: other programs built on that harness (the fragments add them).
+USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(SELFTEST_BINS_ALL) $(HARNESS_TARGETS),$(USER_TARGETS)))
 
 .PHONY: user build-deps
 user: build-deps
 	@$(MAKE) --no-print-directory $(USER_BUILDABLE)
 ifeq ($(SELFTEST_HARNESS_FOUND),)
-	@echo "make: built all but the module's selftests, which need the kselftest harness: run 'make setup' (as root) for them"
+	@echo "make: built all but the tests that need the kselftest harness (the module's selftests, tensor-blocks, bert): run 'make setup' (as root) for them"
 endif
 
 build-deps:
@@ -96,3 +100,5 @@ clean:
 	rm -rf $(BUILD)
 	rm -f kmod/*.o kmod/.*.cmd kmod/*.ko kmod/*.mod kmod/*.mod.c kmod/.*.d \
 		kmod/modules.order modules.order Module.symvers .Module.symvers.cmd .modules.order.cmd
+	rm -f kmod/test/*.o kmod/test/.*.cmd kmod/test/*.ko kmod/test/*.mod kmod/test/*.mod.c \
+		kmod/test/.*.d kmod/test/modules.order

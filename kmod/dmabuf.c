@@ -2,14 +2,17 @@
 /*
  * dmabuf.c - exporting regions as dma-bufs.
  *
- * An export holds an internal handle of its region (read-only or
- * read-write, as exported), so the region lives as long as the dma-buf.
- * Importers get a scatter list built from the region's pages, merged into
- * contiguous segments and DMA-mapped for their device; a read-only export
- * refuses mappings in which the device would write. mmap() of the dma-buf
- * maps the region itself (the VMA's file becomes the internal handle), so
- * seals and mapping statistics see it like any other mapping. CPU access
- * brackets (DMA_BUF_IOCTL_SYNC) sync every mapped attachment.
+ * An export holds an internal file of its region (read-only or read-write,
+ * as exported), so the region lives as long as the dma-buf. Importers get a
+ * scatter list built from the region's pages, merged into contiguous
+ * segments no longer than their device's maximum segment size and
+ * DMA-mapped for it; a read-only export refuses mappings in which the
+ * device would write, writable mmap() (by user space or by an importer's
+ * dma_buf_mmap()) and writable kernel mappings (vmap() is read-only).
+ * mmap() of the dma-buf maps the region itself (the VMA's file becomes the
+ * internal file), so seals and mapping statistics see it like any other
+ * mapping. CPU access brackets (DMA_BUF_IOCTL_SYNC) sync every mapped
+ * attachment in the direction it was mapped with.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
@@ -75,6 +78,7 @@ static struct sg_table *npushm_dmabuf_map(struct dma_buf_attachment *attach,
 	struct npushm_dmabuf *d = attach->dmabuf->priv;
 	struct npushm_dmabuf_attachment *a = attach->priv;
 	struct npushm_region *region = d->region;
+	unsigned int max_seg;
 	struct sg_table *sgt;
 	int ret;
 
@@ -84,8 +88,11 @@ static struct sg_table *npushm_dmabuf_map(struct dma_buf_attachment *attach,
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
 	if (!sgt)
 		return ERR_PTR(-ENOMEM);
-	ret = sg_alloc_table_from_pages(sgt, region->pages, region->npages, 0,
-					region->size, GFP_KERNEL);
+	max_seg = max_t(unsigned int, PAGE_SIZE,
+			round_down(dma_get_max_seg_size(attach->dev), PAGE_SIZE));
+	ret = sg_alloc_table_from_pages_segment(sgt, region->pages,
+						region->npages, 0, region->size,
+						max_seg, GFP_KERNEL);
 	if (ret)
 		goto out_free_sgt;
 	ret = dma_map_sgtable(attach->dev, sgt, dir, 0);
@@ -137,12 +144,22 @@ static int npushm_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma
 {
 	struct npushm_dmabuf *d = dmabuf->priv;
 
+	/* Importers' dma_buf_mmap() does not check the dma-buf's mode: we do. */
+	if (!d->writable) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EACCES;
+		vma->vm_flags &= ~VM_MAYWRITE;
+	}
 	vma_set_file(vma, d->handle);
 	return npushm_region_mmap(d->region, vma);
 }
 
-static int npushm_dmabuf_sync(struct dma_buf *dmabuf,
-			      enum dma_data_direction dir, bool for_cpu)
+/*
+ * Each attachment is synced in the direction it was mapped with: syncing a
+ * mapping in another direction is a DMA API violation, and through a bounce
+ * buffer it copies stale device data over what the CPU wrote.
+ */
+static int npushm_dmabuf_sync(struct dma_buf *dmabuf, bool for_cpu)
 {
 	struct npushm_dmabuf *d = dmabuf->priv;
 	struct npushm_dmabuf_attachment *a;
@@ -152,9 +169,9 @@ static int npushm_dmabuf_sync(struct dma_buf *dmabuf,
 		if (!a->sgt)
 			continue;
 		if (for_cpu)
-			dma_sync_sgtable_for_cpu(a->dev, a->sgt, dir);
+			dma_sync_sgtable_for_cpu(a->dev, a->sgt, a->dir);
 		else
-			dma_sync_sgtable_for_device(a->dev, a->sgt, dir);
+			dma_sync_sgtable_for_device(a->dev, a->sgt, a->dir);
 	}
 	mutex_unlock(&d->lock);
 	return 0;
@@ -163,13 +180,13 @@ static int npushm_dmabuf_sync(struct dma_buf *dmabuf,
 static int npushm_dmabuf_begin_cpu(struct dma_buf *dmabuf,
 				   enum dma_data_direction dir)
 {
-	return npushm_dmabuf_sync(dmabuf, dir, true);
+	return npushm_dmabuf_sync(dmabuf, true);
 }
 
 static int npushm_dmabuf_end_cpu(struct dma_buf *dmabuf,
 				 enum dma_data_direction dir)
 {
-	return npushm_dmabuf_sync(dmabuf, dir, false);
+	return npushm_dmabuf_sync(dmabuf, false);
 }
 
 static int npushm_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
@@ -177,7 +194,8 @@ static int npushm_dmabuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 	struct npushm_dmabuf *d = dmabuf->priv;
 	void *vaddr;
 
-	vaddr = vmap(d->region->pages, d->region->npages, VM_MAP, PAGE_KERNEL);
+	vaddr = vmap(d->region->pages, d->region->npages, VM_MAP,
+		     d->writable ? PAGE_KERNEL : PAGE_KERNEL_RO);
 	if (!vaddr)
 		return -ENOMEM;
 	iosys_map_set_vaddr(map, vaddr);
@@ -205,14 +223,14 @@ static const struct dma_buf_ops npushm_dmabuf_ops = {
 
 /**
  * npushm_dmabuf_export - NPUSHM_IOC_EXPORT_DMABUF
- * @file: the region handle
+ * @file: the region file
  * @region: its region
  * @req: the request; @req->fd is filled in
  * @out: the dma-buf file to install
  *
- * Return: 0, -EINVAL, -EACCES for a read-write export of a read-only
- * handle, -EPERM for a read-write export of a sealed region, -ENOMEM,
- * -EMFILE.
+ * Return: 0, -EINVAL (also for an unsized region), -EACCES for a read-write
+ * export of a read-only file, -EPERM for a read-write export of a sealed
+ * region, -ENOMEM, -EMFILE.
  */
 int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 			 struct npushm_export *req, struct npushm_ioctl_out *out)
@@ -235,24 +253,25 @@ int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 	INIT_LIST_HEAD(&d->attachments);
 	d->region = region;
 	d->writable = rdwr;
-	d->handle = npushm_region_file(region, rdwr, true);
+	d->handle = npushm_region_internal_file(file, rdwr);
 	if (IS_ERR(d->handle)) {
 		ret = PTR_ERR(d->handle);
 		goto out_free;
 	}
 
 	mutex_lock(&region->lock);
-	if (rdwr && region->sealed) {
+	ret = !region->size ? -EINVAL : rdwr && region->sealed ? -EPERM : 0;
+	if (ret) {
 		mutex_unlock(&region->lock);
-		ret = -EPERM;
 		goto out_put_handle;
 	}
+	/* The size cannot change while the export exists. */
 	region->dmabufs++;
 	region->writers += rdwr;
+	exp_info.size = region->size;
 	mutex_unlock(&region->lock);
 
 	exp_info.ops = &npushm_dmabuf_ops;
-	exp_info.size = region->size;
 	exp_info.flags = rdwr ? O_RDWR : O_RDONLY;
 	exp_info.priv = d;
 	dmabuf = dma_buf_export(&exp_info);

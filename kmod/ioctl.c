@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ioctl.c - extensible ioctl argument handling shared by /dev/npushm and
- * region handles.
+ * region files.
  *
  * The size field of the ioctl number is the size of the caller's struct.
  * Input is copied with copy_struct_from_user(): a shorter struct is
@@ -20,13 +20,9 @@
 union npushm_ioctl_arg {
 	struct npushm_query query;
 	struct npushm_alloc alloc;
-	struct npushm_open open;
-	struct npushm_unlink unlink;
-	struct npushm_publish publish;
 	struct npushm_seal seal;
 	struct npushm_export export;
 	struct npushm_region_info info;
-	struct npushm_test_import import;
 };
 
 static const struct npushm_ioctl_desc *

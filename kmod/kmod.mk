@@ -1,11 +1,13 @@
 # kmod.mk - build the kernel module (make modules) and check it statically.
 
-KMOD_SRCS := $(wildcard $(CURDIR)/kmod/*.c $(CURDIR)/kmod/*.h) $(CURDIR)/include/uapi/linux/npushm.h
+KMOD_SRCS := $(wildcard $(CURDIR)/kmod/*.c $(CURDIR)/kmod/*.h $(CURDIR)/kmod/test/*.c \
+	$(CURDIR)/kmod/test/*.h) $(CURDIR)/include/uapi/linux/npushm.h
 
 .PHONY: modules static-check check-static
+# npushm.ko, and npushm_test.ko: the selftests' dma-buf importer (not shipped).
 modules: $(CURDIR)/kmod/npushm.ko
 
-$(CURDIR)/kmod/npushm.ko: $(KMOD_SRCS) $(CURDIR)/kmod/Kbuild $(CURDIR)/Kbuild
+$(CURDIR)/kmod/npushm.ko: $(KMOD_SRCS) $(CURDIR)/kmod/Kbuild $(CURDIR)/kmod/test/Kbuild $(CURDIR)/Kbuild
 	@test -d "$(KDIR)" || { echo "make modules: no kernel tree at KDIR=$(KDIR); run 'make setup' or set KDIR" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
@@ -21,5 +23,4 @@ $(KMOD_BENCH): $(CURDIR)/bench/kmod/npushm_bench.c $(CURDIR)/include/uapi/linux/
 
 .PHONY: bench-kmod
 bench-kmod: $(KMOD_BENCH) modules
-	@NPUSHM_TEST_PARAMS="capacity=3G" selftests/vm/run-vm.sh -m 6G -t 1800 -- \
-		selftests/vm/with-module.sh $(KMOD_BENCH)
+	@bench/kmod/run.sh

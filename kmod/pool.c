@@ -2,55 +2,129 @@
 /*
  * pool.c - capacity and per-uid accounting of the device-memory pool.
  *
- * Every region charges its size to the pool and to its owner's uid before
- * any memory is allocated, and uncharges it when it is destroyed, so the
- * bytes in use return exactly to where they were. Limits are module
- * parameters that may change at run time: "capacity" (default: half of the
- * RAM) and "uid_quota" (default 0: no per-uid limit); both take K/M/G
- * suffixes.
+ * A region charges its size to the pool and to its owner's uid before any
+ * of its memory is allocated and gives it back when it is destroyed, so the
+ * bytes in use return exactly to where they were. Pages still pinned when
+ * their region is destroyed (an RDMA MR, io_uring fixed buffers, O_DIRECT
+ * in flight) are "orphans": they stay charged, to the pool and to the uid,
+ * until the pins go; a worker checks them once a second.
+ *
+ * Limits are module parameters, writable at run time, in bytes with an
+ * optional K, M, G, T, P or E suffix: "capacity" (default 0: a quarter of
+ * the RAM) and "uid_quota" (default: half of the capacity at load time; 0:
+ * no limit). Values above NPUSHM_PARAM_MAX or that do not fit 64 bits are
+ * refused with ERANGE.
  */
 #include <linux/cred.h>
+#include <linux/ctype.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/genetlink.h>
 
 #include "npushm_internal.h"
 
-static unsigned long npushm_capacity;
-static unsigned long npushm_uid_quota;
+/* 4 PiB: more than any machine this runs on has, far below 64-bit overflow. */
+#define NPUSHM_PARAM_MAX	BIT_ULL(52)
+#define NPUSHM_QUOTA_UNSET	ULLONG_MAX
+
+static u64 npushm_capacity;
+static u64 npushm_uid_quota = NPUSHM_QUOTA_UNSET;
+
+/**
+ * npushm_parse_bytes - parse a byte count with an optional binary suffix
+ * @str: digits, then at most one of K, M, G, T, P, E (either case), then
+ *	at most a newline
+ * @bytes: out: the value
+ *
+ * Return: 0, -EINVAL for anything else, -ERANGE when the value does not
+ * fit 64 bits.
+ */
+int npushm_parse_bytes(const char *str, u64 *bytes)
+{
+	static const char suffixes[] = "KMGTPE";
+	char digits[24];
+	const char *s;
+	unsigned int shift = 0;
+	size_t n = 0;
+	u64 val;
+	int ret;
+
+	while (isdigit(str[n]))
+		n++;
+	if (!n)
+		return -EINVAL;
+	if (n >= sizeof(digits))
+		return -ERANGE;
+	memcpy(digits, str, n);
+	digits[n] = '\0';
+	ret = kstrtou64(digits, 10, &val);
+	if (ret)
+		return ret;
+	if (str[n]) {
+		s = strchr(suffixes, toupper(str[n]));
+		if (!s)
+			return -EINVAL;
+		shift = 10 * (s - suffixes + 1);
+		n++;
+	}
+	if (str[n] == '\n')
+		n++;
+	if (str[n])
+		return -EINVAL;
+	if (check_shl_overflow(val, shift, &val))
+		return -ERANGE;
+	*bytes = val;
+	return 0;
+}
 
 static int npushm_param_set_bytes(const char *val, const struct kernel_param *kp)
 {
-	unsigned long long bytes;
-	char *end;
+	u64 bytes;
+	int ret;
 
-	bytes = memparse(val, &end);
-	if (end == val || (*end && *end != '\n'))
-		return -EINVAL;
-	if (bytes > (1ULL << 52))
+	ret = npushm_parse_bytes(val, &bytes);
+	if (ret)
+		return ret;
+	if (bytes > NPUSHM_PARAM_MAX)
 		return -ERANGE;
-	WRITE_ONCE(*(unsigned long *)kp->arg, bytes);
+	WRITE_ONCE(*(u64 *)kp->arg, bytes);
 	return 0;
+}
+
+static int npushm_param_get_bytes(char *buffer, const struct kernel_param *kp)
+{
+	return sysfs_emit(buffer, "%llu\n", READ_ONCE(*(u64 *)kp->arg));
 }
 
 static const struct kernel_param_ops npushm_bytes_param_ops = {
 	.set = npushm_param_set_bytes,
-	.get = param_get_ulong,
+	.get = npushm_param_get_bytes,
 };
 
 module_param_cb(capacity, &npushm_bytes_param_ops, &npushm_capacity, 0644);
 MODULE_PARM_DESC(capacity,
-		 "Pool capacity in bytes, K/M/G suffixes allowed (default 0: half of the RAM)");
+		 "Pool capacity in bytes, K/M/G/T/P/E suffixes allowed, at most 4P (default 0: a quarter of the RAM)");
 module_param_cb(uid_quota, &npushm_bytes_param_ops, &npushm_uid_quota, 0644);
 MODULE_PARM_DESC(uid_quota,
-		 "Bytes one uid may hold, K/M/G suffixes allowed (default 0: no limit)");
+		 "Bytes one uid may hold, same syntax, 0: no limit (default: half of the capacity at load time)");
 
 struct npushm_uid_usage {
 	u64 bytes;
 	u32 regions;
+};
+
+/* Pages of a destroyed region that were still pinned. */
+struct npushm_orphan {
+	struct list_head node;
+	kuid_t uid;
+	const struct npushm_provider *provider;
+	unsigned long npages;
+	struct page **pages;	/* the region's page array, pinned ones first */
 };
 
 static struct {
@@ -59,19 +133,24 @@ static struct {
 	u64 peak;
 	u64 regions;
 	u64 failed;
+	u64 orphan_bytes;
+	struct list_head orphans;
 	struct xarray uids;	/* uid -> struct npushm_uid_usage */
 } npushm_pool;
+
+static void npushm_orphan_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(npushm_orphan_work, npushm_orphan_reap);
 
 /**
  * npushm_pool_capacity - the pool's capacity in bytes
  *
- * Return: the "capacity" parameter, or half of the RAM when it is 0.
+ * Return: the "capacity" parameter, or a quarter of the RAM when it is 0.
  */
 u64 npushm_pool_capacity(void)
 {
 	u64 cap = READ_ONCE(npushm_capacity);
 
-	return cap ? cap : (u64)totalram_pages() * PAGE_SIZE / 2;
+	return cap ? cap : (u64)totalram_pages() * PAGE_SIZE / 4;
 }
 
 /**
@@ -89,50 +168,84 @@ static unsigned long npushm_uid_key(kuid_t uid)
 	return from_kuid(&init_user_ns, uid);
 }
 
+/* Add @bytes and @regions to @uid's usage and the pool's; lock held. */
+static void npushm_pool_add(struct npushm_uid_usage *use, u64 bytes, u32 regions)
+{
+	use->bytes += bytes;
+	use->regions += regions;
+	npushm_pool.in_use += bytes;
+	npushm_pool.regions += regions;
+	npushm_pool.peak = max(npushm_pool.peak, npushm_pool.in_use);
+}
+
+/* Take @bytes and @regions off @uid's usage and the pool's; lock held. */
+static void npushm_pool_sub(kuid_t uid, u64 bytes, u32 regions)
+{
+	unsigned long key = npushm_uid_key(uid);
+	struct npushm_uid_usage *use;
+
+	lockdep_assert_held(&npushm_pool.lock);
+	use = xa_load(&npushm_pool.uids, key);
+	if (!WARN_ON_ONCE(!use || use->bytes < bytes || use->regions < regions)) {
+		use->bytes -= bytes;
+		use->regions -= regions;
+		if (!use->regions && !use->bytes) {
+			xa_erase(&npushm_pool.uids, key);
+			kfree(use);
+		}
+	}
+	npushm_pool.in_use -= bytes;
+	npushm_pool.regions -= regions;
+}
+
+/*
+ * Charge @bytes and @regions to @uid within the limits; @fresh is a spare
+ * usage record, consumed (set to NULL) when @uid had none. Lock held.
+ */
+static int npushm_pool_add_checked(kuid_t uid, u64 bytes, u32 regions,
+				   struct npushm_uid_usage **fresh)
+{
+	unsigned long key = npushm_uid_key(uid);
+	u64 quota = npushm_pool_uid_quota();
+	u64 cap = npushm_pool_capacity();
+	struct npushm_uid_usage *use;
+	int ret;
+
+	lockdep_assert_held(&npushm_pool.lock);
+	use = xa_load(&npushm_pool.uids, key);
+	if (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use)
+		return -ENOSPC;
+	if (quota && (bytes > quota || (use && use->bytes > quota - bytes)))
+		return -EDQUOT;
+	if (!use) {
+		ret = xa_insert(&npushm_pool.uids, key, *fresh, GFP_KERNEL);
+		if (ret)
+			return ret;
+		use = *fresh;
+		*fresh = NULL;
+	}
+	npushm_pool_add(use, bytes, regions);
+	return 0;
+}
+
 /**
- * npushm_pool_charge - reserve @bytes of the pool for @uid
+ * npushm_pool_charge - reserve @bytes of the pool for a region owned by @uid
  * @uid: the owner charged
  * @bytes: size of the region
  *
- * Return: 0, -ENOMEM when the pool lacks room, -EDQUOT when @uid would
- * exceed its quota.
+ * Return: 0, -ENOSPC when the pool lacks room, -EDQUOT when @uid would
+ * exceed its quota, -ENOMEM.
  */
 int npushm_pool_charge(kuid_t uid, u64 bytes)
 {
-	struct npushm_uid_usage *use, *fresh;
-	u64 quota = npushm_pool_uid_quota();
-	u64 cap = npushm_pool_capacity();
+	struct npushm_uid_usage *fresh;
 	int ret;
 
 	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
 	if (!fresh)
 		return -ENOMEM;
-
 	mutex_lock(&npushm_pool.lock);
-	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
-	if (quota && bytes + (use ? use->bytes : 0) > quota) {
-		ret = -EDQUOT;
-		goto out_unlock;
-	}
-	if (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
-	if (!use) {
-		ret = xa_insert(&npushm_pool.uids, npushm_uid_key(uid), fresh,
-				GFP_KERNEL);
-		if (ret)
-			goto out_unlock;
-		use = fresh;
-		fresh = NULL;
-	}
-	use->bytes += bytes;
-	use->regions++;
-	npushm_pool.in_use += bytes;
-	npushm_pool.regions++;
-	npushm_pool.peak = max(npushm_pool.peak, npushm_pool.in_use);
-	ret = 0;
-out_unlock:
+	ret = npushm_pool_add_checked(uid, bytes, 1, &fresh);
 	mutex_unlock(&npushm_pool.lock);
 	kfree(fresh);
 	return ret;
@@ -145,20 +258,50 @@ out_unlock:
  */
 void npushm_pool_uncharge(kuid_t uid, u64 bytes)
 {
-	struct npushm_uid_usage *use;
-
 	mutex_lock(&npushm_pool.lock);
-	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
-	if (!WARN_ON_ONCE(!use || use->bytes < bytes || !use->regions)) {
-		use->bytes -= bytes;
-		if (!--use->regions) {
-			xa_erase(&npushm_pool.uids, npushm_uid_key(uid));
-			kfree(use);
+	npushm_pool_sub(uid, bytes, 1);
+	mutex_unlock(&npushm_pool.lock);
+}
+
+/**
+ * npushm_pool_transfer - move a region's charge to another uid (chown)
+ * @from: the uid charged now
+ * @to: the new owner
+ * @bytes: size of the region
+ *
+ * Return: 0, -EDQUOT when @to would exceed its quota, -ENOMEM.
+ */
+int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes)
+{
+	struct npushm_uid_usage *fresh;
+	int ret;
+
+	if (uid_eq(from, to))
+		return 0;
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return -ENOMEM;
+	mutex_lock(&npushm_pool.lock);
+	/* Not against the capacity: the pool's total does not change. */
+	npushm_pool_sub(from, bytes, 1);
+	ret = npushm_pool_add_checked(to, bytes, 1, &fresh);
+	if (ret) {
+		struct npushm_uid_usage *back = xa_load(&npushm_pool.uids,
+							npushm_uid_key(from));
+
+		if (back) {
+			npushm_pool_add(back, bytes, 1);
+		} else if (!xa_insert(&npushm_pool.uids, npushm_uid_key(from),
+				      fresh, GFP_KERNEL)) {
+			npushm_pool_add(fresh, bytes, 1);
+			fresh = NULL;
+		} else {
+			WARN_ON_ONCE(1);
 		}
 	}
-	npushm_pool.in_use -= bytes;
-	npushm_pool.regions--;
 	mutex_unlock(&npushm_pool.lock);
+	kfree(fresh);
+	return ret;
 }
 
 /**
@@ -169,6 +312,84 @@ void npushm_pool_count_failure(void)
 	mutex_lock(&npushm_pool.lock);
 	npushm_pool.failed++;
 	mutex_unlock(&npushm_pool.lock);
+}
+
+/* Free the orphans nobody pins any more; all of them if @all. */
+static bool npushm_orphans_release(bool all)
+{
+	struct npushm_orphan *o, *tmp;
+	unsigned long i, kept;
+	bool pending = false;
+
+	mutex_lock(&npushm_pool.lock);
+	list_for_each_entry_safe(o, tmp, &npushm_pool.orphans, node) {
+		for (i = 0, kept = 0; i < o->npages; i++) {
+			struct page *page = o->pages[i];
+
+			if (all || page_ref_count(page) == 1) {
+				/* Unpinned: ours is the last reference. */
+				__free_page(page);
+				continue;
+			}
+			o->pages[kept++] = page;
+		}
+		npushm_pool_sub(o->uid, (u64)(o->npages - kept) << PAGE_SHIFT,
+				kept ? 0 : 1);
+		npushm_pool.orphan_bytes -= (u64)(o->npages - kept) << PAGE_SHIFT;
+		o->npages = kept;
+		if (!kept) {
+			list_del(&o->node);
+			kvfree(o->pages);
+			kfree(o);
+		} else {
+			pending = true;
+		}
+	}
+	mutex_unlock(&npushm_pool.lock);
+	return pending;
+}
+
+static void npushm_orphan_reap(struct work_struct *work)
+{
+	if (npushm_orphans_release(false))
+		schedule_delayed_work(&npushm_orphan_work, HZ);
+}
+
+/**
+ * npushm_pool_orphan - give back a destroyed region's memory, minus its pins
+ * @uid: the uid the region was charged to
+ * @size: the region's size (its charge)
+ * @pages: the region's page array (kvmalloc'd), its @n pinned pages first;
+ *	the pool takes it over, and the region's reference on those pages,
+ *	when @n is not 0
+ * @n: pinned pages (0: none)
+ * @provider: where the pages came from
+ *
+ * The unpinned part of the charge is given back now; each pinned page stays
+ * charged to @uid until its pin is gone.
+ */
+void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
+			unsigned long n, const struct npushm_provider *provider)
+{
+	struct npushm_orphan *o = NULL;
+	u64 pinned = (u64)n << PAGE_SHIFT;
+
+	/* Small and rare: a pinned region going away. */
+	if (n)
+		o = kmalloc(sizeof(*o), GFP_KERNEL | __GFP_NOFAIL);
+	mutex_lock(&npushm_pool.lock);
+	npushm_pool_sub(uid, size - pinned, n ? 0 : 1);
+	if (o) {
+		o->uid = uid;
+		o->provider = provider;
+		o->npages = n;
+		o->pages = pages;
+		list_add_tail(&o->node, &npushm_pool.orphans);
+		npushm_pool.orphan_bytes += pinned;
+	}
+	mutex_unlock(&npushm_pool.lock);
+	if (o)
+		schedule_delayed_work(&npushm_orphan_work, HZ);
 }
 
 /**
@@ -185,43 +406,27 @@ void npushm_pool_query(struct npushm_query *q, kuid_t uid)
 	mutex_lock(&npushm_pool.lock);
 	q->in_use = npushm_pool.in_use;
 	q->regions = npushm_pool.regions;
+	q->orphan_pinned = npushm_pool.orphan_bytes;
 	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
 	q->uid_in_use = use ? use->bytes : 0;
 	mutex_unlock(&npushm_pool.lock);
 }
 
-static int npushm_pool_put_uid(struct sk_buff *skb, unsigned long key,
-			       const struct npushm_uid_usage *use)
-{
-	struct user_namespace *ns = current_user_ns();
-	struct nlattr *nest;
-
-	nest = nla_nest_start(skb, NPUSHM_A_UID_USAGE);
-	if (!nest)
-		return -EMSGSIZE;
-	if (nla_put_u32(skb, NPUSHM_A_UID,
-			from_kuid_munged(ns, make_kuid(&init_user_ns, key))) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_UID_BYTES, use->bytes, NPUSHM_A_PAD) ||
-	    nla_put_u32(skb, NPUSHM_A_UID_REGIONS, use->regions)) {
-		nla_nest_cancel(skb, nest);
-		return -EMSGSIZE;
-	}
-	nla_nest_end(skb, nest);
-	return 0;
-}
-
 /**
  * npushm_pool_fill_stats - put the pool statistics into a netlink message
  * @skb: the message
- * @only_uid: the uid whose usage is reported unless @all_uids
- * @all_uids: report every uid's usage
+ * @ns: the user namespace uids are reported in
+ * @uid: the caller, whose own usage is added as one NPUSHM_A_UID_USAGE
+ *
+ * The message has a fixed size whatever the number of uids.
  *
  * Return: 0 or -EMSGSIZE.
  */
-int npushm_pool_fill_stats(struct sk_buff *skb, kuid_t only_uid, bool all_uids)
+int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
+			   kuid_t uid)
 {
 	struct npushm_uid_usage *use;
-	unsigned long key;
+	struct nlattr *nest;
 	int ret = -EMSGSIZE;
 
 	mutex_lock(&npushm_pool.lock);
@@ -236,18 +441,22 @@ int npushm_pool_fill_stats(struct sk_buff *skb, kuid_t only_uid, bool all_uids)
 	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_FAILED_ALLOCS,
 			      npushm_pool.failed, NPUSHM_A_PAD) ||
 	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_UID_QUOTA,
-			      npushm_pool_uid_quota(), NPUSHM_A_PAD))
+			      npushm_pool_uid_quota(), NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_ORPHAN_PINNED,
+			      npushm_pool.orphan_bytes, NPUSHM_A_PAD))
 		goto out_unlock;
-	if (all_uids) {
-		xa_for_each(&npushm_pool.uids, key, use)
-			if (npushm_pool_put_uid(skb, key, use))
-				goto out_unlock;
-	} else {
-		key = npushm_uid_key(only_uid);
-		use = xa_load(&npushm_pool.uids, key);
-		if (use && npushm_pool_put_uid(skb, key, use))
-			goto out_unlock;
+	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
+	nest = nla_nest_start(skb, NPUSHM_A_UID_USAGE);
+	if (!nest)
+		goto out_unlock;
+	if (nla_put_u32(skb, NPUSHM_A_UID, from_kuid_munged(ns, uid)) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_UID_BYTES, use ? use->bytes : 0,
+			      NPUSHM_A_PAD) ||
+	    nla_put_u32(skb, NPUSHM_A_UID_REGIONS, use ? use->regions : 0)) {
+		nla_nest_cancel(skb, nest);
+		goto out_unlock;
 	}
+	nla_nest_end(skb, nest);
 	ret = 0;
 out_unlock:
 	mutex_unlock(&npushm_pool.lock);
@@ -255,25 +464,72 @@ out_unlock:
 }
 
 /**
- * npushm_pool_init - set up the pool's accounting
+ * npushm_pool_dump_uids - one netlink message per uid holding pool memory
+ * @skb: the dump's buffer
+ * @ns: the user namespace uids are reported in
+ * @all: every uid, else only @uid
+ * @uid: the caller
+ * @pos: in/out: the next uid key to report
+ * @put: puts one message; 0 or -EMSGSIZE
+ * @ctx: for @put
+ *
+ * Return: 0 when done, -EMSGSIZE when @skb is full (call again with @pos).
+ */
+int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
+			  bool all, kuid_t uid, unsigned long *pos,
+			  int (*put)(struct sk_buff *skb, void *ctx, u32 uid,
+				     u64 bytes, u32 regions),
+			  void *ctx)
+{
+	struct npushm_uid_usage *use;
+	unsigned long key;
+	int ret = 0;
+
+	mutex_lock(&npushm_pool.lock);
+	xa_for_each_start(&npushm_pool.uids, key, use, *pos) {
+		if (!all && key != npushm_uid_key(uid))
+			continue;
+		ret = put(skb, ctx,
+			  from_kuid_munged(ns, make_kuid(&init_user_ns, key)),
+			  use->bytes, use->regions);
+		if (ret)
+			break;
+		*pos = key + 1;
+	}
+	mutex_unlock(&npushm_pool.lock);
+	return ret;
+}
+
+/**
+ * npushm_pool_init - set up the pool's accounting and the default quota
  *
  * Return: 0.
  */
 int npushm_pool_init(void)
 {
 	mutex_init(&npushm_pool.lock);
+	INIT_LIST_HEAD(&npushm_pool.orphans);
 	xa_init(&npushm_pool.uids);
+	if (npushm_uid_quota == NPUSHM_QUOTA_UNSET)
+		npushm_uid_quota = npushm_pool_capacity() / 2;
 	return 0;
 }
 
 /**
  * npushm_pool_exit - tear down the accounting; every region is gone by now
+ *
+ * Orphaned pages still pinned lose their charge: their last unpin frees them.
  */
 void npushm_pool_exit(void)
 {
 	struct npushm_uid_usage *use;
 	unsigned long key;
 
+	cancel_delayed_work_sync(&npushm_orphan_work);
+	if (npushm_pool.orphan_bytes)
+		pr_info("npushm: %llu bytes still pinned at unload; freed when unpinned\n",
+			npushm_pool.orphan_bytes);
+	npushm_orphans_release(true);
 	WARN_ON(npushm_pool.in_use || npushm_pool.regions);
 	xa_for_each(&npushm_pool.uids, key, use)
 		kfree(use);

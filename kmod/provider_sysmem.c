@@ -8,7 +8,11 @@
  * and charged to the allocating task's memory cgroup. Each chunk is split
  * into independent order-0 pages so that every page can be inserted into
  * user mappings and pinned by GUP (ibv_reg_mr) on its own. Pages are not
- * movable: long-term pins never need to migrate them.
+ * movable: long-term pins never need to migrate them. (Pages are order 0
+ * and never compound: their reference count is read directly, which keeps
+ * the module free of static keys.) An allocation the
+ * machine (or the memory cgroup) cannot satisfy fails with ENOMEM instead
+ * of invoking the OOM killer (__GFP_RETRY_MAYFAIL).
  */
 #include <linux/gfp.h>
 #include <linux/log2.h>
@@ -19,7 +23,7 @@
 
 #define NPUSHM_SYSMEM_ORDER	9
 
-static void npushm_sysmem_free_range(struct page **pages, unsigned long n)
+static void npushm_sysmem_free(struct page **pages, unsigned long n)
 {
 	unsigned long i;
 
@@ -30,17 +34,19 @@ static void npushm_sysmem_free_range(struct page **pages, unsigned long n)
 	}
 }
 
-static int npushm_sysmem_alloc(struct npushm_region *region)
+static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
 {
-	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
+	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT |
+			  __GFP_NOWARN | __GFP_RETRY_MAYFAIL;
 	unsigned int order = NPUSHM_SYSMEM_ORDER;
 	unsigned long done = 0, i;
 	struct page *page;
 	int ret;
 
-	while (done < region->npages) {
-		order = min_t(unsigned int, order, ilog2(region->npages - done));
-		page = alloc_pages(order ? gfp | __GFP_NORETRY : gfp, order);
+	while (done < npages) {
+		order = min_t(unsigned int, order, ilog2(npages - done));
+		page = alloc_pages(order ? (gfp & ~__GFP_RETRY_MAYFAIL) | __GFP_NORETRY :
+				   gfp, order);
 		if (!page) {
 			if (!order) {
 				ret = -ENOMEM;
@@ -52,7 +58,7 @@ static int npushm_sysmem_alloc(struct npushm_region *region)
 		if (order)
 			split_page(page, order);
 		for (i = 0; i < (1UL << order); i++)
-			region->pages[done + i] = page + i;
+			pages[done + i] = page + i;
 		done += 1UL << order;
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -63,13 +69,8 @@ static int npushm_sysmem_alloc(struct npushm_region *region)
 	return 0;
 
 out_free:
-	npushm_sysmem_free_range(region->pages, done);
+	npushm_sysmem_free(pages, done);
 	return ret;
-}
-
-static void npushm_sysmem_free(struct npushm_region *region)
-{
-	npushm_sysmem_free_range(region->pages, region->npages);
 }
 
 const struct npushm_provider npushm_sysmem_provider = {

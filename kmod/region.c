@@ -1,464 +1,550 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * region.c - region objects, their handles and the ioctls on a handle.
+ * region.c - the device memory behind a region file: sizing, seals, pins,
+ * read and write, and the ioctls on region files.
  *
- * A region is created by NPUSHM_IOC_ALLOC: the pool is charged first, then
- * the provider fills the page array, then the region gets an id and an
- * inode in npushm's pseudo filesystem. Handles are files on that inode,
- * read-write or read-only; each holds a reference. Internal handles (held
- * by dma-buf exports for their mappings) are not counted as user handles.
- * The last reference destroys the region: names go, pages go back to the
- * provider, the pool is uncharged.
+ * Size rules (all under the inode lock; sizes round up to PAGE_SIZE):
+ *   0 -> N   reserves N bytes from the instance and the pool, charged to the
+ *            file's owner, and allocates the pages (ftruncate, or fallocate
+ *            of [0, N) with mode 0);
+ *   N -> N   nothing (fallocate inside [0, N) too);
+ *   N -> 0   gives the memory back, only while nothing maps, exports or pins
+ *            the region (else EBUSY);
+ *   N -> M   refused (EINVAL): the size is set once;
+ *   sealed   any change is refused (EPERM).
+ *
+ * Sealing (NPUSHM_SEAL_WRITE) follows memfd's F_SEAL_WRITE: it fails with
+ * EBUSY while a mapping that is or may become writable or a writable dma-buf
+ * exists, or while any page has a reference other than the region's own and
+ * its mappings' (a GUP pin: an RDMA MR, io_uring buffers, O_DIRECT in
+ * flight). Transient references get about 75 ms to go, as in memfd.
  */
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/fs_context.h>
+#include <linux/fsnotify.h>
+#include <linux/kdev_t.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/mount.h>
-#include <linux/nsproxy.h>
-#include <linux/pseudo_fs.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/uio.h>
 #include <linux/xarray.h>
-#include <net/net_namespace.h>
 
 #include "npushm_internal.h"
 
-#define NPUSHM_FS_MAGIC	0x6e707368	/* "npsh" */
+/* Scans for pins before sealing or shrinking gives up: about 75 ms. */
+#define NPUSHM_PIN_SCANS	3
 
+/* Protects lookups in npushm_regions against regions being destroyed. */
+DEFINE_MUTEX(npushm_regions_lock);
 DEFINE_XARRAY(npushm_regions);
-static atomic64_t npushm_next_id = ATOMIC64_INIT(0);
-static struct vfsmount *npushm_mnt;
-
-static const struct file_operations npushm_region_fops;
-static const struct file_operations npushm_region_internal_fops;
 
 /**
- * npushm_region_get - take a reference on a region the caller holds one of
- * @region: the region
- */
-void npushm_region_get(struct npushm_region *region)
-{
-	kref_get(&region->ref);
-}
-
-/**
- * npushm_region_tryget - take a reference unless the region is dying
- * @region: the region, found through a name or the id table
+ * npushm_region_init - set up the region of a new regular-file inode
+ * @region: the region (the inode's private data), zeroed with its lock and
+ *	list initialised
+ * @inode: the inode; its i_ino, unique while the module is loaded, is the
+ *	region's id
  *
- * Return: true if a reference was taken.
+ * Return: 0 or -ENOMEM.
  */
-bool npushm_region_tryget(struct npushm_region *region)
+int npushm_region_init(struct npushm_region *region, struct inode *inode)
 {
-	return kref_get_unless_zero(&region->ref);
-}
-
-static void npushm_region_destroy(struct kref *ref)
-{
-	struct npushm_region *region = container_of(ref, struct npushm_region, ref);
-
-	WARN_ON(region->nr_vmas || region->handles || region->dmabufs);
-	npushm_names_drop_region(region);
-	xa_erase(&npushm_regions, region->id);
-	npushm_event(NPUSHM_EVENT_DESTROYED, region, NULL, region->size, 0);
-	region->provider->free(region);
-	kvfree(region->pages);
-	npushm_pool_uncharge(region->owner, region->size);
-	iput(region->inode);
-	npushm_ns_put(region->ns);
-	put_net(region->net);
-	kfree_rcu(region, rcu);
-}
-
-/**
- * npushm_region_put - drop a reference; the last one destroys the region
- * @region: the region
- */
-void npushm_region_put(struct npushm_region *region)
-{
-	kref_put(&region->ref, npushm_region_destroy);
-}
-
-/**
- * npushm_region_create - allocate a region from the pool
- * @size: bytes wanted, 0 < @size <= capacity
- * @out: the new region, holding one reference
- *
- * Return: 0, -ENOMEM or -EDQUOT when the pool or the caller's quota lacks
- * room, -EINTR when killed while allocating.
- */
-int npushm_region_create(u64 size, struct npushm_region **out)
-{
-	struct npushm_region *region;
-	kuid_t uid = current_euid();
-	struct npushm_ns *ns;
-	struct inode *inode;
 	int ret;
 
-	size = PAGE_ALIGN(size);
-	ret = npushm_pool_charge(uid, size);
-	if (ret)
-		goto out_fail;
-
-	region = kzalloc(sizeof(*region), GFP_KERNEL_ACCOUNT);
-	if (!region) {
-		ret = -ENOMEM;
-		goto out_uncharge;
-	}
-	kref_init(&region->ref);
-	mutex_init(&region->lock);
-	INIT_LIST_HEAD(&region->vmas);
-	INIT_LIST_HEAD(&region->names);
-	region->size = size;
-	region->npages = size >> PAGE_SHIFT;
-	region->owner = uid;
-	region->group = current_egid();
-	region->provider = &npushm_sysmem_provider;
-
-	region->pages = kvcalloc(region->npages, sizeof(*region->pages),
-				 GFP_KERNEL_ACCOUNT);
-	if (!region->pages) {
-		ret = -ENOMEM;
-		goto out_free_region;
-	}
-	ret = region->provider->alloc(region);
-	if (ret)
-		goto out_free_array;
-
-	ns = npushm_ns_get_current();
-	if (IS_ERR(ns)) {
-		ret = PTR_ERR(ns);
-		goto out_free_pages;
-	}
-	region->ns = ns;
-
-	inode = alloc_anon_inode(npushm_mnt->mnt_sb);
-	if (IS_ERR(inode)) {
-		ret = PTR_ERR(inode);
-		goto out_put_ns;
-	}
-	region->id = atomic64_inc_return(&npushm_next_id);
-	inode->i_ino = region->id;
-	inode->i_size = size;
 	region->inode = inode;
-
+	region->provider = &npushm_sysmem_provider;
+	region->id = inode->i_ino;
+	mutex_lock(&npushm_regions_lock);
 	ret = xa_insert(&npushm_regions, region->id, region, GFP_KERNEL);
-	if (ret)
-		goto out_iput;
-	region->net = get_net(current->nsproxy->net_ns);
-
-	npushm_event(NPUSHM_EVENT_CREATED, region, NULL, size, 0);
-	*out = region;
-	return 0;
-
-out_iput:
-	iput(inode);
-out_put_ns:
-	npushm_ns_put(ns);
-out_free_pages:
-	region->provider->free(region);
-out_free_array:
-	kvfree(region->pages);
-out_free_region:
-	kfree(region);
-out_uncharge:
-	npushm_pool_uncharge(uid, size);
-out_fail:
-	npushm_pool_count_failure();
-	npushm_event(NPUSHM_EVENT_ALLOC_FAILED, NULL, NULL, size, ret);
+	mutex_unlock(&npushm_regions_lock);
 	return ret;
 }
 
 /**
- * npushm_region_file - open a new handle on a region
- * @region: the region (the caller holds a reference)
- * @writable: a read-write handle, else read-only
- * @internal: a handle for the module's own use (dma-buf mappings), not
- *	counted as a user handle
+ * npushm_region_pinned_pages - pages with a reference besides ours and PTEs'
+ * @region: the region, its lock held
  *
- * Return: the file, holding its own reference on @region, or an ERR_PTR.
+ * Return: the number of such pages (GUP pins and transient references).
  */
-struct file *npushm_region_file(struct npushm_region *region, bool writable,
-				bool internal)
+unsigned long npushm_region_pinned_pages(struct npushm_region *region)
 {
-	const struct file_operations *fops = internal ?
-		&npushm_region_internal_fops : &npushm_region_fops;
-	char name[32];
-	struct file *file;
+	unsigned long i, n = 0;
 
-	/* __fput() drops a module reference for f_op; take it here. */
-	if (!try_module_get(fops->owner))
-		return ERR_PTR(-ENODEV);
-	snprintf(name, sizeof(name), "npushm:%llu", region->id);
-	ihold(region->inode);
-	file = alloc_file_pseudo(region->inode, npushm_mnt, name,
-				 writable ? O_RDWR : O_RDONLY, fops);
-	if (IS_ERR(file)) {
-		iput(region->inode);
-		module_put(fops->owner);
-		return file;
+	lockdep_assert_held(&region->lock);
+	for (i = 0; i < region->npages; i++) {
+		struct page *page = region->pages[i];
+
+		if (page_ref_count(page) - page_mapcount(page) != 1)
+			n++;
+		if (!(i % 4096))
+			cond_resched();
 	}
-	file->private_data = region;
-	npushm_region_get(region);
-	if (!internal) {
-		mutex_lock(&region->lock);
-		region->handles++;
+	return n;
+}
+
+/*
+ * Give back @pages of a region charged to @uid; pinned ones become orphans
+ * (the pool keeps the array for them).
+ */
+static void npushm_region_free_pages(struct npushm_region *region,
+				     struct page **pages, unsigned long npages,
+				     kuid_t uid)
+{
+	unsigned long i, pinned = 0;
+
+	for (i = 0; i < npages; i++) {
+		if (page_ref_count(pages[i]) != 1) {
+			swap(pages[i], pages[pinned]);
+			pinned++;
+		}
+	}
+	region->provider->free(pages + pinned, npages - pinned);
+	npushm_pool_orphan(uid, (u64)npages << PAGE_SHIFT, pages, pinned,
+			   region->provider);
+	npushm_sb_release_bytes(region->inode->i_sb, (u64)npages << PAGE_SHIFT);
+	if (!pinned)
+		kvfree(pages);
+}
+
+/**
+ * npushm_region_destroy - free a region whose inode is being evicted
+ * @region: the region; no file, mapping or dma-buf refers to it any more
+ */
+void npushm_region_destroy(struct npushm_region *region)
+{
+	mutex_lock(&npushm_regions_lock);
+	xa_erase(&npushm_regions, region->id);
+	mutex_unlock(&npushm_regions_lock);
+	WARN_ON(region->nr_vmas || region->handles || region->dmabufs);
+	if (region->size)
+		npushm_region_free_pages(region, region->pages, region->npages,
+					 region->charged);
+	region->pages = NULL;
+	region->size = 0;
+	region->npages = 0;
+}
+
+static int npushm_region_alloc(struct npushm_region *region, u64 size)
+{
+	struct inode *inode = region->inode;
+	unsigned long npages = size >> PAGE_SHIFT;
+	kuid_t uid = inode->i_uid;
+	struct page **pages;
+	int ret;
+
+	ret = npushm_sb_reserve_bytes(inode->i_sb, size);
+	if (ret)
+		goto out_fail;
+	ret = npushm_pool_charge(uid, size);
+	if (ret)
+		goto out_release;
+	/* No warning for absurd sizes: the caller gets ENOMEM. */
+	pages = kvcalloc(npages, sizeof(*pages),
+			 GFP_KERNEL_ACCOUNT | __GFP_NOWARN | __GFP_RETRY_MAYFAIL);
+	if (!pages) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
+	ret = region->provider->alloc(pages, npages);
+	if (ret)
+		goto out_free_array;
+
+	mutex_lock(&region->lock);
+	region->pages = pages;
+	region->npages = npages;
+	region->size = size;
+	region->charged = uid;
+	mutex_unlock(&region->lock);
+	i_size_write(inode, size);
+	inode->i_blocks = size >> 9;
+	return 0;
+
+out_free_array:
+	kvfree(pages);
+out_uncharge:
+	npushm_pool_uncharge(uid, size);
+out_release:
+	npushm_sb_release_bytes(inode->i_sb, size);
+out_fail:
+	npushm_pool_count_failure();
+	return ret;
+}
+
+/*
+ * Wait for pins to go, region->lock held (dropped while waiting): 0 when
+ * none is left, -EBUSY after NPUSHM_PIN_SCANS, -EINTR when killed. The
+ * caller checks its other conditions again afterwards.
+ */
+static int npushm_region_wait_unpinned(struct npushm_region *region,
+				       unsigned int scan)
+{
+	if (!npushm_region_pinned_pages(region))
+		return 0;
+	if (scan >= NPUSHM_PIN_SCANS)
+		return -EBUSY;
+	mutex_unlock(&region->lock);
+	schedule_timeout_killable((HZ << scan) / 200);
+	mutex_lock(&region->lock);
+	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
+}
+
+static int npushm_region_release(struct npushm_region *region)
+{
+	struct inode *inode = region->inode;
+	unsigned long npages;
+	struct page **pages;
+	unsigned int scan;
+	kuid_t uid;
+	int ret;
+
+	mutex_lock(&region->lock);
+	for (scan = 0;; scan++) {
+		if (region->nr_vmas || region->dmabufs) {
+			ret = -EBUSY;
+			break;
+		}
+		ret = npushm_region_wait_unpinned(region, scan);
+		if (ret != -EAGAIN)
+			break;
+	}
+	if (ret) {
 		mutex_unlock(&region->lock);
+		return ret;
 	}
-	return file;
+	pages = region->pages;
+	npages = region->npages;
+	uid = region->charged;
+	region->pages = NULL;
+	region->npages = 0;
+	region->size = 0;
+	mutex_unlock(&region->lock);
+
+	i_size_write(inode, 0);
+	inode->i_blocks = 0;
+	npushm_region_free_pages(region, pages, npages, uid);
+	return 0;
 }
 
 /**
- * npushm_region_handle_out - a new user handle, to be installed by dispatch
- * @region: the region (the caller holds a reference)
- * @writable: a read-write handle, else read-only
- * @out: receives the file and its reserved descriptor
+ * npushm_region_resize - change a region's size (see the rules above)
+ * @region: the region; its inode is locked
+ * @size: the new size in bytes
  *
- * Return: the reserved descriptor number, or -errno.
+ * Return: 0, -EPERM when sealed, -EINVAL for a change between two non-zero
+ * sizes, -EBUSY when shrinking to 0 while mapped, exported or pinned,
+ * -ENOSPC (instance or pool full), -EDQUOT, -ENOMEM, -EINTR.
  */
-int npushm_region_handle_out(struct npushm_region *region, bool writable,
-			     struct npushm_ioctl_out *out)
+int npushm_region_resize(struct npushm_region *region, loff_t size)
 {
-	struct file *handle;
-	int fd;
+	u64 new;
 
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0)
-		return fd;
-	handle = npushm_region_file(region, writable, false);
-	if (IS_ERR(handle)) {
-		put_unused_fd(fd);
-		return PTR_ERR(handle);
+	if (size < 0)
+		return -EINVAL;
+	new = PAGE_ALIGN((u64)size);
+	if (new == region->size)
+		return 0;
+	if (region->sealed)
+		return -EPERM;
+	if (!region->size)
+		return npushm_region_alloc(region, new);
+	if (!new)
+		return npushm_region_release(region);
+	return -EINVAL;
+}
+
+/**
+ * npushm_region_fallocate - fallocate(2) with mode 0
+ * @region: the region; its inode is locked
+ * @offset: start of the range
+ * @len: length of the range
+ *
+ * Sizes an unsized region to [0, @offset + @len) when @offset is 0; a range
+ * inside a sized region is already allocated.
+ *
+ * Return: 0 or -errno as npushm_region_resize().
+ */
+int npushm_region_fallocate(struct npushm_region *region, loff_t offset,
+			    loff_t len)
+{
+	loff_t end;
+
+	if (offset < 0 || len <= 0 || check_add_overflow(offset, len, &end))
+		return -EINVAL;
+	if (region->size && end <= region->size)
+		return 0;
+	if (region->sealed)
+		return -EPERM;
+	if (region->size || offset)
+		return -EINVAL;
+	return npushm_region_resize(region, end);
+}
+
+/**
+ * npushm_region_chown - move the region's charge to a new owner
+ * @region: the region; its inode is locked
+ * @uid: the new owner
+ *
+ * Return: 0, -EDQUOT when @uid has no room for it, -ENOMEM.
+ */
+int npushm_region_chown(struct npushm_region *region, kuid_t uid)
+{
+	int ret = 0;
+
+	mutex_lock(&region->lock);
+	if (region->size) {
+		ret = npushm_pool_transfer(region->charged, uid, region->size);
+		if (!ret)
+			region->charged = uid;
 	}
-	out->file = handle;
-	out->fd = fd;
-	return fd;
+	mutex_unlock(&region->lock);
+	return ret;
 }
 
 /**
- * npushm_region_from_file - the region behind a handle
- * @file: any file
- *
- * Return: the region, or NULL when @file is not an npushm region handle.
+ * npushm_region_open_file - count a user-visible open file of the region
+ * @region: the region
  */
-struct npushm_region *npushm_region_from_file(struct file *file)
+void npushm_region_open_file(struct npushm_region *region)
 {
-	if (file->f_op != &npushm_region_fops &&
-	    file->f_op != &npushm_region_internal_fops)
-		return NULL;
-	return file->private_data;
+	mutex_lock(&region->lock);
+	region->handles++;
+	mutex_unlock(&region->lock);
 }
 
 /**
- * npushm_file_writable - whether a handle was opened read-write
- * @file: a region handle
+ * npushm_region_release_file - undo npushm_region_open_file()
+ * @region: the region
+ */
+void npushm_region_release_file(struct npushm_region *region)
+{
+	mutex_lock(&region->lock);
+	region->handles--;
+	mutex_unlock(&region->lock);
+}
+
+/**
+ * npushm_file_writable - whether a region file was opened read-write
+ * @file: a region file
  *
- * Return: true for a read-write handle.
+ * Return: true for a read-write file.
  */
 bool npushm_file_writable(struct file *file)
 {
 	return file->f_mode & FMODE_WRITE;
 }
 
-static int npushm_region_release(struct inode *inode, struct file *file)
+/**
+ * npushm_region_read_iter - read(2) of a region file
+ * @iocb: the request
+ * @to: the destination
+ *
+ * Return: bytes read, 0 at the end of the region, -EFAULT.
+ */
+ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	struct npushm_region *region = file->private_data;
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct npushm_region *region = npushm_region(inode);
+	loff_t pos = iocb->ki_pos;
+	ssize_t done = 0;
 
-	mutex_lock(&region->lock);
-	region->handles--;
-	mutex_unlock(&region->lock);
-	npushm_region_put(region);
-	return 0;
-}
+	inode_lock_shared(inode);
+	while (iov_iter_count(to) && pos >= 0 && pos < region->size) {
+		size_t off = offset_in_page(pos);
+		size_t len = min3((size_t)(PAGE_SIZE - off),
+				  (size_t)(region->size - pos), iov_iter_count(to));
+		size_t n = copy_page_to_iter(region->pages[pos >> PAGE_SHIFT],
+					     off, len, to);
 
-static int npushm_region_internal_release(struct inode *inode,
-					  struct file *file)
-{
-	npushm_region_put(file->private_data);
-	return 0;
-}
-
-static int npushm_region_file_mmap(struct file *file,
-				   struct vm_area_struct *vma)
-{
-	return npushm_region_mmap(file->private_data, vma);
+		done += n;
+		pos += n;
+		if (n < len) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
+	}
+	inode_unlock_shared(inode);
+	iocb->ki_pos = pos;
+	return done;
 }
 
 /**
- * npushm_region_ioctl_alloc - NPUSHM_IOC_ALLOC
- * @file: /dev/npushm
- * @arg: struct npushm_alloc
- * @out: the new handle to install
+ * npushm_region_write_iter - write(2) of a region file
+ * @iocb: the request
+ * @from: the source
  *
- * Return: 0 or -errno.
+ * Writes land inside the region only: the size is set with ftruncate().
+ *
+ * Return: bytes written, -EPERM when sealed, -EFBIG at or past the end,
+ * -EFAULT.
  */
-int npushm_region_ioctl_alloc(struct file *file, void *arg,
-			      struct npushm_ioctl_out *out)
+ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
-	struct npushm_alloc *req = arg;
-	struct npushm_region *region;
-	int ret;
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct npushm_region *region = npushm_region(inode);
+	ssize_t done = 0, ret;
+	loff_t pos;
 
-	if (req->flags)
-		return -EINVAL;
-	if (!req->size || req->size > npushm_pool_capacity())
-		return -EINVAL;
-
-	ret = npushm_region_create(req->size, &region);
-	if (ret)
-		return ret;
-	ret = npushm_region_handle_out(region, true, out);
-	if (ret >= 0) {
-		req->size = region->size;
-		req->id = region->id;
-		req->fd = ret;
-		ret = 0;
+	inode_lock(inode);
+	ret = generic_write_checks(iocb, from);
+	if (ret <= 0)
+		goto out_unlock;
+	if (region->sealed) {
+		ret = -EPERM;
+		goto out_unlock;
 	}
-	npushm_region_put(region);
-	return ret;
-}
+	pos = iocb->ki_pos;
+	if (pos >= region->size) {
+		ret = -EFBIG;
+		goto out_unlock;
+	}
+	while (iov_iter_count(from) && pos < region->size) {
+		size_t off = offset_in_page(pos);
+		size_t len = min3((size_t)(PAGE_SIZE - off),
+				  (size_t)(region->size - pos),
+				  iov_iter_count(from));
+		size_t n = copy_page_from_iter(region->pages[pos >> PAGE_SHIFT],
+					       off, len, from);
 
-static int npushm_region_ioctl_publish(struct file *file, void *arg,
-				       struct npushm_ioctl_out *out)
-{
-	return npushm_names_publish(file->private_data,
-				    npushm_file_writable(file), arg);
+		done += n;
+		pos += n;
+		if (n < len || fatal_signal_pending(current))
+			break;
+		cond_resched();
+	}
+	ret = done ? done : -EFAULT;
+	if (done) {
+		iocb->ki_pos = pos;
+		inode->i_mtime = current_time(inode);
+		inode->i_ctime = inode->i_mtime;
+	}
+out_unlock:
+	inode_unlock(inode);
+	return ret;
 }
 
 static int npushm_region_ioctl_seal(struct file *file, void *arg,
 				    struct npushm_ioctl_out *out)
 {
-	struct npushm_region *region = file->private_data;
+	struct npushm_region *region = npushm_region_from_file(file);
+	struct inode *inode = file_inode(file);
 	struct npushm_seal *req = arg;
 	bool sealed_now = false;
-	int ret = 0;
+	unsigned int scan;
+	int ret;
 
 	if (!req->seals || (req->seals & ~NPUSHM_SEAL_WRITE) || req->reserved)
 		return -EINVAL;
 	if (!npushm_file_writable(file))
 		return -EPERM;
 
+	inode_lock(inode);
 	mutex_lock(&region->lock);
-	if (!region->sealed) {
+	for (scan = 0;; scan++) {
+		if (region->sealed) {
+			ret = 0;
+			break;
+		}
 		if (region->writers) {
 			ret = -EBUSY;
-		} else {
+			break;
+		}
+		ret = npushm_region_wait_unpinned(region, scan);
+		if (ret == -EAGAIN)
+			continue;
+		if (!ret) {
 			region->sealed = true;
 			sealed_now = true;
 		}
+		break;
 	}
 	mutex_unlock(&region->lock);
+	inode_unlock(inode);
 	if (sealed_now)
-		npushm_event(NPUSHM_EVENT_SEALED, region, NULL, region->size, 0);
+		fsnotify_inode(inode, FS_ATTRIB);
 	return ret;
 }
 
 static int npushm_region_ioctl_export(struct file *file, void *arg,
 				      struct npushm_ioctl_out *out)
 {
-	return npushm_dmabuf_export(file, file->private_data, arg, out);
+	return npushm_dmabuf_export(file, npushm_region_from_file(file), arg, out);
+}
+
+/* The name @file was opened by, if that link still exists. */
+static void npushm_region_file_name(struct file *file, char *buf, size_t size)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	struct name_snapshot name;
+
+	buf[0] = '\0';
+	if (d_unhashed(dentry) || IS_ROOT(dentry))
+		return;
+	take_dentry_name_snapshot(&name, dentry);
+	strscpy(buf, name.name.name, size);
+	release_dentry_name_snapshot(&name);
 }
 
 static int npushm_region_ioctl_info(struct file *file, void *arg,
 				    struct npushm_ioctl_out *out)
 {
-	struct npushm_region *region = file->private_data;
+	struct npushm_region *region = npushm_region_from_file(file);
 	struct user_namespace *userns = current_user_ns();
+	struct inode *inode = file_inode(file);
 	struct npushm_region_info *info = arg;
-	struct npushm_name *name;
-	unsigned int mappers;
 
 	info->id = region->id;
-	info->size = region->size;
-	info->owner_uid = from_kuid_munged(userns, region->owner);
-	info->owner_gid = from_kgid_munged(userns, region->group);
+	info->owner_uid = from_kuid_munged(userns, inode->i_uid);
+	info->owner_gid = from_kgid_munged(userns, inode->i_gid);
+	info->mode = inode->i_mode & 07777;
+	info->names = inode->i_nlink;
+	info->dev = new_encode_dev(inode->i_sb->s_dev);
 	if (npushm_file_writable(file))
 		info->flags |= NPUSHM_INFO_WRITABLE;
-
-	mutex_lock(&npushm_names_lock);
-	name = list_first_entry_or_null(&region->names, struct npushm_name, link);
-	if (name) {
+	if (inode->i_nlink)
 		info->flags |= NPUSHM_INFO_NAMED;
-		info->mode = name->mode;
-		strscpy(info->name, name->str, sizeof(info->name));
-	}
-	if (region->nr_persistent)
-		info->flags |= NPUSHM_INFO_PERSISTENT;
-	info->names = region->nr_names;
+	npushm_region_file_name(file, info->name, sizeof(info->name));
 
 	mutex_lock(&region->lock);
+	info->size = region->size;
 	if (region->sealed)
 		info->flags |= NPUSHM_INFO_SEALED;
+	if (region->anonymous)
+		info->flags |= NPUSHM_INFO_ANONYMOUS;
+	info->charged_uid = region->size ?
+			    from_kuid_munged(userns, region->charged) : (u32)-1;
 	info->handles = region->handles;
 	info->mappings = region->nr_vmas;
 	info->dmabufs = region->dmabufs;
-	npushm_region_map_stats(region, &info->mapped_bytes, &mappers);
+	info->pinned_bytes = (u64)npushm_region_pinned_pages(region) << PAGE_SHIFT;
+	npushm_region_map_stats(region, &info->mapped_bytes, &info->mappers);
 	mutex_unlock(&region->lock);
-	mutex_unlock(&npushm_names_lock);
 	return 0;
 }
 
 static const struct npushm_ioctl_desc npushm_region_ioctls[] = {
-	{ NPUSHM_IOC_PUBLISH, NPUSHM_PUBLISH_SIZE_VER0, npushm_region_ioctl_publish },
 	{ NPUSHM_IOC_SEAL, NPUSHM_SEAL_SIZE_VER0, npushm_region_ioctl_seal },
 	{ NPUSHM_IOC_EXPORT_DMABUF, NPUSHM_EXPORT_SIZE_VER0, npushm_region_ioctl_export },
 	{ NPUSHM_IOC_INFO, NPUSHM_INFO_SIZE_VER0, npushm_region_ioctl_info },
 };
 
-static long npushm_region_ioctl(struct file *file, unsigned int cmd,
-				unsigned long arg)
+/**
+ * npushm_region_ioctl - the ioctls of a region file
+ * @file: the file
+ * @cmd: the ioctl number
+ * @arg: the caller's struct
+ *
+ * Return: 0 or -errno.
+ */
+long npushm_region_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
 {
 	return npushm_ioctl_dispatch(npushm_region_ioctls,
 				     ARRAY_SIZE(npushm_region_ioctls),
 				     file, cmd, arg);
-}
-
-static const struct file_operations npushm_region_fops = {
-	.owner = THIS_MODULE,
-	.release = npushm_region_release,
-	.mmap = npushm_region_file_mmap,
-	.unlocked_ioctl = npushm_region_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = noop_llseek,
-};
-
-static const struct file_operations npushm_region_internal_fops = {
-	.owner = THIS_MODULE,
-	.release = npushm_region_internal_release,
-	.mmap = npushm_region_file_mmap,
-	.unlocked_ioctl = npushm_region_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = noop_llseek,
-};
-
-static int npushm_fs_init_fs_context(struct fs_context *fc)
-{
-	return init_pseudo(fc, NPUSHM_FS_MAGIC) ? 0 : -ENOMEM;
-}
-
-static struct file_system_type npushm_fs_type = {
-	.name = "npushm",
-	.init_fs_context = npushm_fs_init_fs_context,
-	.kill_sb = kill_anon_super,
-};
-
-/**
- * npushm_region_fs_init - mount the pseudo filesystem region inodes live on
- *
- * Return: 0 or -errno.
- */
-int npushm_region_fs_init(void)
-{
-	npushm_mnt = kern_mount(&npushm_fs_type);
-	return PTR_ERR_OR_ZERO(npushm_mnt);
-}
-
-/**
- * npushm_region_fs_exit - unmount it; every region is gone by now
- */
-void npushm_region_fs_exit(void)
-{
-	WARN_ON(!xa_empty(&npushm_regions));
-	kern_unmount(npushm_mnt);
 }

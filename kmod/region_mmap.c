@@ -108,38 +108,45 @@ static const struct vm_operations_struct npushm_vm_ops = {
  * @region: the region
  * @vma: the new mapping; vm_file is a handle of @region
  *
- * Return: 0, -EINVAL for a private mapping or one outside the region,
- * -EPERM for a writable mapping of a sealed region, -ENOMEM.
+ * Return: 0, -EINVAL for a private mapping or one outside the region (an
+ * unsized region has no inside), -EPERM for a writable mapping of a sealed
+ * region, -ENOMEM.
  */
 int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma)
 {
 	unsigned long pages = vma_pages(vma);
 	struct npushm_vma *t;
 
+	int ret = 0;
+
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	if (vma->vm_pgoff >= region->npages ||
-	    pages > region->npages - vma->vm_pgoff)
-		return -EINVAL;
-
 	t = kmalloc(sizeof(*t), GFP_KERNEL);
 	if (!t)
 		return -ENOMEM;
 
+	/* The size cannot change while a mapping exists: check it here. */
 	mutex_lock(&region->lock);
+	if (vma->vm_pgoff >= region->npages ||
+	    pages > region->npages - vma->vm_pgoff) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
 	if (region->sealed) {
 		if (vma->vm_flags & VM_WRITE) {
-			mutex_unlock(&region->lock);
-			kfree(t);
-			return -EPERM;
+			ret = -EPERM;
+			goto out_unlock;
 		}
 		vma->vm_flags &= ~VM_MAYWRITE;
 	}
 	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP;
 	vma->vm_ops = &npushm_vm_ops;
 	npushm_vma_track(t, region, vma);
+	t = NULL;
+out_unlock:
 	mutex_unlock(&region->lock);
-	return 0;
+	kfree(t);
+	return ret;
 }
 
 static int npushm_cmp_ptr(const void *a, const void *b)

@@ -6,8 +6,8 @@
 #                            the demo and benchmark programs
 #   make check-libnpushm     the test suite on the posix backend, natively
 #   make check-libnpushm-kmod  the same suite on the kmod backend, in the VM
-#   make run-demo            the shared-weights demo (make demo = setup + build + this);
-#                            NPUSHM_BACKEND=kmod runs it in the VM with the module
+#   make run-weights-demo    the shared-weights demo (4 workers attach a BERT-base-sized
+#                            model and read it); NPUSHM_BACKEND=kmod runs it in the VM
 #   make fuzz                libFuzzer on the safetensors header parser
 #                            (LIBNPUSHM_FUZZ_SECONDS, default 600)
 #   make bench-weights       the shared-weights benchmark (bench/weights/)
@@ -70,7 +70,7 @@ USER_TARGETS += $(LIBNPUSHM_TESTS)
 # Linked statically so the tests can reach the parser and the manifest checker.
 $(LIBNPUSHM_TESTS): $(LIBNPUSHM_TEST_SRCS) $(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $(LIBNPUSHM_TEST_SRCS) \
 		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
 
 # ------------------------------------------------------------------- fuzzing
@@ -107,8 +107,8 @@ check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm-kmod libnpushm/tests/run-kmod-vm.sh
 
 # --------------------------------------------------------------------- demo
-# make demo (top level) = setup + build + run-demo. Posix backend by default;
-# make demo NPUSHM_BACKEND=kmod runs the same demo in the VM with the module
+# make run-weights-demo: the shared-weights demo (make demo is the BERT serving
+# demo of apps/bert). Posix backend by default; NPUSHM_BACKEND=kmod runs it in the VM with the module
 # (pool of 1 GiB, no uid quota, 3 GiB of guest memory).
 LIBNPUSHM_DEMO := $(BINDIR)/npushm-demo
 LIBNPUSHM_DEMO_MODEL := $(BUILD)/demo/bert-base.safetensors
@@ -119,13 +119,13 @@ $(LIBNPUSHM_DEMO): $(LIBNPUSHM_DEMO_SRCS) $(wildcard $(LIBNPUSHM_DIR)/demo/*.h) 
 	@mkdir -p $(dir $@)
 	$(CC) $(LIBNPUSHM_CFLAGS) -o $@ $(LIBNPUSHM_DEMO_SRCS) -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH)
 
-.PHONY: run-demo
-run-demo: $(LIBNPUSHM_DEMO)
+.PHONY: run-weights-demo
+run-weights-demo: $(LIBNPUSHM_DEMO)
 	@mkdir -p $(BUILD)/demo
 ifeq ($(NPUSHM_BACKEND),kmod)
-	@test -f kmod/npushm.ko || { echo "run-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
+	@test -f kmod/npushm.ko || { echo "run-weights-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
 	@$(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL) --generate-only
-	@echo "run-demo: booting the VM with the npushm module (this takes a minute under TCG)..."
+	@echo "run-weights-demo: booting the VM with the npushm module (this takes a minute under TCG)..."
 	@mkdir -p $(BUILD)/vm/demo && rm -f $(BUILD)/vm/demo/demo.txt
 	@VM_QUIET=1 selftests/vm/run-vm.sh -m 3G -t 900 -o $(BUILD)/vm/demo -- \
 		env NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0" selftests/vm/with-module.sh \

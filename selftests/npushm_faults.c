@@ -11,7 +11,8 @@
  * bytes, no name, no mapping, no dma-buf. kmemleak, KASAN and lockdep watch
  * the same run from the kernel side.
  *
- * Needs the debug kernel and "selftests/debug/fail-inject.sh --arm", which
+ * Needs the debug kernel, npushm_test.ko (the importer) and
+ * "selftests/debug/fail-inject.sh --arm", which
  * sets NPUSHM_FAULT_INJECT; it is run by selftests/run-module-tests.sh in
  * that mode only.
  */
@@ -22,14 +23,16 @@
 #include <netlink/netlink.h>
 
 #include "npushm_fixture.h"
+#include "npushm_test_uapi.h"
 #include "debug/fail_nth.h"
 
 #define MiB (1024UL * 1024)
 #define MAX_POINTS 20000
-#define IMPORTER "/sys/kernel/debug/npushm/importer"
+#define IMPORTER NPUSHM_TEST_DEVICE_PATH
 
 struct fctx {
 	int dev;
+	int root;		/* the test's instance */
 	int region;		/* a region the test owns, outside the loop */
 	int made;		/* what a successful call made (fd), or -1 */
 	void *map;
@@ -60,7 +63,7 @@ static int count_fds(void)
 static bool clean_errno(long r)
 {
 	return r == -ENOMEM || r == -EFAULT || r == -ENOSPC || r == -EINTR ||
-	       r == -ENOBUFS || r == -EAGAIN;
+	       r == -ENOBUFS || r == -EAGAIN || r == -EBUSY;
 }
 
 /* Loop one entry point through its injection points; returns how many failed. */
@@ -166,27 +169,40 @@ static bool no_mapping(struct fctx *c)
 	return !npu_info(c->region, &info) && info.mappings == 0;
 }
 
+static long call_size(struct fctx *c)
+{
+	c->made = npu_tmpfile(c->root, 3 * MiB + 4096, 0600);
+	return c->made < 0 ? c->made : 0;
+}
+
+/* Through the file itself (root may): no /proc lookup to fail in between. */
+static int link_fd(int fd, int dir, const char *name)
+{
+	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
+}
+
 static long call_publish(struct fctx *c)
 {
-	return npu_publish(c->region, "fault.name", 0600, NPUSHM_PUBLISH_PERSIST);
+	return link_fd(c->region, c->root, "fault.name");
 }
 
 static void undo_unlink(struct fctx *c)
 {
-	npu_unlink(c->dev, "fault.name");
+	npu_unlink(c->root, "fault.name");
 }
 
 static bool no_name(struct fctx *c)
 {
 	struct npushm_region_info info;
 
-	return npu_open(c->dev, "fault.name", 0) == -ENOENT &&
-	       !npu_info(c->region, &info) && info.names == 0;
+	/* Only its permanent name "fault.region". */
+	return npu_open(c->root, "fault.name", O_RDONLY) == -ENOENT &&
+	       !npu_info(c->region, &info) && info.names == 1;
 }
 
 static long call_open(struct fctx *c)
 {
-	c->made = npu_open(c->dev, "fault.open", NPUSHM_OPEN_RDWR);
+	c->made = npu_open(c->root, "fault.open", O_RDWR);
 	return c->made < 0 ? c->made : 0;
 }
 
@@ -199,17 +215,17 @@ static bool one_handle(struct fctx *c)
 
 static long call_unlink(struct fctx *c)
 {
-	return npu_unlink(c->dev, "fault.unlink");
+	return npu_unlink(c->root, "fault.unlink");
 }
 
 static void undo_republish(struct fctx *c)
 {
-	npu_publish(c->region, "fault.unlink", 0600, NPUSHM_PUBLISH_PERSIST);
+	link_fd(c->region, c->root, "fault.unlink");
 }
 
 static bool name_kept(struct fctx *c)
 {
-	int fd = npu_open(c->dev, "fault.unlink", 0);
+	int fd = npu_open(c->root, "fault.unlink", O_RDONLY);
 
 	if (fd < 0)
 		return false;
@@ -288,17 +304,19 @@ TEST_F(npushm, fault_injection_every_entry_point)
 	static const struct fault_op info = { "info", call_info, NULL, NULL };
 	static const struct fault_op map = { "mmap", call_mmap, undo_munmap, no_mapping };
 	static const struct fault_op publish = { "publish", call_publish, undo_unlink, no_name };
+	static const struct fault_op size = { "tmpfile and size", call_size, undo_close, NULL };
 	static const struct fault_op open_ = { "open", call_open, undo_close, one_handle };
 	static const struct fault_op unlink_ = { "unlink", call_unlink, undo_republish, name_kept };
 	static const struct fault_op export = { "export", call_export, undo_close, no_dmabuf };
 	static const struct fault_op netlink = { "netlink dump", call_netlink, NULL, NULL };
-	struct fctx c = { .dev = self->dev };
+	struct fctx c = { .dev = self->dev, .root = self->root };
 	uint64_t in_use;
 	int failed = 0;
 
 	if (!getenv("NPUSHM_FAULT_INJECT"))
 		SKIP(return, "not in the fault-injection pass (selftests/debug/fail-inject.sh --arm)");
-	c.region = npu_alloc(self->dev, 4 * MiB);
+	/* Named for good: a region whose last name goes cannot be named again. */
+	c.region = npu_create(self->root, "fault.region", 4 * MiB, 0600);
 	ASSERT_LE(0, c.region);
 	in_use = npu_in_use(self->dev);
 
@@ -307,31 +325,33 @@ TEST_F(npushm, fault_injection_every_entry_point)
 	failed += fault_loop(_metadata, &c, &map, in_use);
 	failed += fault_loop(_metadata, &c, &publish, in_use);
 
-	ASSERT_EQ(0, npu_publish(c.region, "fault.open", 0600, 0));
+	ASSERT_EQ(0, link_fd(c.region, self->root, "fault.open"));
 	failed += fault_loop(_metadata, &c, &open_, in_use);
-	ASSERT_EQ(0, npu_unlink(self->dev, "fault.open"));
+	ASSERT_EQ(0, npu_unlink(self->root, "fault.open"));
 
-	ASSERT_EQ(0, npu_publish(c.region, "fault.unlink", 0600, NPUSHM_PUBLISH_PERSIST));
+	ASSERT_EQ(0, link_fd(c.region, self->root, "fault.unlink"));
 	failed += fault_loop(_metadata, &c, &unlink_, in_use);
-	npu_unlink(self->dev, "fault.unlink");
+	npu_unlink(self->root, "fault.unlink");
 
 	failed += fault_loop(_metadata, &c, &export, in_use);
 	failed += fault_loop(_metadata, &c, &netlink, in_use);
 	close(c.region);
+	ASSERT_EQ(0, npu_unlink(self->root, "fault.region"));
 	failed += fault_loop(_metadata, &c, &alloc, self->q0.in_use);
+	failed += fault_loop(_metadata, &c, &size, self->q0.in_use);
 	/* Each entry point above has at least one failure path. */
-	EXPECT_LT(8, failed);
+	EXPECT_LT(9, failed);
 }
 
 TEST_F(npushm, fault_injection_dmabuf_import_and_seal)
 {
 	static const struct fault_op seal = { "seal", call_seal, NULL, NULL };
-	struct fctx c = { .dev = self->dev };
+	struct fctx c = { .dev = self->dev, .root = self->root };
 	int nfd, i;
 
 	if (!getenv("NPUSHM_FAULT_INJECT"))
 		SKIP(return, "not in the fault-injection pass (selftests/debug/fail-inject.sh --arm)");
-	c.region = npu_alloc(self->dev, 2 * MiB);
+	c.region = npu_tmpfile(self->root, 2 * MiB, 0600);
 	ASSERT_LE(0, c.region);
 	/* Each import attempt gets a fresh dma-buf, made outside the armed call. */
 	nfd = fail_nth_open();

@@ -2,9 +2,11 @@
 /*
  * npushm_fixture.h - the fixture every npushm selftest uses.
  *
- * Setup opens /dev/npushm (SKIP when the module is not loaded) and records
- * the pool's bytes in use and live regions; teardown checks both returned
- * exactly to those values, so every test proves it left nothing behind.
+ * Setup opens /dev/npushm (SKIP when the module is not loaded), records the
+ * pool's bytes in use and regions, and mounts a private instance of the
+ * filesystem (self->dir, open as self->root). Teardown unmounts it, which
+ * must succeed (nothing left open), and checks the pool returned exactly to
+ * where it was, so every test proves it left nothing behind.
  */
 #ifndef NPUSHM_FIXTURE_H
 #define NPUSHM_FIXTURE_H
@@ -14,16 +16,22 @@
 
 FIXTURE(npushm) {
 	int dev;
+	int root;
+	char dir[64];
 	struct npushm_query q0;
 };
 
 FIXTURE_SETUP(npushm)
 {
+	self->root = -1;
 	self->dev = npu_dev_open();
 	if (self->dev < 0)
 		SKIP(exit(255), "%s: %s (load npushm.ko)", NPUSHM_DEVICE_PATH,
 		     strerror(-self->dev));
 	ASSERT_EQ(0, npu_query(self->dev, &self->q0));
+	ASSERT_EQ(0, npu_mount(self->dir, NULL));
+	self->root = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, self->root);
 }
 
 FIXTURE_TEARDOWN(npushm)
@@ -32,6 +40,12 @@ FIXTURE_TEARDOWN(npushm)
 
 	if (self->dev < 0)
 		return;
+	if (self->root >= 0) {
+		close(self->root);
+		EXPECT_EQ(0, npu_umount(self->dir)) {
+			TH_LOG("the test's instance %s is still busy", self->dir);
+		}
+	}
 	EXPECT_EQ(0, npu_query(self->dev, &q));
 	EXPECT_EQ(self->q0.in_use, q.in_use) {
 		TH_LOG("the pool's bytes in use did not return to %llu",

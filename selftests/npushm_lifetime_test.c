@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * npushm_lifetime_test.c - what keeps a region alive (handles, mappings,
- * dma-bufs, persistent names; not its creator, even killed with SIGKILL),
- * sealing with memfd's F_SEAL_WRITE semantics, and the info ioctl.
+ * npushm_lifetime_test.c - what keeps a region alive (names, open files,
+ * mappings, dma-bufs; not its creator, even killed with SIGKILL), the size
+ * rules (set once; back to 0 only when idle; never when sealed), read(2)
+ * and write(2), sealing with memfd's F_SEAL_WRITE semantics, and the info
+ * ioctl.
  */
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 
 #include "npushm_fixture.h"
 
@@ -22,12 +25,12 @@ TEST_F(npushm, creator_sigkill_frees_nothing_in_use)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		int dev = npu_dev_open(), rfd = npu_alloc(dev, size);
+		int rfd = npu_tmpfile(self->root, size, 0600);
 		uint32_t *q;
 
 		q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
 		npu_fill(q, size, 31);
-		npu_publish(rfd, "life.killed", 0600, 0);
+		npu_link(rfd, self->root, "life.killed");
 		npu_send_fd(sv[1], rfd);
 		for (;;)
 			pause();
@@ -37,17 +40,19 @@ TEST_F(npushm, creator_sigkill_frees_nothing_in_use)
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
-	/* Our handle, the data and the name are all still there. */
+	/* Our file, the data and the name are all still there. */
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_TRUE(npu_check(p, size, 31));
-	h = npu_open(self->dev, "life.killed", 0);
+	h = npu_open(self->root, "life.killed", O_RDONLY);
 	EXPECT_LE(0, h);
 	close(h);
 	munmap(p, size);
 	close(fd);
-	/* The last holder gone, the name went with the region. */
-	EXPECT_EQ(-ENOENT, npu_open(self->dev, "life.killed", 0));
+	/* The name holds the region alone now; removing it frees it. */
+	EXPECT_EQ(self->q0.in_use + size, npu_in_use(self->dev));
+	EXPECT_EQ(0, npu_unlink(self->root, "life.killed"));
+	EXPECT_EQ(self->q0.in_use, npu_in_use(self->dev));
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -88,10 +93,10 @@ TEST_F(npushm, creator_sigkill_while_mapped_elsewhere)
 	close(sv[1]);
 }
 
-TEST_F(npushm, persistent_name_keeps_region)
+TEST_F(npushm, name_keeps_region)
 {
 	size_t size = 3 * MiB;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_tmpfile(self->root, size, 0600);
 	struct npushm_region_info info;
 	uint32_t *p;
 
@@ -100,39 +105,39 @@ TEST_F(npushm, persistent_name_keeps_region)
 	ASSERT_NE(MAP_FAILED, p);
 	npu_fill(p, size, 64);
 	munmap(p, size);
-	ASSERT_EQ(0, npu_publish(fd, "life.persist", 0600, NPUSHM_PUBLISH_PERSIST));
+	ASSERT_EQ(0, npu_link(fd, self->root, "life.persist"));
 	ASSERT_EQ(0, npu_info(fd, &info));
-	EXPECT_EQ(NPUSHM_INFO_PERSISTENT, info.flags & NPUSHM_INFO_PERSISTENT);
+	EXPECT_EQ(NPUSHM_INFO_NAMED, info.flags & NPUSHM_INFO_NAMED);
 	close(fd);
 	/* No process refers to it at all now. */
 	EXPECT_EQ(self->q0.in_use + size, npu_in_use(self->dev));
-	fd = npu_open(self->dev, "life.persist", 0);
+	fd = npu_open(self->root, "life.persist", O_RDONLY);
 	ASSERT_LE(0, fd);
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_TRUE(npu_check(p, size, 64));
 	munmap(p, size);
 	close(fd);
-	ASSERT_EQ(0, npu_unlink(self->dev, "life.persist"));
+	ASSERT_EQ(0, npu_unlink(self->root, "life.persist"));
 	EXPECT_EQ(self->q0.in_use, npu_in_use(self->dev));
 }
 
-TEST_F(npushm, plain_name_goes_with_region)
+TEST_F(npushm, unnamed_region_goes_with_its_last_file)
 {
-	int fd = npu_alloc(self->dev, 4096);
+	int fd = npu_tmpfile(self->root, 4096, 0600), anon = npu_alloc(self->dev, 4096);
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_publish(fd, "life.plain", 0600, 0));
+	ASSERT_LE(0, anon);
+	EXPECT_EQ(self->q0.in_use + 8192, npu_in_use(self->dev));
 	close(fd);
+	close(anon);
 	EXPECT_EQ(self->q0.in_use, npu_in_use(self->dev));
-	EXPECT_EQ(-ENOENT, npu_open(self->dev, "life.plain", 0));
-	EXPECT_EQ(-ENOENT, npu_unlink(self->dev, "life.plain"));
 }
 
 TEST_F(npushm, dmabuf_keeps_region)
 {
 	size_t size = MiB;
-	int fd = npu_alloc(self->dev, size), buf;
+	int fd = npu_tmpfile(self->root, size, 0600), buf;
 	uint32_t *p;
 
 	ASSERT_LE(0, fd);
@@ -151,10 +156,97 @@ TEST_F(npushm, dmabuf_keeps_region)
 	close(buf);
 }
 
+/* The size rules of docs/kmod.md, one by one. */
+TEST_F(npushm, size_is_set_once)
+{
+	int fd = npu_create(self->root, "sized", 0, 0600), buf;
+	struct stat st;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	/* 0 -> N reserves the memory; N -> N is nothing. */
+	ASSERT_EQ(0, npu_size(fd, 2 * MiB));
+	EXPECT_EQ(self->q0.in_use + 2 * MiB, npu_in_use(self->dev));
+	EXPECT_EQ(0, npu_size(fd, 2 * MiB));
+	EXPECT_EQ(0, npu_size(fd, 2 * MiB - 100));	/* rounds to the same */
+	EXPECT_EQ(0, fallocate(fd, 0, 4096, 8192));	/* inside: allocated */
+	/* N -> M is refused, both ways. */
+	EXPECT_EQ(-EINVAL, npu_size(fd, 4 * MiB));
+	EXPECT_EQ(-EINVAL, npu_size(fd, MiB));
+	EXPECT_EQ(-1, fallocate(fd, 0, 0, 4 * MiB));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	/* N -> 0 while mapped, exported: EBUSY. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-EBUSY, npu_size(fd, 0));
+	munmap(p, 4096);
+	buf = npu_export(fd, 0);
+	ASSERT_LE(0, buf);
+	EXPECT_EQ(-EBUSY, npu_size(fd, 0));
+	close(buf);
+	/* Idle: N -> 0 gives the memory back, and it can be sized again. */
+	EXPECT_EQ(0, npu_size(fd, 0));
+	EXPECT_EQ(self->q0.in_use, npu_in_use(self->dev));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(0, st.st_size);
+	EXPECT_EQ(0, fallocate(fd, 0, 0, MiB));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(MiB, st.st_size);
+	/* O_TRUNC of a busy region fails; of an idle one it empties it. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-EBUSY, npu_open(self->root, "sized", O_RDWR | O_TRUNC));
+	munmap(p, 4096);
+	/* Sealed: no change at all. */
+	ASSERT_EQ(0, npu_seal(fd));
+	EXPECT_EQ(-EPERM, npu_size(fd, 0));
+	EXPECT_EQ(-EPERM, npu_open(self->root, "sized", O_RDWR | O_TRUNC));
+	EXPECT_EQ(0, npu_size(fd, MiB));
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "sized"));
+	/* A sealed unsized region can never be sized. */
+	fd = npu_tmpfile(self->root, 0, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_seal(fd));
+	EXPECT_EQ(-EPERM, npu_size(fd, 4096));
+	close(fd);
+}
+
+TEST_F(npushm, read_and_write_stay_inside)
+{
+	int fd = npu_create(self->root, "rw", 8192, 0644), ro;
+	char buf[16], *p;
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(5, pwrite(fd, "hello", 5, 8190 - 3));
+	EXPECT_EQ(2, pwrite(fd, "xyz", 3, 8190));	/* short at the end */
+	EXPECT_EQ(-1, pwrite(fd, "x", 1, 8192));
+	EXPECT_EQ(EFBIG, errno);
+	p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, memcmp(p + 8187, "helxy", 5));
+	munmap(p, 8192);
+	ro = npu_open(self->root, "rw", O_RDONLY);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(5, pread(ro, buf, 5, 8187));
+	EXPECT_EQ(0, memcmp(buf, "helxy", 5));
+	EXPECT_EQ(0, pread(ro, buf, 5, 8192));
+	EXPECT_EQ(-1, pread(ro, buf, 5, -1));
+	ASSERT_EQ(0, npu_seal(fd));
+	EXPECT_EQ(-1, pwrite(fd, "x", 1, 0));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(1, pread(ro, buf, 1, 0));
+	close(ro);
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "rw"));
+}
+
 TEST_F(npushm, seal_forbids_writable_mappings)
 {
 	size_t size = 16384;
-	int fd = npu_alloc(self->dev, size), rw;
+	int fd = npu_tmpfile(self->root, size, 0666), rw;
 	char *p;
 
 	ASSERT_LE(0, fd);
@@ -172,20 +264,21 @@ TEST_F(npushm, seal_forbids_writable_mappings)
 	EXPECT_EQ(-1, mprotect(p, size, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 	munmap(p, size);
-	/* Not even through a read-write handle opened by name later. */
-	ASSERT_EQ(0, npu_publish(fd, "seal.rw", 0666, 0));
-	rw = npu_open(self->dev, "seal.rw", NPUSHM_OPEN_RDWR);
+	/* Not even through a read-write file opened by name later, by anyone. */
+	ASSERT_EQ(0, npu_link(fd, self->root, "seal.rw"));
+	rw = npu_open(self->root, "seal.rw", O_RDWR);
 	ASSERT_LE(0, rw);
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, size, PROT_WRITE, MAP_SHARED, rw, 0));
 	EXPECT_EQ(-EPERM, npu_export(rw, NPUSHM_EXPORT_RDWR));
 	close(rw);
 	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "seal.rw"));
 }
 
 TEST_F(npushm, seal_is_busy_while_writable)
 {
 	size_t size = 8192;
-	int fd = npu_alloc(self->dev, size), buf, status;
+	int fd = npu_tmpfile(self->root, size, 0600), buf, status;
 	char *p;
 	pid_t pid;
 
@@ -194,7 +287,7 @@ TEST_F(npushm, seal_is_busy_while_writable)
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(-EBUSY, npu_seal(fd));
 	munmap(p, size);
-	/* A read-only mapping of a read-write handle could become writable. */
+	/* A read-only mapping of a read-write file could become writable. */
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(-EBUSY, npu_seal(fd));
@@ -223,7 +316,7 @@ TEST_F(npushm, seal_is_busy_while_writable)
 TEST_F(npushm, seal_rejects_bad_requests)
 {
 	struct npushm_seal s = { 0 };
-	int fd = npu_alloc(self->dev, 4096);
+	int fd = npu_tmpfile(self->root, 4096, 0600);
 
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-EINVAL, npu_ioctl(fd, NPUSHM_IOC_SEAL, &s));
@@ -235,73 +328,84 @@ TEST_F(npushm, seal_rejects_bad_requests)
 	close(fd);
 }
 
-TEST_F(npushm, sealed_region_publishes_from_readonly_handle)
+TEST_F(npushm, sealed_region_is_named_from_a_readonly_file)
 {
-	int fd = npu_alloc(self->dev, 4096), ro;
+	int fd = npu_create(self->root, "seal.src", 4096, 0644), ro;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_publish(fd, "seal.src", 0644, 0));
-	ro = npu_open(self->dev, "seal.src", 0);
+	ro = npu_open(self->root, "seal.src", O_RDONLY);
 	ASSERT_LE(0, ro);
-	EXPECT_EQ(-EACCES, npu_publish(ro, "seal.alias", 0644, 0));
 	ASSERT_EQ(0, npu_seal(fd));
-	/* Nobody can write it any more: an alias grants nothing new. */
-	EXPECT_EQ(0, npu_publish(ro, "seal.alias", 0644, 0));
+	/* The owner may add a name through any file of the region. */
+	EXPECT_EQ(0, npu_link(ro, self->root, "seal.alias"));
 	close(ro);
 	close(fd);
-	EXPECT_EQ(-ENOENT, npu_open(self->dev, "seal.alias", 0));
+	EXPECT_EQ(0, npu_unlink(self->root, "seal.src"));
+	ro = npu_open(self->root, "seal.alias", O_RDONLY);
+	EXPECT_LE(0, ro);
+	close(ro);
+	EXPECT_EQ(0, npu_unlink(self->root, "seal.alias"));
 }
 
 TEST_F(npushm, info_reports_region)
 {
 	size_t size = 5 * 4096;
 	struct npushm_region_info info;
-	struct npushm_alloc a = { .size = size };
-	int buf, ro;
+	struct stat st;
+	int fd, buf, ro;
 	char *p, *q;
 
-	ASSERT_EQ(0, npu_ioctl(self->dev, NPUSHM_IOC_ALLOC, &a));
-	ASSERT_EQ(0, npu_info(a.fd, &info));
-	EXPECT_EQ(a.id, info.id);
+	fd = npu_tmpfile(self->root, size, 0640);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fstat(fd, &st));
+	ASSERT_EQ(0, npu_info(fd, &info));
+	EXPECT_EQ(st.st_ino, info.id);
 	EXPECT_EQ(size, info.size);
 	EXPECT_EQ(NPUSHM_INFO_WRITABLE, info.flags);
 	EXPECT_EQ(getuid(), info.owner_uid);
 	EXPECT_EQ(getgid(), info.owner_gid);
+	EXPECT_EQ(getuid(), info.charged_uid);
+	EXPECT_EQ(0640, info.mode);
+	/* The kernel's new_encode_dev() of st_dev. */
+	EXPECT_EQ((minor(st.st_dev) & 0xff) | (major(st.st_dev) << 8) |
+		  ((minor(st.st_dev) & ~0xffu) << 12), info.dev);
 	EXPECT_EQ(1, info.handles);
 	EXPECT_EQ(0, info.mappings);
 	EXPECT_EQ(0, info.names);
+	EXPECT_EQ(0, info.pinned_bytes);
 	EXPECT_STREQ("", info.name);
 
-	ASSERT_EQ(0, npu_publish(a.fd, "info.first", 0640, NPUSHM_PUBLISH_PERSIST));
-	ASSERT_EQ(0, npu_publish(a.fd, "info.second", 0600, 0));
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, a.fd, 0);
-	q = mmap(NULL, 4096, PROT_READ, MAP_SHARED, a.fd, 4096);
-	buf = npu_export(a.fd, 0);
-	ro = npu_open(self->dev, "info.second", 0);
+	ASSERT_EQ(0, npu_link(fd, self->root, "info.first"));
+	ASSERT_EQ(0, npu_link(fd, self->root, "info.second"));
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	q = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 4096);
+	buf = npu_export(fd, 0);
+	ro = npu_open(self->root, "info.second", O_RDONLY);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_NE(MAP_FAILED, q);
 	ASSERT_LE(0, buf);
 	ASSERT_LE(0, ro);
 	ASSERT_EQ(0, npu_info(ro, &info));
-	EXPECT_EQ(NPUSHM_INFO_NAMED | NPUSHM_INFO_PERSISTENT, info.flags);
-	EXPECT_STREQ("info.first", info.name);
-	EXPECT_EQ(0640, info.mode);
+	EXPECT_EQ(NPUSHM_INFO_NAMED, info.flags);
+	EXPECT_STREQ("info.second", info.name);
 	EXPECT_EQ(2, info.names);
 	EXPECT_EQ(2, info.handles);
 	EXPECT_EQ(2, info.mappings);
+	EXPECT_EQ(1, info.mappers);
 	EXPECT_EQ(1, info.dmabufs);
 	EXPECT_EQ(size + 4096, info.mapped_bytes);
 	munmap(p, size);
 	munmap(q, 4096);
-	ASSERT_EQ(0, npu_seal(a.fd));
-	ASSERT_EQ(0, npu_unlink(self->dev, "info.first"));
-	ASSERT_EQ(0, npu_info(a.fd, &info));
+	ASSERT_EQ(0, npu_seal(fd));
+	ASSERT_EQ(0, npu_unlink(self->root, "info.first"));
+	ASSERT_EQ(0, npu_info(fd, &info));
 	EXPECT_EQ(NPUSHM_INFO_SEALED | NPUSHM_INFO_NAMED | NPUSHM_INFO_WRITABLE, info.flags);
-	EXPECT_STREQ("info.second", info.name);
+	EXPECT_EQ(1, info.names);
 	EXPECT_EQ(0, info.mapped_bytes);
 	close(buf);
 	close(ro);
-	close(a.fd);
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "info.second"));
 }
 
 TEST_HARNESS_MAIN

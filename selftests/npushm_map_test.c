@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * npushm_map_test.c - mapping regions: MAP_SHARED only, bounds, the same
- * physical pages in every mapping (across fork, SCM_RIGHTS and open by
- * name), few faults per chunk, GUP on the mappings, and VMA surgery
- * (partial munmap, mremap, MADV_DONTNEED) keeping the accounting right.
+ * npushm_map_test.c - mapping regions: MAP_SHARED only, bounds (an unsized
+ * file has none), the same physical pages in every mapping (across fork,
+ * SCM_RIGHTS and open by name), few faults per chunk, GUP on the mappings,
+ * and VMA surgery (partial munmap, mremap, MADV_DONTNEED) keeping the
+ * accounting right.
  */
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -15,7 +16,7 @@
 
 TEST_F(npushm, mmap_private_is_refused)
 {
-	int fd = npu_alloc(self->dev, 64 * 1024);
+	int fd = npu_tmpfile(self->root, 64 * 1024, 0600);
 
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0));
@@ -27,10 +28,14 @@ TEST_F(npushm, mmap_private_is_refused)
 TEST_F(npushm, mmap_bounds_are_checked)
 {
 	size_t size = 16 * 4096;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_tmpfile(self->root, 0, 0600);
 	void *p;
 
 	ASSERT_LE(0, fd);
+	/* Unsized: nothing to map. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, npu_size(fd, size));
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	munmap(p, size);
@@ -51,7 +56,7 @@ TEST_F(npushm, mmap_bounds_are_checked)
 TEST_F(npushm, mappings_share_pages)
 {
 	size_t size = 4 * MiB;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_create(self->root, "shared", size, 0600);
 	char *a, *b, *c;
 
 	ASSERT_LE(0, fd);
@@ -68,6 +73,7 @@ TEST_F(npushm, mappings_share_pages)
 	munmap(b, size);
 	munmap(c, MiB);
 	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "shared"));
 }
 
 TEST_F(npushm, fork_shares_pages)
@@ -141,18 +147,18 @@ TEST_F(npushm, scm_rights_shares_pages)
 TEST_F(npushm, open_by_name_shares_pages)
 {
 	size_t size = 1 * MiB;
-	int fd = npu_alloc(self->dev, size), fd2, status;
+	int fd = npu_tmpfile(self->root, size, 0600), fd2, status;
 	uint32_t *p;
 	pid_t pid;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_publish(fd, "map.byname", 0600, 0));
+	ASSERT_EQ(0, npu_link(fd, self->root, "map.byname"));
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		int dev = npu_dev_open(), h = npu_open(dev, "map.byname", NPUSHM_OPEN_RDWR);
+		int h = npu_open(self->root, "map.byname", O_RDWR);
 		uint32_t *q;
 
 		if (h < 0)
@@ -166,11 +172,12 @@ TEST_F(npushm, open_by_name_shares_pages)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_TRUE(npu_check(p, size, 5));
-	fd2 = npu_open(self->dev, "map.byname", 0);
+	fd2 = npu_open(self->root, "map.byname", O_RDONLY);
 	ASSERT_LE(0, fd2);
 	close(fd2);
 	munmap(p, size);
 	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "map.byname"));
 }
 
 static long minor_faults(void)
@@ -184,7 +191,7 @@ static long minor_faults(void)
 TEST_F(npushm, chunks_fault_in_at_once)
 {
 	size_t size = 64 * MiB, i;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_tmpfile(self->root, size, 0600);
 	volatile char *p;
 	long before, faults;
 
@@ -243,7 +250,7 @@ TEST_F(npushm, mappings_are_gupable)
 TEST_F(npushm, partial_munmap_and_mremap)
 {
 	size_t size = 8 * 4096;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_tmpfile(self->root, size, 0600);
 	struct npushm_region_info info;
 	char *p, *q;
 
@@ -293,13 +300,15 @@ TEST_F(npushm, dontneed_keeps_data)
 TEST_F(npushm, mapping_outlives_handle)
 {
 	size_t size = 2 * MiB;
-	int fd = npu_alloc(self->dev, size);
+	int fd = npu_tmpfile(self->root, size, 0600);
 	char *p;
 
 	ASSERT_LE(0, fd);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	close(fd);
+	/* The mapping holds the instance too. */
+	EXPECT_EQ(-EBUSY, (int)(umount(self->dir) ? -errno : 0));
 	EXPECT_EQ(self->q0.in_use + size, npu_in_use(self->dev));
 	npu_fill(p, size, 21);
 	EXPECT_TRUE(npu_check(p, size, 21));

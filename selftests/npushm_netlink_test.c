@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * npushm_netlink_test.c - the "npushm" generic netlink family through
- * libnl-genl-3: pool statistics, region dumps limited to what the caller
- * may see (its uid, its IPC namespace), lookups by id, attribute policy
- * checks, and the events multicast group.
+ * libnl-genl-3: pool statistics, per-uid usage, region dumps limited to what
+ * the caller may see, lookups by id, attribute policy checks, and no
+ * multicast group. Attacks: a dump that outgrows its buffer (many uids,
+ * many names), global figures for CAP_SYS_ADMIN in a user namespace of its
+ * own, a dump continued by a more privileged task.
  */
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -15,15 +19,12 @@
 #include "npushm_fixture.h"
 
 #define MiB (1024UL * 1024)
-#define MAX_SEEN 64
+#define MAX_SEEN 512
 
 struct region_seen {
-	uint64_t id, size, mapped;
-	uint32_t uid, handles, mappings, dmabufs, mappers;
-	bool sealed, persistent;
-	int names;
-	char name[NPUSHM_NAME_MAX + 1];
-	uint32_t mode;
+	uint64_t id, size, mapped, pinned;
+	uint32_t uid, mode, names, handles, mappings, dmabufs, mappers;
+	bool sealed, anonymous;
 };
 
 struct nl_ctx {
@@ -33,15 +34,14 @@ struct nl_ctx {
 	struct region_seen seen[MAX_SEEN];
 	int nseen;
 	/* stats */
-	uint64_t capacity, in_use, peak, regions, failed, quota;
+	uint64_t capacity, in_use, peak, regions, failed, quota, orphan;
+	uint32_t own_uid;
+	uint64_t own_bytes;
+	/* uid dump */
 	int nuids;
-	uint32_t uids[16];
-	uint64_t uid_bytes[16];
-};
-
-static struct nla_policy name_policy[NPUSHM_A_MAX + 1] = {
-	[NPUSHM_A_NAME_STRING] = { .type = NLA_STRING },
-	[NPUSHM_A_NAME_MODE] = { .type = NLA_U32 },
+	uint32_t uids[MAX_SEEN];
+	uint64_t uid_bytes[MAX_SEEN];
+	int messages;
 };
 
 static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
@@ -59,10 +59,10 @@ static int on_ack(struct nl_msg *msg, void *arg)
 static int on_region(struct nl_msg *msg, void *arg)
 {
 	struct nl_ctx *c = arg;
-	struct nlattr *a[NPUSHM_A_MAX + 1], *nest;
+	struct nlattr *a[NPUSHM_A_MAX + 1];
 	struct region_seen *r;
-	int rem;
 
+	c->messages++;
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, NPUSHM_A_MAX, NULL) || c->nseen >= MAX_SEEN)
 		return NL_SKIP;
 	r = &c->seen[c->nseen++];
@@ -70,34 +70,23 @@ static int on_region(struct nl_msg *msg, void *arg)
 	r->id = nla_get_u64(a[NPUSHM_A_REGION_ID]);
 	r->size = nla_get_u64(a[NPUSHM_A_REGION_SIZE]);
 	r->uid = nla_get_u32(a[NPUSHM_A_REGION_OWNER_UID]);
+	r->mode = nla_get_u32(a[NPUSHM_A_REGION_MODE]);
+	r->names = nla_get_u32(a[NPUSHM_A_REGION_NAMES]);
 	r->handles = nla_get_u32(a[NPUSHM_A_REGION_HANDLES]);
 	r->mappings = nla_get_u32(a[NPUSHM_A_REGION_MAPPINGS]);
 	r->dmabufs = nla_get_u32(a[NPUSHM_A_REGION_DMABUFS]);
 	r->mappers = nla_get_u32(a[NPUSHM_A_REGION_MAPPERS]);
 	r->mapped = nla_get_u64(a[NPUSHM_A_REGION_MAPPED_BYTES]);
+	r->pinned = nla_get_u64(a[NPUSHM_A_REGION_PINNED_BYTES]);
 	r->sealed = !!a[NPUSHM_A_REGION_SEALED];
-	r->persistent = !!a[NPUSHM_A_REGION_PERSISTENT];
-	nlmsg_for_each_attr(nest, nlmsg_hdr(msg), GENL_HDRLEN, rem) {
-		struct nlattr *n[NPUSHM_A_MAX + 1];
-
-		if (nla_type(nest) != NPUSHM_A_REGION_NAME)
-			continue;
-		if (nla_parse_nested(n, NPUSHM_A_MAX, nest, name_policy))
-			continue;
-		if (!r->names++) {
-			snprintf(r->name, sizeof(r->name), "%s",
-				 nla_get_string(n[NPUSHM_A_NAME_STRING]));
-			r->mode = nla_get_u32(n[NPUSHM_A_NAME_MODE]);
-		}
-	}
+	r->anonymous = !!a[NPUSHM_A_REGION_ANONYMOUS];
 	return NL_OK;
 }
 
 static int on_stats(struct nl_msg *msg, void *arg)
 {
 	struct nl_ctx *c = arg;
-	struct nlattr *a[NPUSHM_A_MAX + 1], *nest;
-	int rem;
+	struct nlattr *a[NPUSHM_A_MAX + 1], *u[NPUSHM_A_MAX + 1];
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, NPUSHM_A_MAX, NULL))
 		return NL_SKIP;
@@ -107,17 +96,25 @@ static int on_stats(struct nl_msg *msg, void *arg)
 	c->regions = nla_get_u64(a[NPUSHM_A_STATS_REGIONS]);
 	c->failed = nla_get_u64(a[NPUSHM_A_STATS_FAILED_ALLOCS]);
 	c->quota = nla_get_u64(a[NPUSHM_A_STATS_UID_QUOTA]);
-	c->nuids = 0;
-	nlmsg_for_each_attr(nest, nlmsg_hdr(msg), GENL_HDRLEN, rem) {
-		struct nlattr *u[NPUSHM_A_MAX + 1];
-
-		if (nla_type(nest) != NPUSHM_A_UID_USAGE || c->nuids >= 16)
-			continue;
-		if (nla_parse_nested(u, NPUSHM_A_MAX, nest, NULL))
-			continue;
-		c->uids[c->nuids] = nla_get_u32(u[NPUSHM_A_UID]);
-		c->uid_bytes[c->nuids++] = nla_get_u64(u[NPUSHM_A_UID_BYTES]);
+	c->orphan = nla_get_u64(a[NPUSHM_A_STATS_ORPHAN_PINNED]);
+	if (a[NPUSHM_A_UID_USAGE] &&
+	    !nla_parse_nested(u, NPUSHM_A_MAX, a[NPUSHM_A_UID_USAGE], NULL)) {
+		c->own_uid = nla_get_u32(u[NPUSHM_A_UID]);
+		c->own_bytes = nla_get_u64(u[NPUSHM_A_UID_BYTES]);
 	}
+	return NL_OK;
+}
+
+static int on_uid(struct nl_msg *msg, void *arg)
+{
+	struct nl_ctx *c = arg;
+	struct nlattr *a[NPUSHM_A_MAX + 1];
+
+	c->messages++;
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, NPUSHM_A_MAX, NULL) || c->nuids >= MAX_SEEN)
+		return NL_SKIP;
+	c->uids[c->nuids] = nla_get_u32(a[NPUSHM_A_UID]);
+	c->uid_bytes[c->nuids++] = nla_get_u64(a[NPUSHM_A_UID_BYTES]);
 	return NL_OK;
 }
 
@@ -138,15 +135,17 @@ static void ctx_close(struct nl_ctx *c)
 
 /*
  * Send one request (a dump when flags has NLM_F_DUMP) with an optional
- * region id attribute of attr_len bytes; returns the kernel's errno.
+ * attribute of attr_len bytes; returns the kernel's errno.
  */
 static int ctx_request(struct nl_ctx *c, uint8_t cmd, int flags, int attr, const void *val,
-		      int attr_len, nl_recvmsg_msg_cb_t handler)
+		       int attr_len, nl_recvmsg_msg_cb_t handler)
 {
 	struct nl_msg *msg = nlmsg_alloc();
 	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
 
 	c->nseen = 0;
+	c->nuids = 0;
+	c->messages = 0;
 	c->err = -1;
 	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, c->family, 0, flags | NLM_F_ACK, cmd,
 		    NPUSHM_GENL_VERSION);
@@ -179,19 +178,11 @@ static struct region_seen *find_seen(struct nl_ctx *c, uint64_t id)
 	return NULL;
 }
 
-static uint64_t region_id(int fd)
-{
-	struct npushm_region_info info;
-
-	return npu_info(fd, &info) ? 0 : info.id;
-}
-
 TEST_F(npushm, stats_match_query)
 {
 	struct nl_ctx c;
 	struct npushm_query q;
-	int fd = npu_alloc(self->dev, 5 * MiB), i;
-	bool found = false;
+	int fd = npu_create(self->root, "stats", 5 * MiB, 0600);
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ctx_open(&c));
@@ -201,15 +192,13 @@ TEST_F(npushm, stats_match_query)
 	EXPECT_EQ(q.in_use, c.in_use);
 	EXPECT_EQ(q.regions, c.regions);
 	EXPECT_EQ(q.uid_quota, c.quota);
+	EXPECT_EQ(q.orphan_pinned, c.orphan);
 	EXPECT_LE(c.in_use, c.peak);
-	for (i = 0; i < c.nuids; i++)
-		if (c.uids[i] == 0) {
-			found = true;
-			EXPECT_EQ(q.uid_in_use, c.uid_bytes[i]);
-		}
-	EXPECT_TRUE(found);
+	EXPECT_EQ(0, c.own_uid);
+	EXPECT_EQ(q.uid_in_use, c.own_bytes);
 	ctx_close(&c);
 	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "stats"));
 }
 
 TEST_F(npushm, stats_count_failures_and_peak)
@@ -217,7 +206,6 @@ TEST_F(npushm, stats_count_failures_and_peak)
 	unsigned long long quota = npu_param_get("uid_quota");
 	struct nl_ctx c;
 	uint64_t failed, peak;
-	char buf[32];
 	int fd;
 
 	ASSERT_EQ(0, ctx_open(&c));
@@ -228,8 +216,7 @@ TEST_F(npushm, stats_count_failures_and_peak)
 	close(fd);
 	ASSERT_EQ(0, npu_param_set("uid_quota", "1M"));
 	EXPECT_EQ(-EDQUOT, npu_alloc(self->dev, 2 * MiB));
-	snprintf(buf, sizeof(buf), "%llu", quota);
-	ASSERT_EQ(0, npu_param_set("uid_quota", buf));
+	ASSERT_EQ(0, npu_param_set_u64("uid_quota", quota));
 	ASSERT_EQ(0, ctx_request(&c, NPUSHM_CMD_STATS_GET, 0, 0, NULL, 0, on_stats));
 	peak = c.peak;
 	EXPECT_EQ(failed + 1, c.failed);
@@ -237,68 +224,107 @@ TEST_F(npushm, stats_count_failures_and_peak)
 	ctx_close(&c);
 }
 
+struct as_user {
+	const char *dir;
+	uint64_t root_id;
+};
+
 static int stats_as_user(void *arg)
 {
+	struct as_user *u = arg;
+	int root = open(u->dir, O_RDONLY | O_DIRECTORY), fd, i;
 	struct nl_ctx c;
-	int dev = npu_dev_open(), fd = npu_alloc(dev, 2 * MiB);
 
+	fd = npu_create(root, "user.region", 2 * MiB, 0600);
 	if (fd < 0 || ctx_open(&c))
 		return 1;
 	if (ctx_request(&c, NPUSHM_CMD_STATS_GET, 0, 0, NULL, 0, on_stats))
 		return 2;
-	/* Only its own uid's usage, not root's. */
-	if (c.nuids != 1 || c.uids[0] != 1000 || c.uid_bytes[0] != 2 * MiB)
+	if (c.own_uid != 1000 || c.own_bytes != 2 * MiB)
 		return 3;
-	return 0;
+	/* The per-uid dump: its own uid only, not root's. */
+	if (ctx_request(&c, NPUSHM_CMD_UID_GET, NLM_F_DUMP, 0, NULL, 0, on_uid))
+		return 4;
+	if (c.nuids != 1 || c.uids[0] != 1000 || c.uid_bytes[0] != 2 * MiB)
+		return 5;
+	/* The region dump: its own region, not root's. */
+	if (ctx_dump(&c) || find_seen(&c, u->root_id) || c.nseen != 1)
+		return 6;
+	for (i = 0; i < c.nseen; i++)
+		if (c.seen[i].uid != 1000)
+			return 7;
+	/* Looking up root's region by id is ENOENT, not EACCES. */
+	if (ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, NPUSHM_A_REGION_ID, &u->root_id,
+			sizeof(u->root_id), on_region) != ENOENT)
+		return 8;
+	close(fd);
+	return npu_unlink(root, "user.region") ? 9 : 0;
 }
 
-TEST_F(npushm, stats_show_other_uids_to_admin_only)
+TEST_F(npushm, non_admins_see_their_own_regions_and_uid)
 {
-	int fd = npu_alloc(self->dev, MiB);
+	int fd = npu_create(self->root, "root.region", MiB, 0644);
+	struct as_user u = { .dir = self->dir };
+	struct nl_ctx c;
 
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_run_as(1000, 1000, stats_as_user, NULL));
+	u.root_id = npu_region_id(fd);
+	EXPECT_EQ(0, npu_run_as(1000, 1000, stats_as_user, &u));
+	/* Root sees both uids. */
+	ASSERT_EQ(0, ctx_open(&c));
+	ASSERT_EQ(0, ctx_request(&c, NPUSHM_CMD_UID_GET, NLM_F_DUMP, 0, NULL, 0, on_uid));
+	EXPECT_LE(1, c.nuids);
+	EXPECT_EQ(0, c.uids[0]);
+	ctx_close(&c);
 	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "root.region"));
 }
 
 TEST_F(npushm, dump_reports_regions)
 {
 	size_t size = 6 * MiB;
-	int fd = npu_alloc(self->dev, size), buf;
+	int fd = npu_tmpfile(self->root, size, 0640), buf, anon;
 	struct region_seen *r;
 	struct nl_ctx c;
 	char *p;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_publish(fd, "nl.model", 0640, NPUSHM_PUBLISH_PERSIST));
+	ASSERT_EQ(0, npu_link(fd, self->root, "nl.model"));
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	buf = npu_export(fd, 0);
 	ASSERT_LE(0, buf);
+	anon = npu_alloc(self->dev, 4096);
+	ASSERT_LE(0, anon);
 	ASSERT_EQ(0, ctx_open(&c));
 	ASSERT_EQ(0, ctx_dump(&c));
-	r = find_seen(&c, region_id(fd));
+	r = find_seen(&c, npu_region_id(fd));
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(size, r->size);
 	EXPECT_EQ(0, r->uid);
-	EXPECT_STREQ("nl.model", r->name);
 	EXPECT_EQ(0640, r->mode);
 	EXPECT_EQ(1, r->names);
-	EXPECT_TRUE(r->persistent);
 	EXPECT_FALSE(r->sealed);
+	EXPECT_FALSE(r->anonymous);
 	EXPECT_EQ(1, r->handles);
 	EXPECT_EQ(1, r->mappings);
 	EXPECT_EQ(1, r->dmabufs);
 	EXPECT_EQ(1, r->mappers);
 	EXPECT_EQ(size, r->mapped);
+	EXPECT_EQ(0, r->pinned);
+	r = find_seen(&c, npu_region_id(anon));
+	ASSERT_NE(NULL, r);
+	EXPECT_TRUE(r->anonymous);
+	EXPECT_EQ(0, r->names);
 	munmap(p, size);
 	ASSERT_EQ(0, npu_seal(fd));
 	ASSERT_EQ(0, ctx_dump(&c));
-	r = find_seen(&c, region_id(fd));
+	r = find_seen(&c, npu_region_id(fd));
 	ASSERT_NE(NULL, r);
 	EXPECT_TRUE(r->sealed);
 	EXPECT_EQ(0, r->mapped);
-	ASSERT_EQ(0, npu_unlink(self->dev, "nl.model"));
+	ASSERT_EQ(0, npu_unlink(self->root, "nl.model"));
+	close(anon);
 	close(buf);
 	close(fd);
 	ctx_close(&c);
@@ -306,7 +332,7 @@ TEST_F(npushm, dump_reports_regions)
 
 TEST_F(npushm, dump_counts_mapping_processes)
 {
-	int fd = npu_alloc(self->dev, MiB), sv[2], i;
+	int fd = npu_tmpfile(self->root, MiB, 0600), sv[2], i;
 	struct region_seen *r;
 	struct nl_ctx c;
 	pid_t pids[3];
@@ -330,7 +356,7 @@ TEST_F(npushm, dump_counts_mapping_processes)
 	}
 	ASSERT_EQ(0, ctx_open(&c));
 	ASSERT_EQ(0, ctx_dump(&c));
-	r = find_seen(&c, region_id(fd));
+	r = find_seen(&c, npu_region_id(fd));
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(4, r->mappings);
 	EXPECT_EQ(4, r->mappers);
@@ -346,93 +372,22 @@ TEST_F(npushm, dump_counts_mapping_processes)
 	close(fd);
 }
 
-struct visibility {
-	uint64_t named, unnamed;
-};
-
-static int dump_as_user(void *arg)
-{
-	struct visibility *v = arg;
-	int dev = npu_dev_open(), mine = npu_alloc(dev, 4096);
-	struct nl_ctx c;
-
-	if (mine < 0 || ctx_open(&c) || ctx_dump(&c))
-		return 1;
-	if (!find_seen(&c, v->named))
-		return 2;		/* named: anyone may see it */
-	if (find_seen(&c, v->unnamed))
-		return 3;		/* root's unnamed region is private */
-	if (!find_seen(&c, region_id(mine)))
-		return 4;		/* its own unnamed region */
-	/* Looking up the private one by id is ENOENT, not EACCES. */
-	if (ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, NPUSHM_A_REGION_ID, &v->unnamed,
-		       sizeof(v->unnamed), on_region) != ENOENT)
-		return 5;
-	return 0;
-}
-
-TEST_F(npushm, dump_hides_other_users_unnamed_regions)
-{
-	int named = npu_alloc(self->dev, 4096), unnamed = npu_alloc(self->dev, 4096);
-	struct visibility v;
-
-	ASSERT_LE(0, named);
-	ASSERT_LE(0, unnamed);
-	ASSERT_EQ(0, npu_publish(named, "nl.visible", 0600, 0));
-	v.named = region_id(named);
-	v.unnamed = region_id(unnamed);
-	EXPECT_EQ(0, npu_run_as(1000, 1000, dump_as_user, &v));
-	close(named);
-	close(unnamed);
-}
-
-TEST_F(npushm, dump_hides_other_ipc_namespaces)
-{
-	int fd = npu_alloc(self->dev, 4096), status;
-	uint64_t id;
-	pid_t pid;
-
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_publish(fd, "nl.ns", 0666, 0));
-	id = region_id(fd);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		struct nl_ctx c;
-		int dev, mine;
-
-		if (unshare(CLONE_NEWIPC) || ctx_open(&c) || ctx_dump(&c))
-			_exit(1);
-		if (find_seen(&c, id))
-			_exit(2);
-		dev = npu_dev_open();
-		mine = npu_alloc(dev, 4096);
-		if (npu_publish(mine, "nl.ns", 0600, 0) || ctx_dump(&c) ||
-		    !find_seen(&c, region_id(mine)) || find_seen(&c, id))
-			_exit(3);
-		_exit(0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	close(fd);
-}
-
 TEST_F(npushm, get_by_id)
 {
-	int fd = npu_alloc(self->dev, 8192);
+	int fd = npu_tmpfile(self->root, 8192, 0600);
 	uint64_t id, missing = UINT64_MAX - 7;
 	struct nl_ctx c;
 
 	ASSERT_LE(0, fd);
-	id = region_id(fd);
+	id = npu_region_id(fd);
 	ASSERT_EQ(0, ctx_open(&c));
 	ASSERT_EQ(0, ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, NPUSHM_A_REGION_ID, &id,
-				sizeof(id), on_region));
+				 sizeof(id), on_region));
 	ASSERT_EQ(1, c.nseen);
 	EXPECT_EQ(id, c.seen[0].id);
 	EXPECT_EQ(8192, c.seen[0].size);
 	EXPECT_EQ(ENOENT, ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, NPUSHM_A_REGION_ID,
-				     &missing, sizeof(missing), on_region));
+				      &missing, sizeof(missing), on_region));
 	/* Without an id a plain request is invalid. */
 	EXPECT_EQ(EINVAL, ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, 0, NULL, 0, on_region));
 	ctx_close(&c);
@@ -448,97 +403,291 @@ TEST_F(npushm, policy_rejects_bad_attributes)
 	ASSERT_EQ(0, ctx_open(&c));
 	/* A u64 attribute given 4 bytes. */
 	EXPECT_EQ(EINVAL, ctx_request(&c, NPUSHM_CMD_REGION_GET, 0, NPUSHM_A_REGION_ID, &small,
-				     sizeof(small), on_region));
+				      sizeof(small), on_region));
 	/* An attribute the family does not know. */
 	EXPECT_EQ(EINVAL, ctx_request(&c, NPUSHM_CMD_STATS_GET, 0, NPUSHM_A_MAX + 3, &big,
-				     sizeof(big), on_stats));
-	/* Commands only the kernel sends, or that do not exist. */
-	EXPECT_EQ(EOPNOTSUPP, ctx_request(&c, NPUSHM_CMD_EVENT, 0, 0, NULL, 0, on_stats));
+				      sizeof(big), on_stats));
+	/* Commands that do not exist, or that are not dumps. */
 	EXPECT_EQ(EOPNOTSUPP, ctx_request(&c, 77, 0, 0, NULL, 0, on_stats));
+	EXPECT_EQ(EOPNOTSUPP, ctx_request(&c, NPUSHM_CMD_UID_GET, 0, 0, NULL, 0, on_uid));
+	EXPECT_EQ(EOPNOTSUPP, ctx_request(&c, NPUSHM_CMD_STATS_GET, NLM_F_DUMP, 0, NULL, 0,
+					  on_stats));
 	ctx_close(&c);
 }
 
-struct event_log {
-	int n;
-	uint32_t type[32];
-	uint64_t id[32];
-	uint32_t err[32];
-	char name[32][32];
-};
-
-static int on_event(struct nl_msg *msg, void *arg)
+/*
+ * Attack: the events group told any subscriber in the network namespace
+ * the names, uids and pids of every IPC namespace. There is no group any
+ * more: events come from inotify/fanotify (npushm_names_test.c).
+ */
+TEST_F(npushm, no_multicast_group_leaks_events)
 {
-	struct event_log *log = arg;
-	struct nlattr *a[NPUSHM_A_MAX + 1];
-	int i = log->n;
+	struct nl_sock *sk = nl_socket_alloc();
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, NPUSHM_A_MAX, NULL) || i >= 32)
-		return NL_SKIP;
-	log->type[i] = nla_get_u32(a[NPUSHM_A_EVENT_TYPE]);
-	log->id[i] = a[NPUSHM_A_REGION_ID] ? nla_get_u64(a[NPUSHM_A_REGION_ID]) : 0;
-	log->err[i] = a[NPUSHM_A_EVENT_ERRNO] ? nla_get_u32(a[NPUSHM_A_EVENT_ERRNO]) : 0;
-	log->name[i][0] = 0;
-	if (a[NPUSHM_A_EVENT_NAME])
-		snprintf(log->name[i], sizeof(log->name[i]), "%s",
-			 nla_get_string(a[NPUSHM_A_EVENT_NAME]));
-	log->n++;
-	return NL_OK;
-}
-
-static void drain_events(struct nl_sock *sk, struct event_log *log)
-{
-	struct pollfd pfd = { .fd = nl_socket_get_fd(sk), .events = POLLIN };
-
-	while (poll(&pfd, 1, 200) > 0)
-		nl_recvmsgs_default(sk);
-	(void)log;
-}
-
-TEST_F(npushm, events_announce_every_action)
-{
-	unsigned long long quota = npu_param_get("uid_quota");
-	static const uint32_t want[] = {
-		NPUSHM_EVENT_CREATED, NPUSHM_EVENT_PUBLISHED, NPUSHM_EVENT_SEALED,
-		NPUSHM_EVENT_UNLINKED, NPUSHM_EVENT_DESTROYED, NPUSHM_EVENT_ALLOC_FAILED,
-	};
-	struct event_log log = { 0 };
-	struct nl_sock *sk;
-	uint64_t id;
-	char buf[32];
-	int grp, fd, i;
-
-	sk = nl_socket_alloc();
 	ASSERT_NE(NULL, sk);
 	ASSERT_EQ(0, genl_connect(sk));
-	grp = genl_ctrl_resolve_grp(sk, NPUSHM_GENL_NAME, NPUSHM_GENL_MCGRP_EVENTS);
-	ASSERT_LE(0, grp);
-	nl_socket_disable_seq_check(sk);
-	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_event, &log);
-	ASSERT_EQ(0, nl_socket_add_membership(sk, grp));
-
-	fd = npu_alloc(self->dev, 3 * MiB);
-	ASSERT_LE(0, fd);
-	id = region_id(fd);
-	ASSERT_EQ(0, npu_publish(fd, "ev.model", 0600, 0));
-	ASSERT_EQ(0, npu_seal(fd));
-	ASSERT_EQ(0, npu_unlink(self->dev, "ev.model"));
-	close(fd);
-	ASSERT_EQ(0, npu_param_set("uid_quota", "1M"));
-	EXPECT_EQ(-EDQUOT, npu_alloc(self->dev, 2 * MiB));
-	snprintf(buf, sizeof(buf), "%llu", quota);
-	ASSERT_EQ(0, npu_param_set("uid_quota", buf));
-	drain_events(sk, &log);
-
-	ASSERT_EQ(6, log.n);
-	for (i = 0; i < 6; i++) {
-		EXPECT_EQ(want[i], log.type[i]);
-		if (i < 5)
-			EXPECT_EQ(id, log.id[i]);
-	}
-	EXPECT_STREQ("ev.model", log.name[1]);
-	EXPECT_STREQ("ev.model", log.name[3]);
-	EXPECT_EQ(EDQUOT, log.err[5]);
+	EXPECT_GT(0, genl_ctrl_resolve_grp(sk, NPUSHM_GENL_NAME, "events"));
 	nl_socket_free(sk);
+}
+
+struct holder {
+	const char *dir;
+	int sock;
+};
+
+static int hold_region_as(uid_t uid, struct holder *h)
+{
+	int root, fd;
+	char name[32], b;
+
+	/* Gone with the test, even when it times out. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || setgroups(0, NULL) ||
+	    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return 10;
+	root = open(h->dir, O_RDONLY | O_DIRECTORY);
+
+	snprintf(name, sizeof(name), "uid.%d", (int)getuid());
+	fd = npu_create(root, name, 4096, 0600);
+	if (fd < 0)
+		return 1;
+	if (write(h->sock, "h", 1) != 1)
+		return 2;
+	/* Hold it until the parent has dumped. */
+	if (read(h->sock, &b, 1) != 1)
+		return 3;
+	close(fd);
+	return npu_unlink(root, name) ? 4 : 0;
+}
+
+/*
+ * Attack: the all-uid statistics were one message: about 115 uids holding
+ * regions made them fail with EMSGSIZE for everyone. Now one message per
+ * uid, however many.
+ */
+TEST_F_TIMEOUT(npushm, uid_dump_survives_many_uids, 300)
+{
+	const int n = 150;
+	struct holder h = { .dir = self->dir };
+	int sv[2], i, status, found = 0;
+	pid_t *pids = calloc(n, sizeof(*pids));
+	struct nl_ctx c;
+	char b;
+
+	ASSERT_NE(NULL, pids);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	h.sock = sv[1];
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i])
+			_exit(hold_region_as(20000 + i, &h));
+		ASSERT_EQ(1, read(sv[0], &b, 1));
+	}
+	ASSERT_EQ(0, ctx_open(&c));
+	ASSERT_EQ(0, ctx_request(&c, NPUSHM_CMD_UID_GET, NLM_F_DUMP, 0, NULL, 0, on_uid));
+	for (i = 0; i < c.nuids; i++)
+		found += c.uids[i] >= 20000 && c.uids[i] < 20000 + (uint32_t)n &&
+			 c.uid_bytes[i] == 4096;
+	EXPECT_EQ(n, found);
+	EXPECT_EQ(c.nuids, c.messages);
+	ctx_close(&c);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(1, write(sv[0], "g", 1));
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	free(pids);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/*
+ * Attack: about 110 long names on one region made its dump fail with
+ * EMSGSIZE for everyone. Names are the filesystem's now: a region message
+ * has a fixed size, whatever its names.
+ */
+TEST_F(npushm, region_dump_survives_many_names)
+{
+	int fd = npu_tmpfile(self->root, 4096, 0600), i;
+	struct region_seen *r;
+	char name[256];
+	struct nl_ctx c;
+
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "%0254d", i);
+		ASSERT_EQ(0, npu_link(fd, self->root, name));
+	}
+	ASSERT_EQ(0, ctx_open(&c));
+	ASSERT_EQ(0, ctx_dump(&c));
+	r = find_seen(&c, npu_region_id(fd));
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(300, r->names);
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "%0254d", i);
+		ASSERT_EQ(0, npu_unlink(self->root, name));
+	}
+	ctx_close(&c);
+	close(fd);
+}
+
+/*
+ * Attack: CAP_SYS_ADMIN in a user namespace of one's own (unshare -Ur) was
+ * enough to see every uid and every region.
+ */
+TEST_F(npushm, userns_root_is_not_admin)
+{
+	int fd = npu_create(self->root, "host.region", MiB, 0600), status;
+	uint64_t id = npu_region_id(fd);
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct nl_ctx c;
+		char map[64];
+		int f;
+
+		if (setgroups(0, NULL) || setresgid(1000, 1000, 1000) ||
+		    setresuid(1000, 1000, 1000) || prctl(PR_SET_DUMPABLE, 1))
+			_exit(1);
+		/* A user namespace of its own, owning a new IPC namespace. */
+		if (unshare(CLONE_NEWUSER | CLONE_NEWIPC))
+			_exit(2);
+		f = open("/proc/self/uid_map", O_WRONLY);
+		snprintf(map, sizeof(map), "0 1000 1");
+		if (f < 0 || write(f, map, strlen(map)) < 0)
+			_exit(3);
+		close(f);
+		/* Root with every capability, in its own user namespace. */
+		if (ctx_open(&c) || ctx_dump(&c))
+			_exit(4);
+		if (find_seen(&c, id))
+			_exit(5);
+		if (ctx_request(&c, NPUSHM_CMD_UID_GET, NLM_F_DUMP, 0, NULL, 0, on_uid))
+			_exit(6);
+		_exit(c.nuids > 1 ? 7 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "host.region"));
+}
+
+/* Read a dump to its end from the raw socket @fd; regions into @c. */
+static int raw_dump_read(int fd, struct nl_ctx *c)
+{
+	static char buf[65536];
+	struct nlmsghdr *nlh;
+	int len;
+
+	for (;;) {
+		len = recv(fd, buf, sizeof(buf), 0);
+		if (len <= 0)
+			return -1;
+		for (nlh = (void *)buf; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
+			struct nlattr *a[NPUSHM_A_MAX + 1];
+
+			if (nlh->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (nlh->nlmsg_type == NLMSG_ERROR)
+				return -2;
+			if (c->nseen >= MAX_SEEN ||
+			    genlmsg_parse(nlh, 0, a, NPUSHM_A_MAX, NULL) ||
+			    !a[NPUSHM_A_REGION_OWNER_UID])
+				continue;
+			c->seen[c->nseen].id = nla_get_u64(a[NPUSHM_A_REGION_ID]);
+			c->seen[c->nseen++].uid = nla_get_u32(a[NPUSHM_A_REGION_OWNER_UID]);
+		}
+	}
+}
+
+struct cont {
+	const char *dir;
+	int sock;
+};
+
+/* As uid 1000: start a dump, read one batch, hand the socket to root. */
+static int start_dump_as_user(void *arg)
+{
+	struct cont *k = arg;
+	struct nl_msg *msg = nlmsg_alloc();
+	static char buf[65536];
+	struct nlmsghdr *nlh;
+	struct nl_ctx c;
+	int len;
+	char b;
+
+	if (ctx_open(&c))
+		return 1;
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, c.family, 0, NLM_F_DUMP,
+		    NPUSHM_CMD_REGION_GET, NPUSHM_GENL_VERSION);
+	if (nl_send_auto(c.sk, msg) < 0)
+		return 2;
+	/* One recvmsg(): one batch of the dump (the next is made as we read). */
+	len = recv(nl_socket_get_fd(c.sk), buf, sizeof(buf), 0);
+	if (len <= 0)
+		return 3;
+	for (nlh = (void *)buf; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
+		if (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR)
+			return 4;	/* all of it at once: the test proves nothing */
+	}
+	if (npu_send_fd(k->sock, nl_socket_get_fd(c.sk)))
+		return 5;
+	return read(k->sock, &b, 1) == 1 ? 0 : 6;
+}
+
+/*
+ * Attack: a dump's later batches were filled with the credentials of
+ * whichever task called recvmsg(). A dump started by a user and continued
+ * by root must still show the user's view only.
+ */
+TEST_F_TIMEOUT(npushm, dump_keeps_the_credentials_it_started_with, 120)
+{
+	struct cont k = { .dir = self->dir };
+	int fd, sv[2], i, status, nsock, n = 0;
+	struct nl_ctx c;
+	char name[32];
+	pid_t pid;
+
+	/* Many regions owned by uid 1000, many by root, interleaved. */
+	for (i = 0; i < 800; i++) {
+		snprintf(name, sizeof(name), "r.%d", i);
+		fd = npu_create(self->root, name, 4096, 0600);
+		ASSERT_LE(0, fd);
+		if (i & 1)
+			ASSERT_EQ(0, fchown(fd, 1000, 1000));
+		close(fd);
+	}
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	k.sock = sv[1];
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(npu_run_as(1000, 1000, start_dump_as_user, &k));
+	nsock = npu_recv_fd(sv[0]);
+	ASSERT_LE(0, nsock);
+	/* Root continues the dump on the user's socket. */
+	memset(&c, 0, sizeof(c));
+	EXPECT_EQ(0, raw_dump_read(nsock, &c));
+	EXPECT_LT(0, c.nseen);
+	for (i = 0; i < c.nseen; i++)
+		n += c.seen[i].uid != 1000;
+	EXPECT_EQ(0, n) {
+		TH_LOG("%d of %d regions in the continued dump are not uid 1000's", n, c.nseen);
+	}
+	close(nsock);
+	ASSERT_EQ(1, write(sv[0], "d", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	for (i = 0; i < 800; i++) {
+		snprintf(name, sizeof(name), "r.%d", i);
+		EXPECT_EQ(0, npu_unlink(self->root, name));
+	}
+	close(sv[0]);
+	close(sv[1]);
 }
 
 TEST_HARNESS_MAIN

@@ -2,8 +2,10 @@
 /*
  * npushm_rdma_test.c - regions are GUP-able: a mapping registers with
  * ibv_reg_mr (rdma-core) and another process completes an RDMA WRITE into
- * it over soft-RoCE, which the owner then reads. Also probes dma-buf memory
- * registration (ibv_reg_dmabuf_mr), which soft-RoCE lacks on 6.1.
+ * it over soft-RoCE, which the owner then reads. An MR is a long-term write
+ * pin: sealing fails while one exists, even after the mapping is gone, and
+ * none can be registered for writing once sealed. Also probes dma-buf
+ * memory registration (ibv_reg_dmabuf_mr), which soft-RoCE lacks on 6.1.
  *
  * Needs an RDMA device named by NPUSHM_RDMA_DEV with an IPv4 GID (the VM
  * runner creates one: rxe over a veth).
@@ -195,7 +197,7 @@ TEST_F(npushm, rdma_write_lands_in_region)
 	if (!pid)
 		_exit(writer(sv[1], devname));
 
-	fd = npu_alloc(self->dev, LEN);
+	fd = npu_tmpfile(self->root, LEN, 0600);
 	ASSERT_LE(0, fd);
 	p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -238,7 +240,7 @@ TEST_F(npushm, rdma_dmabuf_registration_probe)
 
 	if (!devname)
 		SKIP(return, "NPUSHM_RDMA_DEV is not set: no soft-RoCE device (run in the VM)");
-	fd = npu_alloc(self->dev, 4 * MiB);
+	fd = npu_tmpfile(self->root, 4 * MiB, 0600);
 	ASSERT_LE(0, fd);
 	buf = npu_export(fd, NPUSHM_EXPORT_RDWR);
 	ASSERT_LE(0, buf);
@@ -256,6 +258,47 @@ TEST_F(npushm, rdma_dmabuf_registration_probe)
 	}
 	verbs_close(&v);
 	close(buf);
+	close(fd);
+}
+
+/*
+ * Attack: an RDMA MR registered before the seal kept writing the sealed
+ * region. Sealing now fails while the MR exists, mapping or not.
+ */
+TEST_F(npushm, rdma_mr_blocks_seal)
+{
+	const char *devname = getenv("NPUSHM_RDMA_DEV");
+	struct npushm_region_info info;
+	struct ibv_mr *mr, *ro_mr;
+	struct verbs v;
+	int fd;
+	char *p;
+
+	if (!devname)
+		SKIP(return, "NPUSHM_RDMA_DEV is not set: no soft-RoCE device (run in the VM)");
+	fd = npu_tmpfile(self->root, 4 * MiB, 0600);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, verbs_open(&v, devname));
+	mr = ibv_reg_mr(v.pd, p, MiB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	ASSERT_NE(NULL, mr);
+	munmap(p, 4 * MiB);
+	ASSERT_EQ(0, npu_info(fd, &info));
+	EXPECT_EQ(MiB, info.pinned_bytes);
+	EXPECT_EQ(0, info.mappings);
+	EXPECT_EQ(-EBUSY, npu_seal(fd));
+	ibv_dereg_mr(mr);
+	EXPECT_EQ(0, npu_seal(fd));
+	/* Sealed: a read-only mapping cannot be registered for writing. */
+	p = mmap(NULL, 4 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ro_mr = ibv_reg_mr(v.pd, p, MiB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	EXPECT_EQ(NULL, ro_mr);
+	if (ro_mr)
+		ibv_dereg_mr(ro_mr);
+	munmap(p, 4 * MiB);
+	verbs_close(&v);
 	close(fd);
 }
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * npushm_stress_test.c - races every entry point from several processes:
- * alloc, close, mmap, munmap, touch, publish, open, unlink, seal, dma-buf
- * export, info, descriptor passing and fork, plus a netlink dumper, for
- * NPUSHM_STRESS_SECONDS (default 30). Afterwards every name is unlinked and
- * the pool must be back exactly where it started.
+ * anonymous alloc, O_TMPFILE and size, truncate to 0, close, mmap, munmap,
+ * touch, publish (link), rename, open, unlink, seal, dma-buf export, info,
+ * descriptor passing and fork, plus a netlink dumper, for
+ * NPUSHM_STRESS_SECONDS (default 30). Afterwards every name is unlinked,
+ * the instance unmounts and the pool must be back exactly where it started.
  */
 #include <signal.h>
 #include <sys/mman.h>
@@ -40,7 +41,7 @@ static void drop(struct slot *s)
 	s->fd = -1;
 }
 
-static void worker(int id, int seconds, int sock)
+static void worker(int id, int seconds, int sock, int root)
 {
 	struct slot slots[SLOTS];
 	int dev = npu_dev_open();
@@ -57,15 +58,19 @@ static void worker(int id, int seconds, int sock)
 		unsigned int r = rand_r(&seed);
 		struct slot *s = &slots[r % SLOTS];
 		struct npushm_region_info info;
-		int fd, op = (r >> 8) % 14;
+		int fd, op = (r >> 8) % 16;
 
 		name_of(name, sizeof(name), r >> 12);
 		ops++;
 		switch (op) {
 		case 0:
-		case 1:
 			drop(s);
 			s->fd = npu_alloc(dev, 4096 * (1 + (r >> 16) % 1024));
+			allocs += s->fd >= 0;
+			break;
+		case 1:
+			drop(s);
+			s->fd = npu_tmpfile(root, 4096 * (1 + (r >> 16) % 1024), 0666);
 			allocs += s->fd >= 0;
 			break;
 		case 2:
@@ -89,15 +94,15 @@ static void worker(int id, int seconds, int sock)
 			break;
 		case 5:
 			if (s->fd >= 0)
-				named += !npu_publish(s->fd, name, 0666, (r >> 20) & 1);
+				named += !npu_link(s->fd, root, name);
 			break;
 		case 6:
 			drop(s);
-			s->fd = npu_open(dev, name, (r >> 20) & 1);
+			s->fd = npu_open(root, name, (r >> 20) & 1 ? O_RDWR : O_RDONLY);
 			opened += s->fd >= 0;
 			break;
 		case 7:
-			npu_unlink(dev, name);
+			npu_unlink(root, name);
 			break;
 		case 8:
 			if (s->fd >= 0)
@@ -145,6 +150,17 @@ static void worker(int id, int seconds, int sock)
 					waitpid(pid, NULL, 0);
 			}
 			break;
+		case 13:
+			if (s->fd >= 0 && !s->map)
+				npu_size(s->fd, 0);
+			break;
+		case 14: {
+			char other[32];
+
+			name_of(other, sizeof(other), r >> 20);
+			renameat(root, name, root, other);
+			break;
+		}
 		default:
 			if (s->fd >= 0)
 				npu_info(s->fd, &info);
@@ -160,6 +176,9 @@ static void worker(int id, int seconds, int sock)
 
 static void dumper(int seconds)
 {
+	static const int cmds[] = {
+		NPUSHM_CMD_REGION_GET, NPUSHM_CMD_STATS_GET, NPUSHM_CMD_UID_GET,
+	};
 	struct nl_sock *sk = nl_socket_alloc();
 	time_t end = time(NULL) + seconds;
 	int family;
@@ -171,21 +190,20 @@ static void dumper(int seconds)
 		_exit(2);
 	/* One reply per request: no acks left behind to confuse the next one. */
 	nl_socket_disable_auto_ack(sk);
-	/* Region dumps and statistics race with everything else. */
+	/* Region and uid dumps and statistics race with everything else. */
 	while (time(NULL) < end) {
 		struct nl_msg *msg = nlmsg_alloc();
-		int cmd = rand() & 1 ? NPUSHM_CMD_REGION_GET : NPUSHM_CMD_STATS_GET;
+		int cmd = cmds[rand() % 3];
 
 		genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0,
-			    cmd == NPUSHM_CMD_REGION_GET ? NLM_F_DUMP : 0, cmd,
+			    cmd == NPUSHM_CMD_STATS_GET ? 0 : NLM_F_DUMP, cmd,
 			    NPUSHM_GENL_VERSION);
 		int err = nl_send_auto(sk, msg);
 
 		if (err >= 0)
 			err = nl_recvmsgs_default(sk);
 		if (err < 0) {
-			fprintf(stderr, "# dumper: %s: %s\n",
-				cmd == NPUSHM_CMD_REGION_GET ? "dump" : "stats", nl_geterror(err));
+			fprintf(stderr, "# dumper: command %d: %s\n", cmd, nl_geterror(err));
 			_exit(3);
 		}
 		nlmsg_free(msg);
@@ -208,7 +226,7 @@ TEST_F_TIMEOUT(npushm, stress_everything_at_once, 300)
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
 		if (!pids[i])
-			worker(i, seconds, sv[i & 1]);
+			worker(i, seconds, sv[i & 1], self->root);
 	}
 	pids[WORKERS] = fork();
 	ASSERT_LE(0, pids[WORKERS]);
@@ -225,9 +243,9 @@ TEST_F_TIMEOUT(npushm, stress_everything_at_once, 300)
 	close(sv[1]);
 	for (i = 0; i < NAMES; i++) {
 		name_of(name, sizeof(name), i);
-		npu_unlink(self->dev, name);
+		npu_unlink(self->root, name);
 	}
-	/* The fixture's teardown checks the pool is back where it started. */
+	/* The fixture's teardown unmounts and checks the pool is back where it started. */
 }
 
 TEST_HARNESS_MAIN

@@ -2,10 +2,13 @@
 /*
  * npushm_util.h - small helpers shared by the npushm module selftests.
  *
- * Thin wrappers over the UAPI (each returns 0 / a descriptor, or -errno),
- * running a function as another uid in a child, passing descriptors over a
- * Unix socket, and changing the module's run-time parameters. Header-only
- * so each selftest stays one self-contained program.
+ * Thin wrappers over the UAPI and the filesystem (each returns 0 / a
+ * descriptor, or -errno): anonymous regions from /dev/npushm, region files
+ * in an instance (create, O_TMPFILE, link, open, unlink), seal, export,
+ * info; mounting a private instance; running a function as another uid in
+ * a child; passing descriptors over a Unix socket; changing the module's
+ * run-time parameters. Header-only so each selftest stays one
+ * self-contained program.
  */
 #ifndef NPUSHM_UTIL_H
 #define NPUSHM_UTIL_H
@@ -13,13 +16,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +61,28 @@ static inline uint64_t npu_in_use(int dev)
 	return q.in_use;
 }
 
-/* Allocate a region; returns its handle or -errno. */
+static inline uint64_t npu_regions(int dev)
+{
+	struct npushm_query q;
+
+	if (npu_query(dev, &q))
+		return UINT64_MAX;
+	return q.regions;
+}
+
+/* Wait up to @ms for the pool's bytes in use to be @want; the last value. */
+static inline uint64_t npu_wait_in_use(int dev, uint64_t want, int ms)
+{
+	uint64_t v = npu_in_use(dev);
+
+	for (; v != want && ms > 0; ms -= 20) {
+		usleep(20000);
+		v = npu_in_use(dev);
+	}
+	return v;
+}
+
+/* An anonymous region from /dev/npushm; returns its file or -errno. */
 static inline int npu_alloc(int dev, uint64_t size)
 {
 	struct npushm_alloc a = { .size = size };
@@ -64,30 +91,83 @@ static inline int npu_alloc(int dev, uint64_t size)
 	return ret ? (int)ret : a.fd;
 }
 
-static inline int npu_publish(int fd, const char *name, unsigned int mode,
-			      unsigned int flags)
+/* Mount a fresh instance with @opts (may be NULL) on a new directory. */
+static inline int npu_mount(char dir[64], const char *opts)
 {
-	struct npushm_publish p = {
-		.name = (uintptr_t)name, .mode = mode, .flags = flags,
-	};
+	snprintf(dir, 64, "/tmp/npushm-test.XXXXXX");
+	if (!mkdtemp(dir))
+		return -errno;
+	if (chmod(dir, 0755) || mount("npushm", dir, NPUSHM_FS_TYPE, 0, opts)) {
+		int err = -errno;
 
-	return npu_ioctl(fd, NPUSHM_IOC_PUBLISH, &p);
+		rmdir(dir);
+		return err;
+	}
+	return 0;
 }
 
-/* Open a region by name; returns its handle or -errno. */
-static inline int npu_open(int dev, const char *name, unsigned int flags)
+static inline int npu_umount(const char *dir)
 {
-	struct npushm_open o = { .name = (uintptr_t)name, .flags = flags };
-	long ret = npu_ioctl(dev, NPUSHM_IOC_OPEN, &o);
+	int ret = umount(dir) ? -errno : 0;
 
-	return ret ? (int)ret : o.fd;
+	rmdir(dir);
+	return ret;
 }
 
-static inline int npu_unlink(int dev, const char *name)
+/* Size a region file; 0 or -errno. */
+static inline int npu_size(int fd, uint64_t size)
 {
-	struct npushm_unlink u = { .name = (uintptr_t)name };
+	return ftruncate(fd, (off_t)size) ? -errno : 0;
+}
 
-	return npu_ioctl(dev, NPUSHM_IOC_UNLINK, &u);
+/* A named region of @size bytes (0: unsized) in @dir; its file or -errno. */
+static inline int npu_create(int dir, const char *name, uint64_t size, mode_t mode)
+{
+	int fd = openat(dir, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode), ret;
+
+	if (fd < 0)
+		return -errno;
+	if (size && (ret = npu_size(fd, size))) {
+		close(fd);
+		unlinkat(dir, name, 0);
+		return ret;
+	}
+	return fd;
+}
+
+/* An unnamed region (O_TMPFILE) of @size bytes in @dir; its file or -errno. */
+static inline int npu_tmpfile(int dir, uint64_t size, mode_t mode)
+{
+	int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode), ret;
+
+	if (fd < 0)
+		return -errno;
+	if (size && (ret = npu_size(fd, size))) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Give the region behind @fd the name @name in @dir (linkat). */
+static inline int npu_link(int fd, int dir, const char *name)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+static inline int npu_open(int dir, const char *name, int flags)
+{
+	int fd = openat(dir, name, flags | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static inline int npu_unlink(int dir, const char *name)
+{
+	return unlinkat(dir, name, 0) ? -errno : 0;
 }
 
 static inline int npu_seal(int fd)
@@ -110,6 +190,13 @@ static inline int npu_info(int fd, struct npushm_region_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	return npu_ioctl(fd, NPUSHM_IOC_INFO, info);
+}
+
+static inline uint64_t npu_region_id(int fd)
+{
+	struct npushm_region_info info;
+
+	return npu_info(fd, &info) ? 0 : info.id;
 }
 
 /* Run fn(arg) in a child as uid/gid (no supplementary groups); its result. */
@@ -198,6 +285,14 @@ static inline int npu_param_set(const char *name, const char *value)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+static inline int npu_param_set_u64(const char *name, unsigned long long value)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", value);
+	return npu_param_set(name, buf);
 }
 
 /* Fill with a pattern derived from seed; check it back. */

@@ -1,16 +1,19 @@
 #!/bin/sh
 # run-module-tests.sh - inside the test VM (as root): load npushm.ko with the
-# test parameters, run every module selftest, check the pool is empty and
-# the kernel untainted, unload the module. Prints TAP; exits non-zero on any
-# failure.
+# test parameters and the selftests' importer npushm_test.ko, run every
+# module selftest (each mounts its own instance of the filesystem), then
+# npushm_reload (unloads and reloads npushm.ko), check the kernel untainted,
+# unload both modules. Prints TAP; exits non-zero on any failure.
 #
 # Environment: BUILD (build directory), NPUSHM_KO (the module to load,
-# default kmod/npushm.ko), NPUSHM_TEST_PARAMS (module parameters),
-# NPUSHM_SELFTESTS (a subset of test programs to run), NPUSHM_FAULT_INJECT
-# (set by the debug lane's fault pass: run the fault-injection loops instead).
+# default kmod/npushm.ko; the importer is test/npushm_test.ko next to it),
+# NPUSHM_TEST_PARAMS (module parameters), NPUSHM_SELFTESTS (a subset of test
+# programs to run; no reload then), NPUSHM_FAULT_INJECT (set by the debug
+# lane's fault pass: run the fault-injection loops instead).
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
-params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M test_importer=1}
+params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M}
+export NPUSHM_TEST_PARAMS="$params"
 fail=0
 n=0
 tap() {	# tap ok|not-ok description
@@ -24,6 +27,8 @@ if [ "$(id -u)" != 0 ] || [ -z "${NPUSHM_IN_VM:-}" ]; then
 fi
 
 ko=${NPUSHM_KO:-$here/kmod/npushm.ko}
+testko=$(dirname "$ko")/test/npushm_test.ko
+export NPUSHM_KO="$ko"
 if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
 	# The debug lane's fault-injection pass: module init and exit through
 	# every injection point, then every entry point (npushm_faults).
@@ -35,6 +40,9 @@ if ! insmod "$ko" $params; then
 	echo "1..1"; tap not-ok "insmod $ko $params"; exit 1
 fi
 [ -c /dev/npushm ] || { echo "1..1"; tap not-ok "/dev/npushm appeared"; rmmod npushm; exit 1; }
+if ! insmod "$testko"; then
+	echo "1..1"; tap not-ok "insmod $testko"; rmmod npushm; exit 1
+fi
 
 # Soft-RoCE for the RDMA test: one rxe device over a veth pair.
 if modprobe rdma_rxe 2>/dev/null &&
@@ -57,15 +65,20 @@ for t in $tests; do
 	echo "# ==== $(basename "$t")"
 	"$t" || fail=1
 done
+if [ -z "${NPUSHM_FAULT_INJECT:-}" ] && [ -z "${NPUSHM_SELFTESTS:-}" ]; then
+	echo "# ==== npushm_reload"
+	"$BUILD/selftests/npushm_reload" || fail=1
+fi
 
-# Epilogue: three more TAP lines, after the programs' own plans.
-echo "1..4"
+# Epilogue: more TAP lines, after the programs' own plans.
+echo "1..5"
 n=0
 [ -n "${NPUSHM_RDMA_DEV:-}" ] && { rdma link delete npushm_rxe0; ip link del npushm-rxe0; } 2>/dev/null
 tap $rxe "soft-RoCE device (rdma_rxe over a veth) for the RDMA test"
 taint=$(cat /proc/sys/kernel/tainted)
 if [ $((taint & ~12288)) = 0 ]; then tap ok "kernel not tainted beyond the out-of-tree module ($taint)"
 else tap not-ok "kernel tainted: $taint"; fi
+if rmmod npushm_test; then tap ok "rmmod npushm_test"; else tap not-ok "rmmod npushm_test"; fi
 if rmmod npushm; then tap ok "rmmod npushm"; else tap not-ok "rmmod npushm"; fi
 if [ ! -e /dev/npushm ]; then tap ok "/dev/npushm gone"; else tap not-ok "/dev/npushm gone"; fi
 exit $fail

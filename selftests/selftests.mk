@@ -2,23 +2,29 @@
 #
 # Each selftests/npushm_*_test.c is one program built against the kernel's
 # kselftest_harness.h (extracted from linux-source-6.1 by tools/setup.sh).
-# check-module boots Debian's kernel in qemu, loads the freshly built
-# module and runs them all (selftests/run-module-tests.sh).
+# check-module boots Debian's kernel in qemu (with swiotlb=force, so that
+# DMA goes through bounce buffers), loads the freshly built module and the
+# selftests' importer module, runs them all, then npushm_reload (which
+# unloads and reloads the module) (selftests/run-module-tests.sh).
 
 SELFTEST_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
 SELFTEST_SRCS := $(wildcard $(CURDIR)/selftests/npushm_*_test.c)
 SELFTEST_BINS := $(patsubst $(CURDIR)/selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
 SELFTEST_CFLAGS := -O1 -g -Wall -D_GNU_SOURCE -pthread -I$(SELFTEST_HARNESS) \
-	-I$(CURDIR)/include/uapi -I$(CURDIR)/selftests
+	-I$(CURDIR)/include/uapi -I$(CURDIR)/selftests -I$(CURDIR)/kmod/test
 SELFTEST_LIBNL := $(shell pkg-config --cflags --libs libnl-genl-3.0 2>/dev/null)
 SELFTEST_LDLIBS_npushm_netlink_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
 SELFTEST_LDLIBS_npushm_stress_test := $(SELFTEST_LIBNL)
+SELFTEST_LDLIBS_npushm_reload := $(SELFTEST_LIBNL)
+
+# Unloads and reloads the module: run on its own, after the others.
+SELFTEST_RELOAD := $(BUILD)/selftests/npushm_reload
 
 # The fault-injection pass of the debug lane (not run on the stock kernel).
 SELFTEST_FAULTS := $(BUILD)/selftests/fault/npushm_faults
 SELFTEST_LDLIBS_npushm_faults := $(SELFTEST_LIBNL)
-SELFTEST_BINS_ALL := $(SELFTEST_BINS) $(SELFTEST_FAULTS)
+SELFTEST_BINS_ALL := $(SELFTEST_BINS) $(SELFTEST_FAULTS) $(SELFTEST_RELOAD)
 
 USER_TARGETS += $(SELFTEST_BINS_ALL)
 
@@ -31,12 +37,13 @@ $(SELFTEST_FAULTS): $(CURDIR)/selftests/npushm_faults.c $(wildcard $(CURDIR)/sel
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_npushm_faults)
 
 $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
-		$(CURDIR)/include/uapi/linux/npushm.h
+		$(CURDIR)/include/uapi/linux/npushm.h $(CURDIR)/kmod/test/npushm_test_uapi.h
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "selftests: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_$*)
 
 CHECK_SUITES += module
-check-module: $(SELFTEST_BINS) modules
-	@tools/run-suite module selftests/vm/run-vm.sh -m 2G -t 900 -- selftests/run-module-tests.sh
+check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
+	@VM_APPEND="swiotlb=force $${VM_APPEND:-}" tools/run-suite module \
+		selftests/vm/run-vm.sh -m 2G -t 900 -- selftests/run-module-tests.sh

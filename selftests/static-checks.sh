@@ -1,11 +1,12 @@
 #!/bin/sh
 # static-checks.sh - the module's static checks as TAP: checkpatch.pl
-# --strict on kmod/ and the UAPI header, a W=1 build and a C=2 (sparse)
-# build, each of which must print no warning at all.
+# --strict on kmod/ (the selftests' module in kmod/test/ too) and the UAPI
+# header, a W=1 build and a C=2 (sparse) build, each of which must print no
+# warning at all.
 #
 # Needs tools/setup.sh (linux-source extract, sparse, the kernel headers).
 here=$(cd "$(dirname "$0")/.." && pwd)
-srcs=$(ls "$here"/kmod/*.c "$here"/kmod/*.h | grep -v '\.mod\.c$')
+srcs=$(ls "$here"/kmod/*.c "$here"/kmod/*.h "$here"/kmod/test/*.c "$here"/kmod/test/*.h | grep -v '\.mod\.c$')
 BUILD=${BUILD:-$here/build}
 KDIR=${KDIR:?KDIR must name the kernel build tree}
 out=$BUILD/static
@@ -25,8 +26,9 @@ result() {	# result NAME LOGFILE STATUS
 
 cp="$BUILD/linux-source/scripts/checkpatch.pl"
 if [ -x "$cp" ] || [ -f "$cp" ]; then
-	perl "$cp" --strict --no-tree --terse --show-types --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
-		-f $srcs "$here"/include/uapi/linux/npushm.h > "$out/checkpatch.log" 2>&1
+	(cd "$out" && perl "$cp" --strict --no-tree --terse --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f $srcs "$here"/include/uapi/linux/npushm.h) > "$out/checkpatch.log" 2>&1
 	grep -qE ': (ERROR|WARNING|CHECK):' "$out/checkpatch.log"; st=$((1 - $?))
 	result "checkpatch.pl --strict kmod/ include/uapi/linux/npushm.h" "$out/checkpatch.log" $st
 else
@@ -39,16 +41,30 @@ bad=$(grep -L "SPDX-License-Identifier" $srcs "$here"/include/uapi/linux/npushm.
 echo "$bad" > "$out/spdx.log"
 result "every kmod/ and UAPI file has an SPDX tag" "$out/spdx.log" $st
 
-printf '#include <linux/npushm.h>\nint main(void) { return sizeof(struct npushm_region_info) != NPUSHM_INFO_SIZE_VER0; }\n' > "$out/uapi.c"
-{ gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include/uapi" -o "$out/uapi-c" "$out/uapi.c" &&
+cat > "$out/uapi.c" <<'EOF2'
+#include <linux/npushm.h>
+#include "npushm_test_uapi.h"
+int main(void)
+{
+	return sizeof(struct npushm_query) != NPUSHM_QUERY_SIZE_VER0 ||
+	       sizeof(struct npushm_alloc) != NPUSHM_ALLOC_SIZE_VER0 ||
+	       sizeof(struct npushm_seal) != NPUSHM_SEAL_SIZE_VER0 ||
+	       sizeof(struct npushm_export) != NPUSHM_EXPORT_SIZE_VER0 ||
+	       sizeof(struct npushm_region_info) != NPUSHM_INFO_SIZE_VER0 ||
+	       sizeof(struct npushm_test_import) != 72;
+}
+EOF2
+inc="-I$here/include/uapi -I$here/kmod/test"
+{ gcc -std=c99 -Wall -Wextra -pedantic -Werror $inc -o "$out/uapi-c" "$out/uapi.c" &&
   "$out/uapi-c" &&
-  g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include/uapi" -o "$out/uapi-cxx" "$out/uapi.c" &&
+  g++ -x c++ -std=c++11 -Wall -Wextra -Werror $inc -o "$out/uapi-cxx" "$out/uapi.c" &&
   "$out/uapi-cxx"; } > "$out/uapi.log" 2>&1
-result "the UAPI header is self-contained C99 and C++11" "$out/uapi.log" $?
+result "the UAPI headers (npushm.h, the test module's) are self-contained C99 and C++11 with the documented sizes" "$out/uapi.log" $?
 
 # Force a full rebuild of the module only ("make M=... clean" would also
 # delete every *.ko below the checkout, the unpacked test kernel included).
-rm -f "$here"/kmod/*.o "$here"/kmod/.*.cmd "$here"/kmod/npushm.ko
+rm -f "$here"/kmod/*.o "$here"/kmod/.*.cmd "$here"/kmod/npushm.ko \
+	"$here"/kmod/test/*.o "$here"/kmod/test/.*.cmd "$here"/kmod/test/npushm_test.ko
 make -C "$KDIR" M="$here" W=1 modules > "$out/w1.log" 2>&1; st=$?
 grep -qE 'warning:|error:' "$out/w1.log" && st=1
 result "make W=1 builds npushm.ko with no warning" "$out/w1.log" $st

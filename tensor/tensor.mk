@@ -4,6 +4,7 @@
 #   make                      builds build/lib/libnptensor.so (+ .a) and the C test
 #   make check-tensor-c       C unit and negative tests (TAP)
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
+#   make check-tensor-blocks  take, linear, attention against naive references (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
 #   make tensor-bench         the benchmark of bench/tensor (not part of check)
 #   make tensor-reduce-bench  reductions, layernorm, softmax in both reproducibility
@@ -21,7 +22,7 @@ TENSOR_TEST := $(BINDIR)/test_tensor
 # -ffp-contract=off keeps float results bit-identical to NumPy's.
 TENSOR_CFLAGS := $(CFLAGS) $(BASE_CFLAGS) -O3 -fvect-cost-model=dynamic -ffp-contract=off \
 	-fvisibility=hidden -I$(TENSOR_DIR)/include -I$(TENSOR_DIR)/src -MMD -MP
-TENSOR_LDLIBS := -lopenblas -lm -lpthread
+TENSOR_LDLIBS := -lopenblas -lmvec -lm -lpthread
 
 USER_TARGETS += $(TENSOR_LIB) $(TENSOR_ALIB) $(TENSOR_TEST)
 CHECK_SUITES += tensor-c tensor-numpy
@@ -46,6 +47,24 @@ $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
 		-Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 -include $(TENSOR_OBJS:.o=.d)
+
+# The model building blocks (take, linear, attention): kselftest-harness tests.
+TENSOR_BLOCKS_TEST := $(BINDIR)/test_tensor_blocks
+USER_TARGETS += $(TENSOR_BLOCKS_TEST)
+HARNESS_TARGETS += $(TENSOR_BLOCKS_TEST)
+CHECK_SUITES += tensor-blocks
+
+$(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)
+	@test -f $(BUILD)/linux-source/tools/testing/selftests/kselftest_harness.h || \
+		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-sign-compare -I$(TENSOR_DIR)/include \
+		-I$(BUILD)/linux-source/tools/testing/selftests -o $@ $< -L$(LIBDIR) -lnptensor \
+		-Wl,-rpath,$(LIBDIR) -lm -lpthread
+
+.PHONY: check-tensor-blocks
+check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
+	@tools/run-suite tensor-blocks $(TENSOR_BLOCKS_TEST)
 
 .PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench tensor-reduce-bench
 check-tensor-c: $(TENSOR_TEST)

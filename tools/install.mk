@@ -13,7 +13,7 @@
 # sysconfdir (/etc when prefix is /usr), and for the system integration:
 # pythondir (/usr/lib/python3/dist-packages for /usr, else
 # PREFIX/lib/python3.N/dist-packages), dkmsdir (PREFIX/src/npushm-VERSION),
-# udevdir, modulesloaddir, modprobedir, bashcompdir.
+# udevdir, modulesloaddir, systemdunitdir, modprobedir, bashcompdir.
 # Installed programs carry no RUNPATH: they find the libraries through the
 # dynamic linker's standard search path (make install runs ldconfig when
 # DESTDIR is empty).
@@ -38,13 +38,14 @@ dkmsdir ?= $(prefix)/src/npushm-$(NPUSHM_VERSION)
 # still ship udev rules under /lib/udev (pkg-config's udevdir).
 udevdir ?= $(if $(filter /usr,$(prefix)),$(shell pkg-config --variable=udevdir udev 2>/dev/null || echo /lib/udev),$(prefix)/lib/udev)
 modulesloaddir ?= $(prefix)/lib/modules-load.d
+systemdunitdir ?= $(if $(filter /usr,$(prefix)),$(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system),$(prefix)/lib/systemd/system)
 modprobedir ?= $(sysconfdir)/modprobe.d
 bashcompdir ?= $(datarootdir)/bash-completion/completions
 
 INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)" prefix="$(prefix)" \
 	bindir="$(bindir)" libdir="$(libdir)" includedir="$(includedir)" datadir="$(datadir)" \
 	mandir="$(mandir)" sysconfdir="$(sysconfdir)" pythondir="$(pythondir)" dkmsdir="$(dkmsdir)" \
-	udevdir="$(udevdir)" modulesloaddir="$(modulesloaddir)" modprobedir="$(modprobedir)" \
+	udevdir="$(udevdir)" modulesloaddir="$(modulesloaddir)" systemdunitdir="$(systemdunitdir)" modprobedir="$(modprobedir)" \
 	bashcompdir="$(bashcompdir)"
 
 # What install copies out of the build tree (built first if needed; the

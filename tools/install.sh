@@ -8,7 +8,7 @@
 # Called by make install / make uninstall / make install-list (tools/install.mk),
 # which pass the directories in the environment: DESTDIR, prefix, bindir,
 # libdir, includedir, datadir, mandir, sysconfdir, pythondir, dkmsdir, udevdir,
-# modulesloaddir, modprobedir, bashcompdir, plus BUILD (the build tree) and
+# modulesloaddir, systemdunitdir, modprobedir, bashcompdir, plus BUILD (the build tree) and
 # VERSION. One list of operations (plan below) drives all three actions, so
 # uninstall removes exactly what install wrote.
 #
@@ -22,7 +22,7 @@ action=${1:?usage: install.sh install|uninstall|list}
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:?}" "${VERSION:?}" "${prefix:?}" "${bindir:?}" "${libdir:?}" "${includedir:?}"
 : "${mandir:?}" "${sysconfdir:?}" "${pythondir:?}" "${dkmsdir:?}" "${udevdir:?}"
-: "${modulesloaddir:?}" "${modprobedir:?}" "${bashcompdir:?}"
+: "${modulesloaddir:?}" "${systemdunitdir:?}" "${modprobedir:?}" "${bashcompdir:?}"
 D=${DESTDIR:-}
 LIBVER=1.0.0	# the libraries' file version; the soname is libX.so.1
 case "$action" in install|uninstall|list) ;; *) echo "install.sh: unknown action '$action'" >&2; exit 2 ;; esac
@@ -121,6 +121,7 @@ plan() {
 	file 0644 "$root/deploy/modprobe.d/npushm.conf" "$modprobedir/npushm.conf"
 	file 0644 "$root/deploy/modules-load.d/npushm.conf" "$modulesloaddir/npushm.conf"
 	file 0644 "$root/deploy/udev/60-npushm.rules" "$udevdir/rules.d/60-npushm.rules"
+	file 0644 "$root/deploy/systemd/run-npushm.mount" "$systemdunitdir/run-npushm.mount"
 }
 
 plan

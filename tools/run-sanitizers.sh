@@ -8,8 +8,8 @@
 #
 #   run-sanitizers.sh MAKE SAN_BUILD "SAN_CC"
 #
-# Parts: libnpushm's C tests (posix backend), the tensor C tests and ccl's
-# unit tests. ccl's multi-rank tests are not run here: they fork ranks from
+# Parts: libnpushm's C tests (posix backend), the tensor C tests (and the
+# model building blocks'), ccl's unit tests and the BERT engine's C API tests. ccl's multi-rank tests are not run here: they fork ranks from
 # a process whose bootstrap thread is running, and the sanitizer runtime's
 # allocator lock is not fork-safe (a child can start with it held).
 MAKE=${1:?usage: run-sanitizers.sh MAKE SAN_BUILD SAN_CC}
@@ -21,10 +21,13 @@ n=0
 fail=0
 
 mkdir -p "$SAN_BUILD"
+# the kselftest harness the main build extracted (tools/setup.sh)
+[ -e "$SAN_BUILD/linux-source" ] || ln -s ../linux-source "$SAN_BUILD/linux-source"
 echo "# building with: $SAN_CC -O1 -g (log: $log)"
 if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
 	"$SAN_BUILD/libnpushm/npushm-tests" "$SAN_BUILD/bin/test_tensor" \
-	"$SAN_BUILD/bin/ccl-unit-test" >"$log" 2>&1; then
+	"$SAN_BUILD/bin/test_tensor_blocks" "$SAN_BUILD/bin/ccl-unit-test" \
+	"$SAN_BUILD/bin/npbert-test" "$SAN_BUILD/bin/npushm-bert-gen" >"$log" 2>&1; then
 	tail -20 "$log" | sed 's/^/# /'
 	echo "not ok 1 - build the C tests with ASan and UBSan"
 	echo "1..1"
@@ -50,6 +53,22 @@ part() {
 
 part libnpushm env NPUSHM_BACKEND=posix "$SAN_BUILD/libnpushm/npushm-tests"
 part tensor "$SAN_BUILD/bin/test_tensor"
+part tensor-blocks "$SAN_BUILD/bin/test_tensor_blocks"
 part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"
+# the BERT engine's C API tests on small generated models, in a private tmpfs directory
+models=$SAN_BUILD/bert-test
+mkdir -p "$models"
+gen=$SAN_BUILD/bin/npushm-bert-gen
+[ -f "$models/tiny.safetensors" ] ||
+	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 "$models/tiny.safetensors"
+[ -f "$models/nopool.safetensors" ] ||
+	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 --no-pooler \
+		"$models/nopool.safetensors"
+[ -f "$models/big.safetensors" ] ||
+	$gen --layers 2 --hidden 512 --heads 8 --ffn 2048 --vocab 100 --positions 32 "$models/big.safetensors"
+shm=/dev/shm/npushm-san-bert.$$
+mkdir -m 0700 "$shm"
+part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/bin/npbert-test"
+rm -rf "$shm"
 echo "1..$n"
 [ "$fail" = 0 ]

@@ -27,7 +27,7 @@ PKGS_BUILD="build-essential pkg-config libnl-3-dev libnl-genl-3-dev libnl-route-
 libxxhash-dev libopenblas-dev libdlpack-dev libibverbs-dev"
 PKGS_DEMO="python3 python3-numpy python3-torch xxhash"
 PKGS_CHECK="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static kmod cpio iproute2
-sparse rdma-core ibverbs-utils ibverbs-providers python3-numexpr openmpi-bin
+sparse rdma-core ibverbs-utils ibverbs-providers python3-numexpr python3-pytest openmpi-bin
 libopenmpi-dev mpich libmpich-dev iperf3 perftest clang llvm libclang-rt-14-dev
 flex bison bc libelf-dev libssl-dev xz-utils
 reuse lintian debhelper dh-dkms dkms dh-python python3-setuptools chrpath bash-completion man-db

@@ -3,14 +3,25 @@
 /*
  * npushm_bench.c - costs of npushm regions against memfd and POSIX shm.
  *
- * Runs where /dev/npushm exists (the test VM: make bench-kmod). For each
- * size it measures, median of several rounds:
- *   create:  allocate + mmap + first touch of every page
- *            (npushm ALLOC vs memfd_create+ftruncate vs shm_open+ftruncate)
- *   attach:  open an existing region by name + mmap, no touch
- *            (npushm OPEN vs shm_open of an existing object)
- *   retouch: map an existing, populated region and read every page
- * and prints a table with the ratios npushm/memfd and npushm/shm.
+ *   npushm_bench [DIR]     DIR: a mounted npushm instance (default /run/npushm)
+ *
+ * Runs where npushm.ko is loaded and an instance is mounted (the test VM:
+ * make bench-kmod). POSIX shm is /dev/shm (tmpfs). Every operation is timed
+ * for the three, interleaved, median of several rounds, and the whole set is
+ * repeated RUNS times; the table gives the range of the medians over the runs
+ * and the ratios npushm/memfd and npushm/shm of the median of medians.
+ *   create:   make + size + map + first touch of every page
+ *             (O_TMPFILE + ftruncate in the instance; memfd_create + ftruncate;
+ *             shm_open + ftruncate)
+ *   attach:   open an existing region by name + map, no touch (memfd: its only
+ *             name, /proc/PID/fd/N; shm: shm_open)
+ *   reread:   attach + read every page
+ *   publish:  make, size, fill, seal, name (npushm: O_TMPFILE, ftruncate, touch,
+ *             NPUSHM_IOC_SEAL, linkat; memfd: memfd_create, ftruncate, touch,
+ *             F_ADD_SEALS, no name; shm: O_TMPFILE in /dev/shm, ftruncate, touch,
+ *             fchmod 0444, linkat)
+ * Then checks the targets: attach O(1) in size (1 GiB within 2x of 4 KiB) and
+ * within 2x of memfd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,12 +31,20 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/npushm.h>
 
-#define ROUNDS 5
+#define ROUNDS	7
+#define RUNS	3
+
+enum kind { NPUSHM, MEMFD, SHM, KINDS };
+
+static const char *np_dir = NPUSHM_MOUNT_PATH;
+static int np_root, shm_root;
 
 static double now(void)
 {
@@ -68,54 +87,52 @@ static void touch(volatile char *p, size_t len, int write)
 	(void)sink;
 }
 
-static int dev;
-
 /* Fewer rounds for the largest sizes: first touch under TCG is slow. */
 static int rounds(size_t len)
 {
 	return len >= (256UL << 20) ? 3 : ROUNDS;
 }
 
-static int np_alloc(size_t len)
-{
-	struct npushm_alloc a = { .size = len };
-
-	if (ioctl(dev, NPUSHM_IOC_ALLOC, &a))
-		die("NPUSHM_IOC_ALLOC");
-	return a.fd;
-}
-
-static int np_open(const char *name)
-{
-	struct npushm_open o = { .name = (uintptr_t)name };
-
-	if (ioctl(dev, NPUSHM_IOC_OPEN, &o))
-		die("NPUSHM_IOC_OPEN");
-	return o.fd;
-}
-
-enum kind { NPUSHM, MEMFD, SHM };
-
+/* A new unnamed, sized region of @k. */
 static int create(enum kind k, size_t len)
 {
 	int fd;
 
 	switch (k) {
 	case NPUSHM:
-		return np_alloc(len);
+		fd = openat(np_root, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		break;
 	case MEMFD:
-		fd = memfd_create("bench", MFD_CLOEXEC);
+		fd = memfd_create("bench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		break;
 	default:
-		fd = shm_open("/npushm-bench", O_RDWR | O_CREAT | O_EXCL, 0600);
+		fd = openat(shm_root, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		break;
 	}
 	if (fd < 0 || ftruncate(fd, len))
-		die("memfd/shm");
+		die("create");
 	return fd;
 }
 
-/* allocate + map + first touch, then free */
+static char *map(int fd, size_t len, int prot)
+{
+	char *p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
+}
+
+static void link_fd(int fd, int dir, const char *name)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
+		die("linkat");
+}
+
+/* make + size + map + first touch, then free */
 static double bench_create(enum kind k, size_t len)
 {
 	double t[ROUNDS];
@@ -124,64 +141,124 @@ static double bench_create(enum kind k, size_t len)
 	for (r = 0; r < rounds(len); r++) {
 		double t0 = now();
 		int fd = create(k, len);
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		char *p = map(fd, len, PROT_READ | PROT_WRITE);
 
-		if (p == MAP_FAILED)
-			die("mmap");
 		touch(p, len, 1);
 		t[r] = now() - t0;
 		munmap(p, len);
 		close(fd);
-		if (k == SHM)
-			shm_unlink("/npushm-bench");
 	}
 	return median(t, rounds(len));
 }
 
-/* open an existing object by name + map (no touch) */
-static double bench_attach(enum kind k, size_t len, int retouch)
+/* make, size, fill, seal, name; then unname and free */
+static double bench_publish(enum kind k, size_t len)
 {
+	struct npushm_seal seal = { .seals = NPUSHM_SEAL_WRITE };
+	double t[ROUNDS];
+	int r;
+
+	for (r = 0; r < rounds(len); r++) {
+		double t0 = now();
+		int fd = create(k, len);
+		char *p = map(fd, len, PROT_READ | PROT_WRITE);
+
+		touch(p, len, 1);
+		munmap(p, len);
+		if (k == NPUSHM) {
+			if (ioctl(fd, NPUSHM_IOC_SEAL, &seal))
+				die("NPUSHM_IOC_SEAL");
+			link_fd(fd, np_root, "bench.published");
+		} else if (k == MEMFD) {
+			if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW))
+				die("F_ADD_SEALS");
+		} else {
+			if (fchmod(fd, 0444))
+				die("fchmod");
+			link_fd(fd, shm_root, "npushm-bench.published");
+		}
+		t[r] = now() - t0;
+		close(fd);
+		if (k == NPUSHM)
+			unlinkat(np_root, "bench.published", 0);
+		if (k == SHM)
+			unlinkat(shm_root, "npushm-bench.published", 0);
+	}
+	return median(t, rounds(len));
+}
+
+/* open an existing region by name + map; read every page if @reread */
+static double bench_attach(enum kind k, size_t len, int reread)
+{
+	char path[64];
 	double t[ROUNDS];
 	int owner, r;
 	char *p;
 
-	if (k == NPUSHM) {
-		struct npushm_publish pub = { .name = (uintptr_t)"bench.attach", .mode = 0600 };
-
-		owner = np_alloc(len);
-		if (ioctl(owner, NPUSHM_IOC_PUBLISH, &pub))
-			die("NPUSHM_IOC_PUBLISH");
-	} else {
-		owner = shm_open("/npushm-bench-attach", O_RDWR | O_CREAT | O_EXCL, 0600);
-		if (owner < 0 || ftruncate(owner, len))
-			die("shm_open");
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, owner, 0);
+	owner = create(k, len);
+	p = map(owner, len, PROT_READ | PROT_WRITE);
 	touch(p, len, 1);
 	munmap(p, len);
+	if (k == NPUSHM)
+		link_fd(owner, np_root, "bench.attach");
+	else if (k == SHM)
+		link_fd(owner, shm_root, "npushm-bench.attach");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), owner);
 	for (r = 0; r < rounds(len); r++) {
 		double t0 = now();
-		int fd = k == NPUSHM ? np_open("bench.attach") :
-			 shm_open("/npushm-bench-attach", O_RDONLY, 0);
+		int fd = k == NPUSHM ? openat(np_root, "bench.attach", O_RDONLY | O_CLOEXEC) :
+			 k == SHM ? shm_open("/npushm-bench.attach", O_RDONLY, 0) :
+			 open(path, O_RDONLY | O_CLOEXEC);
 
-		p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED)
-			die("mmap");
-		if (retouch)
+		if (fd < 0)
+			die("open by name");
+		p = map(fd, len, PROT_READ);
+		if (reread)
 			touch(p, len, 0);
 		t[r] = now() - t0;
 		munmap(p, len);
 		close(fd);
 	}
-	if (k != NPUSHM)
-		shm_unlink("/npushm-bench-attach");
+	if (k == NPUSHM)
+		unlinkat(np_root, "bench.attach", 0);
+	if (k == SHM)
+		unlinkat(shm_root, "npushm-bench.attach", 0);
 	close(owner);
 	return median(t, rounds(len));
 }
 
-static void row(const char *what, size_t len, double np, double mfd, double shm)
+struct result {
+	double v[KINDS][RUNS];
+};
+
+static double mid(const double *v)
 {
-	char size[32], m[32] = "-", rm[32] = "-";
+	double c[RUNS];
+
+	memcpy(c, v, sizeof(c));
+	return median(c, RUNS);
+}
+
+static void range(char *buf, size_t n, const double *v)
+{
+	double lo = v[0], hi = v[0];
+	int i;
+
+	for (i = 1; i < RUNS; i++) {
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	if (hi >= 1e-3)
+		snprintf(buf, n, "%.0f-%.0f", lo * 1e6, hi * 1e6);
+	else
+		snprintf(buf, n, "%.1f-%.1f", lo * 1e6, hi * 1e6);
+}
+
+static void row(const char *what, size_t len, const struct result *res)
+{
+	char size[32], r[KINDS][48];
+	int k;
 
 	if (len >= 1 << 30)
 		snprintf(size, sizeof(size), "%zu GiB", len >> 30);
@@ -189,49 +266,65 @@ static void row(const char *what, size_t len, double np, double mfd, double shm)
 		snprintf(size, sizeof(size), "%zu MiB", len >> 20);
 	else
 		snprintf(size, sizeof(size), "%zu KiB", len >> 10);
-	if (mfd > 0) {
-		snprintf(m, sizeof(m), "%.1f", mfd * 1e6);
-		snprintf(rm, sizeof(rm), "%.2f", np / mfd);
-	}
-	printf("| %-28s | %7s | %10.1f | %10s | %10.1f | %6s | %6.2f |\n", what, size,
-	       np * 1e6, m, shm * 1e6, rm, np / shm);
+	for (k = 0; k < KINDS; k++)
+		range(r[k], sizeof(r[k]), res->v[k]);
+	printf("| %-26s | %6s | %19s | %19s | %19s | %6.2f | %6.2f |\n", what, size, r[NPUSHM],
+	       r[MEMFD], r[SHM], mid(res->v[NPUSHM]) / mid(res->v[MEMFD]),
+	       mid(res->v[NPUSHM]) / mid(res->v[SHM]));
 }
 
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = { 4096, 1 << 20, 64 << 20, 1UL << 30 };
-	double a4k = 0, a1g = 0;
-	unsigned int i;
+	static struct result create_r[4], attach_r[4], reread_r[4], publish_r[4];
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	double a4k, a1g, amfd;
+	struct statfs sfs;
+	int run, i, k;
 
-	dev = open(NPUSHM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		die(NPUSHM_DEVICE_PATH " (load npushm.ko)");
-	printf("| operation                    |    size | npushm us  | memfd us   | shm us     | /memfd | /shm   |\n");
-	printf("|------------------------------|--------:|-----------:|-----------:|-----------:|-------:|-------:|\n");
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		size_t len = sizes[i];
-
-		row("alloc + map + first touch", len, bench_create(NPUSHM, len),
-		    bench_create(MEMFD, len), bench_create(SHM, len));
+	if (argc > 1)
+		np_dir = argv[1];
+	np_root = open(np_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (np_root < 0 || fstatfs(np_root, &sfs) || sfs.f_type != NPUSHM_FS_MAGIC) {
+		fprintf(stderr, "npushm_bench: %s is not a mounted npushm instance (mount -t npushm npushm %s)\n",
+			np_dir, np_dir);
+		return 1;
 	}
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		size_t len = sizes[i];
-		double np = bench_attach(NPUSHM, len, 0);
-
-		row("open by name + map", len, np, 0, bench_attach(SHM, len, 0));
-		if (len == 4096)
-			a4k = np;
-		if (len == 1UL << 30)
-			a1g = np;
+	shm_root = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (shm_root < 0)
+		die("/dev/shm");
+	for (run = 0; run < RUNS; run++) {
+		for (i = 0; i < N; i++) {
+			for (k = 0; k < KINDS; k++) {
+				create_r[i].v[k][run] = bench_create(k, sizes[i]);
+				attach_r[i].v[k][run] = bench_attach(k, sizes[i], 0);
+				publish_r[i].v[k][run] = bench_publish(k, sizes[i]);
+				if (sizes[i] == 1UL << 30)
+					reread_r[i].v[k][run] = bench_attach(k, sizes[i], 1);
+			}
+		}
+		fprintf(stderr, "# run %d of %d done\n", run + 1, RUNS);
 	}
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		size_t len = sizes[i];
-
-		row("open + map + read all pages", len, bench_attach(NPUSHM, len, 1), 0,
-		    bench_attach(SHM, len, 1));
-	}
-	printf("\nopen by name + map: 1 GiB costs %.2fx of 4 KiB\n", a1g / a4k);
-	(void)argc;
-	(void)argv;
+	printf("Ranges over %d runs of the median of %d rounds (3 at 1 GiB), in microseconds;\n"
+	       "ratios of the median of medians.\n\n", RUNS, ROUNDS);
+	printf("| operation                  |   size | npushm us           | memfd us            | shm us              | /memfd | /shm   |\n");
+	printf("|----------------------------|-------:|--------------------:|--------------------:|--------------------:|-------:|-------:|\n");
+	for (i = 0; i < N; i++)
+		row("make + map + first touch", sizes[i], &create_r[i]);
+	for (i = 0; i < N; i++)
+		row("open by name + map", sizes[i], &attach_r[i]);
+	row("open + map + read all", sizes[N - 1], &reread_r[N - 1]);
+	for (i = 0; i < N; i++)
+		row("publish (fill, seal, name)", sizes[i], &publish_r[i]);
+	a4k = mid(attach_r[0].v[NPUSHM]);
+	a1g = mid(attach_r[N - 1].v[NPUSHM]);
+	amfd = mid(attach_r[N - 1].v[MEMFD]);
+	printf("\n| target | result | verdict |\n|---|---|---|\n");
+	printf("| open by name + map O(1) in size: 1 GiB within 2x of 4 KiB | %.2fx | %s |\n",
+	       a1g / a4k, a1g / a4k <= 2 ? "met" : "NOT met");
+	printf("| open by name + map within 2x of memfd (1 GiB) | %.2fx | %s |\n", a1g / amfd,
+	       a1g / amfd <= 2 ? "met" : "NOT met");
+	printf("| open by name + map within 2x of memfd (4 KiB) | %.2fx | %s |\n",
+	       a4k / mid(attach_r[0].v[MEMFD]), a4k / mid(attach_r[0].v[MEMFD]) <= 2 ? "met" : "NOT met");
 	return 0;
 }

@@ -3,8 +3,9 @@
 /*
  * cmd_ls.c - `npushm ls`: the regions the caller can see, one per line,
  * with their names, size, content hash and tensor count when the region is
- * a model, whether it is sealed, and how many processes map it (when the
- * backend can tell). Hash aliases are folded into their region's HASH
+ * a model, whether it is sealed, how many processes map it and how many of
+ * its bytes are pinned (RDMA MRs, O_DIRECT in flight; when the backend can
+ * tell). Hash aliases are folded into their region's HASH
  * column unless --all. The mapper counts are read before this process
  * attaches anything, so they do not include `npushm ls` itself.
  */
@@ -32,6 +33,11 @@ static struct json_object *count_or_null(uint32_t v)
 	return v == NPUSHM_COUNT_UNKNOWN ? NULL : json_object_new_uint64(v);
 }
 
+static struct json_object *bytes_or_null(uint64_t v)
+{
+	return v == UINT64_MAX ? NULL : json_object_new_uint64(v);
+}
+
 int cmd_ls(const struct cli_opts *o)
 {
 	npushm_region_list_t *list = NULL;
@@ -52,14 +58,14 @@ int cmd_ls(const struct cli_opts *o)
 	if (o->json)
 		jregions = json_object_new_array();
 	else
-		printf("%-32s %-6s %10s %-16s %7s %6s %5s\n", "NAME", "KIND", "SIZE", "HASH", "TENSORS",
-		       "SEALED", "PROCS");
+		printf("%-32s %-6s %10s %-16s %7s %6s %5s %8s\n", "NAME", "KIND", "SIZE", "HASH", "TENSORS",
+		       "SEALED", "PROCS", "PINNED");
 	for (size_t i = 0; i < npushm_region_list_count(list); i++) {
 		const npushm_region_entry_t *e = npushm_region_list_at(list, i);
 		const char *name = main_name(e);
 		npushm_model_t *m = NULL;
 		npushm_model_info_t mi = { 0 };
-		char names[512] = "", sz[32], procs[16];
+		char names[512] = "", sz[32], procs[16], pinned[32];
 		size_t used = 0;
 
 		if (name && npushm_model_attach_dev(dev, name, &m) == NPUSHM_OK)
@@ -84,6 +90,8 @@ int cmd_ls(const struct cli_opts *o)
 			json_object_object_add(j, "mappers", count_or_null(e->mappers));
 			json_object_object_add(j, "mappings", count_or_null(e->mappings));
 			json_object_object_add(j, "handles", count_or_null(e->handles));
+			json_object_object_add(j, "mapped_bytes", bytes_or_null(e->mapped_bytes));
+			json_object_object_add(j, "pinned_bytes", bytes_or_null(e->pinned_bytes));
 			for (size_t k = 0; k < e->name_count; k++) {
 				struct json_object *n = json_object_new_object();
 
@@ -116,10 +124,14 @@ int cmd_ls(const struct cli_opts *o)
 				snprintf(procs, sizeof(procs), "?");
 			else
 				snprintf(procs, sizeof(procs), "%u", e->mappers);
-			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s\n", names[0] ? names : "(unnamed)",
+			if (e->pinned_bytes == UINT64_MAX)
+				snprintf(pinned, sizeof(pinned), "?");
+			else
+				cli_size(e->pinned_bytes, pinned, sizeof(pinned));
+			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s\n", names[0] ? names : "(unnamed)",
 			       m ? "model" : "region", cli_size(e->size, sz, sizeof(sz)),
 			       m ? mi.hash_hex : "-", tensors,
-			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs);
+			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned);
 		}
 		npushm_model_detach(m);
 	}

@@ -29,8 +29,9 @@ static const char usage[] =
 	"  rm NAME        remove a model's name (memory goes when the last user detaches)\n"
 	"  hash FILE...   the content hash load would record (no backend needed)\n"
 	"\n"
-	"The backend is the npushm module when /dev/npushm exists, else POSIX shared\n"
-	"memory in /dev/shm; NPUSHM_BACKEND or --backend choose it.\n";
+	"The backend is the npushm module when an npushm filesystem is mounted at\n"
+	"$NPUSHM_DIR (default /run/npushm), else POSIX shared memory in /dev/shm\n"
+	"($NPUSHM_SHM_DIR); NPUSHM_BACKEND or --backend choose it.\n";
 
 const char *cli_status_name(npushm_status_t st)
 {

@@ -36,15 +36,17 @@
  *	const float *w = t.data;                             // t.shape, t.strides
  *	npushm_model_detach(m);
  *
- * Backends. NPUSHM_BACKEND_KMOD talks to the npushm kernel module through
- * /dev/npushm (include/uapi/linux/npushm.h). NPUSHM_BACKEND_POSIX keeps
- * regions in tmpfs (/dev/shm, or $NPUSHM_SHM_DIR) and works without the
- * module, with weaker guarantees (see docs/libnpushm.md, "POSIX backend"):
- * its seal can be undone by the region's owner or root, its names are always
- * persistent and not per IPC namespace, it has no dma-buf export and one mode
- * per region instead of one per name. NPUSHM_BACKEND_AUTO picks the backend
+ * Backends. Both keep regions as files in a directory, a name being a link.
+ * NPUSHM_BACKEND_KMOD uses an instance of the npushm kernel module's
+ * filesystem ($NPUSHM_DIR, default /run/npushm; include/uapi/linux/npushm.h).
+ * NPUSHM_BACKEND_POSIX keeps regions in tmpfs (/dev/shm, or $NPUSHM_SHM_DIR)
+ * and works without the module, with weaker guarantees (see
+ * docs/libnpushm.md, "POSIX backend"): its seal can be undone by the
+ * region's owner or root and ignores pins, and it has no dma-buf export, no
+ * handle or pin counts and no quotas. NPUSHM_BACKEND_AUTO picks the backend
  * named by the environment variable NPUSHM_BACKEND ("kmod" or "posix") when
- * set, else kmod when /dev/npushm exists, else posix.
+ * set, else kmod when an npushm filesystem is mounted at $NPUSHM_DIR, else
+ * posix.
  *
  * Errors. Every function that can fail returns npushm_status_t. On failure,
  * npushm_last_error() returns a sentence for a human (what was wrong and what
@@ -93,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 0
+#define NPUSHM_VERSION_MINOR 1
 
 /* ------------------------------------------------------------------ status */
 
@@ -152,15 +154,17 @@ typedef enum npushm_backend {
 	NPUSHM_BACKEND_POSIX,
 } npushm_backend_t;
 
-/* Feature bits of npushm_dev_info_t.features (the first six as in the UAPI). */
+/* Feature bits of npushm_dev_info_t.features. */
 #define NPUSHM_FEATURE_NAMES	(1ULL << 0)	/* publish / open / unlink by name */
 #define NPUSHM_FEATURE_SEAL	(1ULL << 1)	/* npushm_region_seal() */
 #define NPUSHM_FEATURE_DMABUF	(1ULL << 2)	/* npushm_region_export_dmabuf() */
 #define NPUSHM_FEATURE_GUP	(1ULL << 3)	/* mappings can be RDMA-registered */
 #define NPUSHM_FEATURE_NETLINK	(1ULL << 4)	/* region listing with process counts */
+#define NPUSHM_FEATURE_PINS	(1ULL << 5)	/* pinned bytes reported; seals refuse pins (1.1) */
 #define NPUSHM_FEATURE_SEAL_ENFORCED (1ULL << 32) /* nobody can undo a seal */
-#define NPUSHM_FEATURE_NAMESPACED (1ULL << 33)	/* names are per IPC namespace */
-#define NPUSHM_FEATURE_NAME_LIFETIME (1ULL << 34) /* non-persistent names die with the region */
+/* Set by no backend since 1.1 (names are files on both, per mount namespace and persistent): */
+#define NPUSHM_FEATURE_NAMESPACED (1ULL << 33)	/* names were per IPC namespace */
+#define NPUSHM_FEATURE_NAME_LIFETIME (1ULL << 34) /* non-persistent names died with the region */
 
 typedef struct npushm_dev npushm_dev_t;
 
@@ -203,7 +207,8 @@ typedef struct npushm_region npushm_region_t;
 #define NPUSHM_OPEN_WRITE	(1U << 0)	/* read-write handle; else read-only */
 
 /* npushm_region_publish() flags */
-#define NPUSHM_PUBLISH_PERSISTENT	(1U << 0)	/* the name keeps the region alive */
+#define NPUSHM_PUBLISH_PERSISTENT	(1U << 0)	/* the name keeps the region alive (since
+							 * 1.1 every name does: accepted, implied) */
 
 /* npushm_region_map() protections */
 #define NPUSHM_PROT_READ	(1U << 0)
@@ -277,15 +282,23 @@ NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr);
 /*
  * Publish the region as @name with permission bits @mode (subset of 0666).
  * Needs a read-write handle unless the region is sealed. EXISTS if taken.
+ * The name is a link to the region's file: it keeps the region alive until
+ * npushm_name_unlink(), the mode is the region's (the last publish sets
+ * it), and only the region's owner may add a name (ACCESS otherwise).
+ * A region whose last name was removed cannot be named again (UNSUPPORTED).
  */
 NPUSHM_API npushm_status_t npushm_region_publish(npushm_region_t *r, const char *name,
 						 uint32_t mode, uint32_t flags);
-/* Remove @name (owner or CAP_IPC_OWNER/root only). The region lives on while used. */
+/*
+ * Remove @name: its owner, or the directory's rules (the default instance and
+ * /dev/shm are sticky: owner or root). The region lives on while used.
+ */
 NPUSHM_API npushm_status_t npushm_name_unlink(npushm_dev_t *dev, const char *name);
 /*
  * Seal the region against writing, forever: no writable mapping can be made
- * afterwards. Needs a read-write handle. kmod: BUSY while a writable mapping
- * or export exists. Sealing twice is fine.
+ * afterwards. Needs a read-write handle. kmod: BUSY while a writable mapping,
+ * a writable export or a pin (an RDMA MR, O_DIRECT in flight) exists; no
+ * writer of any kind afterwards. Sealing twice is fine.
  */
 NPUSHM_API npushm_status_t npushm_region_seal(npushm_region_t *r);
 /*
@@ -333,15 +346,18 @@ typedef struct npushm_region_entry {
 	uint64_t mapped_bytes;	/* or UINT64_MAX */
 	size_t name_count;
 	const npushm_name_entry_t *names;
+	/* Added in 1.1: bytes pinned by GUP (RDMA MRs, ...), or UINT64_MAX (posix). */
+	uint64_t pinned_bytes;
 } npushm_region_entry_t;
 
 typedef struct npushm_region_list npushm_region_list_t;
 
 /*
- * The regions the caller can see: kmod through generic netlink (named ones
- * of its IPC namespace and its own; all with CAP_SYS_ADMIN), posix the named
- * regions in the tmpfs directory (posix counts mappers by reading
- * /proc/PID/maps of the processes it may read). @listp [out].
+ * The regions the caller can see: the named regions of the backend's
+ * directory, with counts from the module on kmod (generic netlink for the
+ * caller's own regions, every region for CAP_SYS_ADMIN; the info ioctl for
+ * the others it may read), plus its own unnamed kmod regions; on posix from
+ * /proc/PID/maps of the processes the caller may read. @listp [out].
  */
 NPUSHM_API npushm_status_t npushm_dev_list_regions(npushm_dev_t *dev, npushm_region_list_t **listp);
 NPUSHM_API size_t npushm_region_list_count(const npushm_region_list_t *list);

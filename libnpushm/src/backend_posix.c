@@ -5,9 +5,10 @@
  * A region is an unnamed O_TMPFILE file in the tmpfs directory ($NPUSHM_SHM_DIR,
  * default /dev/shm), or a memfd where O_TMPFILE is unavailable (such a region
  * cannot be named). Publishing links the unnamed file into the directory as
- * "npushm.<name>" ('/' and '%' escaped as %2F and %25) with linkat(2):
- * atomic, and a process killed before it leaves nothing behind, because an
- * unnamed file dies with its last descriptor and mapping.
+ * "npushm.<name>" with linkat(2): atomic, and a process killed before it
+ * leaves nothing behind, because an unnamed file dies with its last
+ * descriptor and mapping. The directory handling is shared with the kmod
+ * backend (backend_dir.c); what is posix's own is here.
  *
  * Where this is weaker than the module (docs/libnpushm.md lists them, tests
  * show each):
@@ -35,62 +36,7 @@
 
 #include "internal.h"
 
-#define POSIX_PREFIX "npushm."
 #define TMPFS_MAGIC_ 0x01021994
-
-/* ------------------------------------------------------------- file names */
-
-/* "npushm." + name with '/' and '%' escaped; NAME failure if too long. */
-static npushm_status_t file_name(const char *name, char *out, size_t outsz)
-{
-	size_t o = 0, i;
-
-	o = (size_t)snprintf(out, outsz, "%s", POSIX_PREFIX);
-	for (i = 0; name[i]; i++) {
-		const char *esc = name[i] == '/' ? "%2F" : name[i] == '%' ? "%25" : NULL;
-		size_t n = esc ? 3 : 1;
-
-		if (o + n >= outsz || o + n > 255)
-			return npi_fail(NPUSHM_ERR_NAME, ENAMETOOLONG,
-					"the name '%s' is too long for the posix backend: its file name would exceed 255 bytes",
-					name);
-		if (esc)
-			memcpy(out + o, esc, 3);
-		else
-			out[o] = name[i];
-		o += n;
-	}
-	out[o] = '\0';
-	return NPUSHM_OK;
-}
-
-/* Inverse of file_name(); false if @fname is not one of ours. */
-static bool name_from_file(const char *fname, char *out, size_t outsz)
-{
-	size_t o = 0;
-	const char *p;
-
-	if (strncmp(fname, POSIX_PREFIX, strlen(POSIX_PREFIX)))
-		return false;
-	for (p = fname + strlen(POSIX_PREFIX); *p; p++) {
-		char c = *p;
-
-		if (c == '%') {
-			if (!strncmp(p, "%2F", 3))
-				c = '/';
-			else if (!strncmp(p, "%25", 3))
-				c = '%';
-			else
-				return false;
-			p += 2;
-		}
-		if (o + 1 >= outsz)
-			return false;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return o > 0 && npi_name_check(out) == NPUSHM_OK;
-}
 
 /* ----------------------------------------------------------------- device */
 
@@ -98,19 +44,19 @@ static npushm_status_t posix_dev_open(npushm_dev_t *dev)
 {
 	const char *dir = getenv("NPUSHM_SHM_DIR");
 	struct statfs sfs;
+	npushm_status_t st;
 
 	if (!dir || !*dir)
 		dir = "/dev/shm";
-	if (strlen(dir) >= sizeof(dev->shm_dir))
-		return npi_fail(NPUSHM_ERR_INVALID, 0, "posix backend: NPUSHM_SHM_DIR is too long");
-	snprintf(dev->shm_dir, sizeof(dev->shm_dir), "%s", dir);
-	dev->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dev->fd < 0)
-		return npi_fail(NPUSHM_ERR_NO_DEVICE, errno,
+	dev->prefix = "npushm.";
+	st = npi_dir_open(dev, dir);
+	if (st)
+		return npi_fail(st, npushm_last_errno(),
 				"posix backend: cannot open the shared-memory directory %s; mount a tmpfs there or set NPUSHM_SHM_DIR",
 				dir);
 	if (fstatfs(dev->fd, &sfs) == 0 && sfs.f_type != TMPFS_MAGIC_)
 		npi_log(NPUSHM_LOG_WARN, "posix backend: %s is not a tmpfs; regions will live on disk", dir);
+	dev->chunk_size = dev->page_size;
 	return NPUSHM_OK;
 }
 
@@ -119,39 +65,6 @@ static void posix_dev_close(npushm_dev_t *dev)
 	if (dev->fd >= 0)
 		close(dev->fd);
 	dev->fd = -1;
-}
-
-/* Call @fn for every region file in the directory. */
-static npushm_status_t scan_dir(npushm_dev_t *dev,
-				npushm_status_t (*fn)(void *arg, const char *name, const struct stat *st),
-				void *arg)
-{
-	npushm_status_t st = NPUSHM_OK;
-	struct dirent *de;
-	DIR *d;
-	int dfd = openat(dev->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (dfd < 0 || !(d = fdopendir(dfd))) {
-		int err = errno;
-
-		if (dfd >= 0)
-			close(dfd);
-		return npi_fail(NPUSHM_ERR_SYSTEM, err, "posix backend: cannot read %s", dev->shm_dir);
-	}
-	while ((de = readdir(d))) {
-		char name[NPUSHM_NAME_MAX + 1];
-		struct stat sb;
-
-		if (!name_from_file(de->d_name, name, sizeof(name)))
-			continue;
-		if (fstatat(dev->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
-			continue;
-		st = fn(arg, name, &sb);
-		if (st)
-			break;
-	}
-	closedir(d);
-	return st;
 }
 
 struct count_ctx {
@@ -187,14 +100,14 @@ static npushm_status_t posix_dev_query(npushm_dev_t *dev, npushm_dev_info_t *inf
 	npushm_status_t st;
 
 	if (fstatvfs(dev->fd, &sv))
-		return npi_fail(NPUSHM_ERR_SYSTEM, errno, "posix backend: cannot stat %s", dev->shm_dir);
+		return npi_fail(NPUSHM_ERR_SYSTEM, errno, "posix backend: cannot stat %s", dev->dir);
 	info->abi_version = 0;
 	info->features = NPUSHM_FEATURE_NAMES | NPUSHM_FEATURE_SEAL;
 	info->capacity = (uint64_t)sv.f_blocks * sv.f_frsize;
 	info->in_use = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 	info->page_size = dev->page_size;
 	info->chunk_size = dev->page_size;
-	st = scan_dir(dev, count_inode, &c);
+	st = npi_dir_scan(dev, count_inode, &c);
 	free(c.inos);
 	if (st)
 		return st;
@@ -235,12 +148,12 @@ static npushm_status_t allocate_now(npushm_dev_t *dev, int fd, uint64_t size, bo
 		if (errno == ENOSPC || errno == ENOMEM)
 			return npi_fail(NPUSHM_ERR_NO_SPACE, errno,
 					"posix backend: %s has no room for %llu bytes; free some or use a bigger tmpfs",
-					dev->shm_dir, (unsigned long long)size);
+					dev->dir, (unsigned long long)size);
 		if (errno == EOPNOTSUPP)
 			return NPUSHM_OK;
 		return npi_fail(npi_status_from_errno(errno), errno,
 				"posix backend: cannot allocate %llu bytes in %s",
-				(unsigned long long)size, dev->shm_dir);
+				(unsigned long long)size, dev->dir);
 	}
 	if (done)
 		*done = true;
@@ -259,13 +172,15 @@ static npushm_status_t posix_region_alloc(npushm_dev_t *dev, uint64_t size, uint
 	r->fd = openat(dev->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (r->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
 		npi_log(NPUSHM_LOG_INFO, "posix backend: %s has no O_TMPFILE, using a memfd (unpublishable)",
-			dev->shm_dir);
+			dev->dir);
 		r->fd = memfd_create("npushm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		r->memfd = true;
 	}
+	if (r->fd < 0 && !r->memfd)
+		return npi_dir_tmpfile(dev, &r->fd);
 	if (r->fd < 0)
 		return npi_fail(npi_status_from_errno(errno), errno,
-				"posix backend: cannot create a region file in %s", dev->shm_dir);
+				"posix backend: cannot create a memfd for a region");
 	if (ftruncate(r->fd, (off_t)rounded))
 		return npi_fail(errno == EFBIG || errno == EINVAL ? NPUSHM_ERR_INVALID : NPUSHM_ERR_NO_SPACE,
 				errno, "posix backend: cannot size a region to %llu bytes",
@@ -285,31 +200,9 @@ static npushm_status_t posix_region_alloc(npushm_dev_t *dev, uint64_t size, uint
 static npushm_status_t posix_region_open(npushm_dev_t *dev, const char *name, uint32_t flags,
 					 npushm_region_t *r)
 {
-	char fname[300];
-	npushm_status_t st = file_name(name, fname, sizeof(fname));
-	int oflags = ((flags & NPUSHM_OPEN_WRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW;
+	npushm_status_t st = npi_dir_region_open(dev, name, flags, &r->fd);
 
-	if (st)
-		return st;
-	r->fd = openat(dev->fd, fname, oflags);
-	if (r->fd < 0) {
-		int err = errno;
-		struct stat sb;
-
-		if (err == ENOENT)
-			return npi_fail(NPUSHM_ERR_NOT_FOUND, err, "no region is published as '%s'", name);
-		if (err == EACCES && !fstatat(dev->fd, fname, &sb, AT_SYMLINK_NOFOLLOW))
-			return npi_fail(NPUSHM_ERR_ACCESS, err,
-					"region '%s' (owner uid %u, mode %04o) may not be opened %s by uid %u",
-					name, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 0777),
-					(flags & NPUSHM_OPEN_WRITE) ? "read-write" : "read-only",
-					(unsigned)geteuid());
-		if (err == ELOOP)
-			return npi_fail(NPUSHM_ERR_INVALID, err, "'%s/%s' is a symbolic link, not a region",
-					dev->shm_dir, fname);
-		return npi_fail(npi_status_from_errno(err), err, "cannot open region '%s'", name);
-	}
-	return fill_from_fd(r);
+	return st ? st : fill_from_fd(r);
 }
 
 static npushm_status_t posix_region_import(npushm_dev_t *dev, npushm_region_t *r)
@@ -327,29 +220,12 @@ static npushm_status_t posix_region_import(npushm_dev_t *dev, npushm_region_t *r
 	}
 	return npi_fail(NPUSHM_ERR_INVALID, 0,
 			"descriptor %d is not an npushm posix region (neither a file in %s nor a memfd)",
-			r->fd, dev->shm_dir);
+			r->fd, dev->dir);
 }
 
 static npushm_status_t posix_name_unlink(npushm_dev_t *dev, const char *name)
 {
-	char fname[300];
-	npushm_status_t st = file_name(name, fname, sizeof(fname));
-	struct stat sb;
-
-	if (st)
-		return st;
-	if (unlinkat(dev->fd, fname, 0)) {
-		int err = errno;
-
-		if (err == ENOENT)
-			return npi_fail(NPUSHM_ERR_NOT_FOUND, err, "no region is published as '%s'", name);
-		if ((err == EPERM || err == EACCES) && !fstatat(dev->fd, fname, &sb, AT_SYMLINK_NOFOLLOW))
-			return npi_fail(NPUSHM_ERR_ACCESS, err,
-					"only the owner of '%s' (uid %u) or root may remove it", name,
-					(unsigned)sb.st_uid);
-		return npi_fail(npi_status_from_errno(err), err, "cannot remove the name '%s'", name);
-	}
-	return NPUSHM_OK;
+	return npi_dir_name_unlink(dev, name);
 }
 
 static npushm_status_t posix_region_sealed(npushm_region_t *r, bool *sealed)
@@ -374,20 +250,14 @@ static npushm_status_t posix_region_sealed(npushm_region_t *r, bool *sealed)
 static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name, uint32_t mode,
 					    uint32_t flags)
 {
-	npushm_dev_t *dev = r->dev;
-	char fname[300], proc[64];
 	bool sealed = false;
-	struct stat st;
 	npushm_status_t s;
-	uint32_t want;
 
+	(void)flags;	/* names are files: always persistent */
 	if (r->memfd)
 		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0,
 				"region %llu is a memfd: the posix backend can only name regions created in %s",
-				(unsigned long long)r->id, dev->shm_dir);
-	s = file_name(name, fname, sizeof(fname));
-	if (s)
-		return s;
+				(unsigned long long)r->id, r->dev->dir);
 	s = posix_region_sealed(r, &sealed);
 	if (s)
 		return s;
@@ -395,40 +265,8 @@ static npushm_status_t posix_region_publish(npushm_region_t *r, const char *name
 		return npi_fail(NPUSHM_ERR_ACCESS, EACCES,
 				"publishing region %llu as '%s' needs a read-write handle unless the region is sealed",
 				(unsigned long long)r->id, name);
-	if (fstat(r->fd, &st))
-		return npi_fail(NPUSHM_ERR_SYSTEM, errno, "cannot stat region %llu", (unsigned long long)r->id);
-	want = sealed ? (mode & ~0222u) : mode;
-	if ((st.st_mode & 0777) != want) {
-		/* Only possible before the name exists; the mode is per region here. */
-		if (fchmod(r->fd, want))
-			return npi_fail(NPUSHM_ERR_ACCESS, errno,
-					"cannot give region %llu the mode %04o for '%s': on the posix backend the mode belongs to the region and only its owner (uid %u) may change it",
-					(unsigned long long)r->id, want, name, (unsigned)st.st_uid);
-	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
-	if (linkat(AT_FDCWD, proc, dev->fd, fname, AT_SYMLINK_FOLLOW)) {
-		int err = errno;
-
-		if (err == ENOENT && access("/proc/self/fd", F_OK) != 0 &&
-		    !linkat(r->fd, "", dev->fd, fname, AT_EMPTY_PATH))
-			return NPUSHM_OK;
-		if (err == EEXIST)
-			return npi_fail(NPUSHM_ERR_EXISTS, err,
-					"the name '%s' is already published; choose another name or remove it first",
-					name);
-		if (err == ENOENT)
-			return npi_fail(NPUSHM_ERR_UNSUPPORTED, err,
-					"region %llu cannot be named again on the posix backend: its last name was removed",
-					(unsigned long long)r->id);
-		if (err == EPERM || err == EACCES)
-			return npi_fail(NPUSHM_ERR_ACCESS, err,
-					"cannot publish region %llu as '%s' (the region belongs to uid %u; see fs.protected_hardlinks)",
-					(unsigned long long)r->id, name, (unsigned)st.st_uid);
-		return npi_fail(npi_status_from_errno(err), err, "cannot publish region %llu as '%s'",
-				(unsigned long long)r->id, name);
-	}
-	(void)flags;	/* names are files: always persistent */
-	return NPUSHM_OK;
+	/* The write bits are the seal here: a sealed region keeps none. */
+	return npi_dir_publish(r, name, sealed ? (mode & ~0222u) : mode);
 }
 
 static npushm_status_t posix_region_seal(npushm_region_t *r)
@@ -470,28 +308,8 @@ static npushm_status_t posix_region_export_dmabuf(npushm_region_t *r, uint32_t f
 			(unsigned long long)r->id);
 }
 
-struct first_name_ctx {
-	ino_t ino;
-	char best[NPUSHM_NAME_MAX + 1];
-};
-
-static npushm_status_t first_name(void *arg, const char *name, const struct stat *st)
-{
-	struct first_name_ctx *c = arg;
-	bool alias = !strncmp(name, NPUSHM_HASH_ALIAS_PREFIX, strlen(NPUSHM_HASH_ALIAS_PREFIX));
-	bool best_alias = !strncmp(c->best, NPUSHM_HASH_ALIAS_PREFIX, strlen(NPUSHM_HASH_ALIAS_PREFIX));
-
-	if (st->st_ino != c->ino)
-		return NPUSHM_OK;
-	/* Prefer a model name over the hash alias, then the smallest. */
-	if (!c->best[0] || (best_alias && !alias) || (best_alias == alias && strcmp(name, c->best) < 0))
-		snprintf(c->best, sizeof(c->best), "%s", name);
-	return NPUSHM_OK;
-}
-
 static npushm_status_t posix_region_info(npushm_region_t *r, npushm_region_info_t *info)
 {
-	struct first_name_ctx c = { 0 };
 	bool sealed = false;
 	struct stat st;
 	npushm_status_t s;
@@ -514,13 +332,8 @@ static npushm_status_t posix_region_info(npushm_region_t *r, npushm_region_info_
 	info->mappings = NPUSHM_COUNT_UNKNOWN;
 	info->dmabufs = NPUSHM_COUNT_UNKNOWN;
 	info->mapped_bytes = UINT64_MAX;
-	if (info->names) {
-		c.ino = st.st_ino;
-		s = scan_dir(r->dev, first_name, &c);
-		if (s)
-			return s;
-		snprintf(info->name, sizeof(info->name), "%s", c.best);
-	}
+	if (info->names)
+		return npi_dir_first_name(r->dev, st.st_ino, info->name, sizeof(info->name));
 	return NPUSHM_OK;
 }
 
@@ -531,7 +344,7 @@ static npushm_status_t posix_region_write(npushm_region_t *r, const void *buf, s
 	if (err == ENOSPC)
 		return npi_fail(NPUSHM_ERR_NO_SPACE, err,
 				"posix backend: %s has no room for region %llu (%llu bytes); free some or use a bigger tmpfs",
-				r->dev->shm_dir, (unsigned long long)r->id, (unsigned long long)r->size);
+				r->dev->dir, (unsigned long long)r->id, (unsigned long long)r->size);
 	if (err)
 		return npi_fail(npi_status_from_errno(err), err,
 				"cannot write %zu bytes into region %llu at offset %llu", len,
@@ -561,41 +374,13 @@ static npushm_status_t posix_region_prepare_direct(npushm_region_t *r, bool *dir
 		if (r->size >= LOAD_ADVICE_SIZE)
 			npi_log(NPUSHM_LOG_WARN,
 				"%s gives regions %ld KiB pages, so this load copies through a buffer; a tmpfs with huge pages (mount option huge=within_size; see docs/weights.md) loads several times faster and lets workers map 2 MiB entries",
-				r->dev->shm_dir, (long)(st.st_blksize >> 10));
+				r->dev->dir, (long)(st.st_blksize >> 10));
 		return NPUSHM_OK;
 	}
 	return allocate_now(r->dev, r->fd, r->size, direct);
 }
 
 /* ------------------------------------------------------------------ lists */
-
-static npushm_status_t list_one(void *arg, const char *name, const struct stat *st)
-{
-	struct npushm_region_list *list = arg;
-	npushm_region_entry_t *e = NULL;
-	size_t i;
-
-	for (i = 0; i < list->count; i++)
-		if (list->entries[i].id == (uint64_t)st->st_ino)
-			e = &list->entries[i];
-	if (!e) {
-		e = npi_list_add(list);
-		if (!e)
-			return NPUSHM_ERR_NO_MEMORY;
-		e->id = (uint64_t)st->st_ino;
-		e->size = (uint64_t)st->st_size;
-		e->flags = NPUSHM_REGION_NAMED | NPUSHM_REGION_PERSISTENT |
-			   ((st->st_mode & 0222) ? 0 : NPUSHM_REGION_SEALED);
-		e->owner_uid = st->st_uid;
-		e->owner_gid = st->st_gid;
-		e->handles = NPUSHM_COUNT_UNKNOWN;
-		e->dmabufs = NPUSHM_COUNT_UNKNOWN;
-		e->mappings = 0;
-		e->mappers = 0;
-		e->mapped_bytes = 0;
-	}
-	return npi_list_add_name(e, name, st->st_mode & 0777, st->st_uid, st->st_gid, true);
-}
 
 /*
  * Count, for every listed region, the mappings and distinct processes that
@@ -656,10 +441,19 @@ static void count_mappers(npushm_dev_t *dev, struct npushm_region_list *list)
 
 static npushm_status_t posix_list_regions(npushm_dev_t *dev, struct npushm_region_list *list)
 {
-	npushm_status_t st = scan_dir(dev, list_one, list);
+	npushm_status_t st = npi_dir_list_names(dev, list);
 
 	if (st)
 		return st;
+	for (size_t i = 0; i < list->count; i++) {
+		npushm_region_entry_t *e = &list->entries[i];
+
+		/* No write bits: sealed. */
+		if (e->name_count && !(e->names[0].mode & 0222))
+			e->flags |= NPUSHM_REGION_SEALED;
+		e->mappings = e->mappers = 0;
+		e->mapped_bytes = 0;
+	}
 	count_mappers(dev, list);
 	return NPUSHM_OK;
 }

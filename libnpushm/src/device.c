@@ -4,7 +4,8 @@
  *
  * NPUSHM_BACKEND_AUTO resolves to $NPUSHM_BACKEND when set ("kmod",
  * "posix"; anything else is an error rather than a silent fallback), else
- * to kmod when /dev/npushm exists, else posix. The device handle is
+ * to kmod when an npushm instance is mounted at $NPUSHM_DIR (default
+ * /run/npushm), else posix. The device handle is
  * immutable after npushm_dev_open(), so threads may share it; it is
  * reference counted so that region handles keep it open after
  * npushm_dev_close().
@@ -45,7 +46,7 @@ static npushm_status_t resolve_backend(npushm_backend_t *backend)
 					env);
 		return NPUSHM_OK;
 	}
-	*backend = access(NPUSHM_DEVICE_PATH, F_OK) == 0 ? NPUSHM_BACKEND_KMOD : NPUSHM_BACKEND_POSIX;
+	*backend = npi_kmod_mounted() ? NPUSHM_BACKEND_KMOD : NPUSHM_BACKEND_POSIX;
 	return NPUSHM_OK;
 }
 
@@ -70,6 +71,7 @@ NPUSHM_API npushm_status_t npushm_dev_open(npushm_backend_t backend, npushm_dev_
 	atomic_init(&dev->refs, 1);
 	dev->backend = backend;
 	dev->fd = -1;
+	dev->ctl = -1;
 	pg = sysconf(_SC_PAGESIZE);
 	dev->page_size = pg > 0 ? (uint64_t)pg : 4096;
 	dev->ops = backend == NPUSHM_BACKEND_KMOD ? &npi_kmod_ops : &npi_posix_ops;

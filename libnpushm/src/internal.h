@@ -3,7 +3,8 @@
  * internal.h - what libnpushm's source files share and users never see.
  *
  * The handles behind the opaque types, the backend interface every backend
- * implements (backend_posix.c, backend_kmod.c), and the error helpers: every
+ * implements (backend_posix.c, backend_kmod.c; what they share, a directory
+ * of region files, is backend_dir.c), and the error helpers: every
  * failing path calls npi_fail() exactly once, which records the status, the
  * errno and a message in thread-local storage and returns the status.
  * Functions named npi_* are hidden (-fvisibility=hidden); the public ones
@@ -14,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 
 #include "npushm.h"
 
@@ -83,14 +85,20 @@ struct npi_backend_ops {
 
 extern const struct npi_backend_ops npi_posix_ops;
 extern const struct npi_backend_ops npi_kmod_ops;
+/* Is an npushm instance mounted where the kmod backend looks ($NPUSHM_DIR)? */
+bool npi_kmod_mounted(void);
 
 struct npushm_dev {
 	atomic_int refs;	/* the caller's, plus one per region handle */
 	npushm_backend_t backend;
 	const struct npi_backend_ops *ops;
-	int fd;			/* kmod: /dev/npushm; posix: the tmpfs directory */
-	char shm_dir[256];	/* posix */
+	int fd;			/* the directory of region files (both backends) */
+	char dir[256];		/* its path, for messages */
+	dev_t dir_dev;		/* its st_dev */
+	const char *prefix;	/* of region file names: posix "npushm.", kmod "" */
+	int ctl;		/* kmod: /dev/npushm, -1 when it cannot be opened */
 	uint64_t page_size;
+	uint64_t chunk_size;	/* kmod: the pool's allocation unit */
 };
 
 struct npushm_region {
@@ -123,8 +131,35 @@ npushm_region_entry_t *npi_list_add(struct npushm_region_list *list);
 npushm_status_t npi_list_add_name(npushm_region_entry_t *e, const char *name, uint32_t mode,
 				  uint32_t uid, uint32_t gid, bool persistent);
 
-/* kmod_netlink.c */
-npushm_status_t npi_kmod_netlink_list(struct npushm_region_list *list);
+/* kmod_netlink.c: the module's view, by region id */
+struct npi_kmod_region {
+	uint64_t id, size, mapped_bytes, pinned_bytes;
+	uint32_t owner_uid, owner_gid, mode, names, handles, mappings, dmabufs, mappers, dev;
+	bool sealed, anonymous;
+};
+struct npi_kmod_stats {
+	uint64_t capacity, in_use, regions, uid_quota, uid_in_use, orphan_pinned;
+};
+/* Every region the caller may see (*@regions: malloc'd array, *@n entries). */
+npushm_status_t npi_kmod_netlink_regions(struct npi_kmod_region **regions, size_t *n);
+npushm_status_t npi_kmod_netlink_stats(struct npi_kmod_stats *stats);
+
+/* backend_dir.c: a directory of region files, names as links */
+npushm_status_t npi_dir_open(npushm_dev_t *dev, const char *dir);
+npushm_status_t npi_dir_file_name(const npushm_dev_t *dev, const char *name, char *out, size_t outsz);
+npushm_status_t npi_dir_scan(npushm_dev_t *dev,
+			     npushm_status_t (*fn)(void *arg, const char *name, const struct stat *st),
+			     void *arg);
+/* A new unnamed file (O_TMPFILE, mode 0600) in the directory. */
+npushm_status_t npi_dir_tmpfile(npushm_dev_t *dev, int *fdp);
+npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_t flags, int *fdp);
+npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name);
+/* Give the file of @r the mode @mode, then link it as @name. */
+npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode);
+/* The region's preferred name in the directory (a model name before a hash alias). */
+npushm_status_t npi_dir_first_name(npushm_dev_t *dev, ino_t ino, char *best, size_t size);
+/* One entry per region file, with all its names; counts unknown. */
+npushm_status_t npi_dir_list_names(npushm_dev_t *dev, struct npushm_region_list *list);
 
 /* ------------------------------------------------------------------ names */
 

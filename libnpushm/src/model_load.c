@@ -101,6 +101,7 @@ static npushm_status_t try_dedup(struct load *ld, npushm_dev_t *dev, bool *done)
 	void *m = NULL;
 	npushm_status_t st;
 	struct npi_saved_error saved;
+	uint32_t want;
 
 	*done = false;
 	snprintf(alias, sizeof(alias), "%s%s", NPUSHM_HASH_ALIAS_PREFIX, ld->hash_hex);
@@ -116,10 +117,11 @@ static npushm_status_t try_dedup(struct load *ld, npushm_dev_t *dev, bool *done)
 	}
 	if (npushm_region_info(other, &info) != NPUSHM_OK || !(info.flags & NPUSHM_REGION_SEALED))
 		goto out;
-	if (dev->backend == NPUSHM_BACKEND_POSIX && info.mode != (ld->mode & ~0222u)) {
-		npi_log(NPUSHM_LOG_INFO,
-			"posix backend: the published copy has mode %04o, not %04o; making a new copy",
-			info.mode, ld->mode & ~0222u);
+	/* The mode is the region's: reusing it must not change it for its other names. */
+	want = dev->backend == NPUSHM_BACKEND_POSIX ? ld->mode & ~0222u : ld->mode;
+	if (info.mode != want) {
+		npi_log(NPUSHM_LOG_INFO, "the published copy has mode %04o, not %04o; making a new copy",
+			info.mode, want);
 		goto out;
 	}
 	npi_load_progress(ld, NPUSHM_LOAD_PUBLISH, 0, 1);

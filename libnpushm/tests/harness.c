@@ -176,12 +176,12 @@ uint64_t th_pool_used(npushm_dev_t *dev)
 
 int th_shm_files(void)
 {
-	const char *dir = getenv("NPUSHM_SHM_DIR");
+	const char *dir = getenv(th_is_kmod() ? "NPUSHM_DIR" : "NPUSHM_SHM_DIR");
 	struct dirent *de;
 	int n = 0;
 	DIR *d;
 
-	if (th_is_kmod() || !dir || !(d = opendir(dir)))
+	if (!dir || !(d = opendir(dir)))
 		return 0;
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
@@ -415,14 +415,19 @@ static void rm_tree(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Root on posix: give the test an empty private tmpfs as NPUSHM_SHM_DIR. */
+/*
+ * Root: give the test an empty private directory of its own, in a mount
+ * namespace of its own: a tmpfs as NPUSHM_SHM_DIR (posix), an npushm
+ * instance as NPUSHM_DIR (kmod).
+ */
 static void private_shm(void)
 {
-	if (th_is_kmod() || !th_is_root())
+	if (!th_is_root() || !shm_base[0])
 		return;
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("npushm-test", shm_base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=2g")) {
-		th_diag("cannot set up a private tmpfs (%s); sharing %s", strerror(errno), shm_base);
+	    (th_is_kmod() ? mount("npushm", shm_base, "npushm", 0, "mode=1777") :
+	     mount("npushm-test", shm_base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=2g"))) {
+		th_diag("cannot set up a private instance (%s); sharing %s", strerror(errno), shm_base);
 		return;
 	}
 }
@@ -508,6 +513,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		setenv("NPUSHM_SHM_DIR", shm_base, 1);
+	} else if (th_is_root()) {
+		/* Each test mounts its own instance here (private_shm). */
+		snprintf(shm_base, sizeof(shm_base), "/tmp/npushm-tests.%d", (int)getpid());
+		if (mkdir(shm_base, 0755)) {
+			fprintf(stderr, "cannot create %s: %s\n", shm_base, strerror(errno));
+			return 1;
+		}
+		setenv("NPUSHM_DIR", shm_base, 1);
 	}
 	printf("1..%d\n", nsel);
 	th_diag("backend %s, uid %d", th_is_kmod() ? "kmod" : "posix", (int)geteuid());
@@ -516,7 +529,10 @@ int main(int argc, char **argv)
 	if (shm_base[0]) {
 		if (th_shm_files())
 			th_diag("warning: files left in %s (removed)", shm_base);
-		rm_tree(shm_base);
+		if (th_is_kmod())
+			rmdir(shm_base);
+		else
+			rm_tree(shm_base);
 	}
 	return failed ? 1 : 0;
 }

@@ -6,10 +6,10 @@
  *
  * A test is a function declared with TEST(name); it passes when it returns
  * with no failed CHECK. Each runs in its own child (a crash, an abort, a
- * SIGKILL or a timeout fails only that test). As root on the posix backend
- * each test also gets a private mount namespace with an empty tmpfs as its
- * shared-memory directory, so memory accounting is exact and nothing can
- * leak into /dev/shm. NPUSHM_BACKEND selects the backend under test.
+ * SIGKILL or a timeout fails only that test). As root each test also gets a
+ * private mount namespace with an empty directory of its own (a tmpfs on
+ * posix, an npushm instance on kmod), so nothing can leak into /dev/shm or
+ * /run/npushm. NPUSHM_BACKEND selects the backend under test.
  */
 #ifndef NPUSHM_TEST_HARNESS_H
 #define NPUSHM_TEST_HARNESS_H
@@ -85,7 +85,7 @@ npushm_dev_t *th_dev(void);
 const char *th_name(const char *tag);
 /* Bytes the backend holds: kmod pool in_use, posix used bytes of the tmpfs. */
 uint64_t th_pool_used(npushm_dev_t *dev);
-/* Number of region files in the posix directory (0 on kmod). */
+/* Number of files in the backend's directory (NPUSHM_SHM_DIR, NPUSHM_DIR). */
 int th_shm_files(void);
 /* Open file descriptors of this process. */
 int th_fd_count(void);

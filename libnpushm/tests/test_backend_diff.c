@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * test_backend_diff.c - where the posix backend is weaker than the module.
+ * test_backend_diff.c - where the posix backend is weaker than the module,
+ * and where the two now behave the same (both are directories of files).
  *
  * Each test runs on both backends and asserts the backend's own behaviour:
  * on kmod the guarantee holds, on posix the documented weakness shows (so a
@@ -15,10 +16,12 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/npushm.h>
+#include "npushm_test_uapi.h"
 
 #include "harness.h"
 
@@ -92,65 +95,79 @@ TEST(diff_seal_with_a_writable_mapping)
 	npushm_dev_close(dev);
 }
 
-/* 3. Non-persistent names die with the region (kmod); posix names always persist. */
-TEST(diff_non_persistent_names)
+/* 3. A pin (here a page vmsplice()d into a pipe) blocks the seal on kmod only. */
+TEST(diff_seal_and_pins)
 {
 	npushm_dev_t *dev = th_dev();
-	const char *name = th_name("nopersist");
-	npushm_region_t *r, *o = NULL;
+	npushm_region_info_t info;
+	npushm_region_list_t *l;
+	npushm_region_t *r;
+	struct iovec iov;
+	int pipefd[2];
+	char *w, buf[4096];
 
-	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
-	REQUIRE_OK(npushm_region_publish(r, name, 0600, 0));
-	REQUIRE_OK(npushm_region_open(dev, name, 0, &o));	/* alive: the name works */
-	npushm_region_close(o);
-	npushm_region_close(r);
-	if (th_is_kmod()) {
-		CHECK_ST(npushm_region_open(dev, name, 0, &o), NPUSHM_ERR_NOT_FOUND);
-	} else {
-		CHECK_ST(npushm_region_open(dev, name, 0, &o), NPUSHM_OK);
-		npushm_region_close(o);
-		CHECK_ST(npushm_name_unlink(dev, name), NPUSHM_OK);
+	REQUIRE_OK(npushm_region_alloc(dev, 8192, 0, &r));
+	REQUIRE_OK(npushm_region_publish(r, th_name("pin"), 0600, NPUSHM_PUBLISH_PERSISTENT));
+	REQUIRE_OK(npushm_region_map(r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, (void **)&w));
+	memset(w, 'p', 4096);
+	REQUIRE(pipe(pipefd) == 0);
+	iov.iov_base = w;
+	iov.iov_len = 4096;
+	REQUIRE(vmsplice(pipefd[1], &iov, 1, 0) == 4096);
+	npushm_region_unmap(r, w);
+	REQUIRE_OK(npushm_dev_list_regions(dev, &l));
+	for (size_t i = 0; i < npushm_region_list_count(l); i++) {
+		const npushm_region_entry_t *e = npushm_region_list_at(l, i);
+
+		if (e->id == npushm_region_id(r))
+			CHECK(e->pinned_bytes == (th_is_kmod() ? 4096 : UINT64_MAX));
 	}
+	npushm_region_list_free(l);
+	if (th_is_kmod()) {
+		CHECK_ST_MSG(npushm_region_seal(r), NPUSHM_ERR_BUSY, "pin");
+		CHECK(read(pipefd[0], buf, sizeof(buf)) == 4096);
+		CHECK_ST(npushm_region_seal(r), NPUSHM_OK);
+	} else {
+		CHECK_ST(npushm_region_seal(r), NPUSHM_OK);
+	}
+	REQUIRE_OK(npushm_region_info(r, &info));
+	CHECK(info.flags & NPUSHM_REGION_SEALED);
+	CHECK_ST(npushm_name_unlink(dev, info.name), NPUSHM_OK);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	npushm_region_close(r);
 	npushm_dev_close(dev);
 }
 
-/* 4. Names are per IPC namespace (kmod) or per tmpfs (posix). */
-TEST(diff_names_and_ipc_namespaces)
+/* 4. Names are files on both: they persist, and a new IPC namespace sees them. */
+TEST(same_names_persist_and_ignore_ipc_namespaces)
 {
 	npushm_dev_t *dev = th_dev();
 	const char *name = th_name("ipcns");
-	npushm_region_t *r;
+	npushm_region_t *r, *o = NULL;
 	pid_t pid;
 
-	if (!th_is_root())
-		th_skip("unshare(CLONE_NEWIPC) needs root");
 	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
-	REQUIRE_OK(npushm_region_publish(r, name, 0600, NPUSHM_PUBLISH_PERSISTENT));
-	pid = fork();
-	if (pid == 0) {
-		npushm_dev_t *d2;
-		npushm_region_t *o = NULL;
+	/* Without PERSISTENT too: the flag is accepted and names persist anyway. */
+	REQUIRE_OK(npushm_region_publish(r, name, 0600, 0));
+	npushm_region_close(r);
+	CHECK_ST(npushm_region_open(dev, name, 0, &o), NPUSHM_OK);
+	npushm_region_close(o);
+	if (th_is_root()) {
+		pid = fork();
+		if (pid == 0) {
+			npushm_dev_t *d2;
 
-		REQUIRE(unshare(CLONE_NEWIPC) == 0);
-		d2 = th_dev();
-		if (th_is_kmod()) {
-			CHECK_ST(npushm_region_open(d2, name, 0, &o), NPUSHM_ERR_NOT_FOUND);
-			/* The new namespace may reuse the name independently. */
-			npushm_region_t *mine;
-
-			REQUIRE_OK(npushm_region_alloc(d2, 4096, 0, &mine));
-			CHECK_ST(npushm_region_publish(mine, name, 0600, 0), NPUSHM_OK);
-			npushm_region_close(mine);
-		} else {
+			REQUIRE(unshare(CLONE_NEWIPC) == 0);
+			d2 = th_dev();
 			CHECK_ST(npushm_region_open(d2, name, 0, &o), NPUSHM_OK);
 			npushm_region_close(o);
+			npushm_dev_close(d2);
+			_exit(0);
 		}
-		npushm_dev_close(d2);
-		_exit(0);
+		CHECK_EQ(wait_child(pid), 0);
 	}
-	CHECK_EQ(wait_child(pid), 0);
 	CHECK_ST(npushm_name_unlink(dev, name), NPUSHM_OK);
-	npushm_region_close(r);
 	npushm_dev_close(dev);
 }
 
@@ -178,8 +195,8 @@ TEST(diff_dmabuf_export)
 	CHECK(mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
 	munmap(q, 1 << 16);
 	{
-		/* The debugfs test importer maps it like a device driver does. */
-		int imp = open("/sys/kernel/debug/npushm/importer", O_RDWR);
+		/* The selftests' importer module maps it like a device driver does. */
+		int imp = open(NPUSHM_TEST_DEVICE_PATH, O_RDWR);
 
 		if (imp >= 0) {
 			struct npushm_test_import ti = { .fd = fd, .op = NPUSHM_TEST_READ_SUM,
@@ -193,7 +210,8 @@ TEST(diff_dmabuf_export)
 			CHECK_EQ(ti.dma_size, 1 << 16);
 			close(imp);
 		} else {
-			th_diag("no debugfs importer (%s): checked the dma-buf by mmap only", strerror(errno));
+			th_diag("no importer at %s (%s): checked the dma-buf by mmap only",
+				NPUSHM_TEST_DEVICE_PATH, strerror(errno));
 		}
 	}
 	close(fd);
@@ -203,8 +221,8 @@ out:
 	npushm_dev_close(dev);
 }
 
-/* 6. Modes are per name (kmod) or per region (posix, last publish wins). */
-TEST(diff_modes_per_name_or_per_region)
+/* 6. The mode belongs to the region on both (a file's): the last publish wins. */
+TEST(same_modes_per_region)
 {
 	npushm_dev_t *dev = th_dev();
 	const char *a = th_name("modeA"), *b = th_name("modeB");
@@ -228,7 +246,7 @@ TEST(diff_modes_per_name_or_per_region)
 	}
 	npushm_region_list_free(list);
 	CHECK_EQ(mb, 0644);
-	CHECK_EQ(ma, th_is_kmod() ? 0600 : 0644);
+	CHECK_EQ(ma, 0644);
 	CHECK_ST(npushm_name_unlink(dev, a), NPUSHM_OK);
 	CHECK_ST(npushm_name_unlink(dev, b), NPUSHM_OK);
 	npushm_region_close(r);
@@ -288,8 +306,8 @@ out:
 	npushm_dev_close(dev);
 }
 
-/* 9. A region whose last name was removed can be named again on kmod only. */
-TEST(diff_renaming_after_the_last_name_is_gone)
+/* 9. On both, a region whose last name was removed cannot be named again. */
+TEST(same_no_renaming_after_the_last_name_is_gone)
 {
 	npushm_dev_t *dev = th_dev();
 	const char *a = th_name("re1"), *b = th_name("re2");
@@ -298,13 +316,8 @@ TEST(diff_renaming_after_the_last_name_is_gone)
 	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
 	REQUIRE_OK(npushm_region_publish(r, a, 0600, NPUSHM_PUBLISH_PERSISTENT));
 	REQUIRE_OK(npushm_name_unlink(dev, a));
-	if (th_is_kmod()) {
-		CHECK_ST(npushm_region_publish(r, b, 0600, NPUSHM_PUBLISH_PERSISTENT), NPUSHM_OK);
-		CHECK_ST(npushm_name_unlink(dev, b), NPUSHM_OK);
-	} else {
-		CHECK_ST_MSG(npushm_region_publish(r, b, 0600, NPUSHM_PUBLISH_PERSISTENT),
-			     NPUSHM_ERR_UNSUPPORTED, "last name was removed");
-	}
+	CHECK_ST_MSG(npushm_region_publish(r, b, 0600, NPUSHM_PUBLISH_PERSISTENT),
+		     NPUSHM_ERR_UNSUPPORTED, "last name was removed");
 	npushm_region_close(r);
 	npushm_dev_close(dev);
 }

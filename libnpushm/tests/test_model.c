@@ -608,6 +608,21 @@ TEST(model_dedup_reuses_one_copy_and_rm_frees_it)
 	CHECK(!rd.deduplicated);
 	CHECK(rd.region_id != ra.region_id);
 	CHECK_EQ(th_pool_used(dev) - used0, 3 * one);
+	{
+		/* Another mode: a copy of its own, and the first copy keeps its mode. */
+		npushm_load_opts_t other_mode = { .mode = 0644 };
+		const char *e = th_name("dE");
+		npushm_load_result_t re;
+		npushm_region_info_t info;
+
+		REQUIRE_OK(npushm_model_load(dev, f1, e, &other_mode, &re));
+		CHECK(!re.deduplicated);
+		REQUIRE_OK(npushm_region_open(dev, a, 0, &r));
+		REQUIRE_OK(npushm_region_info(r, &info));
+		CHECK_EQ(info.mode & 0044, 0040);
+		npushm_region_close(r);
+		CHECK_ST(npushm_model_remove(dev, e), NPUSHM_OK);
+	}
 	/* The alias names the first copy. */
 	snprintf(alias, sizeof(alias), "xxh3:%s", ra.hash_hex);
 	REQUIRE_OK(npushm_region_open(dev, alias, 0, &r));

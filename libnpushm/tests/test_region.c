@@ -326,6 +326,15 @@ TEST(region_dev_open_rejects_unknown_backends)
 		CHECK_ST_MSG(npushm_dev_open(NPUSHM_BACKEND_KMOD, &dev), NPUSHM_ERR_NO_DEVICE,
 			     "insmod");
 	}
+	/* kmod needs an npushm instance where NPUSHM_DIR says; AUTO then picks posix. */
+	setenv("NPUSHM_DIR", th_tmpdir(), 1);
+	CHECK_ST_MSG(npushm_dev_open(NPUSHM_BACKEND_KMOD, &dev), NPUSHM_ERR_NO_DEVICE,
+		     access("/dev/npushm", F_OK) ? "insmod" : "is not an npushm filesystem");
+	CHECK(dev == NULL);
+	unsetenv("NPUSHM_BACKEND");
+	REQUIRE_OK(npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev));
+	CHECK_EQ(npushm_dev_backend(dev), NPUSHM_BACKEND_POSIX);
+	npushm_dev_close(dev);
 	setenv("NPUSHM_SHM_DIR", "/nonexistent/dir", 1);
 	CHECK_ST_MSG(npushm_dev_open(NPUSHM_BACKEND_POSIX, &dev), NPUSHM_ERR_NO_DEVICE,
 		     "/nonexistent/dir");
@@ -348,7 +357,7 @@ TEST(region_dev_query_reports_capacity_and_features)
 	REQUIRE_OK(npushm_dev_query(dev, &di));
 	CHECK(di.in_use >= before + (1 << 20));
 	if (th_is_kmod()) {
-		CHECK_EQ(di.abi_version, 1);
+		CHECK_EQ(di.abi_version, 2);
 		CHECK(di.features & NPUSHM_FEATURE_SEAL_ENFORCED);
 		CHECK(di.regions >= 1);
 	} else {

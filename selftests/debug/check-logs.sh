@@ -5,10 +5,11 @@
 #
 #   check-logs.sh OUTDIR FIRST [MODULE]
 #
-# Prints "ok/not ok N ..." for N = FIRST .. FIRST+5 (KASAN, lockdep and
+# Prints "ok/not ok N ..." for N = FIRST .. FIRST+6 (KASAN, lockdep and
 # atomic-sleep, kmemleak, other WARNING/BUG/Oops/panic, taint, MODULE not left
-# loaded), with the offending kernel lines as "#" comments. Exit 1 if any
-# failed. A problem is counted by the first detector whose pattern matches.
+# loaded, deadlock detectors armed), with the offending kernel lines as "#"
+# comments. Exit 1 if any failed. A problem is counted by the first detector
+# whose pattern matches.
 set -u
 out=${1:?usage: check-logs.sh OUTDIR FIRST [MODULE]}
 n=${2:?usage: check-logs.sh OUTDIR FIRST [MODULE]}
@@ -95,5 +96,20 @@ if [ -n "$mod" ]; then
 	fi
 else
 	result 0 "module unloaded at the end # SKIP no module under test"
+fi
+
+# The hung-task (a short timeout) and soft-lockup detectors must have been
+# armed, panicking, so that a deadlock fails the run fast.
+if [ -f "$out/detectors" ]; then
+	d=$(tr '\n' ' ' < "$out/detectors")
+	t=$(sed -n 's/^hung_task_timeout_secs=//p' "$out/detectors")
+	ok=1
+	case "$t" in ''|*[!0-9]*) ok=0 ;; *) [ "$t" -ge 1 ] && [ "$t" -le 60 ] || ok=0 ;; esac
+	for k in hung_task_panic softlockup_panic watchdog; do
+		grep -qx "$k=1" "$out/detectors" || ok=0
+	done
+	result "$([ "$ok" = 1 ]; echo $?)" "deadlock detectors armed ($d)" "hung_task_timeout_secs must be 1..60 and the rest 1: $d"
+else
+	result 1 "deadlock detectors armed" "the run ended before the guest read them"
 fi
 exit $fail

@@ -4,7 +4,7 @@
 # kmemleak scans, and leave everything the host needs to judge the run in
 # $DEBUG_OUT (the run-vm.sh result share):
 #   pass-suite.{tap,rc,secs}  pass-fault.{tap,rc,secs}  kmemleak.txt (or kmemleak.unavailable)
-#   taint.before taint.after  lockdep_stats  modules.after  guest.done (written last)
+#   taint.before taint.after  lockdep_stats  modules.after  detectors  guest.done (written last)
 # Environment: DEBUG_OUT, DEBUG_SUITE (a shell command), DEBUG_FAULT_SUITE
 # (a shell command, empty: no fault pass), DEBUG_FAULT_OPTS (fail-inject.sh
 # options), NPUSHM_KO (the module built against this kernel, for the suites).
@@ -18,6 +18,10 @@ export NPUSHM_KO
 
 echo "# debug lane: kernel $(uname -r), module ${NPUSHM_KO:-none}, tainted $(cat /proc/sys/kernel/tainted)"
 cat /proc/sys/kernel/tainted > "$out/taint.before"
+# The deadlock detectors, as armed (check-logs.sh checks them).
+for k in hung_task_timeout_secs hung_task_panic softlockup_panic watchdog; do
+	echo "$k=$(cat /proc/sys/kernel/$k 2>/dev/null || echo missing)"
+done > "$out/detectors"
 
 pass() { # pass NAME COMMAND: run COMMAND with sh -c, output to the console and pass-NAME.tap
 	name=$1 cmd=$2
@@ -30,10 +34,10 @@ pass() { # pass NAME COMMAND: run COMMAND with sh -c, output to the console and 
 
 pass suite "$DEBUG_SUITE"
 # A module still loaded here means the suite's rmmod failed: something
-# holds it, typically a task stuck in the module (the debug config has no
-# hung-task detector). Show the blocked tasks (sysrq-w: their stacks go to
-# the kernel log, for the report; the failed rmmod fails the run) and skip
-# the fault pass, which could only hang on the same task.
+# holds it (a task stuck in the module for 30 s would already have panicked
+# the kernel: hung-task detector). Show the blocked tasks (sysrq-w: their
+# stacks go to the kernel log, for the report; the failed rmmod fails the
+# run) and skip the fault pass, which could only hang on the same task.
 modname=$(basename "${NPUSHM_KO:-npushm.ko}" .ko)
 stuck=
 if grep -q "^$modname " /proc/modules; then

@@ -32,7 +32,7 @@ fopts=${DEBUG_FAULT_OPTS:---slab --page --arm}
 tmo=${DEBUG_TIMEOUT:-3600}
 mem=${DEBUG_VM_MEM:-2G}
 work=$BUILD/debug
-plan=11
+plan=12
 n=0
 failed=0
 
@@ -123,7 +123,7 @@ mkdir -p "$vmout"
 # interrupt in that window makes KASAN take every direct-map address for a
 # wild access (a storm of "BUG: KASAN: wild-memory-access" at boot, seen
 # under TCG when the boot is slow). 4-level paging has no such window.
-append="no5lvl panic_on_warn=0 kasan_multi_shot kasan.fault=report log_buf_len=8M ${DEBUG_VM_APPEND:-}"
+append="no5lvl swiotlb=force panic_on_warn=0 kasan_multi_shot kasan.fault=report log_buf_len=8M ${DEBUG_VM_APPEND:-}"
 echo "# booting $rel (under a minute), then: $suite${fsuite:+; fault pass: fail-inject.sh $fopts -- $fsuite}"
 t0=$(date +%s)
 VM_KERNEL_ROOT=$dir/root VM_APPEND=$append VM_REPORTS_JUDGED_BY="the debug lane (check-logs.sh)" \
@@ -158,7 +158,7 @@ else
 	ok "fault-injection pass # SKIP DEBUG_FAULT_SUITE is empty"
 fi
 
-# 6-11. The detectors.
+# 6-12. The detectors.
 "$here/check-logs.sh" "$vmout" $((n + 1)) "$kmodname" || failed=1
 if [ "$failed" = 1 ]; then
 	echo "# debug lane FAILED: console $vmout/console.log, kernel log $vmout/dmesg.txt, kmemleak $vmout/kmemleak.txt"

@@ -256,6 +256,68 @@ NPT_API npt_status_t npt_layernorm(npt_tensor_t *t, int axis, npt_tensor_t *weig
 /** NumPy matmul (1-D promotion, batch broadcasting); f32/f64 on OpenBLAS. */
 NPT_API npt_status_t npt_matmul(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out);
 
+/* ---- model building blocks (lazy; fusion boundaries) ---------------------- */
+
+/**
+ * NumPy take(a, indices, axis) with mode='raise' (an embedding lookup:
+ * npt_take(table, token_ids, 0, &rows)). Result shape a.shape[:axis] +
+ * indices.shape + a.shape[axis+1:], dtype of a. indices: any integer dtype
+ * (not bool or floating). Negative indices count from the end; an index
+ * outside [-n, n) fails the EVALUATION with NPT_E_VALUE ("take: index 7 is
+ * out of bounds for axis 0 with size 5"), before anything is written. a is
+ * read in place through its strides (a read-only shared table is never
+ * copied); only the picked slices are written.
+ */
+NPT_API npt_status_t npt_take(npt_tensor_t *a, npt_tensor_t *indices, int axis,
+			      npt_tensor_t **out);
+
+typedef enum npt_activation {
+	NPT_ACT_NONE = 0,
+	NPT_ACT_GELU,   /**< 0.5 x (1 + erf(x / sqrt 2)), as NPT_OP_GELU */
+	NPT_ACT_TANH,
+	NPT_ACT_RELU,
+} npt_activation_t;
+
+/**
+ * torch.nn.functional.linear with a fused activation: act(x @ weight^T +
+ * bias). x [..., in_features], weight [out_features, in_features] (the
+ * layout models store), bias [out_features] or NULL; result [...,
+ * out_features]; float32 only. Weight views are read in place whenever one
+ * of their strides is 1 (a read-only shared weight, a row slice or a column
+ * slice of one: no copy); x's leading dims are read in place when they
+ * collapse into one row stride (contiguous x, or a row view such as
+ * hidden[:, 0, :]). Other operands are copied first, reported as matmul's
+ * are (NPT_E_WOULD_COPY in NPT_EXPAND_VIEW mode). The bias and activation
+ * are applied in one pass right after the GEMM; GELU and tanh there use
+ * glibc's vector math (libmvec, within 4 ulp) where the CPU has AVX2 or
+ * AVX-512, so they may differ from NPT_OP_GELU/NPT_OP_TANH in the last bits.
+ */
+NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tensor_t *bias,
+				npt_activation_t act, npt_tensor_t **out);
+
+/** npt_attention flag: the result is [..., Sq, heads, dv] (see below). */
+#define NPT_ATTN_HEADS_LAST 0x1u
+
+/**
+ * Scaled dot-product attention per batch entry: softmax(q @ k^T * scale +
+ * bias) @ v (torch's scaled_dot_product_attention without dropout).
+ * q [..., Sq, d], k [..., Sk, d], v [..., Sk, dv] with the same leading
+ * (batch) dims; bias NULL or broadcastable to [..., Sq, Sk] (an additive
+ * mask: -inf or the most negative float for keys to ignore). Result
+ * [..., Sq, dv]; with NPT_ATTN_HEADS_LAST (rank >= 3, q [..., heads, Sq, d])
+ * [..., Sq, heads, dv], the layout in which the heads merge into
+ * [..., Sq, heads * dv] by a reshape that copies nothing. float32 only.
+ * The [Sq, Sk] scores of an entry never leave the cache (no [..., Sq, Sk]
+ * tensor is written); q, k, v are read in place when each matrix has one
+ * unit stride (permuted views of a [B, S, heads, d] projection do). A row is
+ * reduced by one thread in a fixed order: results do not depend on the
+ * thread count. The exp uses glibc's vector math (libmvec, within 4 ulp)
+ * on AVX2/AVX-512 CPUs.
+ */
+NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_t *v,
+				   npt_tensor_t *bias, double scale, unsigned flags,
+				   npt_tensor_t **out);
+
 /* ---- evaluation ------------------------------------------------------------ */
 
 /** Compute a lazy tensor's values (no-op for a materialised one). */

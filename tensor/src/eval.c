@@ -178,6 +178,9 @@ static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 	case NPT_NODE_SOFTMAX: return npt_run_softmax(t, dst);
 	case NPT_NODE_LAYERNORM: return npt_run_layernorm(t, dst);
 	case NPT_NODE_MATMUL: return npt_run_matmul(t, dst);
+	case NPT_NODE_TAKE: return npt_run_take(t, dst);
+	case NPT_NODE_LINEAR: return npt_run_linear(t, dst);
+	case NPT_NODE_ATTENTION: return npt_run_attention(t, dst);
 	default: return npt_fail(NPT_E_INVAL, "internal: unknown node kind %d", t->node->kind);
 	}
 }

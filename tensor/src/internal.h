@@ -67,6 +67,9 @@ typedef enum {
 	NPT_NODE_SOFTMAX,
 	NPT_NODE_LAYERNORM,
 	NPT_NODE_MATMUL,
+	NPT_NODE_TAKE,        /* gather.c */
+	NPT_NODE_LINEAR,      /* linear.c; op = npt_activation_t */
+	NPT_NODE_ATTENTION,   /* attention.c; op = flags, eps = scale */
 } npt_node_kind_t;
 
 /* internal elementwise opcodes beyond npt_op_t */
@@ -251,5 +254,14 @@ NPT_HIDDEN npt_status_t npt_run_softmax(npt_tensor_t *t, npt_tensor_t *dst);
 NPT_HIDDEN npt_status_t npt_run_layernorm(npt_tensor_t *t, npt_tensor_t *dst);
 NPT_HIDDEN npt_status_t npt_run_matmul(npt_tensor_t *t, npt_tensor_t *dst);
 NPT_HIDDEN void npt_blas_set_threads(int n);
+
+/* ---- gather.c / linear.c / act_vec.c: model building blocks ---- */
+NPT_HIDDEN npt_status_t npt_run_take(npt_tensor_t *t, npt_tensor_t *dst);
+NPT_HIDDEN npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst);
+/* y[i] = act(y[i] + bias[i]) for i < n (bias may be NULL), f32, vectorised */
+NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias);
+/* x[i] = exp(x[i] - m) for i < n, f32, vectorised; returns the sum */
+NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
+NPT_HIDDEN npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst);
 
 #endif

@@ -55,6 +55,8 @@ class Region(_L.Closeable):
         return self._h
 
     def publish(self, name, mode=0o600, persistent=True):
+        """Name the region (a link to its file; every name persists until unlinked,
+        `persistent` is kept for compatibility). The mode is the region's."""
         _L.check(_L.lib().npushm_region_publish(self._handle(), name.encode(), mode,
                                                 _L.PUBLISH_PERSISTENT if persistent else 0))
 

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# bert.mk - build and test rules for apps/bert/ (libnpbert: BERT inference from a
+# shared npushm model, computed with libnptensor, tensor parallel with libnpccl).
+#
+#   make                  build/lib/libnpbert.so, build/bin/npushm-bert (the command),
+#                         build/bin/npushm-bert-gen (deterministic test models)
+#   make check-bert       against the PyTorch reference and the error cases, posix backend
+#   make check-bert-kmod  the engine on the kmod backend, in the VM
+#   make run-demo         the serving demo (make demo = setup + build + this);
+#                         NPUSHM_BACKEND=kmod runs it in the VM with the module;
+#                         BERT_DEMO_ARGS="--workers 2 ..." passes options to demo.py
+#   make bench-bert       the benchmark against PyTorch (bench/bert/)
+
+BERT_DIR := $(CURDIR)/apps/bert
+BERT_OBJDIR := $(BUILD)/obj/bert
+BERT_SRCS := $(wildcard $(BERT_DIR)/src/*.c)
+BERT_OBJS := $(patsubst $(BERT_DIR)/src/%.c,$(BERT_OBJDIR)/%.o,$(BERT_SRCS))
+BERT_LIB := $(LIBDIR)/libnpbert.so
+BERT_CLI := $(BINDIR)/npushm-bert
+BERT_GEN := $(BINDIR)/npushm-bert-gen
+BERT_TEST := $(BINDIR)/npbert-test
+BERT_INCS := -I$(BERT_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/ccl/include \
+	-I$(CURDIR)/libnpushm/include
+BERT_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(BERT_INCS)
+BERT_LIBS := -L$(LIBDIR) -lnpbert -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
+
+USER_TARGETS += $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST)
+HARNESS_TARGETS += $(BERT_TEST)
+
+$(BERT_OBJDIR)/%.o: $(BERT_DIR)/src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
+
+$(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(LIBNPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(BERT_OBJS) -Wl,-soname,libnpbert.so \
+		-Wl,--version-script=$(BERT_DIR)/libnpbert.map -Wl,--no-undefined \
+		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
+
+$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -I$(LIBNPUSHM_DIR)/demo -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
+		$(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIBS)
+
+$(BERT_GEN): $(BERT_DIR)/tools/gen_model.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -o $@ $<
+
+# The C API tests use kselftest_harness.h (extracted by tools/setup.sh).
+$(BERT_TEST): $(BERT_DIR)/tests/test_npbert.c $(BERT_LIB)
+	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+		{ echo "bert: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -Wno-sign-compare -I$(SELFTEST_HARNESS) -o $@ $< $(BERT_LIBS) -lpthread
+
+-include $(BERT_OBJS:.o=.d)
+
+CHECK_SUITES += bert bert-kmod
+.PHONY: check-bert check-bert-kmod bench-bert
+check-bert: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST) $(LIBNPUSHM_CLI)
+	@tools/run-suite bert apps/bert/tests/run-tests.sh
+
+check-bert-kmod: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST) $(LIBNPUSHM_CLI)
+	@tools/run-suite bert-kmod apps/bert/tests/run-kmod-vm.sh
+
+bench-bert: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(LIBNPUSHM_CLI)
+	@bench/bert/run.sh
+
+# ---------------------------------------------------------------------- demo
+# make demo (top level) = setup + build + run-demo. Posix backend natively;
+# NPUSHM_BACKEND=kmod runs it in the VM with the module (5 GiB of guest
+# memory for the private-copy row; a lighter stream: the guest CPU is emulated).
+BERT_DEMO_MODEL := $(BUILD)/bert/bert-base.safetensors
+BERT_DEMO_ARGS ?=
+BERT_DEMO_KMOD_ARGS ?= --batches 1 --batch 1 --min-len 8 --max-len 8
+
+.PHONY: run-demo
+run-demo: $(BERT_CLI) $(BERT_GEN) $(LIBNPUSHM_CLI)
+	@mkdir -p $(BUILD)/bert
+	@test -f $(BERT_DEMO_MODEL) || { echo "writing $(BERT_DEMO_MODEL) (BERT-base shape, deterministic values)..."; \
+		$(BERT_GEN) $(BERT_DEMO_MODEL); }
+ifeq ($(NPUSHM_BACKEND),kmod)
+	@test -f kmod/npushm.ko || { echo "run-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
+	@echo "run-demo: booting the VM with the npushm module (the guest CPU is emulated: minutes)..."
+	@mkdir -p $(BUILD)/vm/bert-demo && rm -f $(BUILD)/vm/bert-demo/demo.txt
+	@VM_QUIET=1 selftests/vm/run-vm.sh -m 5G -t 1800 -o $(BUILD)/vm/bert-demo -- \
+		env NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0" selftests/vm/with-module.sh \
+		sh -c 'NPUSHM_BACKEND=kmod /usr/bin/python3 apps/bert/demo/demo.py --model $(BERT_DEMO_MODEL) \
+			--workdir $(BUILD)/vm/bert-demo $(BERT_DEMO_KMOD_ARGS) $(BERT_DEMO_ARGS) \
+			> $(BUILD)/vm/bert-demo/demo.txt 2>&1'; \
+		rc=$$?; cat $(BUILD)/vm/bert-demo/demo.txt; exit $$rc
+else
+	@/usr/bin/python3 apps/bert/demo/demo.py --model $(BERT_DEMO_MODEL) $(BERT_DEMO_ARGS)
+endif

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+"""demo.py - make demo: BERT inference served by N processes from one shared
+copy of the weights, measured beside PyTorch in the same run.
+
+  1. writes a deterministic BERT-base-shaped model (npushm-bert-gen, 418 MiB)
+  2. loads it once into shared memory (npushm load), sealed, by name
+  3. checks one batch of the npushm engine against the plain-PyTorch reference
+  4. serves a deterministic stream of padded batches with, one row at a time:
+       N npushm engine workers (npushm-bert, weights read in place),
+       N PyTorch workers with private copies of the weights,
+       N PyTorch workers taking the weights zero-copy from npushm (DLPack),
+       one tensor-parallel npushm instance over 2 processes,
+     every worker one thread, and prints one table: sequences/s per worker and
+     in total, p50/p99 latency, RSS and PSS, and the host memory each row
+     really uses (the shared model once + every process's private memory).
+
+    demo.py [--workers N] [--batches K] [--batch B] [--min-len L] [--max-len M]
+            [--model PATH] [--workdir DIR] [--keep]
+
+The backend is NPUSHM_BACKEND's (posix when the module is absent).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+
+import serving  # noqa: E402
+import stream  # noqa: E402
+
+NAME = "demo-bert"
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+def write_model(path):
+    if os.path.exists(path):
+        return
+    log("writing %s (BERT-base shape: 12 layers, hidden 768, 12 heads, FFN 3072, vocabulary 30522; "
+        "deterministic values)..." % path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    subprocess.run([os.path.join(serving.BUILD, "bin", "npushm-bert-gen"), path], check=True)
+
+
+def check_batch(path, spec, workdir):
+    """Batch 0 of the stream through npushm-bert and through the PyTorch reference."""
+    import torch
+    import bert_ref
+    w, meta = bert_ref.read_safetensors(path)
+    vocab, types = w["embeddings.word_embeddings.weight"].shape[0], w["embeddings.token_type_embeddings.weight"].shape[0]
+    ids, tt, mask = stream.batch(spec, 0, vocab, types)
+    base = os.path.join(workdir, "check")
+    for part, a in (("ids", ids), ("types", tt), ("mask", mask)):
+        np.save("%s.%s.npy" % (base, part), a)
+    r = subprocess.run([serving.BERT, "--ids", base + ".ids.npy", "--types", base + ".types.npy", "--mask",
+                        base + ".mask.npy", "--out", base, NAME], capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit("demo: npushm-bert failed: " + r.stderr)
+    torch.set_num_threads(1)
+    rh, rp = bert_ref.Bert(w, bert_ref.bert_heads(meta, w))(torch.from_numpy(ids), torch.from_numpy(tt),
+                                                             torch.from_numpy(mask))
+    worst = 0.0
+    for got, want in ((np.load(base + ".hidden.npy"), rh.numpy()), (np.load(base + ".pooled.npy"), rp.numpy())):
+        worst = max(worst, float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()))
+    del w
+    return ids.shape, worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--batches", type=int, default=4, help="batches per worker")
+    ap.add_argument("--batch", type=int, default=4, help="sequences per batch")
+    ap.add_argument("--min-len", type=int, default=16)
+    ap.add_argument("--max-len", type=int, default=64)
+    ap.add_argument("--model", default=os.path.join(serving.BUILD, "bert", "bert-base.safetensors"))
+    ap.add_argument("--workdir", help="where the check batch goes (default: the model's directory)")
+    ap.add_argument("--keep", action="store_true", help="leave the model loaded")
+    a = ap.parse_args()
+    if not 1 <= a.workers <= 64:
+        raise SystemExit("demo: --workers must be 1..64")
+    backend = os.environ.get("NPUSHM_BACKEND") or ("kmod" if os.path.exists("/dev/npushm") else "posix")
+    workdir = a.workdir or os.path.dirname(a.model) or "."
+    write_model(a.model)
+    serving.npushm_cli("rm", NAME)  # a previous run stopped half-way
+    t0 = serving.now()
+    r = serving.npushm_cli("load", a.model, "--name", NAME, "--mode", "0644", "--quiet")
+    if r.returncode:
+        raise SystemExit("demo: npushm load failed: " + r.stderr)
+    load_s = serving.now() - t0
+    shared = serving.region_kb(NAME)
+    log("\nnpushm demo: BERT-base-shaped model (%s), loaded once in %.1f s as '%s', backend %s"
+        % (serving.mib(shared), load_s, NAME, backend))
+    try:
+        spec0 = "%d,%d,%d,%d,%d" % (a.batches, a.batch, a.min_len, a.max_len, 1000)
+        shape, err = check_batch(a.model, spec0, workdir)
+        ok = err <= 1e-4
+        log("check: one batch (%d sequences padded to %d tokens) through npushm-bert and the PyTorch "
+            "reference: largest difference %.1e of the largest value (tolerance 1e-4): %s"
+            % (shape[0], shape[1], err, "OK" if ok else "FAILED"))
+        if not ok:
+            return 1
+        log("serving %d batches of %d sequences (%d..%d tokens, padded) per worker, one thread per "
+            "process, on %d CPUs (load average %s)...\n" % (a.batches, a.batch, a.min_len, a.max_len,
+                                                              os.cpu_count(), " ".join(serving.loadavg())))
+        spec = ["%d,%d,%d,%d,%d" % (a.batches, a.batch, a.min_len, a.max_len, 1000 + w) for w in range(a.workers)]
+        one_thread = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        rows = []
+        plan = [("npushm engine", [serving.engine_cmd(NAME, s, 1) for s in spec], None, shared),
+                ("PyTorch, private weights", [serving.torch_cmd("private", s, 1, path=a.model) for s in spec],
+                 one_thread, 0),
+                ("PyTorch, weights via DLPack", [serving.torch_cmd("npushm", s, 1, model=NAME) for s in spec],
+                 one_thread, shared),
+                ("npushm engine, TP=2", [serving.engine_cmd(NAME, spec[0], 1, tp=2)], None, shared)]
+        for name, cmds, env, sh in plan:
+            t0 = serving.now()
+            sys.stderr.write("  %s: %d process%s..." % (name, len(cmds), "es" if len(cmds) > 1 else ""))
+            sys.stderr.flush()
+            rep, mem = serving.run_row(cmds, env)
+            sys.stderr.write(" %.0f s\n" % (serving.now() - t0))
+            rows.append(serving.summarize(name, rep, mem, sh))
+        rows[-1]["workers"] = "1x2"
+        base = rows[1]["host_kb"]
+        hdr = ("%-28s %5s %15s %9s %8s %8s %9s %9s %12s %7s"
+               % ("row", "procs", "seq/s/worker", "seq/s", "p50 ms", "p99 ms", "RSS", "PSS", "host memory",
+                  "saving"))
+        log(hdr)
+        log("-" * len(hdr))
+        for row in rows:
+            pw = row["seq_per_s_worker"]
+            per = "%.2f" % pw[0] if len(pw) == 1 else "%.2f (%.2f-%.2f)" % (sum(pw) / len(pw), min(pw), max(pw))
+            log("%-28s %5s %15s %9.2f %8.0f %8.0f %9s %9s %12s %6.0f%%"
+                % (row["row"], row["workers"], per, row["seq_per_s"], row["p50_ms"], row["p99_ms"],
+                   serving.mib(row["rss_kb"]), serving.mib(row["pss_kb"]), serving.mib(row["host_kb"]),
+                   100.0 * (base - row["host_kb"]) / base))
+        log("\nhost memory = the shared model once (%s, rows using npushm) + every process's private "
+            "memory (Pss_Anon);\nsaving = against the private-weights row. TP=2 is one model instance on "
+            "two processes (seq/s of the instance).\nPyTorch's private rows also keep the file in the page "
+            "cache (not counted). Load average after: %s."
+            % (serving.mib(shared), " ".join(serving.loadavg())))
+        return 0
+    except serving.RowError as e:
+        log("demo: %s" % e)
+        return 1
+    finally:
+        if not a.keep:
+            serving.npushm_cli("rm", NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

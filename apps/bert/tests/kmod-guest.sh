@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# kmod-guest.sh - inside the test VM, with npushm.ko loaded (run-kmod-vm.sh):
+# the BERT engine on the kmod backend. Loads the test models into module
+# regions, runs npushm-bert on every case of IN/cases.txt (outputs, exit
+# status and messages into OUT, compared with PyTorch natively afterwards),
+# checks two refusals, runs the C API tests (OUT/c.tap), and removes the
+# models so that the module can be unloaded.
+#
+#   kmod-guest.sh IN MODELS OUT
+in=${1:?usage: kmod-guest.sh IN MODELS OUT}
+models=${2:?}
+out=${3:?}
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+BUILD=${BUILD:-$root/build}
+bin=$BUILD/bin
+export NPUSHM_BACKEND=kmod
+
+for m in tiny tiny3; do
+	"$bin/npushm" load "$models/$m.safetensors" --name "bert-$m" > "$out/load-$m.log" 2>&1 ||
+		echo "load of $m failed" >> "$out/guest-errors"
+done
+while read -r name model tp; do
+	"$bin/npushm-bert" --ids "$in/$name.ids.npy" --types "$in/$name.types.npy" \
+		--mask "$in/$name.mask.npy" --tp "$tp" --out "$out/$name" "bert-$model" \
+		> "$out/$name.log" 2>&1
+	echo $? > "$out/$name.rc"
+done < "$in/cases.txt"
+
+# refusals: a token id outside the vocabulary, a split that does not divide
+printf '5 100 7\n' > "$out/bad.txt"
+"$bin/npushm-bert" --text "$out/bad.txt" bert-tiny > "$out/refuse-id.log" 2>&1
+echo $? > "$out/refuse-id.rc"
+printf '5 6 7\n' > "$out/ok.txt"
+"$bin/npushm-bert" --text "$out/ok.txt" --tp 3 bert-tiny > "$out/refuse-tp.log" 2>&1
+echo $? > "$out/refuse-tp.rc"
+
+BERT_TEST_DIR=$models "$bin/npbert-test" > "$out/c.tap" 2>&1
+echo $? > "$out/c.rc"
+
+for m in tiny tiny3; do
+	"$bin/npushm" rm "bert-$m" >> "$out/load-$m.log" 2>&1
+done
+exit 0

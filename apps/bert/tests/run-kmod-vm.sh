@@ -1,0 +1,101 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# run-kmod-vm.sh - suite bert-kmod: the BERT engine on the kmod backend. The
+# PyTorch reference runs here (kmod_cases.py prepare), the engine in the test
+# VM with npushm.ko loaded (kmod-guest.sh: the same small models at tensor
+# parallel 1, 2 and 3, two refusals, the C API tests), and the outputs are
+# compared here (kmod_cases.py check). One TAP stream; prints one SKIP when
+# the module is not built.
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+BUILD=${BUILD:-$root/build}
+PY=/usr/bin/python3
+export BUILD
+cd "$root" || exit 1
+if [ ! -f kmod/npushm.ko ]; then
+	echo "1..1"
+	echo "ok 1 - BERT engine on kmod # SKIP kmod/npushm.ko is not built (make modules)"
+	exit 0
+fi
+models=$BUILD/bert-test
+gen=$BUILD/bin/npushm-bert-gen
+mkdir -p "$models"
+[ -f "$models/tiny.safetensors" ] ||
+	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 "$models/tiny.safetensors"
+[ -f "$models/tiny3.safetensors" ] ||
+	$gen --layers 2 --hidden 96 --heads 6 --ffn 384 --vocab 120 --positions 40 --seed 7 "$models/tiny3.safetensors"
+[ -f "$models/nopool.safetensors" ] ||
+	$gen --layers 2 --hidden 64 --heads 4 --ffn 256 --vocab 100 --positions 32 --no-pooler \
+		"$models/nopool.safetensors"
+[ -f "$models/big.safetensors" ] ||
+	$gen --layers 2 --hidden 512 --heads 8 --ffn 2048 --vocab 100 --positions 32 "$models/big.safetensors"
+
+in=$BUILD/vm/bert-in
+out=$BUILD/vm/bert
+rm -rf "$in" "$out"
+mkdir -p "$in" "$out"
+state=$(mktemp)
+tmp=$(mktemp)
+trap 'rm -f "$state" "$tmp"' EXIT
+count=0
+failed=0
+fold() {
+	"$root/tools/tap-part" "$count" "$1" "$2" "$state" < "$tmp"
+	set -- $(cat "$state")
+	count=$((count + $1))
+	failed=$((failed + $2))
+}
+
+"$PY" "$here/kmod_cases.py" prepare "$in" "$models" > "$tmp" 2>&1
+rc=$?
+if [ $rc != 0 ]; then
+	sed 's/^/# /' "$tmp"
+	echo "not ok 1 - the PyTorch reference for the kmod cases"
+	echo "1..1"
+	exit 1
+fi
+VM_QUIET=1 selftests/vm/run-vm.sh -o "$out" -t "${BERT_VM_TIMEOUT:-400}" -- \
+	selftests/vm/with-module.sh "$here/kmod-guest.sh" "$in" "$models" "$out"
+vmrc=$?
+[ "$vmrc" = 0 ] || echo "# the VM run ended with status $vmrc (see $out/console.log)"
+[ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
+
+"$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
+fold numerics $?
+
+{
+	echo "1..2"
+	if [ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
+	   grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"; then
+		echo "ok 1 - kmod backend: a token id outside the vocabulary is refused"
+	else
+		sed 's/^/# /' "$out/refuse-id.log" 2>/dev/null
+		echo "not ok 1 - kmod backend: a token id outside the vocabulary is refused"
+	fi
+	if [ "$(cat "$out/refuse-tp.rc" 2>/dev/null)" = 1 ] &&
+	   grep -q "the 4 attention heads do not divide by 3" "$out/refuse-tp.log"; then
+		echo "ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
+	else
+		sed 's/^/# /' "$out/refuse-tp.log" 2>/dev/null
+		echo "not ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
+	fi
+} > "$tmp"
+fold refusals 0
+
+if [ -f "$out/c.tap" ]; then
+	cp "$out/c.tap" "$tmp"
+	fold "c (kmod)" "$(cat "$out/c.rc" 2>/dev/null || echo 1)"
+else
+	echo "# no C test output came back from the VM" > "$tmp"
+	fold "c (kmod)" 1
+fi
+count=$((count + 1))
+if [ "$vmrc" = 0 ]; then
+	echo "ok $count - the VM ran to the end and the module unloaded cleanly"
+else
+	echo "not ok $count - the VM ran to the end and the module unloaded cleanly (status $vmrc)"
+	failed=$((failed + 1))
+fi
+echo "1..$count"
+[ "$failed" = 0 ]

@@ -1,0 +1,358 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+"""test_bert.py - the npushm BERT engine (npushm-bert, libnpbert) against the
+plain-PyTorch reference (apps/bert/reference/bert_ref.py) on the same
+safetensors files, single-rank and tensor parallel, and every refusal of
+the command: bad batches, files that are not a BERT layout, splits that do
+not divide. Outputs must agree within 1e-4 of the reference's largest
+magnitude (last hidden state and pooled output separately).
+
+Run by run-tests.sh (make check-bert) on the posix backend, with pytest and
+the TAP reporter of conftest.py.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+import bert_ref  # noqa: E402
+
+TOL = 1e-4
+_REFS = {}
+
+
+def reference(path):
+    if path not in _REFS:
+        import torch
+        torch.set_num_threads(1)
+        w, meta = bert_ref.read_safetensors(path)
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+        w = {k[len(prefix):]: v for k, v in w.items() if k.startswith(prefix)}
+        _REFS[path] = bert_ref.Bert(w, bert_ref.bert_heads(meta, w))
+    return _REFS[path]
+
+
+def run_ref(path, ids, types, mask):
+    import torch
+    h, p = reference(path)(torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(mask))
+    return h.numpy(), None if p is None else p.numpy()
+
+
+def run_engine(tools, workdir, model, ids, types=None, mask=None, tp=1, extra=(), check=True):
+    base = os.path.join(workdir, "case")
+    args = [tools.bert, "--ids", base + ".ids.npy", "--out", base, "--tp", str(tp)]
+    np.save(base + ".ids.npy", ids)
+    if types is not None:
+        np.save(base + ".types.npy", types)
+        args += ["--types", base + ".types.npy"]
+    if mask is not None:
+        np.save(base + ".mask.npy", mask)
+        args += ["--mask", base + ".mask.npy"]
+    for f in (base + ".hidden.npy", base + ".pooled.npy"):
+        if os.path.exists(f):
+            os.unlink(f)
+    r = subprocess.run(args + list(extra) + [model], capture_output=True, text=True, timeout=120)
+    if check:
+        assert r.returncode == 0, "npushm-bert failed (%d): %s" % (r.returncode, r.stderr)
+        hidden = np.load(base + ".hidden.npy")
+        pooled = np.load(base + ".pooled.npy") if os.path.exists(base + ".pooled.npy") else None
+        return hidden, pooled
+    return r
+
+
+def batch(kind, vocab, positions, seed):
+    """Padded batches of several kinds; ids of padding are 0, as tokenizers do."""
+    rng = np.random.default_rng(seed)
+    if kind == "right-padded":
+        lens = [16, 5, 11, 1]
+        S = 16
+    elif kind == "left-padded":
+        lens = [9, 4, 7]
+        S = 9
+    elif kind == "full-length":
+        lens = [positions]
+        S = positions
+    else:  # "mixed": one long, many short
+        lens = [2, 13, 1, 8, 13]
+        S = 13
+    B = len(lens)
+    ids = rng.integers(1, vocab, (B, S))
+    types = np.zeros((B, S), np.int64)
+    mask = np.zeros((B, S), np.int64)
+    for i, n in enumerate(lens):
+        cols = slice(S - n, S) if kind == "left-padded" else slice(0, n)
+        mask[i, cols] = 1
+        tt = np.zeros(n, np.int64)
+        tt[n // 2:] = 1
+        types[i, cols] = tt
+    ids[mask == 0] = 0
+    return ids, types, mask
+
+
+def assert_close(name, got, want):
+    assert got.shape == want.shape, "%s: shape %s, reference %s" % (name, got.shape, want.shape)
+    err = float(np.abs(got.astype(np.float64) - want).max())
+    ref = float(np.abs(want).max())
+    assert err <= TOL * ref, "%s: max error %.3g > %g x largest magnitude %.3g" % (name, err, TOL, ref)
+
+
+CONFIGS = [("tiny", 1), ("tiny", 2), ("tiny3", 1), ("tiny3", 3)]
+KINDS = ["right-padded", "left-padded", "full-length", "mixed"]
+SIZES = {"tiny": (100, 32), "tiny3": (120, 40)}
+
+
+@pytest.mark.parametrize("model,tp", CONFIGS, ids=["%s-tp%d" % c for c in CONFIGS])
+@pytest.mark.parametrize("kind", KINDS)
+def test_matches_pytorch(tools, workdir, models, model, tp, kind):
+    vocab, positions = SIZES[model]
+    ids, types, mask = batch(kind, vocab, positions, seed=KINDS.index(kind))
+    hidden, pooled = run_engine(tools, workdir, models[model], ids, types, mask, tp=tp)
+    rh, rp = run_ref(models[model], ids, types, mask)
+    assert_close("last hidden state", hidden, rh)
+    assert_close("pooled output", pooled, rp)
+
+
+def test_prefixed_names_without_pooler(tools, workdir, models):
+    ids, types, mask = batch("right-padded", 50, 16, seed=9)
+    hidden, pooled = run_engine(tools, workdir, models["prefixed"], ids, types, mask)
+    assert pooled is None
+    rh, _ = run_ref(models["prefixed"], ids, types, mask)
+    assert_close("last hidden state", hidden, rh)
+
+
+def test_tensor_parallel_equals_one_rank(tools, workdir, models):
+    ids, types, mask = batch("mixed", 120, 40, seed=5)
+    h1, p1 = run_engine(tools, workdir, models["tiny3"], ids, types, mask, tp=1)
+    for tp in (2, 3):
+        h, p = run_engine(tools, workdir, models["tiny3"], ids, types, mask, tp=tp)
+        assert_close("tp %d hidden vs tp 1" % tp, h, h1)
+        assert_close("tp %d pooled vs tp 1" % tp, p, p1)
+
+
+def test_text_input_pads_and_masks(tools, workdir, models):
+    path = os.path.join(workdir, "seqs.txt")
+    with open(path, "w") as f:
+        f.write("5 17 42 3\n\n9 8\n")
+    r = subprocess.run([tools.bert, "--text", path, "--out", os.path.join(workdir, "text"), models["tiny"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ids = np.array([[5, 17, 42, 3], [9, 8, 0, 0]])
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]])
+    rh, rp = run_ref(models["tiny"], ids, np.zeros_like(ids), mask)
+    assert_close("hidden", np.load(os.path.join(workdir, "text.hidden.npy")), rh)
+    assert_close("pooled", np.load(os.path.join(workdir, "text.pooled.npy")), rp)
+
+
+def test_second_run_reuses_memory_and_copies_nothing(tools, workdir, models):
+    ids, types, mask = batch("mixed", 120, 40, seed=2)
+    r = run_engine(tools, workdir, models["tiny3"], ids, types, mask, extra=["--memory", "--repeat", "2"],
+                   check=False)
+    assert r.returncode == 0, r.stderr
+    assert "last run took 0 bytes fresh from the OS and copied 0 bytes implicitly" in r.stdout, r.stdout
+    assert "read in place from the shared model (not copied)" in r.stdout
+
+
+def test_stream_json_report(tools, models):
+    r = subprocess.run([tools.bert, "--stream", "3,2,4,9,11", "--json", "--tp", "2", models["tiny"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert rep["batches"] == 3 and rep["sequences"] == 6 and rep["tp"] == 2
+    assert len(rep["latencies_s"]) == 3 and len(rep["pids"]) == 2
+    assert rep["memory"]["fresh_bytes_last_run"] == 0
+    assert rep["memory"]["shared_workspace_bytes"] > 0
+    assert rep["profile"]["allreduce"] > 0
+
+
+def test_stream_twins_agree(tools, workdir, models):
+    """The demo's PyTorch workers draw the stream in Python (demo/stream.py), the
+    engine in C (cli/stream.c): the last batch of a stream, computed by both."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "demo"))
+    import stream
+    spec = "3,5,1,13,77"
+    out = os.path.join(workdir, "stream")
+    r = subprocess.run([tools.bert, "--stream", spec, "--out", out, models["tiny"]], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ids, types, mask = stream.batch(spec, 2, 100, 2)
+    assert mask.sum(1).min() >= 1 and (types * mask).sum() > 0
+    rh, rp = run_ref(models["tiny"], ids, types, mask)
+    assert_close("hidden", np.load(out + ".hidden.npy"), rh)
+    assert_close("pooled", np.load(out + ".pooled.npy"), rp)
+
+
+# ------------------------------------------------------------------ refusals
+
+def expect_refusal(r, *needles, code=1):
+    assert r.returncode == code, "exit status %d (wanted %d); stderr: %s" % (r.returncode, code, r.stderr)
+    for n in needles:
+        assert n in r.stderr, "%r not in the message: %s" % (n, r.stderr)
+
+
+def bad_batch(kind):
+    ids = np.array([[1, 2, 3, 4], [5, 6, 7, 8]])
+    types = np.zeros_like(ids)
+    mask = np.ones_like(ids)
+    if kind == "id-too-big":
+        ids[1, 2] = 100
+    elif kind == "id-negative":
+        ids[0, 3] = -7
+    elif kind == "type":
+        types[1, 1] = 2
+    elif kind == "mask-value":
+        mask[0, 2] = 3
+    elif kind == "mask-empty":
+        mask[1, :] = 0
+    elif kind == "too-long":
+        ids = np.ones((1, 33), np.int64)
+        types = mask = None
+    elif kind == "empty":
+        ids = np.zeros((0, 4), np.int64)
+        types = mask = None
+    return ids, types, mask
+
+
+BAD = {
+    "id-too-big": ["token id 100 (sequence 1, position 2) is outside the vocabulary", "0..99"],
+    "id-negative": ["token id -7 (sequence 0, position 3)"],
+    "type": ["token type 2 (sequence 1, position 1) is outside 0..1"],
+    "mask-value": ["attention mask value 3 (sequence 0, position 2)"],
+    "mask-empty": ["sequence 1 has no token"],
+    "too-long": ["sequences of 33 tokens are longer than the model's 32 positions", "truncate"],
+    "empty": ["empty batch"],
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD))
+def test_refuses_bad_batch(tools, workdir, models, kind):
+    ids, types, mask = bad_batch(kind)
+    r = run_engine(tools, workdir, models["tiny"], ids, types, mask, check=False)
+    expect_refusal(r, *BAD[kind])
+
+
+def test_refuses_bad_batch_with_tensor_parallelism(tools, workdir, models):
+    ids, types, mask = bad_batch("id-too-big")
+    r = run_engine(tools, workdir, models["tiny"], ids, types, mask, tp=2, check=False)
+    expect_refusal(r, *BAD["id-too-big"])
+
+
+def test_refuses_empty_text(tools, workdir, models):
+    path = os.path.join(workdir, "empty.txt")
+    open(path, "w").write("\n\n")
+    r = subprocess.run([tools.bert, "--text", path, models["tiny"]], capture_output=True, text=True)
+    expect_refusal(r, "holds no sequence: empty batch")
+
+
+def read_header(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    return header, data
+
+
+def write_variant(path, header, data):
+    """Rewrite data so that every tensor's bytes match its (possibly changed) entry."""
+    out, blobs, off = {}, [], 0
+    for name, d in header.items():
+        if name == "__metadata__":
+            out[name] = d
+            continue
+        size = int(np.prod(d["shape"])) * {"F32": 4, "F16": 2}[d["dtype"]]
+        blob = d.pop("_bytes", None)
+        if blob is None:
+            a, b = d["data_offsets"]
+            blob = data[a:b]
+        blob = (blob + bytes(size))[:size]
+        out[name] = dict(d, data_offsets=[off, off + size])
+        blobs.append(blob)
+        off += size
+    h = json.dumps(out).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def variant(models, workdir, name, edit):
+    header, data = read_header(models["tiny"])
+    edit(header)
+    path = os.path.join(workdir, "bad-%s.safetensors" % name)
+    write_variant(path, header, data)
+    return path
+
+
+def _drop(h):
+    del h["encoder.layer.1.output.dense.bias"]
+
+
+def _shape(h):
+    h["encoder.layer.1.intermediate.dense.weight"]["shape"] = [128, 64]
+
+
+def _dtype(h):
+    h["pooler.dense.bias"]["dtype"] = "F16"
+
+
+def _gap(h):
+    for k in [k for k in h if k.startswith("encoder.layer.1.")]:
+        h[k.replace("layer.1.", "layer.2.")] = h.pop(k)
+
+
+def _notbert(h):
+    for k in [k for k in h if k != "__metadata__"]:
+        h[k.replace("embeddings.", "emb.")] = h.pop(k)
+
+
+def _heads(h):
+    h["__metadata__"]["num_attention_heads"] = "5"
+
+
+LAYOUT = {
+    "missing": (_drop, ["no tensor 'encoder.layer.1.output.dense.bias'", "expected shape [64]"]),
+    "shape": (_shape, ["tensor 'encoder.layer.1.intermediate.dense.weight' has shape [128, 64], expected [256, 64]"]),
+    "dtype": (_dtype, ["tensor 'pooler.dense.bias' is F16", "convert the checkpoint to float32"]),
+    "gap": (_gap, ["tensor 'encoder.layer.2.", "layers must be numbered from 0 without gaps"]),
+    "not-bert": (_notbert, ["no tensor 'embeddings.word_embeddings.weight'", "Hugging Face BertModel"]),
+    "heads": (_heads, ["5 attention heads do not divide the hidden size 64"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(LAYOUT))
+def test_refuses_non_bert_layout(tools, workdir, models, kind):
+    edit, needles = LAYOUT[kind]
+    path = variant(models, workdir, kind, edit)
+    r = subprocess.run([tools.bert, "--info", path], capture_output=True, text=True, timeout=60)
+    expect_refusal(r, *needles)
+
+
+def test_refuses_split_of_heads(tools, workdir, models):
+    ids, types, mask = batch("mixed", 100, 32, seed=1)
+    r = run_engine(tools, workdir, models["tiny"], ids, types, mask, tp=3, check=False)
+    expect_refusal(r, "tensor parallelism over 3 ranks: the 4 attention heads do not divide by 3")
+
+
+def test_refuses_split_of_ffn(tools, workdir, models):
+    ids, types, mask = batch("mixed", 50, 16, seed=1)
+    r = run_engine(tools, workdir, models["ffn256"], ids, types, mask, tp=3, check=False)
+    expect_refusal(r, "the FFN width 256", "does not divide by 3")
+
+
+def test_refuses_unknown_model(tools, workdir):
+    r = subprocess.run([tools.bert, "--info", "no-such-model-here"], capture_output=True, text=True)
+    expect_refusal(r, "no-such-model-here", "npushm load")
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "exactly one of --ids, --text, --stream"),
+    (["--tp", "0", "--text", "x"], "--tp wants an integer in 1..64"),
+    (["--stream", "1,2,9,3,0"], "--stream wants COUNT,BATCH,MIN_LEN,MAX_LEN,SEED"),
+    (["--types", "t.npy", "--text", "x"], "--types and --mask go with --ids"),
+], ids=["no-input", "tp-zero", "stream-lengths", "types-without-ids"])
+def test_usage_errors(tools, models, args, needle):
+    r = subprocess.run([tools.bert] + args + [models["tiny"]], capture_output=True, text=True)
+    expect_refusal(r, needle, code=2)

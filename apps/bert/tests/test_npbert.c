@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * test_npbert.c - C tests of libnpbert's API (kselftest harness, TAP):
+ * arguments and options refused, the configuration derived from the shapes,
+ * every batch refusal naming the sequence and position, determinism and
+ * padding invariance, the workspace reused across requests (no fresh memory
+ * once warm, no implicit copy ever), the weights read in place (the
+ * process's private memory grows by far less than the weights while its
+ * shared-memory residency grows by them), a model without a pooler, and the
+ * profile counters. Numerical agreement with PyTorch is test_bert.py's job.
+ *
+ * Models come from $BERT_TEST_DIR (run-tests.sh writes them with
+ * npushm-bert-gen): tiny.safetensors (2 layers, hidden 64, 4 heads, FFN 256,
+ * vocabulary 100, 32 positions), big.safetensors (2 layers, hidden 512,
+ * FFN 2048: 25 MB of dense weights), nopool.safetensors (tiny, no pooler).
+ * Each test loads what it needs under a name of its own and removes it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "npbert.h"
+
+static const char *model_path(const char *file, char *buf, size_t len)
+{
+	const char *dir = getenv("BERT_TEST_DIR");
+
+	snprintf(buf, len, "%s/%s", dir ? dir : ".", file);
+	return buf;
+}
+
+/* load FILE under a unique name and attach it; 0 or -1 */
+static int load(const char *file, char *name, size_t len, npushm_model_t **m)
+{
+	static int seq;
+	char path[4096];
+	npushm_dev_t *dev;
+	npushm_load_opts_t lo = { .mode = 0600 };
+	int rc = -1;
+
+	snprintf(name, len, "npbert-test.%d.%d", (int)getpid(), seq++);
+	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
+		return -1;
+	if (!npushm_model_load(dev, model_path(file, path, sizeof(path)), name, &lo, NULL) &&
+	    !npushm_model_attach(name, m))
+		rc = 0;
+	else
+		fprintf(stderr, "# load %s: %s\n", path, npushm_last_error());
+	npushm_dev_close(dev);
+	return rc;
+}
+
+static void unload(const char *name)
+{
+	npushm_dev_t *dev;
+
+	if (!npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev)) {
+		npushm_model_remove(dev, name);
+		npushm_dev_close(dev);
+	}
+}
+
+/* kB values of smaps_rollup keys */
+static long smaps(const char *key)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "re");
+	char line[256];
+	long v = -1;
+	size_t k = strlen(key);
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, k) && line[k] == ':')
+			v = strtol(line + k + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+FIXTURE(tiny) {
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *bert;
+	npbert_config_t c;
+};
+
+FIXTURE_SETUP(tiny)
+{
+	ASSERT_EQ(0, load("tiny.safetensors", self->name, sizeof(self->name), &self->m));
+	ASSERT_EQ(NPBERT_OK, npbert_create(self->m, NULL, &self->bert)) {
+		TH_LOG("%s", npbert_last_error());
+	}
+	npbert_get_config(self->bert, &self->c);
+}
+
+FIXTURE_TEARDOWN(tiny)
+{
+	npbert_destroy(self->bert);
+	npushm_model_detach(self->m);
+	unload(self->name);
+}
+
+TEST_F(tiny, config_from_shapes)
+{
+	ASSERT_EQ(2, self->c.layers);
+	ASSERT_EQ(64, self->c.hidden);
+	ASSERT_EQ(4, self->c.heads);	/* from __metadata__ num_attention_heads */
+	ASSERT_EQ(16, self->c.head_dim);
+	ASSERT_EQ(256, self->c.ffn);
+	ASSERT_EQ(100, self->c.vocab);
+	ASSERT_EQ(32, self->c.positions);
+	ASSERT_EQ(2, self->c.type_vocab);
+	ASSERT_EQ(1, self->c.has_pooler);
+	ASSERT_EQ(0, self->c.tp_rank);
+	ASSERT_EQ(1, self->c.tp_size);
+	ASSERT_STREQ("", self->c.prefix);
+	ASSERT_TRUE(fabs(self->c.layer_norm_eps - 1e-12) < 1e-20);
+}
+
+TEST_F(tiny, create_refuses_bad_arguments)
+{
+	npbert_opts_t o = { 0 };
+	npbert_t *b = (npbert_t *)1;
+
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(self->m, NULL, NULL));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(NULL, NULL, &b));
+	ASSERT_EQ(NULL, b);
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "npushm_model_attach"));
+	o.flags = 4;
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(self->m, &o, &b));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "flags"));
+	o.flags = 0;
+	o.reserved[3] = 1;
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(self->m, &o, &b));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "reserved[3]"));
+	o.reserved[3] = 0;
+	o.heads = -2;
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(self->m, &o, &b));
+	o.heads = 3;	/* 64 % 3 != 0 */
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_create(self->m, &o, &b));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "3 attention heads do not divide the hidden size 64"));
+	o.heads = 8;	/* the option wins over __metadata__ */
+	o.layer_norm_eps = 1e-5;
+	ASSERT_EQ(NPBERT_OK, npbert_create(self->m, &o, &b));
+	npbert_config_t c;
+
+	npbert_get_config(b, &c);
+	ASSERT_EQ(8, c.heads);
+	ASSERT_EQ(8, c.head_dim);
+	ASSERT_TRUE(c.layer_norm_eps == 1e-5);
+	npbert_destroy(b);
+	npbert_destroy(NULL);
+	for (int s = NPBERT_OK; s <= NPBERT_ERR_UNSUPPORTED; s++)
+		ASSERT_NE(NULL, npbert_strerror((npbert_status_t)s));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_run(NULL, NULL, NULL, NULL));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_run(self->bert, NULL, NULL, NULL));
+}
+
+struct bad_case {
+	const char *what;
+	int batch, seq_len, pos, field; /* field: 0 ids, 1 types, 2 mask, 3 NULL ids, 4 zero mask row */
+	int64_t value;
+	npbert_status_t status;
+	const char *msg;
+};
+
+TEST_F(tiny, batch_refusals_name_the_value)
+{
+	static const struct bad_case cases[] = {
+		{ "empty batch", 0, 4, -1, 0, 0, NPBERT_ERR_INPUT, "empty batch: 0 sequences" },
+		{ "empty sequences", 2, 0, -1, 0, 0, NPBERT_ERR_INPUT, "seq_len is 0" },
+		{ "too long", 1, 33, -1, 0, 0, NPBERT_ERR_INPUT,
+		  "sequences of 33 tokens are longer than the model's 32 positions" },
+		{ "id = vocab", 2, 5, 7, 0, 100, NPBERT_ERR_INPUT,
+		  "token id 100 (sequence 1, position 2) is outside the vocabulary: ids must be 0..99" },
+		{ "negative id", 2, 5, 0, 0, -1, NPBERT_ERR_INPUT, "token id -1 (sequence 0, position 0)" },
+		{ "huge id", 1, 5, 4, 0, INT64_MAX, NPBERT_ERR_INPUT, "is outside the vocabulary" },
+		{ "type 2", 2, 5, 9, 1, 2, NPBERT_ERR_INPUT,
+		  "token type 2 (sequence 1, position 4) is outside 0..1" },
+		{ "mask 2", 2, 5, 3, 2, 2, NPBERT_ERR_INPUT,
+		  "attention mask value 2 (sequence 0, position 3)" },
+		{ "mask -1", 2, 5, 6, 2, -1, NPBERT_ERR_INPUT, "attention mask value -1" },
+		{ "no token", 3, 5, 2, 4, 0, NPBERT_ERR_INPUT,
+		  "sequence 2 has no token: its attention mask is all 0" },
+		{ "NULL ids", 2, 5, -1, 3, 0, NPBERT_ERR_INVALID, "input_ids is NULL" },
+	};
+	int64_t ids[3 * 40], types[3 * 40], mask[3 * 40];
+	float hidden[3 * 40 * 64], pooled[3 * 64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *k = &cases[i];
+		npbert_batch_t b = { k->batch, k->seq_len, ids, types, mask };
+
+		for (int j = 0; j < 3 * 40; j++) {
+			ids[j] = 1 + j % 50;
+			types[j] = j & 1;
+			mask[j] = 1;
+		}
+		if (k->field == 4)
+			for (int j = 0; j < k->seq_len; j++)
+				mask[k->pos * k->seq_len + j] = 0;
+		else if (k->pos >= 0)
+			(k->field == 0 ? ids : k->field == 1 ? types : mask)[k->pos] = k->value;
+		if (k->field == 3)
+			b.input_ids = NULL;
+		ASSERT_EQ(k->status, npbert_run(self->bert, &b, hidden, pooled)) {
+			TH_LOG("%s: %s", k->what, npbert_last_error());
+		}
+		ASSERT_NE(NULL, strstr(npbert_last_error(), k->msg)) {
+			TH_LOG("%s: got '%s'", k->what, npbert_last_error());
+		}
+	}
+	/* the engine still works after every refusal */
+	npbert_batch_t ok = { 2, 5, ids, NULL, NULL };
+
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &ok, hidden, pooled));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(self->bert, 0, 4));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(self->bert, 1, 33));
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(NULL, 1, 1));
+}
+
+TEST_F(tiny, deterministic_and_padding_invariant)
+{
+	enum { S = 12, H = 64 };
+	int64_t ids[3 * S], mask[3 * S], one[7];
+	float h1[3 * S * H], h2[3 * S * H], p1[3 * H], p2[3 * H], ha[7 * H], pa[H];
+	double worst = 0, ref = 0;
+
+	for (int j = 0; j < 3 * S; j++) {
+		ids[j] = 1 + (j * 37) % 99;
+		mask[j] = 1;
+	}
+	/* sequence 1 has 7 tokens, right-padded with id 0 */
+	for (int j = 7; j < S; j++) {
+		ids[S + j] = 0;
+		mask[S + j] = 0;
+	}
+	npbert_batch_t b = { 3, S, ids, NULL, mask };
+
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &b, h1, p1));
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &b, h2, p2));
+	ASSERT_EQ(0, memcmp(h1, h2, sizeof(h1)));
+	ASSERT_EQ(0, memcmp(p1, p2, sizeof(p1)));
+	/* the padded sequence alone, without padding */
+	memcpy(one, ids + S, sizeof(one));
+	npbert_batch_t a = { 1, 7, one, NULL, NULL };
+
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &a, ha, pa));
+	for (int t = 0; t < 7; t++)
+		for (int k = 0; k < H; k++) {
+			double d = fabs(ha[t * H + k] - h1[(S + t) * H + k]);
+
+			worst = d > worst ? d : worst;
+			ref = fabs(ha[t * H + k]) > ref ? fabs(ha[t * H + k]) : ref;
+		}
+	for (int k = 0; k < H; k++)
+		worst = fmax(worst, fabs(pa[k] - p1[H + k]));
+	ASSERT_TRUE(worst <= 1e-5 * ref) {
+		TH_LOG("padding changed the result by %g (largest value %g)", worst, ref);
+	}
+}
+
+TEST_F(tiny, workspace_is_reused)
+{
+	enum { H = 64 };
+	int64_t ids[8 * 32];
+	float hidden[8 * 32 * H], pooled[8 * H];
+	npbert_memory_t m0, m1, m2, m3;
+
+	for (int j = 0; j < 8 * 32; j++)
+		ids[j] = 1 + j % 99;
+	npbert_batch_t big = { 4, 20, ids, NULL, NULL }, small = { 2, 7, ids, NULL, NULL };
+	npbert_batch_t bigger = { 8, 32, ids, NULL, NULL };
+
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &big, hidden, pooled));
+	npbert_get_memory(self->bert, &m0);
+	ASSERT_EQ(80, m0.capacity_tokens);
+	ASSERT_LT(0, m0.workspace_bytes);
+	ASSERT_EQ(0, m0.copied_bytes);
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &big, hidden, pooled));
+	npbert_get_memory(self->bert, &m1);
+	ASSERT_EQ(0, m1.fresh_bytes);	/* warm: nothing new from the OS */
+	ASSERT_EQ(0, m1.copied_bytes);
+	ASSERT_EQ(m0.workspace_bytes, m1.workspace_bytes);
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &small, hidden, pooled));
+	npbert_get_memory(self->bert, &m2);
+	ASSERT_EQ(0, m2.fresh_bytes);	/* a smaller batch fits in the same buffers */
+	ASSERT_EQ(m0.workspace_bytes, m2.workspace_bytes);
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &bigger, hidden, pooled));
+	npbert_get_memory(self->bert, &m3);
+	ASSERT_EQ(256, m3.capacity_tokens);	/* grown to the largest batch */
+	ASSERT_LT(m0.workspace_bytes, m3.workspace_bytes);
+	ASSERT_EQ(0, m3.copied_bytes);
+	/* the workspace is the activations: a handful of [tokens, hidden or FFN] buffers */
+	ASSERT_GE(m3.workspace_bytes, (uint64_t)256 * (7 * 64 + 256 + 1) * 4);
+}
+
+TEST_F(tiny, profile_counts_runs)
+{
+	int64_t ids[2 * 5];
+	float hidden[2 * 5 * 64];
+	npbert_profile_t p;
+
+	for (int j = 0; j < 10; j++)
+		ids[j] = 3 + j;
+	npbert_batch_t b = { 2, 5, ids, NULL, NULL };
+
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &b, hidden, NULL));
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &b, NULL, NULL));
+	npbert_get_profile(self->bert, &p);
+	ASSERT_EQ(2, p.runs);
+	ASSERT_EQ(4, p.sequences);
+	ASSERT_EQ(20, p.tokens);
+	ASSERT_LT(0, p.total);
+	ASSERT_LT(0, p.matmul);
+	ASSERT_LT(0, p.attention);
+	ASSERT_EQ(0, p.allreduce);
+	ASSERT_TRUE(p.matmul + p.attention + p.embed + p.elementwise <= p.total);
+	npbert_reset_profile(self->bert);
+	npbert_get_profile(self->bert, &p);
+	ASSERT_EQ(0, p.runs);
+	ASSERT_EQ(0, p.total);
+}
+
+TEST(no_pooler)
+{
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b;
+	npbert_config_t c;
+	int64_t ids[4] = { 1, 2, 3, 4 };
+	float hidden[4 * 64], pooled[64];
+	npbert_batch_t in = { 1, 4, ids, NULL, NULL };
+
+	ASSERT_EQ(0, load("nopool.safetensors", name, sizeof(name), &m));
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
+	npushm_model_detach(m);	/* the engine keeps its own references */
+	npbert_get_config(b, &c);
+	ASSERT_EQ(0, c.has_pooler);
+	ASSERT_EQ(NPBERT_ERR_UNSUPPORTED, npbert_run(b, &in, hidden, pooled));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "no pooler"));
+	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, NULL));
+	npbert_destroy(b);
+	unload(name);
+}
+
+/* The weights are read in place: running the engine over 25 MB of dense
+ * weights makes the process resident on them through the shared mapping
+ * (RssShmem), while its private memory grows by the activations and the
+ * libraries' own buffers only (OpenBLAS packing buffers, thread stacks). */
+TEST(weights_read_in_place)
+{
+	enum { B = 2, S = 16, H = 512 };
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b;
+	npbert_memory_t mem;
+	int64_t ids[B * S];
+	static float hidden[B * S * H], pooled[B * H];
+	npbert_batch_t in = { B, S, ids, NULL, NULL };
+	long anon0, anon1, shm0, shm1;
+	uint64_t dense = 2ull * (4 * H * H + 2 * H * 2048) * 4;
+
+	for (int j = 0; j < B * S; j++)
+		ids[j] = 1 + j;
+	ASSERT_EQ(0, load("big.safetensors", name, sizeof(name), &m));
+	anon0 = smaps("Anonymous");
+	shm0 = smaps("Rss") - smaps("Anonymous");
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
+	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+	anon1 = smaps("Anonymous");
+	shm1 = smaps("Rss") - smaps("Anonymous");
+	npbert_get_memory(b, &mem);
+	TH_LOG("weights %llu kB; private +%ld kB; shared/file resident +%ld kB; workspace %llu kB",
+	       (unsigned long long)mem.weight_bytes >> 10, anon1 - anon0, shm1 - shm0,
+	       (unsigned long long)mem.workspace_bytes >> 10);
+	ASSERT_LE(dense, mem.weight_bytes);
+	ASSERT_EQ(0, mem.copied_bytes);
+	ASSERT_EQ(0, mem.fresh_bytes);
+	/* every dense weight byte was read, through the shared mapping */
+	ASSERT_LE((long)(dense * 9 / 10 / 1024), shm1 - shm0);
+	/* and none was copied (a copy would add them all): private growth is a
+	 * fraction of the weights, about 2 MB natively, 6 MB under ASan */
+	ASSERT_GT((long)(dense / 2 / 1024), anon1 - anon0);
+	npbert_destroy(b);
+	npushm_model_detach(m);
+	unload(name);
+}
+
+TEST_HARNESS_MAIN

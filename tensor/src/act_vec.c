@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * act_vec.c - activation epilogues of npt_linear on f32 rows, in place:
+ * y = act(y + bias) with GELU (erf form), tanh or ReLU.
+ *
+ * GELU and tanh use glibc's vector math library (libmvec: _ZGVeN16v_erff /
+ * _ZGVdN8v_erff, _ZGVeN16v_tanhf / _ZGVdN8v_tanhf; at most 4 ulp from the
+ * correctly rounded result, where the scalar libm functions the elementwise
+ * kernels use are within 1-2 ulp), picked at run time: AVX-512F, else
+ * AVX2+FMA, else the scalar libm loop (also for the tail of each row). The
+ * vector path is about an order of magnitude faster than scalar erff, which
+ * matters for a transformer's FFN (B*S*3072 GELUs per layer).
+ *
+ * Contracts: the formula is the elementwise kernel's: 0.5 * x * (1 + erf(x *
+ * sqrt(1/2))); bias may be NULL; rows are independent (threads split rows).
+ */
+#include "internal.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#define SQRT1_2f 0.70710678118654752440f
+
+extern __m512 _ZGVeN16v_erff(__m512 x);
+extern __m512 _ZGVeN16v_expf(__m512 x);
+extern __m256 _ZGVdN8v_expf(__m256 x);
+extern __m512 _ZGVeN16v_tanhf(__m512 x);
+extern __m256 _ZGVdN8v_erff(__m256 x);
+extern __m256 _ZGVdN8v_tanhf(__m256 x);
+
+static float act1(int act, float x)
+{
+	switch (act) {
+	case NPT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * SQRT1_2f));
+	case NPT_ACT_TANH: return tanhf(x);
+	case NPT_ACT_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
+	default: return x;
+	}
+}
+
+static void act_scalar(int act, int64_t i, int64_t n, float *y, const float *b)
+{
+	for (; i < n; i++)
+		y[i] = act1(act, b ? y[i] + b[i] : y[i]);
+}
+
+__attribute__((target("avx512f"))) static void act_avx512(int act, int64_t n, float *y,
+							   const float *b)
+{
+	const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+	const __m512 r2 = _mm512_set1_ps(SQRT1_2f), zero = _mm512_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512 x = _mm512_loadu_ps(y + i);
+
+		if (b)
+			x = _mm512_add_ps(x, _mm512_loadu_ps(b + i));
+		if (act == NPT_ACT_GELU) {
+			__m512 e = _ZGVeN16v_erff(_mm512_mul_ps(x, r2));
+
+			x = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, e));
+		} else if (act == NPT_ACT_TANH) {
+			x = _ZGVeN16v_tanhf(x);
+		} else if (act == NPT_ACT_RELU) {
+			/* NaN stays NaN: max(x, 0) with x first returns 0 for NaN, so
+			 * keep x where x is unordered */
+			__mmask16 keep = _mm512_cmp_ps_mask(x, zero, _CMP_NLE_UQ);
+
+			x = _mm512_mask_blend_ps(keep, zero, x);
+		}
+		_mm512_storeu_ps(y + i, x);
+	}
+	act_scalar(act, i, n, y, b);
+}
+
+__attribute__((target("avx2,fma"))) static void act_avx2(int act, int64_t n, float *y,
+							 const float *b)
+{
+	const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+	const __m256 r2 = _mm256_set1_ps(SQRT1_2f), zero = _mm256_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(y + i);
+
+		if (b)
+			x = _mm256_add_ps(x, _mm256_loadu_ps(b + i));
+		if (act == NPT_ACT_GELU) {
+			__m256 e = _ZGVdN8v_erff(_mm256_mul_ps(x, r2));
+
+			x = _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e));
+		} else if (act == NPT_ACT_TANH) {
+			x = _ZGVdN8v_tanhf(x);
+		} else if (act == NPT_ACT_RELU) {
+			__m256 keep = _mm256_cmp_ps(x, zero, _CMP_NLE_UQ);
+
+			x = _mm256_blendv_ps(zero, x, keep);
+		}
+		_mm256_storeu_ps(y + i, x);
+	}
+	act_scalar(act, i, n, y, b);
+}
+
+/* x[i] = exp(x[i] - m); returns the sum (16 or 8 partial sums, then the tail) */
+__attribute__((target("avx512f"))) static float expsum_avx512(int64_t n, float *x, float m)
+{
+	__m512 acc = _mm512_setzero_ps(), mm = _mm512_set1_ps(m);
+	int64_t i = 0;
+	float s;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512 e = _ZGVeN16v_expf(_mm512_sub_ps(_mm512_loadu_ps(x + i), mm));
+
+		_mm512_storeu_ps(x + i, e);
+		acc = _mm512_add_ps(acc, e);
+	}
+	s = _mm512_reduce_add_ps(acc);
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - m);
+		s += x[i];
+	}
+	return s;
+}
+
+__attribute__((target("avx2,fma"))) static float expsum_avx2(int64_t n, float *x, float m)
+{
+	__m256 acc = _mm256_setzero_ps(), mm = _mm256_set1_ps(m);
+	float lanes[8], s = 0;
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
+
+		_mm256_storeu_ps(x + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	_mm256_storeu_ps(lanes, acc);
+	for (int k = 0; k < 8; k++)
+		s += lanes[k];
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - m);
+		s += x[i];
+	}
+	return s;
+}
+
+static float expsum_plain(int64_t n, float *x, float m)
+{
+	float s = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - m);
+		s += x[i];
+	}
+	return s;
+}
+
+typedef void (*act_fn)(int act, int64_t n, float *y, const float *b);
+typedef float (*expsum_fn)(int64_t n, float *x, float m);
+
+static void act_plain(int act, int64_t n, float *y, const float *b)
+{
+	act_scalar(act, 0, n, y, b);
+}
+
+static act_fn chosen;
+static expsum_fn chosen_expsum;
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f")) {
+		chosen = act_avx512;
+		chosen_expsum = expsum_avx512;
+	} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		chosen = act_avx2;
+		chosen_expsum = expsum_avx2;
+	} else {
+		chosen = act_plain;
+		chosen_expsum = expsum_plain;
+	}
+}
+
+float npt_exp_sum_f32(int64_t n, float *x, float m)
+{
+	pthread_once(&chosen_once, choose);
+	return chosen_expsum(n, x, m);
+}
+
+void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias)
+{
+	pthread_once(&chosen_once, choose);
+	if (act == NPT_ACT_NONE) {
+		if (bias)
+			for (int64_t i = 0; i < n; i++)
+				y[i] += bias[i];
+		return;
+	}
+	chosen(act, n, y, bias);
+}

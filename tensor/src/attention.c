@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * attention.c - npt_attention: softmax(q @ k^T * scale + bias) @ v per batch
+ * entry (scaled dot-product attention, as torch's without dropout).
+ *
+ * Each batch entry (for a transformer: one sequence and one head) is one
+ * task: its scores [Sq, Sk] are computed by one single-threaded sgemm into a
+ * per-thread scratch block that stays in L1/L2, biased (the additive mask),
+ * turned into probabilities in place (row max, vectorised exp and sum from
+ * act_vec.c, one division per element) and multiplied by v straight into the
+ * output, so no [batch, heads, Sq, Sk] tensor is ever written to memory.
+ * The pool's threads take entries one at a time from a shared counter (a
+ * descheduled thread holds up one entry, not half of them), with OpenBLAS set
+ * to one thread for the duration (it is set back after), so each entry is
+ * computed by the same single-threaded kernels whatever the thread count.
+ * With NPT_ATTN_HEADS_LAST the result of entry (..., head) lands at
+ * [..., :, head, :] (ldc = heads * dv), the merged-heads layout the output
+ * projection reads: no copy.
+ *
+ * Contracts: f32; q, k, v are read in place when each matrix has one unit
+ * stride (any permuted view of a [B, S, heads, d] projection does), else
+ * copied first (reported as matmul's copies, refused in NPT_EXPAND_VIEW
+ * mode). A row containing NaN becomes NaN; a row whose keys are all -inf
+ * becomes NaN (0/0) as torch's; one masked with the most negative float gets
+ * uniform weights. Each row is reduced by one thread in a fixed order: the
+ * result does not depend on the thread count.
+ */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_t *v,
+				   npt_tensor_t *bias, double scale, unsigned flags,
+				   npt_tensor_t **out)
+{
+	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN], c[NPT_SHAPE_STRLEN];
+	npt_tensor_t *in[4] = { q, k, v, bias };
+	int64_t shape[NPT_MAX_DIMS];
+	npt_node_t *n;
+	int nd;
+
+	if (!out)
+		return npt_fail(NPT_E_INVAL, "attention: out is NULL");
+	*out = NULL;
+	if (!q || !k || !v)
+		return npt_fail(NPT_E_INVAL, "attention: %s is NULL", !q ? "q" : !k ? "k" : "v");
+	if (flags & ~NPT_ATTN_HEADS_LAST)
+		return npt_fail(NPT_E_INVAL, "attention: unknown flags 0x%x (only "
+				"NPT_ATTN_HEADS_LAST)", flags & ~NPT_ATTN_HEADS_LAST);
+	if (!isfinite(scale))
+		return npt_fail(NPT_E_VALUE, "attention: scale %g is not finite", scale);
+	for (int i = 0; i < 4; i++)
+		if (in[i] && in[i]->dtype != NPT_F32)
+			return npt_fail(NPT_E_DTYPE, "attention: %s has dtype %s; float32 only",
+					i == 0 ? "q" : i == 1 ? "k" : i == 2 ? "v" : "bias",
+					npt_dtype_name(in[i]->dtype));
+	nd = q->ndim;
+	npt_shape_str(a, sizeof(a), q->ndim, q->shape);
+	npt_shape_str(b, sizeof(b), k->ndim, k->shape);
+	npt_shape_str(c, sizeof(c), v->ndim, v->shape);
+	if (nd < 2 || k->ndim != nd || v->ndim != nd ||
+	    memcmp(q->shape, k->shape, (size_t)(nd - 2) * sizeof(int64_t)) ||
+	    memcmp(q->shape, v->shape, (size_t)(nd - 2) * sizeof(int64_t)))
+		return npt_fail(NPT_E_SHAPE, "attention: q %s, k %s, v %s: they must be [..., Sq, d], "
+				"[..., Sk, d], [..., Sk, dv] with the same leading (batch) "
+				"dimensions", a, b, c);
+	if (q->shape[nd - 1] != k->shape[nd - 1] || k->shape[nd - 2] != v->shape[nd - 2])
+		return npt_fail(NPT_E_SHAPE, "attention: q %s, k %s, v %s: q and k need the same "
+				"feature size d, k and v the same number of keys Sk", a, b, c);
+	if ((flags & NPT_ATTN_HEADS_LAST) && nd < 3)
+		return npt_fail(NPT_E_SHAPE, "attention: NPT_ATTN_HEADS_LAST needs a heads "
+				"dimension: q %s has rank %d, at least 3 ([..., heads, Sq, d])", a, nd);
+	memcpy(shape, q->shape, (size_t)nd * sizeof(int64_t));
+	shape[nd - 1] = k->shape[nd - 2];		/* the scores' shape [..., Sq, Sk] */
+	if (bias) {
+		int ok = bias->ndim <= nd;
+
+		for (int i = 1; ok && i <= bias->ndim; i++)
+			ok = bias->shape[bias->ndim - i] == 1 ||
+			     bias->shape[bias->ndim - i] == shape[nd - i];
+		if (!ok)
+			return npt_fail(NPT_E_SHAPE, "attention: bias of shape %s does not broadcast "
+					"to the scores' shape %s ([..., Sq, Sk])",
+					npt_shape_str(a, sizeof(a), bias->ndim, bias->shape),
+					npt_shape_str(b, sizeof(b), nd, shape));
+	}
+	if (flags & NPT_ATTN_HEADS_LAST) {
+		shape[nd - 3] = q->shape[nd - 2];
+		shape[nd - 2] = q->shape[nd - 3];
+	} else {
+		shape[nd - 2] = q->shape[nd - 2];
+	}
+	shape[nd - 1] = v->shape[nd - 1];
+	if (!(n = npt_node_new(NPT_NODE_ATTENTION, (int)flags)))
+		return npt_fail(NPT_E_NOMEM, "attention: out of memory");
+	n->nin = bias ? 4 : 3;
+	for (int i = 0; i < n->nin; i++)
+		n->in[i] = npt_tensor_retain(in[i]);
+	n->eps = scale;
+	return npt_tensor_new_lazy(NPT_F32, nd, shape, n, out);
+}
+
+typedef struct {
+	int trans;
+	int64_t ld;
+} blas_mat_t;
+
+/* [rows, cols] with strides (rs, cs) as a BLAS operand */
+static int mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, blas_mat_t *m)
+{
+	if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols) && rs > 0) {
+		m->trans = 0;
+		m->ld = rows == 1 ? (cols > 0 ? cols : 1) : rs;
+		return 1;
+	}
+	if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows) && cs > 0) {
+		m->trans = 1;
+		m->ld = cols == 1 ? (rows > 0 ? rows : 1) : cs;
+		return 1;
+	}
+	if (rows <= 1 && cols <= 1) {
+		m->trans = 0;
+		m->ld = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int operand_ok(const npt_tensor_t *t, blas_mat_t *m)
+{
+	int nd = t->ndim;
+
+	return mat_layout(t->shape[nd - 2], t->shape[nd - 1], t->strides[nd - 2],
+			  t->strides[nd - 1], m);
+}
+
+static npt_status_t copy_in(npt_tensor_t *t, const char *what, npt_tensor_t **out)
+{
+	npt_tensor_t *c;
+	npt_status_t s;
+
+	if (npt_cfg_expand_mode() == NPT_EXPAND_VIEW) {
+		char a[NPT_SHAPE_STRLEN];
+
+		return npt_fail(NPT_E_WOULD_COPY, "attention: %s of shape %s has strides BLAS "
+				"cannot use and expansion mode VIEW forbids the copy", what,
+				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
+	}
+	if ((s = npt_tensor_contiguous(t, &c)))
+		return s;
+	if ((s = npt_eval_locked(c))) {
+		npt_tensor_free(c);
+		return s;
+	}
+	npt_note_materialize("attention", t->ndim, t->shape, t->ndim, t->shape,
+			     (size_t)npt_tensor_numel(t) * sizeof(float),
+			     "BLAS needs one unit stride per matrix");
+	*out = c;
+	return NPT_OK;
+}
+
+typedef struct {
+	const npt_tensor_t *q, *k, *v;
+	const float *bias;
+	int64_t bstr[NPT_MAX_DIMS];	/* bias broadcast strides over [..., Sq, Sk] */
+	int nbd;			/* batch dims */
+	int64_t Sq, Sk, d, dv, heads;
+	float scale;
+	int heads_last;
+	blas_mat_t mq, mk, mv;
+	float *out;
+	int64_t nb;			/* entries */
+	atomic_llong next;		/* the next entry to take */
+	atomic_int nomem;
+} attn_job_t;
+
+static void one(const attn_job_t *j, int64_t bi, float *sc)
+{
+	int64_t qo = 0, ko = 0, vo = 0, bo = 0, rem = bi, Sq = j->Sq, Sk = j->Sk, ldc;
+	const int nd = j->q->ndim;
+	float *o;
+
+	for (int d = j->nbd - 1; d >= 0; d--) {
+		int64_t i = rem % j->q->shape[d];
+
+		rem /= j->q->shape[d];
+		qo += i * j->q->strides[d];
+		ko += i * j->k->strides[d];
+		vo += i * j->v->strides[d];
+		bo += i * j->bstr[d];
+	}
+	if (j->heads_last) {
+		ldc = j->heads * j->dv;
+		o = j->out + (bi / j->heads) * Sq * ldc + (bi % j->heads) * j->dv;
+	} else {
+		ldc = j->dv;
+		o = j->out + bi * Sq * j->dv;
+	}
+	if (Sk == 0 || j->d == 0) {
+		/* no keys: an empty weighted sum; no features: all scores are 0 */
+		for (int64_t i = 0; i < Sq; i++)
+			for (int64_t c = 0; c < j->dv; c++)
+				o[i * ldc + c] = 0.0f;
+		if (Sk == 0)
+			return;
+		memset(sc, 0, (size_t)(Sq * Sk) * sizeof(float));
+	} else {
+		cblas_sgemm(CblasRowMajor, j->mq.trans ? CblasTrans : CblasNoTrans,
+			    j->mk.trans ? CblasNoTrans : CblasTrans, Sq, Sk, j->d, j->scale,
+			    (const float *)npt_tensor_ptr(j->q) + qo, j->mq.ld,
+			    (const float *)npt_tensor_ptr(j->k) + ko, j->mk.ld, 0.0f, sc, Sk);
+	}
+	for (int64_t i = 0; i < Sq; i++) {
+		float *row = sc + i * Sk, m = -INFINITY, s;
+		int nan = 0;
+
+		if (j->bias) {
+			const float *br = j->bias + bo + i * j->bstr[nd - 2];
+			int64_t bs = j->bstr[nd - 1];
+
+			if (bs == 1)
+				for (int64_t c = 0; c < Sk; c++)
+					row[c] += br[c];
+			else
+				for (int64_t c = 0; c < Sk; c++)
+					row[c] += br[c * bs];
+		}
+		for (int64_t c = 0; c < Sk; c++) {
+			nan |= row[c] != row[c];
+			m = row[c] > m ? row[c] : m;
+		}
+		if (nan)
+			m = NAN;
+		s = npt_exp_sum_f32(Sk, row, m);
+		for (int64_t c = 0; c < Sk; c++)
+			row[c] = row[c] / s;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, j->mv.trans ? CblasTrans : CblasNoTrans, Sq,
+		    j->dv, Sk, 1.0f, sc, Sk, (const float *)npt_tensor_ptr(j->v) + vo, j->mv.ld,
+		    0.0f, o, ldc);
+}
+
+/* one thread: take entries until none is left (a descheduled thread delays
+ * only the entry it holds; which thread computes an entry does not change it) */
+static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	attn_job_t *j = arg;
+	float *sc = malloc((size_t)(j->Sq * j->Sk > 0 ? j->Sq * j->Sk : 1) * sizeof(float));
+	int64_t bi;
+
+	(void)begin;
+	(void)end;
+	(void)tid;
+	if (!sc) {
+		atomic_store(&j->nomem, 1);
+		return;
+	}
+	while ((bi = atomic_fetch_add(&j->next, 1)) < j->nb)
+		one(j, bi, sc);
+	free(sc);
+}
+
+npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
+{
+	npt_node_t *n = t->node;
+	npt_tensor_t *cq = NULL, *ck = NULL, *cv = NULL;
+	attn_job_t j = { .q = n->in[0], .k = n->in[1], .v = n->in[2] };
+	npt_tensor_t *bias = n->nin > 3 ? n->in[3] : NULL;
+	int nd = j.q->ndim, threads = npt_pool_threads();
+	int64_t sshape[NPT_MAX_DIMS], nb;
+	npt_status_t s = NPT_OK;
+
+	j.nbd = nd - 2;
+	j.Sq = j.q->shape[nd - 2];
+	j.d = j.q->shape[nd - 1];
+	j.Sk = j.k->shape[nd - 2];
+	j.dv = j.v->shape[nd - 1];
+	j.heads = nd >= 3 ? j.q->shape[nd - 3] : 1;
+	j.heads_last = (n->op & NPT_ATTN_HEADS_LAST) != 0;
+	j.scale = (float)n->eps;
+	j.out = (float *)npt_tensor_ptr(dst);
+	nb = npt_numel(j.nbd, j.q->shape);
+	if (nb == 0 || j.Sq == 0 || j.dv == 0)
+		return NPT_OK;
+	if (!operand_ok(j.q, &j.mq)) {
+		if ((s = copy_in(n->in[0], "q", &cq)))
+			goto out;
+		j.q = cq;
+		operand_ok(j.q, &j.mq);
+	}
+	if (!operand_ok(j.k, &j.mk)) {
+		if ((s = copy_in(n->in[1], "k", &ck)))
+			goto out;
+		j.k = ck;
+		operand_ok(j.k, &j.mk);
+	}
+	if (!operand_ok(j.v, &j.mv)) {
+		if ((s = copy_in(n->in[2], "v", &cv)))
+			goto out;
+		j.v = cv;
+		operand_ok(j.v, &j.mv);
+	}
+	if (bias) {
+		memcpy(sshape, j.q->shape, (size_t)nd * sizeof(int64_t));
+		sshape[nd - 1] = j.Sk;
+		npt_broadcast_strides(bias, nd, sshape, j.bstr);
+		j.bias = (const float *)npt_tensor_ptr(bias);
+	}
+	/* one single-threaded GEMM per entry, whatever the thread count: the
+	 * same kernels on the same data give the same bits */
+	j.nb = nb;
+	npt_blas_set_threads(1);
+	if (threads > 1 && nb > 1)
+		npt_parallel_for(nb < threads ? nb : threads, 1, attn_task, &j);
+	else
+		attn_task(&j, 0, 1, 0);
+	npt_blas_set_threads(threads);
+	if (atomic_load(&j.nomem))
+		s = npt_fail(NPT_E_NOMEM, "attention: out of memory for a %lld x %lld score block",
+			     (long long)j.Sq, (long long)j.Sk);
+out:
+	npt_tensor_free(cq);
+	npt_tensor_free(ck);
+	npt_tensor_free(cv);
+	return s;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * linear.c - npt_linear: act(x @ weight^T + bias), torch.nn.functional.linear
+ * with a fused activation, the dense layer of a transformer.
+ *
+ * weight is [out, in] as models store it (Hugging Face / PyTorch), read in
+ * place through its strides: the GEMM takes it transposed, so a read-only
+ * shared weight, or a row slice (column-parallel split) or column slice
+ * (row-parallel split) of one, is used without a copy. x is [..., in]; its
+ * leading dims are one run of rows when their strides allow (a contiguous
+ * tensor, or a strided row view such as hidden[:, 0, :]), so BLAS reads it in
+ * place too. One cblas_sgemm computes x @ weight^T into the output, then one
+ * parallel pass over the rows adds the bias and applies the activation
+ * (act_vec.c) while each row is in cache.
+ *
+ * Contracts: f32 only. Operands BLAS cannot address (stride 0, negative
+ * strides, no unit stride) are copied first, reported like matmul's copies
+ * and refused in NPT_EXPAND_VIEW mode. A fusion boundary (its inputs are
+ * evaluated first).
+ */
+#include "internal.h"
+
+#include <cblas.h>
+#include <string.h>
+
+NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tensor_t *bias,
+				npt_activation_t act, npt_tensor_t **out)
+{
+	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN];
+	int64_t shape[NPT_MAX_DIMS];
+	npt_node_t *n;
+
+	if (!out)
+		return npt_fail(NPT_E_INVAL, "linear: out is NULL");
+	*out = NULL;
+	if (!x || !weight)
+		return npt_fail(NPT_E_INVAL, "linear: %s is NULL", x ? "weight" : "the input");
+	if ((int)act < NPT_ACT_NONE || act > NPT_ACT_RELU)
+		return npt_fail(NPT_E_INVAL, "linear: activation %d is not one of NPT_ACT_NONE, "
+				"NPT_ACT_GELU, NPT_ACT_TANH, NPT_ACT_RELU", (int)act);
+	if (x->dtype != NPT_F32 || weight->dtype != NPT_F32 || (bias && bias->dtype != NPT_F32))
+		return npt_fail(NPT_E_DTYPE, "linear: input %s, weight %s%s%s: float32 only (cast "
+				"first, or use matmul)", npt_dtype_name(x->dtype),
+				npt_dtype_name(weight->dtype), bias ? ", bias " : "",
+				bias ? npt_dtype_name(bias->dtype) : "");
+	if (x->ndim < 1 || weight->ndim != 2)
+		return npt_fail(NPT_E_SHAPE, "linear: input of shape %s and weight of shape %s: the "
+				"input needs at least one dimension and the weight must be "
+				"[out_features, in_features]",
+				npt_shape_str(a, sizeof(a), x->ndim, x->shape),
+				npt_shape_str(b, sizeof(b), weight->ndim, weight->shape));
+	if (x->shape[x->ndim - 1] != weight->shape[1])
+		return npt_fail(NPT_E_SHAPE, "linear: input of shape %s has %lld features but the "
+				"weight of shape %s takes %lld (weight is [out_features, "
+				"in_features])", npt_shape_str(a, sizeof(a), x->ndim, x->shape),
+				(long long)x->shape[x->ndim - 1],
+				npt_shape_str(b, sizeof(b), weight->ndim, weight->shape),
+				(long long)weight->shape[1]);
+	if (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0]))
+		return npt_fail(NPT_E_SHAPE, "linear: bias of shape %s does not match the weight's "
+				"%lld output features; it must have shape (%lld,)",
+				npt_shape_str(a, sizeof(a), bias->ndim, bias->shape),
+				(long long)weight->shape[0], (long long)weight->shape[0]);
+	memcpy(shape, x->shape, (size_t)x->ndim * sizeof(int64_t));
+	shape[x->ndim - 1] = weight->shape[0];
+	if (!(n = npt_node_new(NPT_NODE_LINEAR, (int)act)))
+		return npt_fail(NPT_E_NOMEM, "linear: out of memory");
+	n->in[0] = npt_tensor_retain(x);
+	n->in[1] = npt_tensor_retain(weight);
+	n->nin = 2;
+	if (bias) {
+		n->in[2] = npt_tensor_retain(bias);
+		n->nin = 3;
+	}
+	return npt_tensor_new_lazy(NPT_F32, x->ndim, shape, n, out);
+}
+
+/* rows of x as one matrix [M, K] with row stride *ld and unit column stride */
+static int rows_layout(const npt_tensor_t *x, int64_t *ld)
+{
+	int nd = x->ndim;
+	int64_t K = x->shape[nd - 1], rs = -1;
+
+	if (K != 1 && x->strides[nd - 1] != 1)
+		return 0;
+	/* the leading dims must collapse into one stride */
+	for (int d = nd - 2; d >= 0; d--) {
+		if (x->shape[d] == 1)
+			continue;
+		if (rs < 0) {
+			rs = x->strides[d];
+		} else {
+			int64_t inner = 1;
+
+			for (int e = d + 1; e < nd - 1; e++)
+				inner *= x->shape[e];
+			if (x->strides[d] != rs * inner)
+				return 0;
+		}
+	}
+	if (rs < 0)
+		rs = K > 0 ? K : 1;      /* a single row */
+	if (rs < K || rs <= 0)
+		return 0;
+	*ld = rs;
+	return 1;
+}
+
+/* weight [N, K] as BLAS's B = weight^T: *trans set, *ld its leading dimension */
+static int weight_layout(const npt_tensor_t *w, int *trans, int64_t *ld)
+{
+	int64_t N = w->shape[0], K = w->shape[1], s0 = w->strides[0], s1 = w->strides[1];
+
+	if ((s1 == 1 || K == 1) && (N == 1 || s0 >= K)) {
+		*trans = 1; /* row-major [N, K]: B = W^T is op(W) with CblasTrans */
+		*ld = N == 1 ? (K > 0 ? K : 1) : s0;
+		return *ld > 0;
+	}
+	if ((s0 == 1 || N == 1) && (K == 1 || s1 >= N)) {
+		*trans = 0; /* column-major: W^T is row-major [K, N] */
+		*ld = K == 1 ? (N > 0 ? N : 1) : s1;
+		return *ld > 0;
+	}
+	return 0;
+}
+
+static npt_status_t copy_operand(npt_tensor_t *t, const char *what, npt_tensor_t **out)
+{
+	npt_status_t s;
+	npt_tensor_t *c;
+
+	if (npt_cfg_expand_mode() == NPT_EXPAND_VIEW) {
+		char a[NPT_SHAPE_STRLEN];
+
+		return npt_fail(NPT_E_WOULD_COPY, "linear: the %s of shape %s has strides BLAS "
+				"cannot use and expansion mode VIEW forbids the copy", what,
+				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
+	}
+	if ((s = npt_tensor_contiguous(t, &c)))
+		return s;
+	if ((s = npt_eval_locked(c))) {
+		npt_tensor_free(c);
+		return s;
+	}
+	npt_note_materialize("linear", t->ndim, t->shape, t->ndim, t->shape,
+			     (size_t)npt_tensor_numel(t) * sizeof(float),
+			     "BLAS needs one unit stride per matrix");
+	*out = c;
+	return NPT_OK;
+}
+
+typedef struct {
+	float *y;
+	const float *bias;
+	int64_t n;
+	int act;
+} epi_job_t;
+
+static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const epi_job_t *j = arg;
+
+	(void)tid;
+	for (int64_t r = begin; r < end; r++)
+		npt_act_rows_f32(j->act, j->n, j->y + r * j->n, j->bias);
+}
+
+npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
+{
+	npt_tensor_t *x = t->node->in[0], *w = t->node->in[1];
+	npt_tensor_t *bias = t->node->nin > 2 ? t->node->in[2] : NULL;
+	npt_tensor_t *cx = NULL, *cw = NULL, *cb = NULL;
+	int64_t K = w->shape[1], N = w->shape[0], M = npt_tensor_numel(dst) / (N ? N : 1);
+	int64_t lda = 1, ldb = 1;
+	npt_status_t s = NPT_OK;
+	int trans = 1;
+	float *y = (float *)npt_tensor_ptr(dst);
+
+	if (N == 0)
+		M = npt_numel(x->ndim - 1, x->shape);
+	if (M == 0 || N == 0)
+		return NPT_OK;
+	if (K > 0 && !rows_layout(x, &lda)) {
+		if ((s = copy_operand(x, "input", &cx)))
+			goto out;
+		x = cx;
+		rows_layout(x, &lda);
+	}
+	if (K > 0 && !weight_layout(w, &trans, &ldb)) {
+		if ((s = copy_operand(w, "weight", &cw)))
+			goto out;
+		w = cw;
+		weight_layout(w, &trans, &ldb);
+	}
+	if (bias && bias->shape[0] > 1 && bias->strides[0] != 1) {
+		if ((s = copy_operand(bias, "bias", &cb)))
+			goto out;
+		bias = cb;
+	}
+	if (K == 0)
+		memset(y, 0, (size_t)(M * N) * sizeof(float));
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, M, N, K,
+			    1.0f, (const float *)npt_tensor_ptr(x), lda,
+			    (const float *)npt_tensor_ptr(w), ldb, 0.0f, y, N);
+	if (bias || t->node->op != NPT_ACT_NONE) {
+		epi_job_t j = { y, bias ? (const float *)npt_tensor_ptr(bias) : NULL, N,
+				t->node->op };
+
+		npt_parallel_for(M, 16384 / N + 1, epilogue_task, &j);
+	}
+out:
+	npt_tensor_free(cx);
+	npt_tensor_free(cw);
+	npt_tensor_free(cb);
+	return s;
+}

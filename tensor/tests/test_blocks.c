@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: MIT
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * test_blocks.c - tests of libnptensor's model building blocks (kselftest
+ * harness, TAP): npt_take (NumPy take, mode 'raise'), npt_linear (act(x @
+ * W^T + b)) and npt_attention (softmax(q k^T * scale + bias) v), each against
+ * a naive double-precision reference written here, over strided, sliced,
+ * transposed and permuted views; that read-only and sliced weights are used
+ * in place (no implicit copy in the stats) while operands BLAS cannot read
+ * are copied and reported (refused in VIEW mode); that results do not
+ * depend on the thread count; and every refusal (shapes, dtypes, flags,
+ * out-of-bounds indices) with its message.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "nptensor.h"
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (float)((rng_state >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+}
+
+static npt_tensor_t *randn(int nd, const int64_t *shape)
+{
+	npt_tensor_t *t = NULL;
+	float *p;
+
+	if (npt_tensor_empty(NPT_F32, nd, shape, &t) || npt_tensor_data(t, (void **)&p))
+		return NULL;
+	for (int64_t i = 0; i < npt_tensor_numel(t); i++)
+		p[i] = frand();
+	return t;
+}
+
+/* element at a multi-index of any view */
+static double at(npt_tensor_t *t, const int64_t *idx)
+{
+	const int64_t *st = npt_tensor_strides(t);
+	void *base;
+	int64_t off = 0;
+
+	npt_tensor_data(t, &base);
+	for (int d = 0; d < npt_tensor_ndim(t); d++)
+		off += idx[d] * st[d];
+	switch (npt_tensor_dtype(t)) {
+	case NPT_F32: return ((float *)base)[off];
+	case NPT_I32: return ((int32_t *)base)[off];
+	case NPT_I64: return (double)((int64_t *)base)[off];
+	case NPT_I8: return ((int8_t *)base)[off];
+	default: return NAN;
+	}
+}
+
+static double at2(npt_tensor_t *t, int64_t i, int64_t j)
+{
+	int64_t idx[2] = { i, j };
+
+	return at(t, idx);
+}
+
+static uint64_t materialized(void)
+{
+	npt_stats_t st;
+
+	npt_stats_get(&st);
+	return st.materialized_bytes;
+}
+
+/* ------------------------------------------------------------------ take */
+
+TEST(take_rows_of_a_read_only_table)
+{
+	enum { V = 50, H = 24 };
+	static float table[V * H];
+	int64_t ts[2] = { V, H }, is[2] = { 3, 4 };
+	int64_t ids[12] = { 0, 49, 7, 7, -1, -50, 3, 12, 25, 1, 2, 48 };
+	npt_tensor_t *t, *ix, *r;
+	uint64_t m0 = materialized();
+
+	for (int i = 0; i < V * H; i++)
+		table[i] = (float)i * 0.5f;
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(table, NPT_F32, 2, ts, NULL, NPT_BORROW_READONLY,
+					       NULL, NULL, &t));
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(ids, NPT_I64, 2, is, NULL, NPT_BORROW_READONLY, NULL,
+					       NULL, &ix));
+	ASSERT_EQ(NPT_OK, npt_take(t, ix, 0, &r));
+	ASSERT_EQ(3, npt_tensor_ndim(r));
+	ASSERT_EQ(3, npt_tensor_shape(r)[0]);
+	ASSERT_EQ(4, npt_tensor_shape(r)[1]);
+	ASSERT_EQ(H, npt_tensor_shape(r)[2]);
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(r));
+	for (int k = 0; k < 12; k++)
+		for (int c = 0; c < H; c++) {
+			int64_t row = ids[k] < 0 ? ids[k] + V : ids[k], idx[3] = { k / 4, k % 4, c };
+
+			ASSERT_EQ(table[row * H + c], (float)at(r, idx));
+		}
+	ASSERT_EQ(m0, materialized());
+	npt_tensor_free(r);
+	npt_tensor_free(ix);
+	npt_tensor_free(t);
+}
+
+TEST(take_any_axis_strides_and_index_dtypes)
+{
+	int64_t ts[3] = { 4, 5, 6 }, is[1] = { 5 };
+	int8_t ids8[5] = { 2, -1, 0, 3, 3 };
+	npt_tensor_t *a = randn(3, ts), *at_, *ix, *r;
+	int perm[3] = { 2, 0, 1 };
+
+	ASSERT_NE(NULL, a);
+	/* a transposed (non-contiguous) source, axis 1 of [6, 4, 5] */
+	ASSERT_EQ(NPT_OK, npt_tensor_permute(a, perm, &at_));
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(ids8, NPT_I8, 1, is, NULL, 0, NULL, NULL, &ix));
+	ASSERT_EQ(NPT_OK, npt_take(at_, ix, 1, &r));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(r));
+	ASSERT_EQ(6, npt_tensor_shape(r)[0]);
+	ASSERT_EQ(5, npt_tensor_shape(r)[1]);
+	ASSERT_EQ(5, npt_tensor_shape(r)[2]);
+	for (int i = 0; i < 6; i++)
+		for (int k = 0; k < 5; k++)
+			for (int c = 0; c < 5; c++) {
+				int64_t ri[3] = { i, k, c }, si[3] = { i, ids8[k] < 0 ? ids8[k] + 4 : ids8[k], c };
+
+				ASSERT_EQ(at(at_, si), at(r, ri));
+			}
+	npt_tensor_free(r);
+	/* axis -1, strided indices (every other element of an i32 vector) */
+	int32_t ids32[6] = { 5, 99, 0, 99, 2, 99 };
+	int64_t s2[1] = { 2 }, is3[1] = { 3 };
+
+	npt_tensor_free(ix);
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(ids32, NPT_I32, 1, is3, s2, 0, NULL, NULL, &ix));
+	ASSERT_EQ(NPT_OK, npt_take(a, ix, -1, &r));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(r));
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 5; j++)
+			for (int k = 0; k < 3; k++) {
+				int64_t ri[3] = { i, j, k }, si[3] = { i, j, ids32[2 * k] };
+
+				ASSERT_EQ(at(a, si), at(r, ri));
+			}
+	npt_tensor_free(r);
+	/* no index: an empty result */
+	int64_t zero[1] = { 0 };
+
+	npt_tensor_free(ix);
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(ids32, NPT_I32, 1, zero, NULL, 0, NULL, NULL, &ix));
+	ASSERT_EQ(NPT_OK, npt_take(a, ix, 0, &r));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(r));
+	ASSERT_EQ(0, npt_tensor_numel(r));
+	npt_tensor_free(r);
+	npt_tensor_free(ix);
+	npt_tensor_free(at_);
+	npt_tensor_free(a);
+}
+
+TEST(take_refusals)
+{
+	int64_t ts[2] = { 5, 3 }, is[1] = { 3 };
+	int64_t ids[3] = { 1, 5, 0 };
+	float fids[3] = { 0, 1, 2 };
+	npt_tensor_t *a = randn(2, ts), *ix, *fx, *r = NULL;
+	float *out;
+
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(ids, NPT_I64, 1, is, NULL, 0, NULL, NULL, &ix));
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(fids, NPT_F32, 1, is, NULL, 0, NULL, NULL, &fx));
+	/* the bound is checked at evaluation, NumPy's message */
+	ASSERT_EQ(NPT_OK, npt_take(a, ix, 0, &r));
+	ASSERT_EQ(NPT_E_VALUE, npt_tensor_data(r, (void **)&out));
+	ASSERT_STREQ("take: index 5 is out of bounds for axis 0 with size 5", npt_last_error());
+	npt_tensor_free(r);
+	ids[1] = -6;
+	ASSERT_EQ(NPT_OK, npt_take(a, ix, 0, &r));
+	ASSERT_EQ(NPT_E_VALUE, npt_tensor_eval(r));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "index -6 is out of bounds"));
+	npt_tensor_free(r);
+	ASSERT_EQ(NPT_E_DTYPE, npt_take(a, fx, 0, &r));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "must be integers"));
+	ASSERT_EQ(NPT_E_AXIS, npt_take(a, ix, 2, &r));
+	ASSERT_EQ(NPT_E_INVAL, npt_take(NULL, ix, 0, &r));
+	ASSERT_EQ(NPT_E_INVAL, npt_take(a, NULL, 0, &r));
+	ASSERT_EQ(NPT_E_INVAL, npt_take(a, ix, 0, NULL));
+	npt_tensor_free(fx);
+	npt_tensor_free(ix);
+	npt_tensor_free(a);
+}
+
+/* ---------------------------------------------------------------- linear */
+
+static double act(npt_activation_t a, double x)
+{
+	switch (a) {
+	case NPT_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+	case NPT_ACT_TANH: return tanh(x);
+	case NPT_ACT_RELU: return x > 0 ? x : 0;
+	default: return x;
+	}
+}
+
+/* y = act(x @ w^T + b) against doubles; x [M, K] and w [N, K] any views */
+static double linear_error(npt_tensor_t *x, npt_tensor_t *w, npt_tensor_t *b,
+			   npt_activation_t a, npt_tensor_t *y)
+{
+	int64_t M = npt_tensor_shape(x)[0], K = npt_tensor_shape(x)[1], N = npt_tensor_shape(w)[0];
+	double worst = 0;
+
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = 0, mag = 0;
+
+			for (int64_t k = 0; k < K; k++) {
+				s += at2(x, i, k) * at2(w, j, k);
+				mag += fabs(at2(x, i, k) * at2(w, j, k));
+			}
+			if (b) {
+				int64_t bi[1] = { j };
+
+				s += at(b, bi);
+				mag += fabs(at(b, bi));
+			}
+			double e = fabs(act(a, s) - at2(y, i, j)) / (mag + 1e-30);
+
+			worst = e > worst ? e : worst;
+		}
+	return worst;
+}
+
+TEST(linear_matches_reference_on_views)
+{
+	int64_t xs[2] = { 37, 48 }, ws[2] = { 60, 48 }, wts[2] = { 48, 60 }, bs[1] = { 60 };
+	npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *wt = randn(2, wts), *b = randn(1, bs);
+	npt_tensor_t *cases[4], *bias[4], *y;
+	static const npt_activation_t acts[4] = { NPT_ACT_NONE, NPT_ACT_GELU, NPT_ACT_TANH,
+						  NPT_ACT_RELU };
+	static float wro[60 * 48];
+	uint64_t m0 = materialized();
+	float *wp;
+
+	ASSERT_NE(NULL, x);
+	/* the weight as stored, read-only; a transposed view; a row slice; a
+	 * column slice (the two tensor-parallel splits) */
+	npt_tensor_data(w, (void **)&wp);
+	memcpy(wro, wp, sizeof(wro));
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(wro, NPT_F32, 2, ws, NULL, NPT_BORROW_READONLY, NULL,
+					       NULL, &cases[0]));
+	ASSERT_EQ(NPT_OK, npt_tensor_transpose(wt, 0, 1, &cases[1]));
+	ASSERT_EQ(NPT_OK, npt_tensor_slice(cases[0], 0, 20, 40, 1, &cases[2]));
+	int64_t ws3[2] = { 60, 96 };
+	npt_tensor_t *wide = randn(2, ws3);
+
+	ASSERT_EQ(NPT_OK, npt_tensor_slice(wide, 1, 48, 96, 1, &cases[3]));
+	bias[0] = b;
+	bias[1] = NULL;
+	ASSERT_EQ(NPT_OK, npt_tensor_slice(b, 0, 20, 40, 1, &bias[2]));
+	ASSERT_EQ(NPT_OK, npt_tensor_slice(b, 0, 59, NPT_SLICE_END, -1, &bias[3])); /* stride -1 */
+	for (int c = 0; c < 4; c++)
+		for (int a = 0; a < 4; a++) {
+			ASSERT_EQ(NPT_OK, npt_linear(x, cases[c], bias[c], acts[a], &y)) {
+				TH_LOG("%s", npt_last_error());
+			}
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			double e = linear_error(x, cases[c], bias[c], acts[a], y);
+
+			ASSERT_TRUE(e < 2e-6) {
+				TH_LOG("weight case %d, activation %d: relative error %g", c, a, e);
+			}
+			npt_tensor_free(y);
+		}
+	/* only the reversed bias (stride -1) needed a copy: 60 floats per use */
+	ASSERT_EQ(m0 + 4 * 60 * sizeof(float), materialized());
+	for (int c = 0; c < 4; c++)
+		npt_tensor_free(cases[c]);
+	npt_tensor_free(bias[2]);
+	npt_tensor_free(bias[3]);
+	npt_tensor_free(wide);
+	npt_tensor_free(x);
+	npt_tensor_free(w);
+	npt_tensor_free(wt);
+	npt_tensor_free(b);
+}
+
+TEST(linear_rows_of_a_strided_view_and_batches)
+{
+	/* x[:, 0, :] of [5, 7, 16]: rows 7*16 apart, read in place */
+	int64_t xs[3] = { 5, 7, 16 }, ws[2] = { 9, 16 };
+	npt_tensor_t *x = randn(3, xs), *w = randn(2, ws), *col, *first, *y, *y3;
+	uint64_t m0 = materialized();
+
+	ASSERT_EQ(NPT_OK, npt_tensor_slice(x, 1, 0, 1, 1, &col));
+	ASSERT_EQ(NPT_OK, npt_tensor_squeeze(col, 1, &first));
+	ASSERT_EQ(NPT_OK, npt_linear(first, w, NULL, NPT_ACT_TANH, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	ASSERT_TRUE(linear_error(first, w, NULL, NPT_ACT_TANH, y) < 2e-6);
+	ASSERT_EQ(m0, materialized());
+	/* a 3-D input: the leading dims are rows */
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, NULL, NPT_ACT_NONE, &y3));
+	ASSERT_EQ(3, npt_tensor_ndim(y3));
+	ASSERT_EQ(9, npt_tensor_shape(y3)[2]);
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y3));
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 9; j++) {
+			int64_t a[3] = { i, 0, j };
+
+			ASSERT_TRUE(fabs(tanh(at(y3, a)) - at2(y, i, j)) < 1e-5);
+		}
+	npt_tensor_free(y3);
+	npt_tensor_free(y);
+	npt_tensor_free(first);
+	npt_tensor_free(col);
+	npt_tensor_free(w);
+	npt_tensor_free(x);
+}
+
+TEST(linear_copies_what_blas_cannot_read)
+{
+	int64_t xs[2] = { 4, 8 }, ws1[1] = { 8 }, ws[2] = { 6, 8 };
+	npt_tensor_t *x = randn(2, xs), *row = randn(1, ws1), *w, *y;
+	uint64_t m0 = materialized();
+
+	/* a broadcast weight (stride 0 in both dims of the row) */
+	ASSERT_EQ(NPT_OK, npt_tensor_broadcast_to(row, 2, ws, &w));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, NULL, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	ASSERT_TRUE(linear_error(x, w, NULL, NPT_ACT_NONE, y) < 2e-6);
+	ASSERT_EQ(m0 + 6 * 8 * sizeof(float), materialized());
+	npt_tensor_free(y);
+	npt_set_expand_mode(NPT_EXPAND_VIEW);
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, NULL, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_E_WOULD_COPY, npt_tensor_eval(y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "linear: the weight of shape (6,8)"));
+	npt_set_expand_mode(NPT_EXPAND_AUTO);
+	npt_tensor_free(y);
+	npt_tensor_free(w);
+	npt_tensor_free(row);
+	npt_tensor_free(x);
+}
+
+TEST(linear_refusals_and_edges)
+{
+	int64_t xs[2] = { 3, 4 }, ws[2] = { 5, 4 }, bad[2] = { 5, 3 }, bs[1] = { 4 };
+	int64_t x0[2] = { 3, 0 }, w0[2] = { 5, 0 }, b5[1] = { 5 };
+	npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *wb = randn(2, bad), *b = randn(1, bs);
+	npt_tensor_t *i32, *y, *xe, *we, *b_5 = randn(1, b5);
+	float *p;
+
+	ASSERT_EQ(NPT_E_SHAPE, npt_linear(x, wb, NULL, NPT_ACT_NONE, &y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "has 4 features but the weight of shape (5,3) takes 3"));
+	ASSERT_EQ(NPT_E_SHAPE, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "it must have shape (5,)"));
+	ASSERT_EQ(NPT_E_SHAPE, npt_linear(x, b, NULL, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_E_INVAL, npt_linear(x, w, NULL, (npt_activation_t)9, &y));
+	ASSERT_EQ(NPT_E_INVAL, npt_linear(NULL, w, NULL, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_E_INVAL, npt_linear(x, w, NULL, NPT_ACT_NONE, NULL));
+	ASSERT_EQ(NPT_OK, npt_tensor_cast(x, NPT_I32, &i32));
+	ASSERT_EQ(NPT_E_DTYPE, npt_linear(i32, w, NULL, NPT_ACT_NONE, &y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "float32 only"));
+	/* no input features: y = act(bias) */
+	ASSERT_EQ(NPT_OK, npt_tensor_zeros(NPT_F32, 2, x0, &xe));
+	ASSERT_EQ(NPT_OK, npt_tensor_zeros(NPT_F32, 2, w0, &we));
+	ASSERT_EQ(NPT_OK, npt_linear(xe, we, b_5, NPT_ACT_RELU, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(y, (void **)&p));
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 5; j++) {
+			int64_t bj[1] = { j };
+
+			ASSERT_EQ((float)act(NPT_ACT_RELU, at(b_5, bj)), p[i * 5 + j]);
+		}
+	npt_tensor_free(y);
+	npt_tensor_free(we);
+	npt_tensor_free(xe);
+	npt_tensor_free(i32);
+	npt_tensor_free(b_5);
+	npt_tensor_free(b);
+	npt_tensor_free(wb);
+	npt_tensor_free(w);
+	npt_tensor_free(x);
+}
+
+/* ------------------------------------------------------------- attention */
+
+/* naive attention of entry (b, h) into ref[Sq][dv] */
+static void attn_ref(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_t *v, const float *mask,
+		     double scale, int64_t b, int64_t h, double *ref)
+{
+	int64_t Sq = npt_tensor_shape(q)[2], Sk = npt_tensor_shape(k)[2];
+	int64_t d = npt_tensor_shape(q)[3], dv = npt_tensor_shape(v)[3];
+	double *p = malloc(sizeof(double) * (size_t)Sk);
+
+	for (int64_t i = 0; i < Sq; i++) {
+		double m = -INFINITY, s = 0;
+
+		for (int64_t j = 0; j < Sk; j++) {
+			double x = 0;
+
+			for (int64_t c = 0; c < d; c++) {
+				int64_t qi[4] = { b, h, i, c }, ki[4] = { b, h, j, c };
+
+				x += at(q, qi) * at(k, ki);
+			}
+			p[j] = x * scale + (mask ? mask[b * Sk + j] : 0);
+			m = p[j] > m ? p[j] : m;
+		}
+		for (int64_t j = 0; j < Sk; j++)
+			s += (p[j] = exp(p[j] - m));
+		for (int64_t c = 0; c < dv; c++) {
+			double o = 0;
+
+			for (int64_t j = 0; j < Sk; j++) {
+				int64_t vi[4] = { b, h, j, c };
+
+				o += p[j] / s * at(v, vi);
+			}
+			ref[i * dv + c] = o;
+		}
+	}
+	free(p);
+}
+
+TEST(attention_matches_reference_with_mask_and_merged_heads)
+{
+	enum { B = 3, S = 11, NH = 4, D = 8 };
+	/* q, k, v as [B, NH, S, D] permuted views of [B, S, NH, D] projections */
+	int64_t ps[4] = { B, S, NH, D }, ms[4] = { B, 1, 1, S };
+	static const int perm[4] = { 0, 2, 1, 3 };
+	npt_tensor_t *pq = randn(4, ps), *pk = randn(4, ps), *pv = randn(4, ps);
+	npt_tensor_t *q, *k, *v, *mask, *o, *om;
+	static float mk[B * S];
+	double ref[S * D], worst = 0;
+	uint64_t m0;
+
+	ASSERT_EQ(NPT_OK, npt_tensor_permute(pq, perm, &q));
+	ASSERT_EQ(NPT_OK, npt_tensor_permute(pk, perm, &k));
+	ASSERT_EQ(NPT_OK, npt_tensor_permute(pv, perm, &v));
+	for (int b = 0; b < B; b++)
+		for (int j = 0; j < S; j++)
+			mk[b * S + j] = j < S - 3 * b ? 0.0f : -FLT_MAX;	/* padding */
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(mk, NPT_F32, 4, ms, NULL, NPT_BORROW_READONLY, NULL,
+					       NULL, &mask));
+	m0 = materialized();
+	ASSERT_EQ(NPT_OK, npt_attention(q, k, v, mask, 0.35, 0, &o));
+	ASSERT_EQ(NPT_OK, npt_attention(q, k, v, mask, 0.35, NPT_ATTN_HEADS_LAST, &om));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(o));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(om));
+	ASSERT_EQ(m0, materialized());	/* the permuted views were read in place */
+	ASSERT_EQ(NH, npt_tensor_shape(o)[1]);
+	ASSERT_EQ(S, npt_tensor_shape(om)[1]);
+	ASSERT_EQ(NH, npt_tensor_shape(om)[2]);
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			attn_ref(q, k, v, mk, 0.35, b, h, ref);
+			for (int i = 0; i < S; i++)
+				for (int c = 0; c < D; c++) {
+					int64_t oi[4] = { b, h, i, c }, mi[4] = { b, i, h, c };
+
+					worst = fmax(worst, fabs(at(o, oi) - ref[i * D + c]));
+					ASSERT_EQ(at(o, oi), at(om, mi));
+				}
+		}
+	ASSERT_TRUE(worst < 1e-5) {
+		TH_LOG("largest error %g", worst);
+	}
+	npt_tensor_free(om);
+	npt_tensor_free(o);
+	npt_tensor_free(mask);
+	npt_tensor_free(q);
+	npt_tensor_free(k);
+	npt_tensor_free(v);
+	npt_tensor_free(pq);
+	npt_tensor_free(pk);
+	npt_tensor_free(pv);
+}
+
+TEST(attention_same_bits_for_any_thread_count)
+{
+	int64_t s[4] = { 2, 6, 33, 16 };
+	npt_tensor_t *q = randn(4, s), *k = randn(4, s), *v = randn(4, s), *o1, *o2;
+	float *a, *b;
+	int keep = npt_get_num_threads();
+
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(1));
+	ASSERT_EQ(NPT_OK, npt_attention(q, k, v, NULL, 0.25, 0, &o1));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(o1, (void **)&a));
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(3));
+	ASSERT_EQ(NPT_OK, npt_attention(q, k, v, NULL, 0.25, 0, &o2));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(o2, (void **)&b));
+	ASSERT_EQ(0, memcmp(a, b, (size_t)npt_tensor_numel(o1) * sizeof(float)));
+	npt_set_num_threads(keep);
+	npt_tensor_free(o1);
+	npt_tensor_free(o2);
+	npt_tensor_free(q);
+	npt_tensor_free(k);
+	npt_tensor_free(v);
+}
+
+TEST(attention_refusals_and_edges)
+{
+	int64_t qs[3] = { 2, 4, 8 }, ks[3] = { 2, 5, 8 }, vs[3] = { 2, 5, 3 }, bad[3] = { 2, 5, 7 };
+	int64_t q2[2] = { 4, 8 }, k0[3] = { 2, 0, 8 }, v0[3] = { 2, 0, 3 }, bs[2] = { 3, 5 };
+	npt_tensor_t *q = randn(3, qs), *k = randn(3, ks), *v = randn(3, vs), *kb = randn(3, bad);
+	npt_tensor_t *qq = randn(2, q2), *kz, *vz, *bb = randn(2, bs), *o, *i32;
+	float *p;
+	static float nanrow[2 * 4 * 5];
+	int64_t nbs[3] = { 2, 4, 5 };
+	npt_tensor_t *nb;
+
+	ASSERT_EQ(NPT_E_SHAPE, npt_attention(q, kb, v, NULL, 1, 0, &o));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "the same feature size d"));
+	ASSERT_EQ(NPT_E_SHAPE, npt_attention(qq, k, v, NULL, 1, 0, &o));
+	ASSERT_EQ(NPT_E_SHAPE, npt_attention(q, k, v, bb, 1, 0, &o));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "does not broadcast to the scores' shape (2,4,5)"));
+	ASSERT_EQ(NPT_E_SHAPE, npt_attention(qq, qq, qq, NULL, 1, NPT_ATTN_HEADS_LAST, &o));
+	ASSERT_EQ(NPT_E_INVAL, npt_attention(q, k, v, NULL, 1, 0x10, &o));
+	ASSERT_EQ(NPT_E_VALUE, npt_attention(q, k, v, NULL, INFINITY, 0, &o));
+	ASSERT_EQ(NPT_E_INVAL, npt_attention(q, NULL, v, NULL, 1, 0, &o));
+	ASSERT_EQ(NPT_OK, npt_tensor_cast(q, NPT_I32, &i32));
+	ASSERT_EQ(NPT_E_DTYPE, npt_attention(i32, k, v, NULL, 1, 0, &o));
+	/* no keys: zeros */
+	ASSERT_EQ(NPT_OK, npt_tensor_zeros(NPT_F32, 3, k0, &kz));
+	ASSERT_EQ(NPT_OK, npt_tensor_zeros(NPT_F32, 3, v0, &vz));
+	ASSERT_EQ(NPT_OK, npt_attention(q, kz, vz, NULL, 1, 0, &o));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(o, (void **)&p));
+	for (int i = 0; i < 2 * 4 * 3; i++)
+		ASSERT_EQ(0.0f, p[i]);
+	npt_tensor_free(o);
+	/* a NaN in a row's scores makes that row NaN, the others stay finite */
+	nanrow[1 * 20 + 2 * 5 + 3] = NAN;
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(nanrow, NPT_F32, 3, nbs, NULL, 0, NULL, NULL, &nb));
+	ASSERT_EQ(NPT_OK, npt_attention(q, k, v, nb, 1, 0, &o));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(o, (void **)&p));
+	for (int bi = 0; bi < 2; bi++)
+		for (int i = 0; i < 4; i++)
+			for (int c = 0; c < 3; c++)
+				ASSERT_EQ(bi == 1 && i == 2, isnan(p[(bi * 4 + i) * 3 + c]) != 0);
+	npt_tensor_free(o);
+	npt_tensor_free(nb);
+	npt_tensor_free(i32);
+	npt_tensor_free(kz);
+	npt_tensor_free(vz);
+	npt_tensor_free(bb);
+	npt_tensor_free(qq);
+	npt_tensor_free(kb);
+	npt_tensor_free(q);
+	npt_tensor_free(k);
+	npt_tensor_free(v);
+}
+
+TEST_HARNESS_MAIN
