@@ -21,8 +21,8 @@
 static void parse_fault(struct npccl_comm *c)
 {
 	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ |
-	 * slowalpha:RANK:COUNT | setupkill:RANK:0 | setupfail:RANK:0 | qperr:RANK:SEQ
-	 * (tests only) */
+	 * slowalpha:RANK:COUNT | setupkill:RANK:0 | setupfail:RANK:0 | qperr:RANK:SEQ |
+	 * loadkill:RANK:CHUNK | loadcorrupt:RANK:CHUNK (tests only) */
 	const char *f = npccl_config()->fault;
 	char kind[16];
 	int rank;
@@ -34,7 +34,9 @@ static void parse_fault(struct npccl_comm *c)
 			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA
 			: !strcmp(kind, "setupkill") ? FAULT_SETUP_KILL
 			: !strcmp(kind, "setupfail") ? FAULT_SETUP_FAIL
-			: !strcmp(kind, "qperr") ? FAULT_QP_ERROR : FAULT_NONE;
+			: !strcmp(kind, "qperr") ? FAULT_QP_ERROR
+			: !strcmp(kind, "loadkill") ? FAULT_LOAD_KILL
+			: !strcmp(kind, "loadcorrupt") ? FAULT_LOAD_CORRUPT : FAULT_NONE;
 	c->fault_rank = rank;
 	c->fault_seq = seq;
 }

@@ -531,8 +531,12 @@ enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
 			 * the shared-memory setup (transport_shm.c) */
        FAULT_SETUP_FAIL,	/* fault_rank's shared-memory setup fails at once; the
 			 * process lives on */
-       FAULT_QP_ERROR	/* fault_rank moves its RDMA queue pairs to the error
-			 * state in collective #fault_seq */ };
+       FAULT_QP_ERROR,	/* fault_rank moves its RDMA queue pairs to the error
+			 * state in collective #fault_seq */
+       FAULT_LOAD_KILL,	/* fault_rank's process is killed (SIGKILL) before chunk
+			 * #fault_seq of an npccl_model_load (model_share.c) */
+       FAULT_LOAD_CORRUPT	/* fault_rank damages one byte of chunk #fault_seq of an
+			 * npccl_model_load after receiving it */ };
 
 /* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
 struct shm_mem {

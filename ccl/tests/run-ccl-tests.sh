@@ -2,7 +2,8 @@
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
 # API/bootstrap negatives, fault injection, non-blocking calls, threads,
-# groups and key-value bootstrap (shm and TCP), and launches by real mpirun
+# groups and key-value bootstrap (shm and TCP), the cluster model load
+# (npccl_model_load across three TCP "hosts"), and launches by real mpirun
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
 BIN=${1:?usage: run-ccl-tests.sh BINDIR}
@@ -35,6 +36,7 @@ run shm 150 "$BIN/ccl-test" shm
 run faults 180 "$BIN/ccl-test" fault
 run async 150 "$BIN/ccl-async-test"
 run async-tcp 150 "$BIN/ccl-async-test" --tcp
+run model-load 150 "$root/ccl/tests/model-load-test.sh" "$BIN"
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
 for mpi in openmpi mpich; do

@@ -17,7 +17,11 @@ BUILD=${BUILD:-$root/build}
 out=$(mktemp -d /tmp/rdma-tests.XXXXXX)
 n=0 fail=0
 . "$here/topology.sh"
-cleanup() { topo_down; rm -rf "$out"; }
+cleanup() {
+	topo_down
+	for _m in "$out"/npushm-h*; do umount "$_m" 2>/dev/null; done
+	rm -rf "$out"
+}
 trap cleanup EXIT INT TERM
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -120,14 +124,16 @@ echo "# zc: $(since "$t0") s"
 # (SIGNAL: KILL, STOP or -; the victim rank's process gets it once all run)
 victim_pid() {	# host rank
 	ip netns pids "${TOPO_P}h$1" | while read -r vp; do
-		tr '\0' '\n' </proc/$vp/environ 2>/dev/null | grep -qx "RANK=$2" &&
-			tr '\0' ' ' </proc/$vp/cmdline 2>/dev/null | grep -q ccl-test && echo "$vp"
+		# the rank's own process (comm), not the timeout or env wrappers
+		[ "$(cat /proc/$vp/comm 2>/dev/null)" = ccl-test ] &&
+			tr '\0' '\n' </proc/$vp/environ 2>/dev/null | grep -qx "RANK=$2" && echo "$vp"
 	done | head -1
 }
 fault_job() {
 	fname=$1 fstatus=$2 ftext=$3 flayout=$4 fsig=$5 fvictim=$6 fenv=$7
 	shift 7
 	t0=$(up)
+	port=$((port + 1))	# launch runs in a subshell: its port increment is lost
 	launch "$fname" 120 "$flayout" env $fenv "$@" &
 	lpid=$!
 	if [ "$fsig" != - ]; then
@@ -141,8 +147,16 @@ fault_job() {
 		vpid=$(victim_pid "$vh" "$fvictim")
 		[ -n "$vpid" ] && kill -"$fsig" "$vpid"
 	fi
+	if [ "$fsig" = STOP ] && [ -n "$vpid" ]; then
+		# the survivors are judged once they returned; then the victim goes on
+		i=0
+		until [ "$(ls "$out/$fname".*.rc 2>/dev/null | wc -l)" -ge $(($(echo $flayout | wc -w) - 1)) ] ||
+		      [ $i -ge 1000 ]; do
+			i=$((i + 1)); sleep 0.1
+		done
+		kill -CONT "$vpid" 2>/dev/null
+	fi
 	wait "$lpid"
-	[ "$fsig" = STOP ] && [ -n "$vpid" ] && kill -CONT "$vpid" 2>/dev/null
 	named=0 want=0
 	r=0
 	for h in $flayout; do
@@ -174,6 +188,26 @@ fault_job mismatch-root "$MISMATCH" "rank 1" "1 2 3" - 1 NPCCL_TIMEOUT_MS=5000 \
 	"$BIN/ccl-test" env-fault mismatch-root 1
 fault_job qp-error "$DIED" "queue pair is in the error state" "1 2 3" - 1 \
 	"NPCCL_TIMEOUT_MS=5000 NPCCL_FAULT_INJECT=qperr:1:6" $LOOP
+
+# 5. one model load for the cluster over RDMA: every host with its own
+#    npushm instance (a mount of the module's filesystem), ranks forced onto
+#    RDMA (NPCCL_TRANSPORT=rdma fails the load if a pair has none)
+t0=$(up)
+ML_OUT=$out/ml
+ML_ADDR=198.18.0.1
+ML_PORT=$((port + 100))
+mkdir -p "$ML_OUT"
+ml_exec() {
+	_h=$1
+	shift
+	mkdir -p "$out/npushm-h$_h"
+	mountpoint -q "$out/npushm-h$_h" || mount -t npushm -o mode=1777 npushm "$out/npushm-h$_h"
+	NPUSHM_BACKEND=kmod NPUSHM_DIR=$out/npushm-h$_h NPCCL_TRANSPORT=rdma topo_exec "$_h" "$@"
+}
+. "$root/ccl/tests/model-load-lib.sh"
+ml_tests "1 2 3"
+for _h in 1 2 3; do umount "$out/npushm-h$_h" 2>/dev/null; done
+echo "# cluster load: $(since "$t0") s"
 
 echo "# total: $(since 0) s since boot"
 echo "1..$n"
