@@ -214,20 +214,9 @@ struct peer {
 	int nregion_in;
 };
 
-/* Transport interface. Two-sided operations are used by every algorithm;
- * the one-sided members are the shape an RDMA verbs transport fills in
- * (memory registration, remote writes, completion polling) and are NULL in
- * the shm and TCP transports. */
-struct npccl_mr {		/* registered memory */
-	void *addr;
-	size_t len;
-	uint64_t remote_key;
-	void *impl;
-};
-struct npccl_completion {
-	uint64_t wr_id;
-	int status;
-};
+/* Transport interface: two-sided operations, used by every algorithm. The
+ * RDMA transport (transport_rdma.c) implements them with one-sided writes,
+ * registration and completion queues of its own behind this interface. */
 struct transport_ops {
 	const char *name;
 	/* advance the head request of the queue: 1 done, 0 not yet, <0 failed */
@@ -235,13 +224,6 @@ struct transport_ops {
 	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
 	/* file descriptor and poll events to sleep on for `p`, -1 if none */
 	int (*poll_fd)(struct peer *p, short *events);
-	/* one-sided (RDMA): NULL when unsupported */
-	int (*reg_mem)(struct npccl_comm *c, void *addr, size_t len, struct npccl_mr *out);
-	int (*dereg_mem)(struct npccl_comm *c, struct npccl_mr *mr);
-	int (*write)(struct npccl_comm *c, struct peer *p, const struct npccl_mr *local,
-		     size_t local_off, uint64_t remote_addr, uint64_t remote_key, size_t len,
-		     uint64_t wr_id);
-	int (*poll_cq)(struct npccl_comm *c, struct npccl_completion *out, int max);
 };
 NPCCL_HIDDEN extern const struct transport_ops tcp_transport;
 NPCCL_HIDDEN extern const struct transport_ops shm_transport;
