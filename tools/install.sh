@@ -99,6 +99,7 @@ plan() {
 	# programs, their manual pages and completion
 	program "$BUILD/bin/npushm" "$bindir/npushm"
 	program "$BUILD/bin/ccl-perf" "$bindir/npccl-perf"
+	program "$BUILD/bin/npccl-load" "$bindir/npccl-load"
 	for m in "$root"/docs/man/*.[1-8]; do
 		s=${m##*.}
 		file 0644 "$m" "$mandir/man$s/${m##*/}"

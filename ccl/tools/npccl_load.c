@@ -5,6 +5,7 @@
  * host gets the model published under NAME (npccl_model_load).
  *
  *   npccl-load [--root R] [--mode 0640] [--json] NAME [FILE]
+ *   npccl-load --help
  *
  * FILE is needed on the root only. Exit status 0 when every host published
  * the model, 1 when the load failed (nothing published; the report says
@@ -16,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(void)
+static int usage(FILE *f)
 {
-	fprintf(stderr, "usage: npccl-load [--root R] [--mode 0640] [--json] NAME [FILE]\n"
+	fprintf(f, "usage: npccl-load [--root R] [--mode 0640] [--json] NAME [FILE]\n"
 		"  run on every rank (torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,\n"
 		"  mpirun, or NPCCL_UNIQUE_ID/NPCCL_RANK/NPCCL_NRANKS); FILE on the root only.\n"
 		"  Publishes the safetensors FILE as model NAME on every host, all or none.\n");
@@ -46,28 +47,31 @@ int main(int argc, char **argv)
 	const char *name = NULL, *path = NULL;
 	for (int i = 1; i < argc; i++) {
 		char *end;
-		if (!strcmp(argv[i], "--root") && i + 1 < argc) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
 			root = (int)strtol(argv[++i], &end, 10);
 			if (*end)
-				return usage();
+				return usage(stderr);
 		} else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
 			mode = strtoul(argv[++i], &end, 8);
 			if (*end || mode > 0666)
-				return usage();
+				return usage(stderr);
 		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
 		} else if (argv[i][0] == '-') {
-			return usage();
+			return usage(stderr);
 		} else if (!name) {
 			name = argv[i];
 		} else if (!path) {
 			path = argv[i];
 		} else {
-			return usage();
+			return usage(stderr);
 		}
 	}
 	if (!name)
-		return usage();
+		return usage(stderr);
 	npccl_comm_t comm;
 	char err[512];
 	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
