@@ -38,21 +38,13 @@ perf() {
 	wait
 	cat "$OUT/$1.0" >>"$OUT/npccl-$2-$3.txt"
 }
-for coll in allreduce broadcast; do
-	for i in $(seq 1 "$RUNS"); do
-		perf "$coll-rdma-$i" rdma "$coll"
-		perf "$coll-tcp-$i" tcp "$coll"
-		echo "# $coll run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
-	done
-done
-
 # Open MPI over the same devices: ranks in the namespaces through netns-rsh
 CCLB_NS_PREFIX=${TOPO_P}h
 export CCLB_NS_PREFIX
-# rank r's device: its host's (the wrapper reads the host from the hostname)
+# rank r's device: its host's (the wrapper reads the host from its namespace's address)
 cat >"$OUT/ompi-dev.sh" <<SH
 #!/bin/sh
-h=\$(hostname); h=\${h#host}
+h=\$(ip -4 -o addr show | sed -n 's/.* 198\.18\.0\.\([0-9]*\)\/.*/\1/p' | head -1)
 export UCX_NET_DEVICES=${TOPO_P}rxe\$h:1 OMPI_MCA_btl_openib_if_include=${TOPO_P}rxe\$h
 exec "\$@"
 SH
@@ -60,17 +52,30 @@ chmod +x "$OUT/ompi-dev.sh"
 ompi() {	# NAME MCA-ARGS...
 	_n=$1
 	shift
-	timeout -k 5 300 mpirun.openmpi --allow-run-as-root -np 2 --host 198.18.0.1,198.18.0.2 \
+	# mpirun in host 1's namespace, so that its daemons can call it back
+	topo_exec 1 timeout -k 5 300 mpirun.openmpi --allow-run-as-root -np 2 --host 198.18.0.1,198.18.0.2 \
 		--mca plm_rsh_agent "$root/bench/ccl/netns-rsh" --mca btl_tcp_if_include 198.18.0.0/24 \
 		--mca oob_tcp_if_include 198.18.0.0/24 "$@" "$OUT/ompi-dev.sh" "$BIN/ccl-perf-openmpi" \
 		-c allreduce $ARGS >"$OUT/ompi-$_n.txt" 2>&1
 	echo "# open mpi $_n: exit $?"
 }
+for coll in allreduce broadcast; do
+	for i in $(seq 1 "$RUNS"); do	# RUNS=0: Open MPI only
+		perf "$coll-rdma-$i" rdma "$coll"
+		perf "$coll-tcp-$i" tcp "$coll"
+		# Open MPI over TCP between the same namespaces, in the same turn
+		[ "$coll" = allreduce ] && [ -x "$BIN/ccl-perf-openmpi" ] &&
+			ompi tcp-$i --mca pml ob1 --mca btl tcp,self && cat "$OUT/ompi-tcp-$i.txt" >>"$OUT/ompi-tcp.txt"
+		echo "# $coll run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
+	done
+done
+
 if [ -x "$BIN/ccl-perf-openmpi" ]; then
 	ompi ucx --mca pml ucx -x UCX_TLS=rc,self
+	ompi ucx-rcv-tcp --mca pml ucx -x UCX_TLS=rc_verbs,tcp,self
 	ompi openib --mca pml ob1 --mca btl openib,self --mca btl_openib_allow_ib 1 \
 		--mca btl_openib_cpc_include udcm
-	ompi tcp --mca pml ob1 --mca btl tcp,self
+	[ "$RUNS" = 0 ] && ompi tcp --mca pml ob1 --mca btl tcp,self
 else
 	echo "# no ccl-perf-openmpi"
 fi

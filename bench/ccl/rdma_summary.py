@@ -11,7 +11,7 @@ the range over runs of t(TCP)/t(RDMA) (paired run by run, out-of-place mean
 time), and Open MPI's time over npccl-RDMA's median where it ran."""
 import glob
 import os
-import statistics
+import re
 import sys
 
 
@@ -55,19 +55,24 @@ def main():
             print("| %d | %s | %s | %s |" % (s, rng([p[0] for p in pairs]), rng([p[1] for p in pairs]),
                                              rng([p[1] / p[0] for p in pairs])))
     rd = tables("%s/npccl-rdma-allreduce.txt" % out)
+    tc = tables("%s/npccl-tcp-allreduce.txt" % out)
     for f in sorted(glob.glob("%s/ompi-*.txt" % out)):
         name = os.path.basename(f)[5:-4]
+        if re.search(r"-[0-9]+$", name):
+            continue        # one run of ompi-tcp.txt
         om = tables(f)
         if not om or not rd:
             last = [l.strip() for l in open(f, errors="replace") if l.strip()][-3:]
             print("\nOpen MPI (%s): no result; last lines: %s" % (name, " | ".join(last)[:400]))
             continue
-        print("\n### Open MPI (%s) allreduce over npccl-RDMA (median of its runs)\n" % name)
-        print("| bytes | Open MPI us | npccl RDMA us (median) | t(Open MPI)/t(npccl RDMA) |")
-        print("|------:|------------:|-----------------------:|--------------------------:|")
-        for s in sorted(om[0]):
-            med = statistics.median([r[s] for r in rd if s in r] or [float("nan")])
-            print("| %d | %.1f | %.1f | %.2f |" % (s, om[0][s], med, om[0][s] / med))
+        print("\n### Open MPI (%s) allreduce, %d run(s), paired run by run with npccl's\n" % (name, len(om)))
+        print("| bytes | Open MPI us (range) | t(Open MPI)/t(npccl RDMA) | t(Open MPI)/t(npccl TCP) |")
+        print("|------:|--------------------:|--------------------------:|-------------------------:|")
+        for sz in sorted(om[0]):
+            o = [r[sz] for r in om if sz in r]
+            a = [x[sz] / y[sz] for x, y in zip(om, rd) if sz in x and sz in y]
+            b = [x[sz] / y[sz] for x, y in zip(om, tc) if sz in x and sz in y]
+            print("| %d | %s | %s | %s |" % (sz, rng(o), rng(a) if a else "-", rng(b) if b else "-"))
 
 
 if __name__ == "__main__":

@@ -687,14 +687,6 @@ NPCCL_HIDDEN int rdma_sleep_fd(struct npccl_comm *c, bool *pending);
 NPCCL_HIDDEN void rdma_after_sleep(struct npccl_comm *c);
 /* npccl_mem_free and destroy: forget the registration of an allocation */
 NPCCL_HIDDEN void rdma_mem_forget(struct npccl_comm *c, const void *base);
-/* registers [base, base + len) of region `r` (mapped at base by the caller)
- * for the transport's zero-copy path until rdma_reg_remove(c, tag);
- * -1 with the reason in `why` (the transport then copies) */
-struct npushm_region;
-NPCCL_HIDDEN int rdma_reg_add_region(struct npccl_comm *c, struct npushm_region *r,
-				     const void *base, size_t len, bool writable, uint64_t tag,
-				     char *why, size_t whylen);
-NPCCL_HIDDEN void rdma_reg_remove(struct npccl_comm *c, uint64_t tag);
 /* "rdma0" or NULL */
 NPCCL_HIDDEN const char *rdma_device(struct npccl_comm *c);
 

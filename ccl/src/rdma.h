@@ -134,8 +134,7 @@ struct rdma_reg {
 	bool failed;		/* registration refused: copy through the slots */
 	struct npushm_mr *nmr;	/* registered through libnpushm (NULL: plain ibv_reg_mr) */
 	struct ibv_mr *mr;
-	uint64_t owner;		/* npccl_mem_alloc id + 1, 0 for a region added by tag */
-	uint64_t tag;		/* rdma_reg_add_region's tag */
+	uint64_t owner;		/* npccl_mem_alloc id + 1 */
 };
 
 struct rdma_ctx {

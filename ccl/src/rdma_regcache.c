@@ -3,13 +3,10 @@
  * without copying: registrations looked up by address range.
  *
  * What is registered is memory whose lifetime npccl controls, so that a
- * registration can never outlive its pages:
- *  - npccl_mem_alloc buffers, registered through libnpushm
- *    (npushm_region_reg_mr on their region) the first time the transport
- *    meets them, and dropped by npccl_mem_free and npccl_comm_destroy
- *    before the buffer is unmapped (rdma_mem_forget);
- *  - regions the caller hands in for the length of an operation
- *    (rdma_reg_add_region, the cluster model load), dropped by tag.
+ * registration can never outlive its pages: npccl_mem_alloc buffers,
+ * registered through libnpushm (npushm_region_reg_mr on their region) the
+ * first time the transport meets them, and dropped by npccl_mem_free and
+ * npccl_comm_destroy before the buffer is unmapped (rdma_mem_forget).
  * Any other buffer (malloc, stack, a mapping of the caller's) goes through
  * the registered FIFO slots with a copy: npccl cannot see it being freed or
  * unmapped (that would need allocator hooks, or on-demand paging, which
@@ -107,49 +104,6 @@ void rdma_mem_forget(struct npccl_comm *c, const void *base)
 			reg_remove_at(x, i);
 			return;
 		}
-}
-
-int rdma_reg_add_region(struct npccl_comm *c, struct npushm_region *r, const void *base,
-			size_t len, bool writable, uint64_t tag, char *why, size_t whylen)
-{
-	struct rdma_ctx *x = c->rdma;
-	npushm_mr_info_t mi;
-	if (!x || !x->npeers) {
-		snprintf(why, whylen, "no RDMA peer");
-		return -1;
-	}
-	struct rdma_reg *e = reg_new(x);
-	if (!e) {
-		snprintf(why, whylen, "out of memory");
-		return -1;
-	}
-	if (npushm_region_reg_mr(r, x->pd, 0, len, writable ? NPUSHM_MR_REMOTE_WRITE : 0, 0,
-				 &e->nmr) != NPUSHM_OK) {
-		snprintf(why, whylen, "%s", npushm_last_error());
-		x->nregs--;
-		return -1;
-	}
-	npushm_mr_info(e->nmr, &mi);
-	e->base = base;
-	e->len = len;
-	e->mr_addr = mi.addr;
-	e->lkey = mi.lkey;
-	e->rkey = mi.rkey;
-	e->writable = writable;
-	e->owner = 0;
-	e->tag = tag;
-	snprintf(why, whylen, "%s: %s", npushm_mr_path_name(mi.path), mi.reason);
-	return 0;
-}
-
-void rdma_reg_remove(struct npccl_comm *c, uint64_t tag)
-{
-	struct rdma_ctx *x = c->rdma;
-	for (int i = 0; x && i < x->nregs;)
-		if (!x->regs[i].owner && x->regs[i].tag == tag)
-			reg_remove_at(x, i);
-		else
-			i++;
 }
 
 void rdma_reg_drop_all(struct npccl_comm *c)
