@@ -12,6 +12,10 @@
 #                          of host H in the environment)
 #   ok MSG / notok MSG     TAP lines
 # and calls ml_tests "H H H" (the hosts of a 3-rank layout, one rank each).
+# ML_QUICK=1 (the VM, where every process start is slow) runs only the
+# cases that depend on the transport: the load, a rank killed
+# mid-broadcast, a copy damaged on arrival; the others (name taken,
+# mismatched names, the Python API) are the same logic on any transport.
 
 ML_NPUSHM=${ML_NPUSHM:-$BUILD/bin/npushm}
 
@@ -92,7 +96,16 @@ ml_tests() {
 	fi
 
 	# 2. the name is taken on the last host: refused everywhere, nothing published
-	_last=$(echo $_hosts | awk '{ print $NF }')
+	[ "${ML_QUICK:-0}" = 1 ] || ml_case_taken "$_hosts" "$_file"
+	ml_case_killed "$_hosts" "$_file"
+	ml_case_corrupt "$_hosts" "$_file"
+	[ "${ML_QUICK:-0}" = 1 ] || ml_case_mismatch "$_hosts" "$_file"
+	[ "${ML_QUICK:-0}" = 1 ] || ml_case_python "$_hosts" "$_file" "$_want"
+	ml_rm_all cl-model "$_hosts"
+}
+
+ml_case_taken() {
+	_hosts=$1 _file=$2
 	ml_launch again "$_hosts" "$BIN/npccl-load" cl-model2 "$_file"	# dedup: a new name on the same bytes
 	ml_rm_all cl-model2 "$(echo $_hosts | cut -d' ' -f1-2)"
 	ml_launch taken "$_hosts" "$BIN/npccl-load" cl-model2 "$_file"
@@ -105,7 +118,10 @@ ml_tests() {
 		cat "$ML_OUT"/taken.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 	ml_rm_all cl-model2 "$_hosts"
+}
 
+ml_case_killed() {
+	_hosts=$1 _file=$2
 	# 3. a rank killed mid-broadcast (before the second chunk): the others fail
 	#    naming it, no host has the model or a staging copy
 	ml_launch killed "$_hosts" env NPCCL_FAULT_INJECT=loadkill:1:1 NPCCL_TIMEOUT_MS=10000 \
@@ -119,6 +135,10 @@ ml_tests() {
 		cat "$ML_OUT"/killed.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 
+}
+
+ml_case_corrupt() {
+	_hosts=$1 _file=$2
 	# 4. one host's copy damaged on arrival: its content hash differs from the
 	#    root's, the load fails on every rank naming that host, nothing published
 	ml_launch corrupt "$_hosts" env NPCCL_FAULT_INJECT=loadcorrupt:2:1 \
@@ -132,6 +152,10 @@ ml_tests() {
 		cat "$ML_OUT"/corrupt.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 
+}
+
+ml_case_mismatch() {
+	_hosts=$1 _file=$2
 	# 5. mismatched names: refused everywhere, nothing published
 	ml_launch mism "$_hosts" sh -c "exec \"$BIN/npccl-load\" cl-m\$RANK \"$_file\""
 	_bad=$(ml_nothing "cl-m[0-9]" "$_hosts")
@@ -142,6 +166,10 @@ ml_tests() {
 		cat "$ML_OUT"/mism.[0-9] | sed 's/^/# /' | cut -c1-300 | tail -6
 	fi
 
+}
+
+ml_case_python() {
+	_hosts=$1 _file=$2 _want=$3
 	# 6. the Python API (two hosts)
 	_two=$(echo $_hosts | cut -d' ' -f1-2)
 	ml_launch py "$_two" /usr/bin/python3 -c "
@@ -167,5 +195,4 @@ c.destroy()
 		cat "$ML_OUT"/py.[0-9] | sed 's/^/# /' | tail -8
 	fi
 	ml_rm_all cl-py "$_hosts"
-	ml_rm_all cl-model "$_hosts"
 }

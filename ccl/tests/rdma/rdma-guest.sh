@@ -205,7 +205,7 @@ ml_exec() {
 	NPUSHM_BACKEND=kmod NPUSHM_DIR=$out/npushm-h$_h NPCCL_TRANSPORT=rdma topo_exec "$_h" "$@"
 }
 . "$root/ccl/tests/model-load-lib.sh"
-ml_tests "1 2 3"
+ML_QUICK=1 ml_tests "1 2 3"	# the rest of the cases: ccl/tests/model-load-test.sh (suite ccl)
 for _h in 1 2 3; do umount "$out/npushm-h$_h" 2>/dev/null; done
 echo "# cluster load: $(since "$t0") s"
 
