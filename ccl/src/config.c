@@ -118,9 +118,9 @@ static void load(void)
 			cfg.transport = TRANSPORT_TCP;
 		else if (!strcasecmp(t, "rdma") || !strcasecmp(t, "ib"))
 			cfg.transport = TRANSPORT_RDMA;
-		else
-			npccl_log(NPCCL_LOG_WARN, "NPCCL_TRANSPORT=%s is not auto, tcp or rdma; using auto",
-				  t);
+		else	/* no silent choice: communicator creation fails (rdma_probe) */
+			cfg.transport = TRANSPORT_INVALID;
+		snprintf(cfg.transport_str, sizeof(cfg.transport_str), "%s", t);
 	}
 	const char *d = getenv("NPCCL_IB_DEV");
 	if (d)

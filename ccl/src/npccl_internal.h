@@ -62,6 +62,7 @@ struct npccl_config {
 	/* between hosts (NPCCL_TRANSPORT): TRANSPORT_AUTO uses RDMA where both
 	 * ends have a device, TCP otherwise */
 	int transport;
+	char transport_str[32];	/* NPCCL_TRANSPORT as given */
 	char ib_dev[64];	/* NPCCL_IB_DEV: device[:port], "" = first active */
 	int ib_gid_index;	/* NPCCL_IB_GID_INDEX, -1 = a RoCE v2 IPv4 GID */
 	int ib_timeout;		/* NPCCL_IB_TIMEOUT: 4.096 us * 2^x per retry */
@@ -69,7 +70,7 @@ struct npccl_config {
 	int rdma_slots;		/* NPCCL_RDMA_SLOTS: FIFO slots per direction */
 	bool rdma_zcopy;	/* NPCCL_RDMA_ZCOPY: registered buffers without copies */
 };
-enum { TRANSPORT_AUTO, TRANSPORT_TCP, TRANSPORT_RDMA };
+enum { TRANSPORT_AUTO, TRANSPORT_TCP, TRANSPORT_RDMA, TRANSPORT_INVALID };
 NPCCL_HIDDEN const struct npccl_config *npccl_config(void);
 NPCCL_HIDDEN void npccl_config_reload(void);
 NPCCL_HIDDEN npccl_algo_t npccl_algo_from_name(const char *name);

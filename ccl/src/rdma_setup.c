@@ -173,6 +173,12 @@ npccl_status_t rdma_probe(struct npccl_comm *c, uint16_t *flags, char *err, size
 	const struct npccl_config *cfg = npccl_config();
 	char why[256] = "";
 	*flags = 0;
+	if (cfg->transport == TRANSPORT_INVALID) {
+		snprintf(err, errlen, "rank %d: NPCCL_TRANSPORT=%.31s is not a transport: use auto "
+			 "(RDMA between hosts where both have a device, else TCP), tcp or rdma", c->rank,
+			 cfg->transport_str);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	if (cfg->transport == TRANSPORT_TCP)
 		return NPCCL_OK;
 	struct rdma_ctx *x = calloc(1, sizeof(*x));
