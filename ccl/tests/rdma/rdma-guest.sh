@@ -89,7 +89,8 @@ tap_job() {
 	fi
 }
 
-export NPCCL_EXPECT_TRANSPORT=rdma NPCCL_TIMEOUT_MS=60000 NPCCL_BOOTSTRAP_TIMEOUT_MS=60000
+# every job below on RDMA or failing (NPCCL_TRANSPORT=rdma: no pair may fall back to TCP)
+export NPCCL_TRANSPORT=rdma NPCCL_EXPECT_TRANSPORT=rdma NPCCL_TIMEOUT_MS=60000 NPCCL_BOOTSTRAP_TIMEOUT_MS=60000
 
 # 1. every collective x dtype x counts, 2 to 4 hosts (one rank each: every pair over RDMA)
 for layout in "1 2" "1 2 3" "1 2 3 4"; do
