@@ -452,8 +452,8 @@ NPCCL_API npccl_status_t npccl_mem_free(npccl_comm_t comm, void *ptr);
  * Limits: each receiving host holds the file twice while loading (memory
  * file + region). A rank killed in the short window between its staging
  * load and the publish leaves its staging name on its host (the next
- * cluster load of the same file there removes stale staging names of dead
- * processes). Thread safety: as a collective; one load per communicator at
+ * cluster load on that host removes staging names of processes that are
+ * gone). Thread safety: as a collective; one load per communicator at
  * a time. */
 #define NPCCL_MODEL_REPORT_LEN 1024
 typedef struct npccl_model_load_result {

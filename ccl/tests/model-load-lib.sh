@@ -101,7 +101,29 @@ ml_tests() {
 	ml_case_corrupt "$_hosts" "$_file"
 	[ "${ML_QUICK:-0}" = 1 ] || ml_case_mismatch "$_hosts" "$_file"
 	[ "${ML_QUICK:-0}" = 1 ] || ml_case_python "$_hosts" "$_file" "$_want"
+	[ "${ML_QUICK:-0}" = 1 ] || ml_case_stale "$_hosts" "$_file"
 	ml_rm_all cl-model "$_hosts"
+}
+
+ml_case_stale() {
+	_hosts=$1 _file=$2
+	# 7. a staging copy left by a loader that died before its publish (its pid
+	#    is gone) is removed by the next cluster load on that host
+	sh -c 'exit 0' &
+	_dead=$!
+	wait "$_dead"
+	_h1=$(echo $_hosts | cut -d' ' -f1)
+	ml_exec "$_h1" "$ML_NPUSHM" load "$_file" --name "npccl-staging.$_dead.left" --quiet >/dev/null 2>&1
+	_before=$(ml_names "$_h1" | grep -c "npccl-staging.$_dead")
+	ml_launch stale "$_hosts" "$BIN/npccl-load" cl-stale "$_file"
+	_after=$(ml_names "$_h1" | grep -c "npccl-staging")
+	if [ "$_before" = 1 ] && [ "$_after" = 0 ] && [ "$(ml_rcs stale)" = "0 0 0 " ]; then
+		ok "a staging copy left by a dead loader (pid $_dead) is removed by the next cluster load on its host"
+	else
+		notok "stale staging copy (before $_before, after $_after, exit $(ml_rcs stale))"
+		ml_exec "$_h1" "$ML_NPUSHM" rm "npccl-staging.$_dead.left" >/dev/null 2>&1
+	fi
+	ml_rm_all cl-stale "$_hosts"
 }
 
 ml_case_taken() {
