@@ -253,9 +253,12 @@ static void stage(struct share *s, const char *path, const struct offer *o, stru
 	}
 	hex16(o->hash, want);
 	snprintf(s->staging, sizeof(s->staging), STAGING_PREFIX "%ld.%s", (long)getpid(), want);
-	if (npushm_model_load(s->dev, path, s->staging, &lo, &lr) != NPUSHM_OK) {
-		vote_fail(v, NPCCL_ERR_SYSTEM, "loading the received copy failed: %s",
-			  npushm_last_error());
+	npushm_status_t ls = npushm_model_load(s->dev, path, s->staging, &lo, &lr);
+	if (ls != NPUSHM_OK) {
+		/* a file that is no model is the caller's input, the rest this host's trouble */
+		vote_fail(v, ls == NPUSHM_ERR_FORMAT ? NPCCL_ERR_INVALID_ARG : NPCCL_ERR_SYSTEM,
+			  "loading %s failed: %s", s->c->rank == s->root ? "the model file" :
+			  "the received copy", npushm_last_error());
 		return;
 	}
 	s->staged = true;
@@ -408,7 +411,7 @@ npccl_status_t npccl_model_load(npccl_comm_t c, int root, const char *path, cons
 
 refused:
 	tls_error_set(c, "model load of '%.100s' on %d host(s) failed, nothing is published: %s",
-		      o.name, c->nhosts, first);
+		      o.name[0] ? o.name : name ? name : "?", c->nhosts, first);
 	goto out;
 comm_failed:
 	snprintf(errsave, sizeof(errsave), "%s",
