@@ -3,6 +3,7 @@
 #   make                      builds build/lib/libnpccl.so and the test programs
 #   make check-ccl            unit + collective matrix + fault + negative tests
 #   make check-ccl-netns      multi-host tests over network namespaces (root)
+#   make check-ccl-rdma       the RDMA transport on soft-RoCE hosts in the test VM
 #   make check-ccl-full       opt-in: full cross product at large sizes (slow)
 #   make ccl-torch            the torch.distributed backend (npushm.ccl_torch; needs
 #                             libtorch-dev, python3-pybind11, python3-dev)
@@ -24,7 +25,7 @@ CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
 CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags
 
-USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
 
 $(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
@@ -57,6 +58,11 @@ $(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUS
 	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
 		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)
 
+# npccl-load: one model load for a cluster (npccl_model_load)
+$(BINDIR)/npccl-load: $(CCL_DIR)/tools/npccl_load.c $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib'
+
 # ccl-perf: the benchmark harness with the npccl backend
 CCL_BENCH_DIR := $(CURDIR)/bench/ccl
 $(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
@@ -86,13 +92,18 @@ check-ccl-python: $(CCL_LIB) $(CCL_TORCH_SO)
 check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
 	@NPCCL_PY_FULL=1 tools/run-suite ccl-python-full $(CCL_DIR)/tests/run-python-tests.sh
 
-CHECK_SUITES += ccl ccl-netns ccl-python
-.PHONY: check-ccl check-ccl-netns check-ccl-full
+CHECK_SUITES += ccl ccl-netns ccl-python ccl-rdma
+.PHONY: check-ccl check-ccl-netns check-ccl-full check-ccl-rdma
 check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
 	@tools/run-suite ccl-netns $(CCL_DIR)/tests/netns-test.sh $(BINDIR)
+
+# soft-RoCE hosts in the test VM: the collectives, faults and the cluster
+# model load over the RDMA transport, npushm_region_reg_mr (ccl/tests/rdma/)
+check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(LIBNPUSHM_RDMA_TEST) modules
+	@tools/run-suite ccl-rdma $(CCL_DIR)/tests/rdma/run-rdma-vm.sh
 
 check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)
 	@tools/run-suite ccl-full $(BINDIR)/ccl-test matrix --full

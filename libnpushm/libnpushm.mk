@@ -25,7 +25,7 @@ LIBNPUSHM_LIB_CFLAGS := $(LIBNPUSHM_CFLAGS) -DNPUSHM_BUILDING_LIBRARY -fvisibili
 LIBNPUSHM_LIBS := $(LIBNPUSHM_PKG_LIBS) -lpthread
 
 LIBNPUSHM_SRCS := $(wildcard $(LIBNPUSHM_DIR)/src/*.c)
-LIBNPUSHM_HDRS := $(wildcard $(LIBNPUSHM_DIR)/src/*.h) $(LIBNPUSHM_DIR)/include/npushm.h \
+LIBNPUSHM_HDRS := $(wildcard $(LIBNPUSHM_DIR)/src/*.h) $(wildcard $(LIBNPUSHM_DIR)/include/*.h) \
 	$(CURDIR)/include/uapi/linux/npushm.h
 LIBNPUSHM_OBJS := $(patsubst $(LIBNPUSHM_DIR)/src/%.c,$(LIBNPUSHM_OBJDIR)/%.o,$(LIBNPUSHM_SRCS))
 
@@ -155,3 +155,19 @@ $(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_DIR)/dem
 .PHONY: bench-weights
 bench-weights: $(LIBNPUSHM_BENCH)
 	@bench/weights/run.sh
+
+# ------------------------------------------------------ RDMA registration test
+# npushm_region_reg_mr on a real device: run in the test VM by the rdma suite
+# (ccl/tests/rdma/). Built with the kernel's kselftest harness, so only once
+# make setup has extracted it (make check always has).
+LIBNPUSHM_RDMA_TEST := $(LIBNPUSHM_TESTDIR)/npushm-rdma-reg-test
+LIBNPUSHM_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
+ifneq ($(wildcard $(LIBNPUSHM_HARNESS)/kselftest_harness.h),)
+USER_TARGETS += $(LIBNPUSHM_RDMA_TEST)
+endif
+
+$(LIBNPUSHM_RDMA_TEST): $(LIBNPUSHM_DIR)/tests/rdma/rdma_reg_test.c $(LIBNPUSHM_DIR)/include/npushm_rdma.h \
+		$(LIBNPUSHM_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -Wno-sign-compare -I$(LIBNPUSHM_HARNESS) -o $@ $< -L$(LIBDIR) -lnpushm -libverbs \
+		$(LIBNPUSHM_TEST_RPATH)

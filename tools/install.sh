@@ -89,6 +89,7 @@ plan() {
 	library npccl
 	library npbert
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
+	file 0644 "$root/libnpushm/include/npushm_rdma.h" "$includedir/npushm_rdma.h"
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
 	file 0644 "$root/apps/bert/include/npbert.h" "$includedir/npbert.h"
@@ -102,6 +103,7 @@ plan() {
 	program "$BUILD/bin/npushm" "$bindir/npushm"
 	program "$BUILD/bin/ccl-perf" "$bindir/npccl-perf"
 	program "$BUILD/bin/npushm-bert" "$bindir/npushm-bert"
+	program "$BUILD/bin/npccl-load" "$bindir/npccl-load"
 	for m in "$root"/docs/man/*.[1-8]; do
 		s=${m##*.}
 		file 0644 "$m" "$mandir/man$s/${m##*/}"

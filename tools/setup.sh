@@ -8,7 +8,8 @@
 #   setup.sh --missing SET        print the set's missing packages; exit 1 if any
 #
 # Sets, each including the one before:
-#   build  what plain `make` needs (compiler, libnl, json-c, xxhash, OpenBLAS, DLPack)
+#   build  what plain `make` needs (compiler, libnl, json-c, xxhash, OpenBLAS, DLPack,
+#          the verbs headers: libnpushm and libnpccl load libibverbs at run time)
 #   demo   what `make demo` needs on top (Python with NumPy and PyTorch, xxhsum)
 #   check  what `make check` needs on top (the test kernel and qemu, the kernel
 #          source for checkpatch and the kselftest harness, sparse, rdma-core, the
@@ -23,10 +24,10 @@ set -eu
 
 BUILD=${BUILD:-$(pwd)/build}
 PKGS_BUILD="build-essential pkg-config libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libjson-c-dev
-libxxhash-dev libopenblas-dev libdlpack-dev"
+libxxhash-dev libopenblas-dev libdlpack-dev libibverbs-dev"
 PKGS_DEMO="python3 python3-numpy python3-torch xxhash"
 PKGS_CHECK="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static kmod cpio iproute2
-sparse libibverbs-dev rdma-core ibverbs-utils ibverbs-providers python3-numexpr python3-pytest openmpi-bin
+sparse rdma-core ibverbs-utils ibverbs-providers python3-numexpr python3-pytest openmpi-bin
 libopenmpi-dev mpich libmpich-dev iperf3 perftest clang llvm libclang-rt-14-dev
 flex bison bc libelf-dev libssl-dev xz-utils
 reuse lintian debhelper dh-dkms dkms dh-python python3-setuptools chrpath bash-completion man-db

@@ -438,6 +438,57 @@ NPCCL_API npccl_status_t npccl_mem_alloc(npccl_comm_t comm, size_t bytes, void *
  * Barrier fails with NPCCL_ERR_MISMATCH otherwise). */
 NPCCL_API npccl_status_t npccl_mem_free(npccl_comm_t comm, void *ptr);
 
+/* ---- one model load for a cluster (model_share.c) ----------------------
+ * A safetensors file read on one host is broadcast to every other host of
+ * the communicator and published there as a libnpushm model (npushm.h:
+ * npushm_model_attach) under the same name and content hash. On every host
+ * the lowest rank (the root on the root's host) loads; the other ranks take
+ * part in the broadcast only.
+ *
+ * Steps: the root hashes the file (npushm_file_hash) and sends name, size
+ * and hash; every loading rank checks that the name is free on its host;
+ * the file's bytes are broadcast in chunks (RDMA between hosts where there
+ * is a device) into an anonymous memory file on each host; each host loads
+ * its copy under a staging name ("npccl-staging.<pid>.<hash>", a complete
+ * sealed model), and its content hash is compared with the root's: a
+ * different hash fails the load. Only when every host holds a verified copy
+ * does each publish the real name (and drop the staging name); a failure
+ * while publishing removes the name on every host that published it.
+ * So a failure anywhere before that point, a rank killed mid-broadcast
+ * included, leaves no name on any host; the result's report says, per
+ * host, what happened.
+ *
+ * Limits: each receiving host holds the file twice while loading (memory
+ * file + region). A rank killed in the short window between its staging
+ * load and the publish leaves its staging name on its host (the next
+ * cluster load on that host removes staging names of processes that are
+ * gone). Thread safety: as a collective; one load per communicator at
+ * a time. */
+#define NPCCL_MODEL_REPORT_LEN 1024
+typedef struct npccl_model_load_result {
+	uint8_t hash[16];	/* content hash, as npushm_model_info's */
+	char hash_hex[33];
+	uint64_t source_size;	/* bytes of the file */
+	int nhosts;		/* hosts of the communicator */
+	int published;		/* hosts where the name is published on return */
+	int deduplicated;	/* this host reused an identical published copy */
+	char report[NPCCL_MODEL_REPORT_LEN];	/* per host: "host 1 (rank 2 on h1): ok; ..." */
+} npccl_model_load_result_t;
+
+/** Collective: loads the safetensors file `path` (read on rank `root`
+ * only; other ranks may pass NULL) and publishes it as model `name` (the
+ * same on every rank) with permission bits `mode` (0: 0640) on every host
+ * of `comm`. NPCCL_OK when every host published it; otherwise nothing is
+ * published (see above) and npccl_comm_last_error() names the failing
+ * host and rank: INVALID_ARG (bad name or root, the name is taken on a
+ * host, a bad file), MISMATCH (ranks passed different names or roots),
+ * PROTOCOL (a host's copy has another content hash), SYSTEM (a host could
+ * not load or publish), or the collective's own error (a dead or stopped
+ * rank: the communicator is then unusable). `result` [out, may be NULL]. */
+NPCCL_API npccl_status_t npccl_model_load(npccl_comm_t comm, int root, const char *path,
+					  const char *name, uint32_t mode,
+					  npccl_model_load_result_t *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -660,10 +660,19 @@ static npccl_status_t connect_remote(struct npccl_comm *c, char *err, size_t err
 			}
 		}
 	}
+	/* queue pairs where both ends have an RDMA device (their data sockets
+	 * carry the connection data, then close); TCP for the others */
+	npccl_status_t st = rdma_connect(c, err, errlen);
+	if (st != NPCCL_OK)
+		return st;
 	for (int j = 0; j < c->nranks; j++) {
 		struct peer *p = &c->peers[j];
-		if (p->local || j == c->rank)
+		if (p->local || j == c->rank) {
 			continue;
+		} else if (p->tp == &rdma_transport) {
+			sock_set_nonblock(p->ctl_fd, true);
+			continue;
+		}
 		sock_tune_data(p->data_fd);
 		sock_set_nonblock(p->data_fd, true);
 		sock_set_nonblock(p->ctl_fd, true);
@@ -703,6 +712,9 @@ npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src, c
 	memcpy(me.hostname, hid.hostname, sizeof(me.hostname));
 	if (npccl_config()->disable_shm)	/* every rank its own "host": TCP only */
 		me.host_id ^= 0x9e3779b97f4a7c15ull * ((uint64_t)getpid() + 1);
+	st = rdma_probe(c, &me.flags, err, errlen);
+	if (st != NPCCL_OK)
+		return st;
 
 	c->listen_fd = sock_listen_tcp(htonl(INADDR_ANY), 0, err, errlen);
 	if (c->listen_fd < 0)
@@ -721,6 +733,9 @@ npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src, c
 	if (st != NPCCL_OK)
 		return st;
 	st = group_hosts(c);
+	if (st != NPCCL_OK)
+		return st;
+	st = rdma_check_table(c, err, errlen);
 	if (st != NPCCL_OK)
 		return st;
 	/* (NPCCL_DISABLE_SHM makes local ranks "remote" on purpose: loopback is right then) */

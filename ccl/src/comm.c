@@ -21,7 +21,8 @@
 static void parse_fault(struct npccl_comm *c)
 {
 	/* NPCCL_FAULT_INJECT=corrupt:RANK:SEQ | truncate:RANK:SEQ |
-	 * slowalpha:RANK:COUNT | setupkill:RANK:0 | setupfail:RANK:0 (tests only) */
+	 * slowalpha:RANK:COUNT | setupkill:RANK:0 | setupfail:RANK:0 | qperr:RANK:SEQ |
+	 * loadkill:RANK:CHUNK | loadcorrupt:RANK:CHUNK (tests only) */
 	const char *f = npccl_config()->fault;
 	char kind[16];
 	int rank;
@@ -32,7 +33,10 @@ static void parse_fault(struct npccl_comm *c)
 			: !strcmp(kind, "truncate") ? FAULT_TRUNCATE_FRAME
 			: !strcmp(kind, "slowalpha") ? FAULT_SLOW_ALPHA
 			: !strcmp(kind, "setupkill") ? FAULT_SETUP_KILL
-			: !strcmp(kind, "setupfail") ? FAULT_SETUP_FAIL : FAULT_NONE;
+			: !strcmp(kind, "setupfail") ? FAULT_SETUP_FAIL
+			: !strcmp(kind, "qperr") ? FAULT_QP_ERROR
+			: !strcmp(kind, "loadkill") ? FAULT_LOAD_KILL
+			: !strcmp(kind, "loadcorrupt") ? FAULT_LOAD_CORRUPT : FAULT_NONE;
 	c->fault_rank = rank;
 	c->fault_seq = seq;
 }
@@ -54,6 +58,7 @@ static void comm_free(struct npccl_comm *c)
 			close(p->doorbell_fd);
 		free(p->bounce);
 	}
+	rdma_teardown(c);
 	shm_teardown(c);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
@@ -218,6 +223,9 @@ npccl_status_t npccl_comm_destroy(npccl_comm_t c)
 		return NPCCL_ERR_ABORTED;
 	}
 	tls_error_forget(c);
+	/* what this rank wrote over RDMA is in the peers' memory before the
+	 * goodbye, as a TCP close delivers what the socket holds */
+	rdma_flush(c, MIN(c->timeout_ms, 10000));
 	for (int i = 0; i < c->nranks; i++)
 		if (i != c->rank)
 			/* a communicator that failed passes its verdict on, so peers

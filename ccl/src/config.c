@@ -111,6 +111,25 @@ static void load(void)
 	const char *f = getenv("NPCCL_FAULT_INJECT");
 	if (f)
 		snprintf(cfg.fault, sizeof(cfg.fault), "%s", f);
+	const char *t = getenv("NPCCL_TRANSPORT");
+	cfg.transport = TRANSPORT_AUTO;
+	if (t && *t && strcasecmp(t, "auto")) {
+		if (!strcasecmp(t, "tcp"))
+			cfg.transport = TRANSPORT_TCP;
+		else if (!strcasecmp(t, "rdma") || !strcasecmp(t, "ib"))
+			cfg.transport = TRANSPORT_RDMA;
+		else	/* no silent choice: communicator creation fails (rdma_probe) */
+			cfg.transport = TRANSPORT_INVALID;
+		snprintf(cfg.transport_str, sizeof(cfg.transport_str), "%s", t);
+	}
+	const char *d = getenv("NPCCL_IB_DEV");
+	if (d)
+		snprintf(cfg.ib_dev, sizeof(cfg.ib_dev), "%s", d);
+	cfg.ib_gid_index = (int)env_long("NPCCL_IB_GID_INDEX", -1, -1, 65535);
+	cfg.ib_timeout = (int)env_long("NPCCL_IB_TIMEOUT", 18, 1, 31);
+	cfg.ib_retry = (int)env_long("NPCCL_IB_RETRY_CNT", 7, 0, 7);
+	cfg.rdma_slots = (int)env_long("NPCCL_RDMA_SLOTS", 4, 2, 16);
+	cfg.rdma_zcopy = env_long("NPCCL_RDMA_ZCOPY", 1, 0, 1);
 }
 
 const struct npccl_config *npccl_config(void)

@@ -340,8 +340,9 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	if (coll == NPCCL_COLL_ALLGATHER || coll == NPCCL_COLL_REDUCE_SCATTER ||
 	    coll == NPCCL_COLL_GATHER || coll == NPCCL_COLL_SCATTER || coll == NPCCL_COLL_ALLTOALL)
 		bytes *= (size_t)c->nranks;
+	bool rdma = rdma_device(c) != NULL;
 	out->transport = c->nhosts == 1 ? (c->nlocal > 1 ? "shm" : "none")
-			 : c->nlocal > 1 ? "shm+tcp" : "tcp";
+			 : c->nlocal > 1 ? (rdma ? "shm+rdma" : "shm+tcp") : rdma ? "rdma" : "tcp";
 	const char *why = "cost model";
 	pthread_mutex_lock(&c->q_lock);
 	npccl_algo_t a = c->forced[coll];

@@ -59,7 +59,18 @@ struct npccl_config {
 	int spin_us;		/* busy-wait before sleeping */
 	npccl_algo_t algo[NPCCL_NUM_COLLS];
 	char fault[128];	/* NPCCL_FAULT_INJECT, for tests */
+	/* between hosts (NPCCL_TRANSPORT): TRANSPORT_AUTO uses RDMA where both
+	 * ends have a device, TCP otherwise */
+	int transport;
+	char transport_str[32];	/* NPCCL_TRANSPORT as given */
+	char ib_dev[64];	/* NPCCL_IB_DEV: device[:port], "" = first active */
+	int ib_gid_index;	/* NPCCL_IB_GID_INDEX, -1 = a RoCE v2 IPv4 GID */
+	int ib_timeout;		/* NPCCL_IB_TIMEOUT: 4.096 us * 2^x per retry */
+	int ib_retry;		/* NPCCL_IB_RETRY_CNT */
+	int rdma_slots;		/* NPCCL_RDMA_SLOTS: FIFO slots per direction */
+	bool rdma_zcopy;	/* NPCCL_RDMA_ZCOPY: registered buffers without copies */
 };
+enum { TRANSPORT_AUTO, TRANSPORT_TCP, TRANSPORT_RDMA, TRANSPORT_INVALID };
 NPCCL_HIDDEN const struct npccl_config *npccl_config(void);
 NPCCL_HIDDEN void npccl_config_reload(void);
 NPCCL_HIDDEN npccl_algo_t npccl_algo_from_name(const char *name);
@@ -151,12 +162,16 @@ struct peer_info {		/* exchanged at bootstrap, fixed layout */
 	uint64_t pidns_id;
 	uint32_t ipv4;		/* network order: address peers connect to */
 	uint16_t port;		/* network order: TCP listen port */
-	uint16_t pad;
+	uint16_t flags;		/* PEER_F_* */
 	char hostname[40];
 };
+#define PEER_F_RDMA 1		/* has a usable RDMA device (NPCCL_TRANSPORT is not tcp) */
+#define PEER_F_RDMA_REQUIRED 2	/* NPCCL_TRANSPORT=rdma */
 
 struct transport_ops;
 struct shm_fifo;
+struct rdma_peer;
+struct rdma_ctx;
 
 struct peer {
 	int rank;
@@ -175,6 +190,7 @@ struct peer {
 	struct shm_region *region;	/* the peer's region, mapped */
 	struct shm_fifo *tx_fifo;	/* in the peer's region, written by us */
 	struct shm_fifo *rx_fifo;	/* in our region, written by the peer */
+	struct rdma_peer *rdma;	/* RDMA transport state, NULL for other peers */
 	char *bounce;		/* TCP RECV_REDUCE staging */
 	size_t bounce_fill;
 	bool gone;		/* connection closed or process exited */
@@ -199,20 +215,9 @@ struct peer {
 	int nregion_in;
 };
 
-/* Transport interface. Two-sided operations are used by every algorithm;
- * the one-sided members are the shape an RDMA verbs transport fills in
- * (memory registration, remote writes, completion polling) and are NULL in
- * the shm and TCP transports. */
-struct npccl_mr {		/* registered memory */
-	void *addr;
-	size_t len;
-	uint64_t remote_key;
-	void *impl;
-};
-struct npccl_completion {
-	uint64_t wr_id;
-	int status;
-};
+/* Transport interface: two-sided operations, used by every algorithm. The
+ * RDMA transport (transport_rdma.c) implements them with one-sided writes,
+ * registration and completion queues of its own behind this interface. */
 struct transport_ops {
 	const char *name;
 	/* advance the head request of the queue: 1 done, 0 not yet, <0 failed */
@@ -220,16 +225,10 @@ struct transport_ops {
 	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
 	/* file descriptor and poll events to sleep on for `p`, -1 if none */
 	int (*poll_fd)(struct peer *p, short *events);
-	/* one-sided (RDMA): NULL when unsupported */
-	int (*reg_mem)(struct npccl_comm *c, void *addr, size_t len, struct npccl_mr *out);
-	int (*dereg_mem)(struct npccl_comm *c, struct npccl_mr *mr);
-	int (*write)(struct npccl_comm *c, struct peer *p, const struct npccl_mr *local,
-		     size_t local_off, uint64_t remote_addr, uint64_t remote_key, size_t len,
-		     uint64_t wr_id);
-	int (*poll_cq)(struct npccl_comm *c, struct npccl_completion *out, int max);
 };
 NPCCL_HIDDEN extern const struct transport_ops tcp_transport;
 NPCCL_HIDDEN extern const struct transport_ops shm_transport;
+NPCCL_HIDDEN extern const struct transport_ops rdma_transport;
 
 /* ---- shared-memory layout (transport_shm.c, algo_shm.c) ---------------- */
 struct shm_ctl {
@@ -444,6 +443,10 @@ struct npccl_comm {
 	atomic_int exec_polling;
 	char shown_err[800];	/* last failure, for threads that made no call */
 
+	/* RDMA verbs transport (rdma_setup.c), NULL when no peer uses it */
+	struct rdma_ctx *rdma;
+	char rdma_why[200];	/* why this rank has no RDMA, "" if it has */
+
 	/* fault injection (tests) */
 	int fault_kind;
 	uint64_t fault_seq;
@@ -509,8 +512,14 @@ enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
 			 * read 100 ms more (costmodel.c) */
        FAULT_SETUP_KILL,	/* fault_rank's process is killed (SIGKILL) as it starts
 			 * the shared-memory setup (transport_shm.c) */
-       FAULT_SETUP_FAIL	/* fault_rank's shared-memory setup fails at once; the
-			 * process lives on */ };
+       FAULT_SETUP_FAIL,	/* fault_rank's shared-memory setup fails at once; the
+			 * process lives on */
+       FAULT_QP_ERROR,	/* fault_rank moves its RDMA queue pairs to the error
+			 * state in collective #fault_seq */
+       FAULT_LOAD_KILL,	/* fault_rank's process is killed (SIGKILL) before chunk
+			 * #fault_seq of an npccl_model_load (model_share.c) */
+       FAULT_LOAD_CORRUPT	/* fault_rank damages one byte of chunk #fault_seq of an
+			 * npccl_model_load after receiving it */ };
 
 /* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
 struct shm_mem {
@@ -655,6 +664,32 @@ NPCCL_HIDDEN int parse_host_port(const char *s, uint32_t *ipv4_be, uint16_t *por
 NPCCL_HIDDEN int send_fds(int sock, const void *data, size_t len, const int *fds, int nfds);
 NPCCL_HIDDEN int recv_fds(int sock, void *data, size_t len, int *fds, int maxfds,
 			  uint64_t deadline_ns);
+
+/* ---- RDMA verbs transport (rdma_setup.c, transport_rdma.c, rdma_regcache.c) */
+/* Before the address exchange: looks for a device as NPCCL_TRANSPORT and
+ * NPCCL_IB_DEV say and sets PEER_F_* in *flags; fails only when
+ * NPCCL_TRANSPORT=rdma and there is none. */
+NPCCL_HIDDEN npccl_status_t rdma_probe(struct npccl_comm *c, uint16_t *flags, char *err,
+				       size_t errlen);
+/* After the address exchange: NPCCL_TRANSPORT=rdma on any rank needs RDMA
+ * between every pair of hosts (same verdict on every rank). */
+NPCCL_HIDDEN npccl_status_t rdma_check_table(struct npccl_comm *c, char *err, size_t errlen);
+/* With the TCP connections up: queue pairs to the remote peers whose ends
+ * both have a device, connected through their data sockets (then closed);
+ * those peers get rdma_transport. Releases the device if no peer uses it. */
+NPCCL_HIDDEN npccl_status_t rdma_connect(struct npccl_comm *c, char *err, size_t errlen);
+/* destroy: waits (at most timeout_ms) until this rank's writes completed,
+ * so what it sent is in the peers' memory before it says goodbye */
+NPCCL_HIDDEN void rdma_flush(struct npccl_comm *c, int timeout_ms);
+NPCCL_HIDDEN void rdma_teardown(struct npccl_comm *c);
+/* comm_wait: the completion channel to sleep on (armed), -1 if none;
+ * *pending when completions arrived meanwhile (do not sleep) */
+NPCCL_HIDDEN int rdma_sleep_fd(struct npccl_comm *c, bool *pending);
+NPCCL_HIDDEN void rdma_after_sleep(struct npccl_comm *c);
+/* npccl_mem_free and destroy: forget the registration of an allocation */
+NPCCL_HIDDEN void rdma_mem_forget(struct npccl_comm *c, const void *base);
+/* "rdma0" or NULL */
+NPCCL_HIDDEN const char *rdma_device(struct npccl_comm *c);
 
 /* ---- shm transport setup (transport_shm.c) ------------------------------ */
 NPCCL_HIDDEN npccl_status_t shm_listen(struct npccl_comm *c, char *err, size_t errlen);

@@ -500,6 +500,22 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 			pf[n++] = (struct pollfd){ .fd = c->wake_fd, .events = POLLIN };
 		}
 		bool ctl_pending = false;
+		int rdma_idx = -1;
+		if (c->rdma) {
+			bool pending;
+			int fd = rdma_sleep_fd(c, &pending);
+			if (pending) {
+				if (me)
+					atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+				atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
+				spin_until = now_ns() + spin_ns;
+				continue;
+			}
+			if (fd >= 0) {
+				rdma_idx = n;
+				pf[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			}
+		}
 		for (int i = 0; i < c->nranks && n < 3 * 64; i++) {
 			struct peer *p = &c->peers[i];
 			if (i == c->rank)
@@ -521,7 +537,8 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 		atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
 		if (pr > 0) {
 			for (int k = 0; k < n; k++)
-				if (pf[k].revents && pf[k].fd != c->doorbell_fd && k != wake_idx)
+				if (pf[k].revents && pf[k].fd != c->doorbell_fd && k != wake_idx &&
+				    k != rdma_idx)
 					ctl_pending = true;
 			if (c->doorbell_fd >= 0 && pf[0].revents) {
 				uint64_t v;
@@ -534,6 +551,8 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 				(void)rn;
 			}
 		}
+		if (rdma_idx >= 0)
+			rdma_after_sleep(c);
 		if (ctl_pending)
 			comm_poll_control(c, 0);
 		t = now_ns();

@@ -38,6 +38,9 @@ static void mem_release(struct npccl_comm *c, struct shm_mem *m)
 		return;
 	for (int k = 0; m->peer_region && k < c->nlocal; k++)
 		shm_region_close(m->peer_region[k]);
+	/* the registration goes before the pages it pins are unmapped */
+	if (m->base)
+		rdma_mem_forget(c, m->base);
 	shm_region_close(m->region);
 	free(m->peer_region);
 	free(m->addr);

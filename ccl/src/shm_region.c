@@ -11,6 +11,7 @@
  */
 #include "shm_region.h"
 #include "npushm.h"
+#include "npushm_rdma.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -161,4 +162,20 @@ void shm_region_close(struct shm_region *r)
 const char *shm_region_backend(void)
 {
 	return "libnpushm";
+}
+
+int shm_region_reg_mr(const struct shm_region *r, struct ibv_pd *pd, struct npushm_mr **mr,
+		      char **mr_addr, unsigned *lkey, unsigned *rkey, char *why, size_t whylen)
+{
+	npushm_mr_info_t mi;
+	if (npushm_region_reg_mr(r->r, pd, 0, 0, NPUSHM_MR_REMOTE_WRITE, 0, mr) != NPUSHM_OK) {
+		snprintf(why, whylen, "%s", npushm_last_error());
+		return -1;
+	}
+	npushm_mr_info(*mr, &mi);
+	*mr_addr = mi.addr;
+	*lkey = mi.lkey;
+	*rkey = mi.rkey;
+	snprintf(why, whylen, "%s: %s", npushm_mr_path_name(mi.path), mi.reason);
+	return 0;
 }

@@ -35,4 +35,13 @@ void shm_region_close(struct shm_region *r);
 /* "memfd" or "npushm" */
 const char *shm_region_backend(void);
 
+/* registers the whole region with an RDMA protection domain through
+ * libnpushm (npushm_region_reg_mr: dma-buf or mapping), remotely writable;
+ * *mr_addr is the region's first byte in the registration's address space.
+ * 0 or -1 with the reason in `why`. */
+struct ibv_pd;
+struct npushm_mr;
+int shm_region_reg_mr(const struct shm_region *r, struct ibv_pd *pd, struct npushm_mr **mr,
+		      char **mr_addr, unsigned *lkey, unsigned *rkey, char *why, size_t whylen);
+
 #endif

@@ -7,6 +7,11 @@
  *   ccl-test netns-worker OUT                        rank in a network namespace
  *   ccl-test misc                                    API, split, explain, negatives
  *   ccl-test shm                                     shm AllReduce paths, npccl_mem_alloc
+ *   ccl-test env-matrix                              launched rank: every collective x
+ *                                                    dtype x counts (rank 0 prints TAP)
+ *   ccl-test env-zc                                  launched rank: npccl_mem_alloc
+ *                                                    buffers over RDMA, registration cache
+ *   ccl-test env-fault NAME VICTIM                   launched rank: a mismatched call
  *
  * Ranks are forked children sharing a unique id made by the parent; results
  * travel back through a shared anonymous mapping. The parent is a watchdog:
@@ -1443,6 +1448,294 @@ static int cmd_env_loop(void)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- launched ranks */
+
+/* The transport between hosts must be NPCCL_EXPECT_TRANSPORT when set
+ * ("rdma": the test is about RDMA and must not silently run on TCP). */
+static int check_transport(npccl_comm_t comm, char *msg)
+{
+	const char *want = getenv("NPCCL_EXPECT_TRANSPORT");
+	npccl_explanation_t ex;
+	if (!want)
+		return 0;
+	npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1 << 20, NPCCL_FLOAT32, &ex);
+	if (!strstr(ex.transport, want)) {
+		snprintf(msg, MSG, "transport between hosts is %s, expected %s", ex.transport, want);
+		return 1;
+	}
+	return 0;
+}
+
+/* every rank's verdict, gathered on all (MIN of ok); -1 if the call failed */
+static int agree_ok(npccl_comm_t comm, int ok)
+{
+	int32_t v = ok;
+	if (npccl_allreduce(&v, &v, 1, NPCCL_INT32, NPCCL_MIN, comm) != NPCCL_OK)
+		return -1;
+	return v;
+}
+
+/*
+ * Launched rank (npccl_comm_init_env): every collective with the algorithm
+ * the cost model picks, and AllReduce with each of its algorithms
+ * (hierarchical included where the layout allows), x every dtype x counts
+ * 0, 1, p+1, 1025 (the reductions rotating through every op), plus one call
+ * past the eager size per item (rotating dtype), against the reference. Rank
+ * 0 prints one TAP line per item once every rank agreed on its verdict.
+ */
+static int cmd_env_matrix(void)
+{
+	npccl_comm_t comm;
+	char err[512], msg[MSG] = "";
+	double t_all = now_ms();
+	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
+	if (st) {
+		printf("not ok 1 - init: %s\n1..1\n", err);
+		return 1;
+	}
+	int me, p, nh, h;
+	npccl_comm_rank(comm, &me);
+	npccl_comm_size(comm, &p);
+	npccl_comm_hosts(comm, &nh, &h);
+	struct test_item items[64];
+	int n = 0;
+	for (int ci = 0; ci < NCOLLS; ci++)
+		items[n++] = (struct test_item){ colls[ci], NPCCL_ALGO_AUTO };
+	for (int a = 1; a < NPCCL_NUM_ALGOS; a++)
+		if (npccl_algo_supported(comm, NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a))
+			items[n++] = (struct test_item){ NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a };
+	size_t counts[] = { 0, 1, (size_t)p + 1, 1025, 70001 };
+	const int ncounts = (int)(sizeof(counts) / sizeof(counts[0]));
+	int tn = 0, failed = 0, call = 0;
+	int bad = check_transport(comm, msg);
+	int agreed = agree_ok(comm, !bad);
+	if (me == 0)
+		printf("%s %d - %d ranks on %d hosts: transport between hosts as expected%s%s\n",
+		       agreed == 1 ? "ok" : "not ok", ++tn, p, nh, msg[0] ? ": " : "", msg);
+	failed += agreed != 1;
+	for (int t = 0; t < n && agreed >= 0; t++) {
+		double t0 = now_ms();
+		int ok = 1;
+		msg[0] = 0;
+		if (items[t].algo != NPCCL_ALGO_AUTO && set_algo(comm, items[t].coll, items[t].algo)) {
+			ok = 0;
+			snprintf(msg, MSG, "set_algo refused: %s", npccl_comm_last_error(comm));
+		}
+		int ndt = items[t].coll == NPCCL_COLL_BARRIER ? 1 : NPCCL_NUM_DTYPES;
+		for (int d = 0; d < ndt && ok; d++)
+			for (int k = 0; k < ncounts && ok; k++, call++) {
+				/* the large count once per item, its dtype rotating */
+				if (k == ncounts - 1 && d != (t + p) % NPCCL_NUM_DTYPES)
+					continue;
+				if (items[t].coll == NPCCL_COLL_BARRIER) {
+					if (npccl_barrier(comm) != NPCCL_OK) {
+						ok = 0;
+						snprintf(msg, MSG, "barrier: %s", npccl_comm_last_error(comm));
+					}
+					continue;
+				}
+				npccl_redop_t op = (npccl_redop_t)((d + k + t) % NPCCL_NUM_REDOPS);
+				if (one_call(comm, me, p, items[t].coll, (npccl_dtype_t)d, op, counts[k],
+					     (k + d) % 2, call % p, msg))
+					ok = 0;
+			}
+		if (items[t].algo != NPCCL_ALGO_AUTO)
+			set_algo(comm, items[t].coll, NPCCL_ALGO_AUTO);
+		if (!ok)
+			printf("# rank %d: %s\n", me, msg);
+		agreed = agree_ok(comm, ok);
+		if (me == 0)
+			printf("%s %d - %d ranks on %d hosts: %s algo=%s, every dtype, counts 0 1 %d 1025 "
+			       "and 70001 (%.0f ms)\n", agreed == 1 ? "ok" : "not ok", ++tn, p, nh,
+			       npccl_coll_name(items[t].coll),
+			       items[t].coll == NPCCL_COLL_SEND ? "p2p"
+							      : npccl_algo_name(items[t].algo),
+			       p + 1, now_ms() - t0);
+		failed += agreed != 1;
+	}
+	if (agreed < 0) {
+		printf("# rank %d: the communicator failed: %s\n", me, npccl_comm_last_error(comm));
+		if (me == 0)
+			printf("not ok %d - the communicator failed\n", ++tn);
+		failed++;
+	}
+	npccl_comm_destroy(comm);
+	if (me == 0)
+		printf("# %d ranks: %.1f s\n1..%d\n", p, (now_ms() - t_all) / 1000, tn);
+	return failed ? 1 : 0;
+}
+
+static int zc_registered, zc_dropped;
+
+static void zc_rdma_log(npccl_log_level_t level, const char *msg, void *user)
+{
+	if (strstr(msg, "rdma: npccl_mem_alloc buffer") && strstr(msg, "registered on"))
+		zc_registered++;
+	if (strstr(msg, "rdma: registration of npccl_mem_alloc buffer") && strstr(msg, "dropped"))
+		zc_dropped++;
+	if (level <= NPCCL_LOG_WARN)
+		fprintf(stderr, "npccl: %s\n", msg);
+}
+
+/* AllReduce in place on an npccl_mem_alloc buffer of `bytes`; 0 if right */
+static int zc_allreduce(npccl_comm_t comm, int me, int p, float *buf, size_t n, int round,
+			char *msg)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (float)((i * 7 + (size_t)me * 3 + (size_t)round) % 13);
+	npccl_status_t st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	if (st) {
+		snprintf(msg, MSG, "allreduce: %s", npccl_comm_last_error(comm));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		float want = 0;
+		for (int r = 0; r < p; r++)
+			want += (float)((i * 7 + (size_t)r * 3 + (size_t)round) % 13);
+		if (buf[i] != want) {
+			snprintf(msg, MSG, "round %d: element %zu is %g, expected %g", round, i,
+				 (double)buf[i], (double)want);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Launched rank, two or more hosts over RDMA: npccl_mem_alloc buffers are
+ * registered through libnpushm on first use and moved without copies; a
+ * buffer freed and allocated again (at the same address, typically) gets a
+ * fresh registration, never the stale one of the freed pages (which would
+ * leave the new buffer without the peers' data); private buffers still work
+ * (copied through the FIFO).
+ */
+static int cmd_env_zc(void)
+{
+	npccl_comm_t comm;
+	char err[512], msg[MSG] = "";
+	npccl_set_log_callback(zc_rdma_log, NULL);
+	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
+		printf("not ok 1 - init: %s\n1..1\n", err);
+		return 1;
+	}
+	int me, p, tn = 0, failed = 0;
+	npccl_comm_rank(comm, &me);
+	npccl_comm_size(comm, &p);
+	size_t bytes = 3u << 20, n = bytes / sizeof(float);
+	void *addr[2] = { NULL, NULL };
+	int ok = !check_transport(comm, msg);
+	for (int round = 0; round < 2 && ok; round++) {
+		void *b = NULL;
+		if (npccl_mem_alloc(comm, bytes, &b)) {
+			snprintf(msg, MSG, "npccl_mem_alloc: %s", npccl_comm_last_error(comm));
+			ok = 0;
+			break;
+		}
+		addr[round] = b;
+		if (zc_allreduce(comm, me, p, b, n, round, msg))
+			ok = 0;
+		if (ok && zc_registered != round + 1) {
+			snprintf(msg, MSG, "round %d: %d registrations logged, expected %d", round,
+				 zc_registered, round + 1);
+			ok = 0;
+		}
+		/* point to point from the buffer into private memory and back */
+		if (ok && p > 1) {
+			float *priv = calloc(n, sizeof(float));
+			int peer = me ^ 1;
+			if (peer < p) {
+				npccl_status_t st = me % 2 ? npccl_recv(priv, n, NPCCL_FLOAT32, peer, comm)
+							   : npccl_send(b, n, NPCCL_FLOAT32, peer, comm);
+				if (!st)
+					st = me % 2 ? npccl_send(priv, n, NPCCL_FLOAT32, peer, comm)
+						    : npccl_recv(priv, n, NPCCL_FLOAT32, peer, comm);
+				if (st || memcmp(priv, b, bytes)) {
+					snprintf(msg, MSG, "send/recv between a registered and a private "
+						 "buffer: %s", st ? npccl_comm_last_error(comm) : "wrong data");
+					ok = 0;
+				}
+			}
+			free(priv);
+		}
+		if (npccl_mem_free(comm, b)) {
+			snprintf(msg, MSG, "npccl_mem_free: %s", npccl_comm_last_error(comm));
+			ok = 0;
+		}
+		if (ok && zc_dropped != round + 1) {
+			snprintf(msg, MSG, "round %d: registration not dropped by npccl_mem_free", round);
+			ok = 0;
+		}
+	}
+	if (!ok)
+		printf("# rank %d: %s\n", me, msg);
+	int agreed = agree_ok(comm, ok);
+	if (me == 0)
+		printf("%s %d - npccl_mem_alloc buffers over RDMA: registered through libnpushm on first "
+		       "use, results right, registration dropped by npccl_mem_free; the buffer allocated "
+		       "again (%s address) registered afresh and right\n", agreed == 1 ? "ok" : "not ok",
+		       ++tn, addr[0] == addr[1] ? "same" : "another");
+	failed += agreed != 1;
+	/* private buffers: through the FIFO */
+	ok = 1;
+	float *a = malloc(bytes);
+	if (zc_allreduce(comm, me, p, a, n, 7, msg))
+		ok = 0;
+	free(a);
+	if (!ok)
+		printf("# rank %d: %s\n", me, msg);
+	agreed = agree_ok(comm, ok);
+	if (me == 0)
+		printf("%s %d - private buffers over RDMA (copied through the FIFO slots) after the "
+		       "npccl_mem_alloc buffers were freed\n", agreed == 1 ? "ok" : "not ok", ++tn);
+	failed += agreed != 1;
+	npccl_comm_destroy(comm);
+	if (me == 0)
+		printf("1..%d\n", tn);
+	return failed ? 1 : 0;
+}
+
+/* Launched rank: a mismatched call (rank VICTIM differs); prints
+ * "envfault rank R status S: message". */
+static int cmd_env_fault(int argc, char **argv)
+{
+	npccl_comm_t comm;
+	char err[512];
+	if (argc < 2)
+		return 2;
+	const char *nm = argv[0];
+	int victim = atoi(argv[1]);
+	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
+		printf("envfault init failed: %s\n", err);
+		return 1;
+	}
+	int me;
+	npccl_comm_rank(comm, &me);
+	size_t n = strstr(nm, "large") ? 300000 : 1000;
+	float *buf = calloc(n + 8, sizeof(float));
+	npccl_status_t st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	if (st == NPCCL_OK) {
+		if (me == victim) {
+			if (!strncmp(nm, "mismatch-count", 14))
+				st = npccl_allreduce(buf, buf, n + 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
+			else if (!strcmp(nm, "mismatch-dtype"))
+				st = npccl_allreduce(buf, buf, n, NPCCL_INT32, NPCCL_SUM, comm);
+			else
+				st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 1, comm);
+		} else if (!strcmp(nm, "mismatch-root")) {
+			st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
+		} else {
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		}
+	}
+	if (st == NPCCL_OK)
+		st = npccl_barrier(comm);
+	printf("envfault rank %d status %s: %s\n", me, npccl_strerror(st),
+	       npccl_comm_last_error(comm));
+	npccl_comm_destroy(comm);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1455,6 +1748,12 @@ int main(int argc, char **argv)
 		return cmd_env_worker();
 	if (!strcmp(argv[1], "env-loop"))
 		return cmd_env_loop();
+	if (!strcmp(argv[1], "env-matrix"))
+		return cmd_env_matrix();
+	if (!strcmp(argv[1], "env-zc"))
+		return cmd_env_zc();
+	if (!strcmp(argv[1], "env-fault"))
+		return cmd_env_fault(argc - 2, argv + 2);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return 2;

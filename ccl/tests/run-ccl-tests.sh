@@ -2,7 +2,8 @@
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
 # API/bootstrap negatives, fault injection, non-blocking calls, threads,
-# groups and key-value bootstrap (shm and TCP), and launches by real mpirun
+# groups and key-value bootstrap (shm and TCP), the cluster model load
+# (npccl_model_load across three TCP "hosts"), and launches by real mpirun
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
 BIN=${1:?usage: run-ccl-tests.sh BINDIR}
@@ -35,6 +36,7 @@ run shm 150 "$BIN/ccl-test" shm
 run faults 180 "$BIN/ccl-test" fault
 run async 150 "$BIN/ccl-async-test"
 run async-tcp 150 "$BIN/ccl-async-test" --tcp
+run model-load 150 "$root/ccl/tests/model-load-test.sh" "$BIN"
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
 for mpi in openmpi mpich; do
@@ -173,5 +175,38 @@ examples "$out/tutorial" >"$out/tutorial.log" 2>&1 && grep -q npccl_comm_init_en
 result $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall -Werror)" \
 	"$out/tutorial.log"
 
+# NPCCL_TRANSPORT: a bad value fails communicator creation; rdma without a device
+# on a pair of hosts (here every rank its own "host") fails on every rank naming why
+port=$((port + 1))
+NPCCL_TRANSPORT=rdmaa RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+	timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/badtransport.0" 2>&1
+n=$((n + 1))
+if grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"; then
+	echo "ok $n - NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are"
+else
+	fail=$((fail + 1))
+	echo "not ok $n - NPCCL_TRANSPORT=rdmaa was not refused"
+	sed 's/^/# /' "$out/badtransport.0" | tail -5
+fi
+n=$((n + 1))
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+	echo "ok $n - NPCCL_TRANSPORT=rdma without a device # SKIP this host has RDMA devices (the VM suite ccl-rdma covers it)"
+else
+	port=$((port + 1))
+	pids=""
+	for r in 0 1; do
+		NPCCL_TRANSPORT=rdma NPCCL_DISABLE_SHM=1 RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+			MASTER_PORT=$port timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/needrdma.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p"; done
+	if [ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]; then
+		echo "ok $n - NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)"
+	else
+		fail=$((fail + 1))
+		echo "not ok $n - NPCCL_TRANSPORT=rdma without devices was not refused on both ranks"
+		cat "$out"/needrdma.[01] | sed 's/^/# /' | tail -6
+	fi
+fi
 echo "1..$n"
 [ "$fail" = 0 ]

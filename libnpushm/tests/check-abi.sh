@@ -3,13 +3,14 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
 # own as strict C99 and C++11 (before and after the UAPI header), and
-# libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0.
+# libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
+# (npushm.h) and NPUSHM_1.1 (npushm_rdma.h, which compiles on its own too).
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..3"
+echo "1..4"
 printf '#include <npushm.h>\n#include <linux/npushm.h>\nint main(void) { npushm_region_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/a.c"
 printf '#include <linux/npushm.h>\n#include <npushm.h>\nint f(void) { return NPUSHM_NAME_MAX; }\n' > "$tmp/b.c"
 if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/a.o" 2> "$tmp/log" &&
@@ -20,18 +21,29 @@ else
 	echo "not ok 1 - npushm.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.0$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[01]$')
 if [ -n "$syms" ] && [ -z "$bad" ]; then
-	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 ($(echo "$syms" | wc -l) of them)"
+	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 or 1.1 ($(echo "$syms" | wc -l) of them)"
 else
 	echo "not ok 2 - unexpected exports:"; echo "$bad" | sed 's/^/# /'
 fi
 missing=""
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
-	echo "$syms" | grep -q "^$f@@" || missing="$missing $f"
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.0$" || missing="$missing $f"
+done
+for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_rdma.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.1$" || missing="$missing $f"
 done
 if [ -z "$missing" ]; then
-	echo "ok 3 - every function declared NPUSHM_API in npushm.h is exported"
+	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0) and npushm_rdma.h (NPUSHM_1.1) is exported"
 else
 	echo "not ok 3 - declared but not exported:$missing"
+fi
+printf '#include <npushm_rdma.h>\nint main(void) { npushm_mr_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/d.c"
+if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/d.c" -o "$tmp/d.o" 2> "$tmp/log" &&
+   g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -c "$tmp/d.c" -o "$tmp/e.o" 2>> "$tmp/log" &&
+   ! nm -D "$BUILD/lib/libnpushm.so" | grep -q ' U ibv_' && ! readelf -d "$BUILD/lib/libnpushm.so" | grep -q 'libibverbs'; then
+	echo "ok 4 - npushm_rdma.h is self-contained C99 and C++11 (no verbs.h needed); libnpushm.so does not link libibverbs"
+else
+	echo "not ok 4 - npushm_rdma.h does not compile on its own, or libnpushm.so links libibverbs"; sed 's/^/# /' "$tmp/log"
 fi

@@ -90,6 +90,14 @@ _GET_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctype
 _KV._fields_ = [("set", _SET_FN), ("get", _GET_FN), ("user", ctypes.c_void_p)]
 
 
+class _ModelLoadResult(ctypes.Structure):
+    # npccl_model_load_result_t
+    _fields_ = [("hash", ctypes.c_uint8 * 16), ("hash_hex", ctypes.c_char * 33),
+                ("source_size", ctypes.c_uint64), ("nhosts", ctypes.c_int),
+                ("published", ctypes.c_int), ("deduplicated", ctypes.c_int),
+                ("report", ctypes.c_char * 1024)]
+
+
 def lib():
     """The loaded libnpccl with its prototypes (loaded on first use)."""
     global _lib
@@ -128,6 +136,7 @@ def lib():
                 "npccl_request_error": [vp], "npccl_request_free": [vp],
                 "npccl_group_start": [], "npccl_group_end": [],
                 "npccl_mem_alloc": [vp, sz, ctypes.POINTER(vp)],
+                "npccl_model_load": [vp, i, cp, cp, ctypes.c_uint32, ctypes.POINTER(_ModelLoadResult)],
             }.items():
                 f = getattr(L, name)
                 f.argtypes = args
@@ -609,6 +618,25 @@ class Communicator:
         raw = (ctypes.c_char * max(n, 1)).from_address(p.value)
         arr = np.frombuffer(raw, dtype=np.uint8)[:n].view(dt).reshape(shape)
         return arr
+
+
+    def load_model(self, name, path=None, root=0, mode=0):
+        """One model load for the cluster (collective): the safetensors file `path` (read on
+        rank `root` only) is broadcast and published as model `name` on every host of the
+        communicator, with the same content hash, all or none. Returns a dict (hash,
+        source_size, hosts, published, deduplicated, report); raises CclError naming the
+        failing host and rank, with nothing published."""
+        res = _ModelLoadResult()
+        st = lib().npccl_model_load(self._handle(), int(root),
+                                    None if path is None else os.fsencode(path),
+                                    None if name is None else name.encode(), int(mode),
+                                    ctypes.byref(res))
+        if st:
+            _raise(st, "load_model: %s" % self.last_error())
+        return {"hash": res.hash_hex.decode(), "source_size": res.source_size,
+                "hosts": res.nhosts, "published": res.published,
+                "deduplicated": bool(res.deduplicated),
+                "report": res.report.decode(errors="replace")}
 
 
 # Buffers of blocking sends/receives recorded inside group() live until the group ends.

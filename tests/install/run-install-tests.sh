@@ -155,7 +155,7 @@ for m in $(grep '/man/man[1-8]/' "$work/list"); do
 	grep -q '^\.SH NAME' "$m" || echo "${m##*/}: no NAME section"
 done >> "$log/man.log"
 nman=$(grep -c '/man/man[1-8]/' "$work/list")
-for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf npushm-bert; do
+for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf npushm-bert npccl-load; do
 	grep -q "/man1/$c\.1$" "$work/list" || echo "no manual page for $c" >> "$log/man.log"
 done
 [ ! -s "$log/man.log" ]

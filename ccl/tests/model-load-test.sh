@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# model-load-test.sh - the cluster model load (npccl_model_load) on this
+# machine: three ranks that are three "hosts" to npccl (NPCCL_DISABLE_SHM=1:
+# TCP between them), each with its own POSIX shared-memory directory, so
+# every host's names are its own. The same cases run over RDMA between
+# soft-RoCE hosts in the test VM (rdma/rdma-guest.sh). TAP on stdout.
+BIN=${1:?usage: model-load-test.sh BINDIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$root/build}
+export BUILD
+ML_OUT=$(mktemp -d /tmp/ccl-model-load.XXXXXX)
+shm=$(mktemp -d /dev/shm/ccl-model-load.XXXXXX)
+trap 'rm -rf "$ML_OUT" "$shm"' EXIT
+ML_ADDR=127.0.0.1
+ML_PORT=$((21000 + $$ % 20000))
+n=0 fail=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+ml_exec() {
+	_h=$1
+	shift
+	mkdir -p "$shm/h$_h"
+	NPUSHM_BACKEND=posix NPUSHM_SHM_DIR=$shm/h$_h NPCCL_DISABLE_SHM=1 "$@"
+}
+. "$root/ccl/tests/model-load-lib.sh"
+ml_tests "1 2 3"
+echo "1..$n"
+[ "$fail" = 0 ]
