@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # ccl.mk - build and test rules for ccl/ (collectives: libnpccl, tests, ccl-perf).
 #
 #   make                      builds build/lib/libnpccl.so and the test programs

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npccl.h - collective communication for npushm: AllReduce, AllGather,
  * ReduceScatter, Broadcast, Reduce, Gather, Scatter, AllToAll, Barrier and

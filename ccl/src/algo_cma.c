@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * algo_cma.c - AllGather, Broadcast and ReduceScatter between private
  * buffers of the ranks of one host with a single copy: each rank copies

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * algo_move.c - collectives that move data without reducing it, built on
  * point-to-point messages: AllGather (ring, Bruck "recdoubling", direct),

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * algo_reduce.c - reducing collectives built on point-to-point messages, for
  * any transport: AllReduce (ring, double binary tree, recursive doubling,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * algo_shm.c - AllReduce and Barrier for communicators on one host, straight
  * through the ranks' shared regions (no FIFOs, no extra hops).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * collectives.c - the public collective and point-to-point calls, blocking
  * and non-blocking: argument checks (in the calling thread, reported at

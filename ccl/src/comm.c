@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * comm.c - communicator lifetime: init from a unique id, split, destroy,
  * abort, getters and settings, persistent scratch buffers.

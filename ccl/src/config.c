@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * config.c - reads the NPCCL_* environment variables when a communicator or
  * unique id is created.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * copy_kernels.c - bulk copies for the shared-memory paths: a cached copy
  * (for staging slots that must stay in the caches) and a streaming copy

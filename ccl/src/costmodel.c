@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * costmodel.c - alpha-beta-gamma model used to pick an algorithm per call.
  *

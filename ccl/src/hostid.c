@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * hostid.c - who shares a host with whom. Two ranks may use shared memory
  * when they run on the same kernel boot (/proc/sys/kernel/random/boot_id)

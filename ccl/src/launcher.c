@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * launcher.c - npccl_comm_init_env(): rank, size and rendezvous from the
  * environment that launchers set.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npccl_internal.h - structures shared by the ccl sources: the communicator,
  * peers, point-to-point requests, the wire header, the shared-memory control

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma.h - state of the RDMA verbs transport, shared by its files:
  * rdma_setup.c (device, queue pairs, connection through the bootstrap's

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_regcache.c - caller memory the RDMA transport may read and write
  * without copying: registrations looked up by address range.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_setup.c - the RDMA device of a communicator and its queue pairs.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_verbs.c - libibverbs through dlopen: loaded once per process, at the
  * first communicator that looks for an RDMA device, and kept (providers

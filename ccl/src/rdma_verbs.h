@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_verbs.h - the libibverbs functions the RDMA transport calls, through
  * a table filled by dlopen("libibverbs.so.1") at the first communicator that

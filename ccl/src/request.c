@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * request.c - calls in flight: the per-communicator queue, the exec role,
  * the worker thread, requests (test, wait, callbacks, free) and groups.

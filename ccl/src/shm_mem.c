@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * shm_mem.c - npccl_mem_alloc/npccl_mem_free: caller buffers in shared
  * regions that every rank on the host maps, so the shared-memory AllReduce

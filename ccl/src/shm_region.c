@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * shm_region.c - shared-memory regions for the intra-host transport, through
  * libnpushm: npushm_region_alloc/map on the creating rank,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * shm_region.h - the only interface through which ccl creates, maps, shares
  * and releases shared-memory regions. One implementation file

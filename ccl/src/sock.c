@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * sock.c - small socket helpers: TCP listen/connect with deadlines and
  * retries, full reads/writes with deadlines, descriptor passing over Unix

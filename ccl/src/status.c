@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * status.c - status texts, names of dtypes/ops/collectives/algorithms, and
  * the diagnostic log (optional callback, else stderr gated by NPCCL_LOG).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * transport_rdma.c - two-sided messages over one RDMA reliable connection
  * per peer pair (the protocol is described in rdma.h): eager FIFO slots for

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * transport_tcp.c - two-sided messages over one nonblocking TCP connection
  * per peer pair. A message is a 48-byte wire header (operation, dtype, count,

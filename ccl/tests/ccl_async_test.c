@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ccl_async_test.c - multi-process tests of npccl's non-blocking calls,
  * threads, groups and key-value bootstrap, printing TAP.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ccl_test.c - multi-process tests of libnpccl, printing TAP.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ccl_testlib.h - input generators and a naive reference for the ccl tests.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ccl_unit_test.c - single-process tests of ccl internals, linked against
  * the library's objects: reduction kernels against a naive reference for

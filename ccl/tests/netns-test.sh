@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # netns-test.sh - the "ccl-netns" suite: 2 to 4 "hosts" as network
 # namespaces joined through a bridge (in its own namespace) by veth pairs,
 # addressed from 198.18.0.0/15, ranks in each, started with launcher-style

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
 # API/bootstrap negatives, fault injection, non-blocking calls, threads,

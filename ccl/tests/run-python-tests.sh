@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 # run-python-tests.sh - the "ccl-python" suite: pytest on ccl/tests/python (npushm.ccl with
 # NumPy, DLPack and buffers; the torch.distributed backend npushm.ccl_torch against gloo),
 # as one TAP stream for tools/run-suite. The torch extension is built by make before this

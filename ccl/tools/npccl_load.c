@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npccl_load.c - npccl-load: one model load for a cluster from the command
  * line. Every rank runs it (launched by torchrun-style variables, mpirun or

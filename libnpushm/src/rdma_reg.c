@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_reg.c - npushm_region_reg_mr(): a region (or part of it) as an RDMA
  * memory region of the caller's protection domain.

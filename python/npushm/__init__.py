@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm: shared device memory, shared model weights and broadcast math for inference hosts.
 
 Submodules load their C libraries from the build tree (build/lib) with ctypes,

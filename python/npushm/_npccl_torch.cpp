@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 // _npccl_torch.cpp - a torch.distributed backend over libnpccl (PyTorch 1.13's
 // c10d::ProcessGroup API), loaded and registered by npushm/ccl_torch.py.
 //

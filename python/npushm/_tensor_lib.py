@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """ctypes declarations for libnptensor (private to npushm.tensor).
 
 The library is taken from $NPUSHM_LIBDIR when it is set, else from the build

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm.ccl: npccl collectives for NumPy arrays and any buffer-protocol or DLPack object.
 
     from npushm import ccl

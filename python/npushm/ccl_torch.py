@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm.ccl_torch: npccl as a torch.distributed backend named "npccl".
 
 Importing this module registers the backend (PyTorch 1.13, CPU tensors):

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm.regions: shared-memory regions from Python (allocate, publish, open, map).
 
     import npushm

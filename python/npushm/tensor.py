@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm.tensor: NumPy-exact broadcasting over zero-copy views, lazy fused evaluation.
 
     import numpy as np

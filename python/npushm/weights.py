@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """npushm.weights: shared model weights, attached by name and handed to NumPy and
 PyTorch without a copy.
 

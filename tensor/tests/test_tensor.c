@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * test_tensor.c - C tests of libnptensor (TAP): negative tests (NULLs, rank
  * and size overflow, writes into broadcast and read-only views, dtypes an op

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """conftest.py - pytest setup of the ccl Python tests: the npushm package on sys.path, and
 the TAP report of tools/pytest_tap.py written to $NPUSHM_TAP_OUT, which
 run-python-tests.sh prints for the suite runner."""

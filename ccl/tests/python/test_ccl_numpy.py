@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """test_ccl_numpy.py - npushm.ccl, the npccl binding for NumPy / DLPack / buffer objects:
 every collective and send/recv with 2 and 3 forked processes against NumPy references
 (sync and async, non-contiguous outputs, DLPack bfloat16 tensors, bytearrays), groups,

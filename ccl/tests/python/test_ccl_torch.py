@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
 """test_ccl_torch.py - the torch.distributed backend "npccl" (npushm.ccl_torch), with 2 and 3
 processes: every op x dtype x size (0, 1, odd, MiB) sync and async, in place and not, default
 group and a subgroup, compared with gloo in the same processes (torch_worker.py); three DDP

@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: MIT
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_reg_test.c - npushm_region_reg_mr() on a real RDMA device (soft-RoCE
  * in the test VM), for regions of both backends (posix, and kmod when
