@@ -4,12 +4,14 @@
  * shm_region.c - shared-memory regions for the intra-host transport, through
  * libnpushm: npushm_region_alloc/map on the creating rank,
  * npushm_region_send/recv (SCM_RIGHTS over the ranks' Unix socket) to share
- * it. libnpushm uses the npushm kernel module when /dev/npushm exists and its
+ * it. libnpushm uses the npushm kernel module when an npushm instance is
+ * mounted at $NPUSHM_DIR (default /run/npushm) and its
  * POSIX backend (unnamed O_TMPFILE files in /dev/shm, or memfd) otherwise,
  * so no ptrace or CMA is involved and it works in containers. Regions are
  * prefaulted (MADV_POPULATE_WRITE) when created or received, so no
- * collective pays first-touch page faults. This is the only ccl file that
- * knows about libnpushm.
+ * collective pays first-touch page faults. (libnpushm also registers
+ * npccl buffers for RDMA, rdma_regcache.c, and publishes cluster-loaded
+ * models, model_share.c.)
  */
 #include "shm_region.h"
 #include "npushm.h"

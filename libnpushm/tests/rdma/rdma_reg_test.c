@@ -2,8 +2,8 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * rdma_reg_test.c - npushm_region_reg_mr() on a real RDMA device (soft-RoCE
- * in the test VM), for regions of both backends (posix, and kmod when
- * /dev/npushm exists): the path taken and its reason (dma-buf probed once,
+ * in the test VM), for regions of both backends (posix, and kmod when the
+ * module is loaded and its instance mounted): the path taken and its reason (dma-buf probed once,
  * then ibv_reg_mr on a mapping), data written by RDMA WRITE landing in the
  * region, and the rights: a read-only handle or a sealed region never yields
  * a writable MR (refused by the call, and an RDMA WRITE to the read-only MR
