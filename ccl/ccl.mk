@@ -61,9 +61,10 @@ $(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUS
 		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)
 
 # npccl-load: one model load for a cluster (npccl_model_load)
-$(BINDIR)/npccl-load: $(CCL_DIR)/tools/npccl_load.c $(CCL_LIB)
+$(BINDIR)/npccl-load: $(CCL_DIR)/tools/npccl_load.c $(CCL_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $(CCL_TEST_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $< \
+		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ccl-perf: the benchmark harness with the npccl backend
 CCL_BENCH_DIR := $(CURDIR)/bench/ccl

@@ -26,5 +26,21 @@ ml_exec() {
 }
 . "$root/ccl/tests/model-load-lib.sh"
 ml_tests "1 2 3"
+
+# usage errors say what was wrong and exit 2 before joining any communicator
+usage_ok=1
+for args in "--root x m" "--mode 0777 m" "--bogus m" "" "a b c"; do
+	# shellcheck disable=SC2086
+	"$BIN/npccl-load" $args >"$ML_OUT/usage.out" 2>"$ML_OUT/usage.err"
+	rc=$?
+	{ [ "$rc" = 2 ] && [ ! -s "$ML_OUT/usage.out" ] && grep -q "^npccl-load: " "$ML_OUT/usage.err" &&
+		grep -q "^usage: npccl-load" "$ML_OUT/usage.err"; } ||
+		{ usage_ok=0; echo "# npccl-load $args: exit $rc: $(head -1 "$ML_OUT/usage.err")"; }
+done
+if [ "$usage_ok" = 1 ]; then
+	ok "npccl-load usage errors (bad --root, --mode above 0666, unknown option, no NAME, extra argument) name the problem and exit 2"
+else
+	notok "npccl-load usage errors"
+fi
 echo "1..$n"
 [ "$fail" = 0 ]

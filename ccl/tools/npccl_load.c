@@ -7,7 +7,7 @@
  * host gets the model published under NAME (npccl_model_load).
  *
  *   npccl-load [--root R] [--mode 0640] [--json] NAME [FILE]
- *   npccl-load --help
+ *   npccl-load --help | --version
  *
  * FILE is needed on the root only. Exit status 0 when every host published
  * the model, 1 when the load failed (nothing published; the report says
@@ -15,17 +15,36 @@
  */
 #include "npccl.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: npccl-load [--root R] [--mode 0640] [--json] NAME [FILE]\n"
-		"  run on every rank (torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,\n"
-		"  mpirun, or NPCCL_UNIQUE_ID/NPCCL_RANK/NPCCL_NRANKS); FILE on the root only.\n"
-		"  Publishes the safetensors FILE as model NAME on every host, all or none.\n");
+	fprintf(f, "usage: npccl-load [--root R] [--mode MODE] [--json] NAME [FILE]\n"
+		"       npccl-load --help | --version\n\n"
+		"Publish the safetensors FILE as model NAME on every host of the job, all or\n"
+		"none: the root rank reads FILE, every other host receives it, checks its\n"
+		"content hash and publishes it only once every host holds a verified copy.\n"
+		"Run it on every rank (torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,\n"
+		"mpirun, or NPCCL_UNIQUE_ID/NPCCL_RANK/NPCCL_NRANKS); FILE on the root only.\n\n"
+		"  --root R      the rank that reads FILE (default 0)\n"
+		"  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
+		"  --json        one JSON line per rank with the result or the error\n\n"
+		"Exit status: 0 published on every host, 1 the load failed (nothing published;\n"
+		"the message says which host and why), 2 bad usage.\n");
 	return 2;
+}
+
+/* A usage error: what was wrong, then the usage; exit status 2. */
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fputs("npccl-load: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n\n", stderr);
+	return usage(stderr);
 }
 
 static void json_str(const char *s)
@@ -52,28 +71,40 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
-			root = (int)strtol(argv[++i], &end, 10);
-			if (*end)
-				return usage(stderr);
-		} else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
-			mode = strtoul(argv[++i], &end, 8);
-			if (*end || mode > 0666)
-				return usage(stderr);
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("npccl-load %s\n", NPUSHM_VERSION);
+			return 0;
+		} else if (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--mode")) {
+			const char *opt = argv[i];
+			long v;
+
+			if (i + 1 >= argc)
+				return bad_usage("%s needs a value", opt);
+			errno = 0;
+			v = strtol(argv[++i], &end, opt[2] == 'r' ? 10 : 8);
+			if (errno || end == argv[i] || *end || v < 0 || (opt[2] == 'm' && v > 0666) ||
+			    v > INT32_MAX)
+				return bad_usage(opt[2] == 'r' ? "--root wants a rank number, got '%s'"
+					     : "--mode wants octal permission bits within 0666, got '%s'",
+					     argv[i]);
+			if (opt[2] == 'r')
+				root = (int)v;
+			else
+				mode = (unsigned long)v;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
-		} else if (argv[i][0] == '-') {
-			return usage(stderr);
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return bad_usage("unknown option '%s'", argv[i]);
 		} else if (!name) {
 			name = argv[i];
 		} else if (!path) {
 			path = argv[i];
 		} else {
-			return usage(stderr);
+			return bad_usage("one NAME and one FILE at most (extra argument '%s')", argv[i]);
 		}
 	}
 	if (!name)
-		return usage(stderr);
+		return bad_usage("%s", "which model name? give NAME (and FILE on the root)");
 	npccl_comm_t comm;
 	char err[512];
 	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
