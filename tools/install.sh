@@ -44,10 +44,15 @@ file() {
 # program SRC DEST: a copy without the build tree's RUNPATH
 program() {
 	file 0755 "$1" "$2"
-	if [ "$action" = install ] && readelf -d "$D$2" | grep -q -E 'R(UN)?PATH'; then
+	drop_runpath "$2"
+}
+
+# drop_runpath DEST: remove the build tree's RUNPATH from an installed ELF file
+drop_runpath() {
+	if [ "$action" = install ] && readelf -d "$D$1" | grep -q -E 'R(UN)?PATH'; then
 		command -v chrpath >/dev/null ||
 			{ echo "install.sh: chrpath is needed to drop the build tree's RUNPATH (apt-get install chrpath)" >&2; exit 1; }
-		chrpath -d "$D$2" >/dev/null
+		chrpath -d "$D$1" >/dev/null
 	fi
 }
 
@@ -75,8 +80,10 @@ template() {
 }
 
 # library NAME [static]: libNAME.so.1.0.0, its two links, and libNAME.a
+# (the build tree's RUNPATH, which finds sibling libraries there, is dropped)
 library() {
 	file 0644 "$BUILD/lib/lib$1.so" "$libdir/lib$1.so.$LIBVER"
+	drop_runpath "$libdir/lib$1.so.$LIBVER"
 	link "lib$1.so.$LIBVER" "$libdir/lib$1.so.1"
 	link "lib$1.so.1" "$libdir/lib$1.so"
 	file 0644 "$BUILD/lib/lib$1.a" "$libdir/lib$1.a"

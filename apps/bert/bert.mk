@@ -37,7 +37,7 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(BERT_OBJS) -Wl,-soname,libnpbert.so.1 \
 		-Wl,--version-script=$(BERT_DIR)/libnpbert.map -Wl,--no-undefined \
-		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -ljson-c -lm
+		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
 	ln -sf libnpbert.so $@.1
 
 $(BERT_ALIB): $(BERT_OBJS)
