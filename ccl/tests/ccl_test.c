@@ -558,6 +558,41 @@ static void *abort_later(void *comm)
 	return NULL;
 }
 
+/*
+ * Fault case @nm ("mismatch-count[-large]", "-dtype", "-op", "-coll",
+ * "-root"): one agreed AllReduce, then a call in which rank @victim differs
+ * from the others, then a barrier, so that a rank whose own part of the
+ * mismatched call completed (a root whose sends were buffered) learns of it
+ * on its next call.
+ */
+static npccl_status_t mismatched_call(const char *nm, int me, int victim, float *buf, size_t n,
+				      npccl_comm_t comm)
+{
+	npccl_status_t st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+
+	if (st != NPCCL_OK)
+		return st;
+	if (me == victim) {
+		if (!strncmp(nm, "mismatch-count", 14))
+			st = npccl_allreduce(buf, buf, n + 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		else if (!strcmp(nm, "mismatch-dtype"))
+			st = npccl_allreduce(buf, buf, n, NPCCL_INT32, NPCCL_SUM, comm);
+		else if (!strcmp(nm, "mismatch-op"))
+			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_MAX, comm);
+		else if (!strcmp(nm, "mismatch-coll"))
+			st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
+		else
+			st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 1, comm);
+	} else if (!strcmp(nm, "mismatch-root")) {
+		st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
+	} else {
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	}
+	if (st == NPCCL_OK)
+		st = npccl_barrier(comm);
+	return st;
+}
+
 static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 {
 	struct fault_arg *a = argp;
@@ -580,29 +615,7 @@ static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 	if (!strcmp(nm, "mismatch-count") || !strcmp(nm, "mismatch-dtype") ||
 	    !strcmp(nm, "mismatch-op") || !strcmp(nm, "mismatch-coll") ||
 	    !strcmp(nm, "mismatch-root")) {
-		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
-		if (st == NPCCL_OK) {
-			if (me == a->victim) {
-				if (!strcmp(nm, "mismatch-count"))
-					st = npccl_allreduce(buf, buf, n + 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
-				else if (!strcmp(nm, "mismatch-dtype"))
-					st = npccl_allreduce(buf, buf, n, NPCCL_INT32, NPCCL_SUM, comm);
-				else if (!strcmp(nm, "mismatch-op"))
-					st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_MAX, comm);
-				else if (!strcmp(nm, "mismatch-coll"))
-					st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
-				else
-					st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 1, comm);
-			} else if (!strcmp(nm, "mismatch-root")) {
-				st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
-			} else {
-				st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
-			}
-		}
-		/* a rank whose own part of the mismatched call completed (a root
-		 * whose sends were buffered) learns of it on its next call */
-		if (st == NPCCL_OK)
-			st = npccl_barrier(comm);
+		st = mismatched_call(nm, me, a->victim, buf, n, comm);
 	} else if (!strcmp(nm, "absent")) {
 		/* the victim makes one call fewer and then idles */
 		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
@@ -1714,23 +1727,7 @@ static int cmd_env_fault(int argc, char **argv)
 	npccl_comm_rank(comm, &me);
 	size_t n = strstr(nm, "large") ? 300000 : 1000;
 	float *buf = calloc(n + 8, sizeof(float));
-	npccl_status_t st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
-	if (st == NPCCL_OK) {
-		if (me == victim) {
-			if (!strncmp(nm, "mismatch-count", 14))
-				st = npccl_allreduce(buf, buf, n + 1, NPCCL_FLOAT32, NPCCL_SUM, comm);
-			else if (!strcmp(nm, "mismatch-dtype"))
-				st = npccl_allreduce(buf, buf, n, NPCCL_INT32, NPCCL_SUM, comm);
-			else
-				st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 1, comm);
-		} else if (!strcmp(nm, "mismatch-root")) {
-			st = npccl_broadcast(buf, buf, n, NPCCL_FLOAT32, 0, comm);
-		} else {
-			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
-		}
-	}
-	if (st == NPCCL_OK)
-		st = npccl_barrier(comm);
+	npccl_status_t st = mismatched_call(nm, me, victim, buf, n, comm);
 	printf("envfault rank %d status %s: %s\n", me, npccl_strerror(st),
 	       npccl_comm_last_error(comm));
 	npccl_comm_destroy(comm);
