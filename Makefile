@@ -65,7 +65,7 @@ USER_BUILDABLE := $(if $(SELFTEST_HARNESS_FOUND),$(USER_TARGETS),$(filter-out $(
 user: build-deps
 	@$(MAKE) --no-print-directory $(USER_BUILDABLE)
 ifeq ($(SELFTEST_HARNESS_FOUND),)
-	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, libnptensor's and libnpbert's C tests): run 'make setup' (as root) for them"
+	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, the C tests of libnptensor, libnpccl and libnpbert): run 'make setup' (as root) for them"
 endif
 
 build-deps:

@@ -25,7 +25,12 @@ CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpush
 CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
 CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
-CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags
+# The tests report through the kernel's kselftest.h (ccl/tests/ccl_tap.h), which
+# make setup extracts beside kselftest_harness.h: plain make without it leaves
+# them out (HARNESS_BINS) and says so.
+CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--disable-new-dtags \
+	-I$(BUILD)/linux-source/tools/testing/selftests
+HARNESS_BINS += $(CCL_TEST_BINS)
 
 USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
 
@@ -47,15 +52,15 @@ $(CCL_ALIB): $(CCL_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(CCL_OBJS)
 
-$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_LIB)
+$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_LIB)
+$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_OBJS) $(CCL_NPUSHM_SO)
+$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_OBJS) $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
 		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)

@@ -17,6 +17,7 @@
  * publishes is named). Ranks are forked children; a watchdog kills a hung
  * case (it fails, never hangs).
  */
+#include "ccl_tap.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -53,7 +54,6 @@ struct shared {
 };
 
 static struct shared *sh;
-static int tap_n, tap_failed;
 
 static double now_ms(void)
 {
@@ -62,17 +62,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-	tap_failed += !ok;
-}
+#define tap ccl_tap
 
 static void fail(int me, const char *fmt, ...)
 {
@@ -655,6 +645,7 @@ static void run_kv(int p, int mode)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	ksft_print_header();
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--tcp"))
@@ -688,6 +679,6 @@ int main(int argc, char **argv)
 	for (int p = 2; p <= 3; p++)
 		run_kv(p, 0);
 	run_kv(3, 1);
-	printf("1..%d\n", tap_n);
-	return tap_failed ? 1 : 0;
+	ccl_tap_plan();
+	return ksft_get_fail_cnt() ? 1 : 0;
 }

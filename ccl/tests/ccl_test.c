@@ -20,6 +20,7 @@
  * a rank that does not finish within its budget is killed and the test
  * fails (never a hang). Inputs come from ccl_testlib.h: exact in any order.
  */
+#include "ccl_tap.h"
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -64,18 +65,8 @@ struct shared {
 };
 
 static struct shared *sh;
-static int tap_n;
 
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-}
+#define tap ccl_tap
 
 static double now_ms(void)
 {
@@ -531,7 +522,7 @@ static int cmd_matrix(int argc, char **argv)
 		}
 		printf("# p=%d took %.1f s\n", p, (now_ms() - t0) / 1000);
 	}
-	printf("1..%d\n", tap_n);
+	ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 
@@ -833,7 +824,7 @@ static int cmd_fault(int argc, char **argv)
 			continue;
 		failed += !run_fault(&fault_cases[i]);
 	}
-	printf("1..%d\n", tap_n);
+	ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 
@@ -1086,7 +1077,7 @@ static int cmd_misc(void)
 	     npccl_comm_init_env(&comm, err, sizeof(err)) == NPCCL_ERR_INVALID_ARG;
 	tap(ok, "destroy/abort accept NULL, invalid init arguments rejected (%s)", err);
 	failed += !ok;
-	printf("1..%d\n", tap_n);
+	ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 
@@ -1380,7 +1371,7 @@ static int cmd_shm(void)
 		tap(ok, "npccl_mem_alloc/free p=%d: %s", neg[i].p, neg[i].what);
 		failed += !ok;
 	}
-	printf("1..%d\n", tap_n);
+	ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 
@@ -1505,7 +1496,8 @@ static int cmd_env_matrix(void)
 	double t_all = now_ms();
 	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
 	if (st) {
-		printf("not ok 1 - init: %s\n1..1\n", err);
+		ccl_tap(0, "init: %s", err);
+		ccl_tap_plan();
 		return 1;
 	}
 	int me, p, nh, h;
@@ -1521,12 +1513,12 @@ static int cmd_env_matrix(void)
 			items[n++] = (struct test_item){ NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a };
 	size_t counts[] = { 0, 1, (size_t)p + 1, 1025, 70001 };
 	const int ncounts = (int)(sizeof(counts) / sizeof(counts[0]));
-	int tn = 0, failed = 0, call = 0;
+	int failed = 0, call = 0;
 	int bad = check_transport(comm, msg);
 	int agreed = agree_ok(comm, !bad);
 	if (me == 0)
-		printf("%s %d - %d ranks on %d hosts: transport between hosts as expected%s%s\n",
-		       agreed == 1 ? "ok" : "not ok", ++tn, p, nh, msg[0] ? ": " : "", msg);
+		ccl_tap(agreed == 1, "%d ranks on %d hosts: transport between hosts as expected%s%s",
+			p, nh, msg[0] ? ": " : "", msg);
 	failed += agreed != 1;
 	for (int t = 0; t < n && agreed >= 0; t++) {
 		double t0 = now_ms();
@@ -1560,8 +1552,8 @@ static int cmd_env_matrix(void)
 			printf("# rank %d: %s\n", me, msg);
 		agreed = agree_ok(comm, ok);
 		if (me == 0)
-			printf("%s %d - %d ranks on %d hosts: %s algo=%s, every dtype, counts 0 1 %d 1025 "
-			       "and 70001 (%.0f ms)\n", agreed == 1 ? "ok" : "not ok", ++tn, p, nh,
+			ccl_tap(agreed == 1, "%d ranks on %d hosts: %s algo=%s, every dtype, counts 0 1 %d "
+				"1025 and 70001 (%.0f ms)", p, nh,
 			       npccl_coll_name(items[t].coll),
 			       items[t].coll == NPCCL_COLL_SEND ? "p2p"
 							      : npccl_algo_name(items[t].algo),
@@ -1571,12 +1563,14 @@ static int cmd_env_matrix(void)
 	if (agreed < 0) {
 		printf("# rank %d: the communicator failed: %s\n", me, npccl_comm_last_error(comm));
 		if (me == 0)
-			printf("not ok %d - the communicator failed\n", ++tn);
+			ccl_tap(0, "the communicator failed");
 		failed++;
 	}
 	npccl_comm_destroy(comm);
-	if (me == 0)
-		printf("# %d ranks: %.1f s\n1..%d\n", p, (now_ms() - t_all) / 1000, tn);
+	if (me == 0) {
+		printf("# %d ranks: %.1f s\n", p, (now_ms() - t_all) / 1000);
+		ccl_tap_plan();
+	}
 	return failed ? 1 : 0;
 }
 
@@ -1630,10 +1624,11 @@ static int cmd_env_zc(void)
 	char err[512], msg[MSG] = "";
 	npccl_set_log_callback(zc_rdma_log, NULL);
 	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
-		printf("not ok 1 - init: %s\n1..1\n", err);
+		ccl_tap(0, "init: %s", err);
+		ccl_tap_plan();
 		return 1;
 	}
-	int me, p, tn = 0, failed = 0;
+	int me, p, failed = 0;
 	npccl_comm_rank(comm, &me);
 	npccl_comm_size(comm, &p);
 	size_t bytes = 3u << 20, n = bytes / sizeof(float);
@@ -1685,10 +1680,10 @@ static int cmd_env_zc(void)
 		printf("# rank %d: %s\n", me, msg);
 	int agreed = agree_ok(comm, ok);
 	if (me == 0)
-		printf("%s %d - npccl_mem_alloc buffers over RDMA: registered through libnpushm on first "
-		       "use, results right, registration dropped by npccl_mem_free; the buffer allocated "
-		       "again (%s address) registered afresh and right\n", agreed == 1 ? "ok" : "not ok",
-		       ++tn, addr[0] == addr[1] ? "same" : "another");
+		ccl_tap(agreed == 1, "npccl_mem_alloc buffers over RDMA: registered through libnpushm "
+			"on first use, results right, registration dropped by npccl_mem_free; the buffer "
+			"allocated again (%s address) registered afresh and right",
+			addr[0] == addr[1] ? "same" : "another");
 	failed += agreed != 1;
 	/* private buffers: through the FIFO */
 	ok = 1;
@@ -1700,12 +1695,12 @@ static int cmd_env_zc(void)
 		printf("# rank %d: %s\n", me, msg);
 	agreed = agree_ok(comm, ok);
 	if (me == 0)
-		printf("%s %d - private buffers over RDMA (copied through the FIFO slots) after the "
-		       "npccl_mem_alloc buffers were freed\n", agreed == 1 ? "ok" : "not ok", ++tn);
+		ccl_tap(agreed == 1, "private buffers over RDMA (copied through the FIFO slots) after "
+			"the npccl_mem_alloc buffers were freed");
 	failed += agreed != 1;
 	npccl_comm_destroy(comm);
 	if (me == 0)
-		printf("1..%d\n", tn);
+		ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 

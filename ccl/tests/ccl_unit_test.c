@@ -6,7 +6,7 @@
  * every dtype/op on random sizes (0 and 1 included), the multi-source /
  * multi-destination and streaming-store variants, bulk copies, f16/bf16 rounding to
  * nearest even including ties, wire header checksums, unique id text form,
- * block partitioning, names and status texts. Prints TAP.
+ * block partitioning, names and status texts. Prints TAP (ccl_tap.h).
  */
 #include "npccl_internal.h"
 #include "ccl_testlib.h"
@@ -18,12 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_tap, n_fail;
+#include "ccl_tap.h"
 
 static void tap(int ok, const char *name)
 {
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++n_tap, name);
-	n_fail += !ok;
+	ccl_tap(ok, "%s", name);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -346,11 +345,12 @@ static void test_misc(void)
 
 int main(void)
 {
+	ksft_print_header();
 	test_kernels();
 	test_reduce_multi();
 	test_copy();
 	test_half();
 	test_misc();
-	printf("1..%d\n", n_tap);
-	return n_fail ? 1 : 0;
+	ccl_tap_plan();
+	return ksft_get_fail_cnt() ? 1 : 0;
 }
