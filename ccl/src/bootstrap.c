@@ -106,14 +106,23 @@ struct root_ctx {
 	int timeout_ms;
 };
 
-static void root_reply_all(int *fds, int n, int status, const char *text)
+/*
+ * A failure verdict to every joined rank. The root runs in one rank's
+ * process, which exits once it reads the verdict: the ranks of other
+ * processes are told first.
+ */
+static void root_reply_all(int *fds, const struct peer_info *table, int n, int status,
+			   const char *text)
 {
 	struct boot_reply r = { .magic = BOOT_MAGIC, .status = status };
 	snprintf(r.text, sizeof(r.text), "%s", text);
 	uint64_t dl = now_ns() + 2000000000ull;
-	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			sock_write_full(fds[i], &r, sizeof(r), dl);
+	uint32_t self = (uint32_t)getpid();
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++)
+			if (fds[i] >= 0 && (table[i].pid == self) == pass)
+				sock_write_full(fds[i], &r, sizeof(r), dl);
 }
 
 static void *root_main(void *arg)
@@ -167,13 +176,26 @@ static void *root_main(void *arg)
 				 "must be the same for every rank)",
 				 h.rank, h.nranks, first_rank, nranks);
 			snprintf(rej.text, sizeof(rej.text), "%s", mismatch);
-			root_reply_all(fds, nranks, NPCCL_ERR_INVALID_ARG, mismatch);
+			/*
+			 * The root's own process last: it exits once it reads the
+			 * verdict, taking the root with it.
+			 */
+			bool self_last = h.info.pid == (uint32_t)getpid();
+
+			if (!self_last)
+				sock_write_full(fd, &rej, sizeof(rej), now_ns() + 1000000000ull);
+			root_reply_all(fds, table, nranks, NPCCL_ERR_INVALID_ARG, mismatch);
+			if (self_last)
+				sock_write_full(fd, &rej, sizeof(rej), now_ns() + 1000000000ull);
+			close(fd);
+			npccl_log(NPCCL_LOG_WARN, "bootstrap root: rejected a rank: %s", rej.text);
 			for (int i = 0; i < nranks; i++)
 				if (fds[i] >= 0) {
 					close(fds[i]);
 					fds[i] = -1;
 				}
 			joined = 0;
+			continue;
 		} else if (h.rank < 0 || h.rank >= h.nranks) {
 			rej.status = NPCCL_ERR_INVALID_ARG;
 			snprintf(rej.text, sizeof(rej.text), "rank %d is outside 0..%d", h.rank,
@@ -223,7 +245,7 @@ static void *root_main(void *arg)
 		for (int i = 0, shown = 0; i < nranks && len < (int)sizeof(text) - 16; i++)
 			if (fds[i] < 0 && shown++ < 24)
 				len += snprintf(text + len, sizeof(text) - (size_t)len, " %d", i);
-		root_reply_all(fds, nranks, NPCCL_ERR_BOOTSTRAP, text);
+		root_reply_all(fds, table, nranks, NPCCL_ERR_BOOTSTRAP, text);
 	}
 	if (fds)
 		for (int i = 0; i < nranks; i++)
