@@ -36,16 +36,7 @@ shmdir=$(mktemp -d /dev/shm/npushm-install-test.XXXXXX)
 trap 'rm -rf "$shmdir"' EXIT
 echo "1..25"
 
-result() {	# result STATUS DESCRIPTION [LOG]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2${3:+ (log: $3)}"
-		[ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/#   /' "$3" | tail -25
-		fail=1
-	fi
-}
+. "$root/tools/tap-result.sh"
 
 # ---------------------------------------------------------------- install
 $MAKE -C "$root" --no-print-directory install DESTDIR="$D" PREFIX=/usr > "$log/install.log" 2>&1

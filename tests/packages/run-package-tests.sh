@@ -23,16 +23,7 @@ rm -rf "$work"
 mkdir -p "$work/src/npushm" "$log"
 echo "1..7"
 
-result() {	# result STATUS DESCRIPTION [LOG]
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2${3:+ (log: $3)}"
-		[ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/#   /' "$3" | tail -25
-		fail=1
-	fi
-}
+. "$root/tools/tap-result.sh"
 skip_rest() {	# skip_rest REASON: the tests that need what failed
 	while [ "$n" -lt 7 ]; do
 		n=$((n + 1))
