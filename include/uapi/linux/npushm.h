@@ -43,6 +43,7 @@
 #define NPUSHM_FEAT_GUP		_BITULL(3)	/* mappings are GUP-able (ibv_reg_mr) */
 #define NPUSHM_FEAT_NETLINK	_BITULL(4)	/* generic netlink family */
 #define NPUSHM_FEAT_PINS	_BITULL(5)	/* pinned bytes are reported and kept charged */
+#define NPUSHM_FEAT_WATCH	_BITULL(6)	/* NPUSHM_IOC_WATCH: mapping-change watches */
 
 /**
  * struct npushm_query - NPUSHM_IOC_QUERY on /dev/npushm (output only)
@@ -190,6 +191,97 @@ struct npushm_region_info {
 
 #define NPUSHM_INFO_SIZE_VER0	336
 
+/**
+ * DOC: watches - being told when a range of one's own address space changes
+ *
+ * A registration cache (RDMA MRs, pinned buffers) must drop an entry once
+ * the virtual range it was made for no longer maps the same pages: after
+ * munmap(), mremap(), madvise(MADV_DONTNEED), a brk() shrink, a copy-on-
+ * write break. NPUSHM_IOC_WATCH on /dev/npushm returns a watch: a file
+ * bound to the caller's address space (its mm), in which ranges are added
+ * with NPUSHM_IOC_WATCH_ADD. The kernel's MMU notifiers (an interval
+ * notifier per range) fire the range, synchronously, before the change
+ * completes, whichever thread or syscall makes it. A range fires once:
+ *
+ * - the u64 at offset 0 of the watch's one read-only page (mmap() it,
+ *   PROT_READ, MAP_SHARED, length one page) is a generation counter, bumped
+ *   after each range fires; a cache reads it before trusting an entry and
+ *   needs no system call while it is unchanged;
+ * - read() returns one struct npushm_watch_event per fired range not yet
+ *   read (whole records only; EAGAIN with O_NONBLOCK, else it waits);
+ *   poll() reports EPOLLIN while such events exist.
+ *
+ * Changes of protection only (mprotect(), NUMA hinting) and soft-dirty
+ * tracking do not fire a range: they leave the pages in place. Everything
+ * else does, spurious firings included (a THP collapse that gives up):
+ * a fired range is a cache miss, never a stale hit. The process's exit
+ * fires every range.
+ *
+ * A fired range stays until NPUSHM_IOC_WATCH_DEL or the watch's release;
+ * its id is never reused by the watch. Only the process whose address space
+ * the watch is bound to may add or delete ranges (EPERM elsewhere: a watch
+ * passed to another process can still be read). A watch holds at most
+ * NPUSHM_WATCH_MAX_RANGES ranges (ENOSPC); its memory is charged to the
+ * caller's memory cgroup.
+ */
+#define NPUSHM_WATCH_MAX_RANGES	65536
+
+/**
+ * struct npushm_watch_open - NPUSHM_IOC_WATCH on /dev/npushm
+ * @flags: in: must be 0
+ * @fd: out: the watch, read-only, close-on-exec
+ */
+struct npushm_watch_open {
+	__u32 flags;
+	__s32 fd;
+};
+
+#define NPUSHM_WATCH_OPEN_SIZE_VER0	8
+
+/**
+ * struct npushm_watch_range - NPUSHM_IOC_WATCH_ADD on a watch
+ * @start: in: first byte of the range (any alignment; whole pages are
+ *	watched: the range is widened to page boundaries)
+ * @len: in: bytes (> 0; @start + @len must not wrap nor pass the end of
+ *	user space)
+ * @cookie: in: returned as is in the range's event
+ * @id: out: the range's id (non-zero), for NPUSHM_IOC_WATCH_DEL and events
+ * @flags: in: must be 0
+ * @reserved: must be 0
+ *
+ * The range need not be mapped when it is added.
+ */
+struct npushm_watch_range {
+	__u64 start;
+	__u64 len;
+	__u64 cookie;
+	__u64 id;
+	__u32 flags;
+	__u32 reserved;
+};
+
+#define NPUSHM_WATCH_RANGE_SIZE_VER0	40
+
+/**
+ * struct npushm_watch_del - NPUSHM_IOC_WATCH_DEL on a watch
+ * @id: in: a range's id (ENOENT if the watch has no such range)
+ */
+struct npushm_watch_del {
+	__u64 id;
+};
+
+#define NPUSHM_WATCH_DEL_SIZE_VER0	8
+
+/**
+ * struct npushm_watch_event - what read() on a watch returns, per fired range
+ * @id: the range's id
+ * @cookie: the range's cookie
+ */
+struct npushm_watch_event {
+	__u64 id;
+	__u64 cookie;
+};
+
 /*
  * 0xBC is free in Documentation/userspace-api/ioctl/ioctl-number.rst of
  * Linux 6.1. Numbers 0xe0-0xef are kept for the selftests' test module.
@@ -199,6 +291,10 @@ struct npushm_region_info {
 /* On /dev/npushm */
 #define NPUSHM_IOC_QUERY	_IOR(NPUSHM_IOC_MAGIC, 0x00, struct npushm_query)
 #define NPUSHM_IOC_ALLOC	_IOWR(NPUSHM_IOC_MAGIC, 0x01, struct npushm_alloc)
+#define NPUSHM_IOC_WATCH	_IOWR(NPUSHM_IOC_MAGIC, 0x02, struct npushm_watch_open)
+/* On a watch */
+#define NPUSHM_IOC_WATCH_ADD	_IOWR(NPUSHM_IOC_MAGIC, 0x21, struct npushm_watch_range)
+#define NPUSHM_IOC_WATCH_DEL	_IOW(NPUSHM_IOC_MAGIC, 0x22, struct npushm_watch_del)
 /* On a region file */
 #define NPUSHM_IOC_SEAL		_IOW(NPUSHM_IOC_MAGIC, 0x11, struct npushm_seal)
 #define NPUSHM_IOC_EXPORT_DMABUF _IOWR(NPUSHM_IOC_MAGIC, 0x12, struct npushm_export)
