@@ -97,6 +97,7 @@ plan() {
 	library npbert
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
 	file 0644 "$root/libnpushm/include/npushm_rdma.h" "$includedir/npushm_rdma.h"
+	file 0644 "$root/libnpushm/include/npushm_watch.h" "$includedir/npushm_watch.h"
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
 	file 0644 "$root/apps/bert/include/npbert.h" "$includedir/npbert.h"

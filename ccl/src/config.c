@@ -8,6 +8,7 @@
  */
 #include "npccl_internal.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +42,17 @@ static long env_long(const char *name, long def, long lo, long hi)
 		return def;
 	char *end;
 	long v = strtol(s, &end, 0);
+	int shift = 0;
 	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	if (*end || v < lo || v > hi) {
+		shift = 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30, end++;
+	bool fits = v >= 0 ? v <= LONG_MAX >> shift : v >= LONG_MIN >> shift;
+	if (fits)
+		v = (long)((unsigned long)v << shift);
+	if (*end || !fits || v < lo || v > hi) {
 		npccl_log(NPCCL_LOG_WARN, "%s=%s is not a number in [%ld, %ld]; using %ld", name,
 			  s, lo, hi, def);
 		return def;
@@ -132,6 +139,7 @@ static void load(void)
 	cfg.ib_retry = (int)env_long("NPCCL_IB_RETRY_CNT", 7, 0, 7);
 	cfg.rdma_slots = (int)env_long("NPCCL_RDMA_SLOTS", 4, 2, 16);
 	cfg.rdma_zcopy = env_long("NPCCL_RDMA_ZCOPY", 1, 0, 1);
+	cfg.rdma_cache_bytes = (size_t)env_long("NPCCL_RDMA_CACHE_BYTES", 1L << 30, 0, 1L << 40);
 }
 
 const struct npccl_config *npccl_config(void)

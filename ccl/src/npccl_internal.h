@@ -71,6 +71,7 @@ struct npccl_config {
 	int ib_retry;		/* NPCCL_IB_RETRY_CNT */
 	int rdma_slots;		/* NPCCL_RDMA_SLOTS: FIFO slots per direction */
 	bool rdma_zcopy;	/* NPCCL_RDMA_ZCOPY: registered buffers without copies */
+	size_t rdma_cache_bytes;	/* NPCCL_RDMA_CACHE_BYTES: caller buffers kept registered */
 };
 enum { TRANSPORT_AUTO, TRANSPORT_TCP, TRANSPORT_RDMA, TRANSPORT_INVALID };
 NPCCL_HIDDEN const struct npccl_config *npccl_config(void);

@@ -134,9 +134,13 @@ struct rdma_reg {
 	uint32_t lkey, rkey;
 	bool writable;
 	bool failed;		/* registration refused: copy through the slots */
+	bool stale;		/* out of the cache; deregistered once nothing is in flight */
 	struct npushm_mr *nmr;	/* registered through libnpushm (NULL: plain ibv_reg_mr) */
 	struct ibv_mr *mr;
-	uint64_t owner;		/* npccl_mem_alloc id + 1 */
+	uint64_t owner;		/* npccl_mem_alloc id + 1; 0: a caller buffer */
+	uint64_t watch_id;	/* caller buffers: the watched range */
+	uint64_t last_use;	/* caller buffers: for eviction */
+	size_t acct;		/* caller buffers: bytes counted against the cache's limit */
 };
 
 struct rdma_ctx {
@@ -164,6 +168,14 @@ struct rdma_ctx {
 	uint64_t completions;	/* work completions handled */
 	struct rdma_reg *regs;
 	int nregs, regs_cap;
+	int nstale;		/* entries waiting to be deregistered */
+	struct npushm_watch *watch;	/* caller buffers' ranges (NULL: they are copied) */
+	bool watch_tried;
+	uint64_t watch_gen;	/* the watch's generation last synced */
+	uint64_t reg_serial, use_clock;
+	size_t user_bytes;	/* caller buffers registered */
+	int user_regs;
+	uint64_t stat_reg_hit, stat_reg_miss, stat_reg_fired, stat_reg_evicted, stat_reg_refused;
 	uint64_t stat_zc_send, stat_zc_recv, stat_fifo_send, stat_fifo_recv;
 };
 

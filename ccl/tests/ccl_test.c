@@ -13,6 +13,8 @@
  *                                                    dtype x counts (rank 0 prints TAP)
  *   ccl-test env-zc                                  launched rank: npccl_mem_alloc
  *                                                    buffers over RDMA, registration cache
+ *   ccl-test env-usercache                           launched rank: other buffers over
+ *                                                    RDMA, invalidation by the watch
  *   ccl-test env-fault NAME VICTIM                   launched rank: a mismatched call
  *
  * Ranks are forked children sharing a unique id made by the parent; results
@@ -26,6 +28,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1616,7 +1619,7 @@ static int zc_allreduce(npccl_comm_t comm, int me, int p, float *buf, size_t n, 
  * buffer freed and allocated again (at the same address, typically) gets a
  * fresh registration, never the stale one of the freed pages (which would
  * leave the new buffer without the peers' data); private buffers still work
- * (copied through the FIFO).
+ * (env-usercache tests how).
  */
 static int cmd_env_zc(void)
 {
@@ -1685,7 +1688,7 @@ static int cmd_env_zc(void)
 			"allocated again (%s address) registered afresh and right",
 			addr[0] == addr[1] ? "same" : "another");
 	failed += agreed != 1;
-	/* private buffers: through the FIFO */
+	/* a private buffer */
 	ok = 1;
 	float *a = malloc(bytes);
 	if (zc_allreduce(comm, me, p, a, n, 7, msg))
@@ -1695,9 +1698,162 @@ static int cmd_env_zc(void)
 		printf("# rank %d: %s\n", me, msg);
 	agreed = agree_ok(comm, ok);
 	if (me == 0)
-		ccl_tap(agreed == 1, "private buffers over RDMA (copied through the FIFO slots) after "
-			"the npccl_mem_alloc buffers were freed");
+		ccl_tap(agreed == 1, "a malloc'd buffer over RDMA after the npccl_mem_alloc buffers "
+			"were freed: results right");
 	failed += agreed != 1;
+	npccl_comm_destroy(comm);
+	if (me == 0)
+		ccl_tap_plan();
+	return failed ? 1 : 0;
+}
+
+static int uc_registered, uc_dropped, uc_copied;
+
+static void uc_log(npccl_log_level_t level, const char *msg, void *user)
+{
+	(void)user;
+	if (strstr(msg, "rdma: buffer ") && strstr(msg, "registered on") && strstr(msg, "watched"))
+		uc_registered++;
+	if (strstr(msg, "rdma: registration of buffer") && strstr(msg, "its pages changed"))
+		uc_dropped++;
+	if (strstr(msg, "buffers not from npccl_mem_alloc are copied"))
+		uc_copied++;
+	if (level <= NPCCL_LOG_WARN)
+		fprintf(stderr, "npccl: %s\n", msg);
+}
+
+/* One TAP line from rank 0 once every rank agreed; 1 if it failed. */
+static int uc_verdict(npccl_comm_t comm, int me, int ok, const char *msg, const char *what)
+{
+	if (!ok)
+		printf("# rank %d: %s\n", me, msg);
+	int agreed = agree_ok(comm, ok);
+	if (me == 0)
+		ccl_tap(agreed == 1, "%s", what);
+	return agreed != 1;
+}
+
+/*
+ * Launched rank, two or more hosts over RDMA: buffers npccl did not
+ * allocate. With the module's watches (the default), they are registered on
+ * first use and used again without registering; a buffer unmapped and
+ * mapped again at the same address, one whose pages MADV_DONTNEED released,
+ * and malloc'd blocks freed and allocated again are never moved through the
+ * old pages' registration (the results would be the old data). With
+ * NPCCL_RDMA_CACHE_BYTES=0 nothing is registered and everything is right.
+ */
+static int cmd_env_usercache(void)
+{
+	npccl_comm_t comm;
+	char err[512], msg[MSG] = "", what[300];
+	npccl_set_log_callback(uc_log, NULL);
+	if (npccl_comm_init_env(&comm, err, sizeof(err))) {
+		ccl_tap(0, "init: %s", err);
+		ccl_tap_plan();
+		return 1;
+	}
+	const char *cb = getenv("NPCCL_RDMA_CACHE_BYTES");
+	bool cache = !cb || strcmp(cb, "0");
+	int me, p, failed = 0, ok;
+	npccl_comm_rank(comm, &me);
+	npccl_comm_size(comm, &p);
+	size_t bytes = 3u << 20, n = bytes / sizeof(float);
+	float *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ok = buf != MAP_FAILED && !check_transport(comm, msg);
+	if (ok && zc_allreduce(comm, me, p, buf, n, 0, msg))
+		ok = 0;
+	int r0 = uc_registered;
+	if (ok && zc_allreduce(comm, me, p, buf, n, 1, msg))
+		ok = 0;
+	if (ok && cache && (r0 < 1 || uc_registered != r0)) {
+		snprintf(msg, MSG, "%d registrations in the first call, %d more in the second "
+			 "(expected some, then none)", r0, uc_registered - r0);
+		ok = 0;
+	}
+	if (ok && !cache && (uc_registered || uc_copied != 1)) {
+		snprintf(msg, MSG, "NPCCL_RDMA_CACHE_BYTES=0: %d registrations, reason logged %d "
+			 "times (expected none, once)", uc_registered, uc_copied);
+		ok = 0;
+	}
+	if (cache)
+		snprintf(what, sizeof(what), "a private mapping over RDMA: registered on first use "
+			 "(%d registrations on rank %d), the second call without registering, "
+			 "results right", r0, me);
+	else
+		snprintf(what, sizeof(what), "NPCCL_RDMA_CACHE_BYTES=0: a private mapping over RDMA "
+			 "is copied through the FIFO, never registered, the reason said once, "
+			 "results right");
+	failed += uc_verdict(comm, me, ok, msg, what);
+
+	/* unmapped, and mapped again at the same address: other pages */
+	int r1 = uc_registered, d1 = uc_dropped;
+	float *again = MAP_FAILED;
+	ok = buf != MAP_FAILED && munmap(buf, bytes) == 0;
+	if (ok)
+		again = mmap(buf, bytes, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (ok && again != buf) {
+		snprintf(msg, MSG, "could not map the same address again (%s)", strerror(errno));
+		ok = 0;
+	}
+	if (ok && zc_allreduce(comm, me, p, buf, n, 2, msg))
+		ok = 0;
+	if (ok && cache && (uc_dropped <= d1 || uc_registered <= r1)) {
+		snprintf(msg, MSG, "after munmap and mmap: %d registrations dropped, %d made "
+			 "(expected at least one each)", uc_dropped - d1, uc_registered - r1);
+		ok = 0;
+	}
+	failed += uc_verdict(comm, me, ok, msg, cache
+		? "a buffer unmapped and mapped again at the same address: the old registration "
+		  "dropped (its watch fired), registered afresh, results right"
+		: "a buffer unmapped and mapped again at the same address: results right");
+
+	/* the pages released: the next touch maps new ones */
+	int r2 = uc_registered, d2 = uc_dropped;
+	ok = again == buf && madvise(buf, bytes, MADV_DONTNEED) == 0;
+	if (ok && zc_allreduce(comm, me, p, buf, n, 3, msg))
+		ok = 0;
+	if (ok && cache && (uc_dropped <= d2 || uc_registered <= r2)) {
+		snprintf(msg, MSG, "after MADV_DONTNEED: %d registrations dropped, %d made",
+			 uc_dropped - d2, uc_registered - r2);
+		ok = 0;
+	}
+	failed += uc_verdict(comm, me, ok, msg, "a buffer whose pages MADV_DONTNEED released: "
+			     "never moved through the old pages, results right");
+
+	/* a read-only source: registered read-only (or copied) */
+	ok = again == buf && mprotect(buf, bytes, PROT_READ) == 0;
+	float *out = malloc(bytes);
+	if (ok && out) {
+		npccl_status_t st = npccl_allreduce(buf, out, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		for (size_t i = 0; !st && ok && i < n; i++)
+			if (out[i] != buf[i] * (float)p) {
+				snprintf(msg, MSG, "element %zu is %g, expected %g", i, (double)out[i],
+					 (double)buf[i] * p);
+				ok = 0;
+			}
+		if (st) {
+			snprintf(msg, MSG, "allreduce: %s", npccl_comm_last_error(comm));
+			ok = 0;
+		}
+	}
+	free(out);
+	failed += uc_verdict(comm, me, ok, msg, "a read-only (PROT_READ) send buffer into a "
+			     "malloc'd one: results right");
+	if (again == buf)
+		munmap(buf, bytes);
+
+	/* malloc'd blocks freed and allocated again (mmap'd by malloc: freed = unmapped) */
+	ok = 1;
+	for (int k = 0; k < 4 && ok; k++) {
+		size_t nb = (2u << 20) + (size_t)k * 4096;
+		float *m = malloc(nb);
+		if (!m || zc_allreduce(comm, me, p, m, nb / sizeof(float), 10 + k, msg))
+			ok = 0;
+		free(m);
+	}
+	failed += uc_verdict(comm, me, ok, msg, "malloc'd blocks freed and allocated again, four "
+			     "times: results right");
 	npccl_comm_destroy(comm);
 	if (me == 0)
 		ccl_tap_plan();
@@ -1746,6 +1902,8 @@ int main(int argc, char **argv)
 		return cmd_env_matrix();
 	if (!strcmp(argv[1], "env-zc"))
 		return cmd_env_zc();
+	if (!strcmp(argv[1], "env-usercache"))
+		return cmd_env_usercache();
 	if (!strcmp(argv[1], "env-fault"))
 		return cmd_env_fault(argc - 2, argv + 2);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -95,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 1
+#define NPUSHM_VERSION_MINOR 2
 
 /* ------------------------------------------------------------------ status */
 

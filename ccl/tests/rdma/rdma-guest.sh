@@ -120,6 +120,16 @@ launch zc 200 "1 2" "$BIN/ccl-test" env-zc
 tap_job zc
 echo "# zc: $(since "$t0") s"
 
+# 3b. other buffers: registered and watched (the module's MMU notifiers), the
+#     registration dropped when the pages change; and never registered with
+#     NPCCL_RDMA_CACHE_BYTES=0
+t0=$(up)
+launch usercache 200 "1 2" "$BIN/ccl-test" env-usercache
+tap_job usercache
+launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$BIN/ccl-test" env-usercache
+tap_job usercache0
+echo "# usercache: $(since "$t0") s"
+
 # 4. failures over RDMA: every survivor fails within the deadline naming the rank
 # fault_job NAME EXPECT_STATUS EXPECT_TEXT LAYOUT SIGNAL VICTIM "VAR=VALUE ..." CMD...
 # (SIGNAL: KILL, STOP or -; the victim rank's process gets it once all run)

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * watch.c - npushm_watch_*: the module's watches (NPUSHM_IOC_WATCH) behind
+ * an opaque handle. The generation counter is the watch's read-only page,
+ * mapped once at open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/npushm.h>
+
+#include "internal.h"
+#include "npushm_watch.h"
+
+struct npushm_watch {
+	int fd;
+	long page_size;
+	const _Atomic uint64_t *generation;
+};
+
+static npushm_status_t watch_fd_open(int *fdp)
+{
+	struct npushm_query q = { 0 };
+	struct npushm_watch_open wo = { 0 };
+	int ctl, err;
+
+	ctl = open(NPUSHM_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
+	if (ctl < 0) {
+		err = errno;
+		if (err == ENOENT || err == ENXIO || err == ENODEV)
+			return npi_fail(NPUSHM_ERR_UNSUPPORTED, err,
+					"watches need the npushm kernel module, and it is not loaded (no %s): load it with 'modprobe npushm'",
+					NPUSHM_DEVICE_PATH);
+		if (err == EACCES || err == EPERM)
+			return npi_fail(NPUSHM_ERR_ACCESS, err,
+					"watches need %s, which this user may not open: ask for its group (see the udev rule of the npushm package)",
+					NPUSHM_DEVICE_PATH);
+		return npi_fail(npi_status_from_errno(err), err, "cannot open %s",
+				NPUSHM_DEVICE_PATH);
+	}
+	if (ioctl(ctl, NPUSHM_IOC_QUERY, &q) || !(q.features & NPUSHM_FEAT_WATCH)) {
+		close(ctl);
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0,
+				"the loaded npushm module has no watches: install and load a newer one");
+	}
+	if (ioctl(ctl, NPUSHM_IOC_WATCH, &wo)) {
+		err = errno;
+		close(ctl);
+		return npi_fail(npi_status_from_errno(err), err, "the module refused a watch");
+	}
+	close(ctl);
+	/* Reads never wait: waiting is the caller's, with poll(). */
+	if (fcntl(wo.fd, F_SETFL, O_NONBLOCK)) {
+		err = errno;
+		close(wo.fd);
+		return npi_fail(npi_status_from_errno(err), err, "cannot set up the watch");
+	}
+	*fdp = wo.fd;
+	return NPUSHM_OK;
+}
+
+NPUSHM_API npushm_status_t npushm_watch_open(npushm_watch_t **wp)
+{
+	npushm_watch_t *w;
+	npushm_status_t st;
+	void *page;
+	int err;
+
+	if (!wp)
+		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "npushm_watch_open: no result pointer");
+	*wp = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "out of memory");
+	st = watch_fd_open(&w->fd);
+	if (st)
+		goto out_free;
+	w->page_size = sysconf(_SC_PAGESIZE);
+	page = mmap(NULL, (size_t)w->page_size, PROT_READ, MAP_SHARED, w->fd, 0);
+	if (page == MAP_FAILED) {
+		err = errno;
+		st = npi_fail(npi_status_from_errno(err), err,
+			      "cannot map the watch's generation counter");
+		goto out_close;
+	}
+	w->generation = page;
+	*wp = w;
+	return NPUSHM_OK;
+
+out_close:
+	close(w->fd);
+out_free:
+	free(w);
+	return st;
+}
+
+NPUSHM_API void npushm_watch_close(npushm_watch_t *w)
+{
+	if (!w)
+		return;
+	munmap((void *)w->generation, (size_t)w->page_size);
+	close(w->fd);
+	free(w);
+}
+
+NPUSHM_API npushm_status_t npushm_watch_add(npushm_watch_t *w, const void *addr, size_t len,
+					    uint64_t cookie, uint64_t *idp)
+{
+	struct npushm_watch_range r = {
+		.start = (uintptr_t)addr,
+		.len = len,
+		.cookie = cookie,
+	};
+	int err;
+
+	if (!w || !idp)
+		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "npushm_watch_add: no watch or no id pointer");
+	if (!len)
+		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "cannot watch an empty range");
+	if (ioctl(w->fd, NPUSHM_IOC_WATCH_ADD, &r)) {
+		err = errno;
+		switch (err) {
+		case ENOSPC:
+			return npi_fail(NPUSHM_ERR_NO_SPACE, err,
+					"the watch holds %d ranges already: remove some first",
+					NPUSHM_WATCH_MAX_RANGES);
+		case EPERM:
+			return npi_fail(NPUSHM_ERR_ACCESS, err,
+					"this watch belongs to another process (opened before fork()?): open a watch in this process");
+		case EINVAL:
+			return npi_fail(NPUSHM_ERR_INVALID, err,
+					"cannot watch %p + %zu bytes: not within user space", addr, len);
+		default:
+			return npi_fail(npi_status_from_errno(err), err, "cannot watch %p + %zu bytes",
+					addr, len);
+		}
+	}
+	*idp = r.id;
+	return NPUSHM_OK;
+}
+
+NPUSHM_API npushm_status_t npushm_watch_remove(npushm_watch_t *w, uint64_t id)
+{
+	struct npushm_watch_del d = { .id = id };
+	int err;
+
+	if (!w)
+		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "npushm_watch_remove: no watch");
+	if (ioctl(w->fd, NPUSHM_IOC_WATCH_DEL, &d)) {
+		err = errno;
+		if (err == ENOENT)
+			return npi_fail(NPUSHM_ERR_NOT_FOUND, err, "the watch has no range %llu",
+					(unsigned long long)id);
+		if (err == EPERM)
+			return npi_fail(NPUSHM_ERR_ACCESS, err,
+					"this watch belongs to another process (opened before fork()?): open a watch in this process");
+		return npi_fail(npi_status_from_errno(err), err, "cannot remove range %llu",
+				(unsigned long long)id);
+	}
+	return NPUSHM_OK;
+}
+
+NPUSHM_API uint64_t npushm_watch_generation(const npushm_watch_t *w)
+{
+	return w ? atomic_load_explicit(w->generation, memory_order_acquire) : 0;
+}
+
+NPUSHM_API npushm_status_t npushm_watch_read(npushm_watch_t *w, npushm_watch_event_t *ev,
+					     size_t max, size_t *np)
+{
+	struct npushm_watch_event kev[64];
+	size_t n = 0;
+	ssize_t got;
+	int err;
+
+	if (!w || !np || (max && !ev))
+		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "npushm_watch_read: bad arguments");
+	*np = 0;
+	while (n < max) {
+		size_t want = max - n < 64 ? max - n : 64;
+
+		got = read(w->fd, kev, want * sizeof(kev[0]));
+		if (got < 0) {
+			err = errno;
+			if (err == EAGAIN)
+				break;
+			if (err == EINTR)
+				continue;
+			return npi_fail(npi_status_from_errno(err), err, "cannot read the watch's events");
+		}
+		for (size_t i = 0; i < (size_t)got / sizeof(kev[0]); i++) {
+			ev[n].id = kev[i].id;
+			ev[n].cookie = kev[i].cookie;
+			n++;
+		}
+		if ((size_t)got < want * sizeof(kev[0]))
+			break;
+	}
+	*np = n;
+	return NPUSHM_OK;
+}
+
+NPUSHM_API int npushm_watch_fd(const npushm_watch_t *w)
+{
+	return w ? w->fd : -1;
+}
