@@ -6,7 +6,9 @@
 # over the RDMA transport and over TCP, taking turns run by run (so a change
 # of load hits both alike), RUNS runs each; then Open MPI's ccl-perf over the
 # same soft-RoCE devices (UCX, then the openib BTL) and over TCP, where its
-# Debian build can. The VM is emulated (TCG): only ratios mean anything.
+# Debian build can; then caller buffers over RDMA registered and watched vs
+# copied vs npccl_mem_alloc buffers. The VM is emulated (TCG): only ratios
+# mean anything.
 #   rdma-bench-guest.sh BINDIR OUTDIR [RUNS]
 BIN=${1:?usage: rdma-bench-guest.sh BINDIR OUTDIR [RUNS]}
 OUT=${2:?usage}
@@ -27,16 +29,18 @@ done
 ip link set "${TOPO_P}tbr" mtu 9000
 port=$((40000 + $$ % 10000))
 ARGS="-b 8 -e 4M -f 8 -t 0.3 -w 3"
-# perf NAME TRANSPORT COLL: one 2-rank run, rank r on host r+1
+# perf NAME TRANSPORT COLL [VARIANT [CCL-PERF-ARGS [VAR=VALUE...]]]: one 2-rank
+# run, rank r on host r+1; its table is added to npccl-VARIANT-COLL.txt
+# (VARIANT: the transport by default)
 perf() {
 	port=$((port + 1))
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 MASTER_ADDR=198.18.0.1 MASTER_PORT=$port NPCCL_TRANSPORT=$2 \
-			topo_exec $((r + 1)) timeout -k 5 300 "$BIN/ccl-perf" -c "$3" $ARGS \
+			topo_exec $((r + 1)) timeout -k 5 300 env ${6:-} "$BIN/ccl-perf" -c "$3" $ARGS ${5:-} \
 			>"$OUT/$1.$r" 2>&1 &
 	done
 	wait
-	cat "$OUT/$1.0" >>"$OUT/npccl-$2-$3.txt"
+	cat "$OUT/$1.0" >>"$OUT/npccl-${4:-$2}-$3.txt"
 }
 # Open MPI over the same devices: ranks in the namespaces through netns-rsh
 CCLB_NS_PREFIX=${TOPO_P}h
@@ -68,6 +72,18 @@ for coll in allreduce broadcast; do
 			ompi tcp-$i --mca pml ob1 --mca btl tcp,self && cat "$OUT/ompi-tcp-$i.txt" >>"$OUT/ompi-tcp.txt"
 		echo "# $coll run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
 	done
+done
+
+# caller buffers over RDMA: registered and watched (the default), copied
+# through the FIFO (NPCCL_RDMA_CACHE_BYTES=0), npccl_mem_alloc buffers; and
+# with a newly mapped output buffer for every call (every call a miss)
+for i in $(seq 1 "$RUNS"); do
+	perf "cache-$i" rdma allreduce cached
+	perf "copy-$i" rdma allreduce copied "" NPCCL_RDMA_CACHE_BYTES=0
+	perf "shared-$i" rdma allreduce shared --shared
+	perf "fresh-$i" rdma allreduce fresh-cached --fresh
+	perf "fresh-copy-$i" rdma allreduce fresh-copied --fresh NPCCL_RDMA_CACHE_BYTES=0
+	echo "# registration cache run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
 done
 
 if [ -x "$BIN/ccl-perf-openmpi" ]; then

@@ -8,7 +8,9 @@
 Reads OUTDIR/npccl-{rdma,tcp}-COLL.txt (RUNS ccl-perf tables each, the runs
 of the two transports interleaved) and OUTDIR/ompi-*.txt; prints per size
 the range over runs of t(TCP)/t(RDMA) (paired run by run, out-of-place mean
-time), and Open MPI's time over npccl-RDMA's median where it ran."""
+time), Open MPI's time over npccl-RDMA's median where it ran, and the
+registration cache's table from OUTDIR/npccl-{cached,copied,shared,
+fresh-cached,fresh-copied}-allreduce.txt."""
 import glob
 import os
 import re
@@ -73,6 +75,31 @@ def main():
             a = [x[sz] / y[sz] for x, y in zip(om, rd) if sz in x and sz in y]
             b = [x[sz] / y[sz] for x, y in zip(om, tc) if sz in x and sz in y]
             print("| %d | %s | %s | %s |" % (sz, rng(o), rng(a) if a else "-", rng(b) if b else "-"))
+    cache_table(out)
+
+
+def cache_table(out):
+    v = {k: tables("%s/npccl-%s-allreduce.txt" % (out, k))
+         for k in ("cached", "copied", "shared", "fresh-cached", "fresh-copied")}
+    if not v["cached"] or not v["copied"]:
+        return
+    n = min(len(x) for x in v.values() if x)
+    print("\n### npccl allreduce over RDMA, 2 ranks: caller buffers registered and watched vs copied "
+          "(%d paired runs)\n" % n)
+    print("| bytes | cached us | t(copied)/t(cached) | t(cached)/t(npccl_mem_alloc) "
+          "| fresh output each call: t(cached)/t(copied) |")
+    print("|------:|----------:|--------------------:|-----------------------------:"
+          "|--------------------------------------------:|")
+
+    def ratio(a, b, s):
+        r = [x[s] / y[s] for x, y in zip(v[a], v[b]) if s in x and s in y]
+        return rng(r) if r else "-"
+
+    for s in sorted(v["cached"][0]):
+        c = [r[s] for r in v["cached"] if s in r]
+        print("| %d | %s | %s | %s | %s |" % (s, rng(c), ratio("copied", "cached", s),
+                                            ratio("cached", "shared", s),
+                                            ratio("fresh-cached", "fresh-copied", s)))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ echo "# run-rdma-bench: $(date -u +%Y-%m-%dT%H:%MZ), host load $(cut -d' ' -f1-3
 mpicc.openmpi -O2 -o "$BUILD/bin/ccl-perf-openmpi" "$ROOT/bench/ccl/perf.c" \
 	"$ROOT/bench/ccl/backend_mpi.c" -lm || echo "# cannot build ccl-perf-openmpi"
 cd "$ROOT" || exit 1
-VM_QUIET=1 selftests/vm/run-vm.sh -m 2G -o "$OUT" -t 1500 -- \
+VM_QUIET=1 selftests/vm/run-vm.sh -m 2G -o "$OUT" -t 2400 -- \
 	sh -c "bench/ccl/rdma-bench-guest.sh '$BUILD/bin' '$OUT' ${1:-3} > '$OUT/guest.log' 2>&1"
 echo "# VM exit status $?; host load after $(cut -d' ' -f1-3 /proc/loadavg)"
 cat "$OUT/guest.log"

@@ -107,17 +107,20 @@ static void reg_retire(struct rdma_ctx *x, struct rdma_reg *e)
 	}
 }
 
-/* caller buffers only: one atomic load while nothing changed */
-static void user_regs_sync(struct npccl_comm *c)
+/* Caller buffers only: one atomic load while nothing changed. Returns
+ * whether the range @pending (being registered, not in the cache yet) fired. */
+static bool user_regs_sync(struct npccl_comm *c, uint64_t pending)
 {
 	struct rdma_ctx *x = c->rdma;
+	bool fired = false;
 	if (!x->watch || npushm_watch_generation(x->watch) == x->watch_gen)
-		return;
+		return false;
 	x->watch_gen = npushm_watch_generation(x->watch);
 	npushm_watch_event_t ev[64];
 	size_t n;
 	while (npushm_watch_read(x->watch, ev, 64, &n) == NPUSHM_OK && n) {
-		for (size_t k = 0; k < n; k++)
+		for (size_t k = 0; k < n; k++) {
+			fired |= pending && ev[k].id == pending;
 			for (int i = 0; i < x->nregs; i++) {
 				struct rdma_reg *e = &x->regs[i];
 				if (e->watch_id != ev[k].id || e->stale)
@@ -128,7 +131,9 @@ static void user_regs_sync(struct npccl_comm *c)
 				x->stat_reg_fired++;
 				reg_retire(x, e);
 			}
+		}
 	}
+	return fired;
 }
 
 /* why caller buffers are copied: said once per communicator */
@@ -180,28 +185,30 @@ static void user_regs_evict(struct rdma_ctx *x, size_t need)
 	}
 }
 
-/* register [lo, hi) of the caller's memory into *out; 0, or -1 with *why */
+/* Register [lo, hi) of the caller's memory into *out; 0, or -1 with *why.
+ * The range is watched before its pages are pinned, so no change between
+ * the two is missed; pinning may itself move pages (a copy-on-write break
+ * fires the range): then the range is registered again, on the pages it
+ * maps now. */
 static int user_reg_make(struct npccl_comm *c, char *lo, char *hi, bool writable,
 			 struct rdma_reg *out, char *why, size_t whylen)
 {
 	struct rdma_ctx *x = c->rdma;
 	int access = writable ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		uint64_t gen = npushm_watch_generation(x->watch), id;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uint64_t id;
+		if (npushm_watch_add(x->watch, lo, (size_t)(hi - lo), ++x->reg_serial, &id)) {
+			snprintf(why, whylen, "%s", npushm_last_error());
+			return -1;
+		}
 		struct ibv_mr *mr = x->v->reg_mr(x->pd, lo, (size_t)(hi - lo), access);
 		if (!mr) {
 			snprintf(why, whylen, "ibv_reg_mr: %s", strerror(errno));
+			npushm_watch_remove(x->watch, id);
+			user_regs_sync(c, 0);
 			return -1;
 		}
-		if (npushm_watch_add(x->watch, lo, (size_t)(hi - lo), ++x->reg_serial, &id)) {
-			snprintf(why, whylen, "%s", npushm_last_error());
-			x->v->dereg_mr(mr);
-			return -1;
-		}
-		/* Registering may itself move pages (a copy-on-write break): a
-		 * range that fired meanwhile is registered again, on the pages
-		 * it maps now. */
-		if (npushm_watch_generation(x->watch) == gen) {
+		if (!user_regs_sync(c, id)) {
 			out->base = lo;
 			out->len = (size_t)(hi - lo);
 			out->acct = out->len;
@@ -215,7 +222,6 @@ static int user_reg_make(struct npccl_comm *c, char *lo, char *hi, bool writable
 		}
 		npushm_watch_remove(x->watch, id);
 		x->v->dereg_mr(mr);
-		user_regs_sync(c);
 	}
 	snprintf(why, whylen, "its pages kept changing while it was registered");
 	return -1;
@@ -326,7 +332,7 @@ const struct rdma_reg *rdma_reg_find(struct npccl_comm *c, const void *p, size_t
 	const char *q = p;
 	if (!x || !npccl_config()->rdma_zcopy || !len)
 		return NULL;
-	user_regs_sync(c);
+	user_regs_sync(c, 0);
 	reg_reap(c);
 	for (int i = 0; i < x->nregs; i++) {
 		struct rdma_reg *e = &x->regs[i];

@@ -11,8 +11,11 @@
  *	uint64_t id, gen;
  *	if (npushm_watch_open(&w) != NPUSHM_OK)	// the module is not loaded...
  *		return fall_back_to_copies(npushm_last_error());
+ *	// watch first, then pin: no change in between is missed
+ *	npushm_watch_add(w, buf, len, cookie, &id);
  *	mr = ibv_reg_mr(pd, buf, len, access);
- *	npushm_watch_add(w, buf, len, (uint64_t)(uintptr_t)mr, &id);
+ *	// pinning may break copy-on-write sharing, which fires the range:
+ *	// read the events; if this id is among them, register again
  *	...
  *	// before trusting cached entries: one load, no system call
  *	if (npushm_watch_generation(w) != gen) {
@@ -28,8 +31,7 @@
  * a brk() shrink (free() returning memory), a copy-on-write break or the
  * process's exit changes which pages they map, before that call returns;
  * mprotect() does not fire them. A range may also fire spuriously; it never
- * misses a change. Register first and add the range afterwards, then check
- * the generation: registering may itself break copy-on-write sharing.
+ * misses a change made after npushm_watch_add() returned.
  *
  * Watches need the npushm kernel module (its kernel MMU notifiers); without
  * it npushm_watch_open() fails with NPUSHM_ERR_UNSUPPORTED and the caller
