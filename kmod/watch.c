@@ -123,12 +123,9 @@ static bool npushm_watch_invalidate(struct mmu_interval_notifier *mni,
 	struct npushm_watch *w = r->watch;
 	u64 *generation = page_address(w->page);
 
-	if (!npushm_watch_event_moves_pages(range->event))
-		return true;
-
 	spin_lock(&w->events_lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	if (!r->fired) {
+	if (!r->fired && npushm_watch_event_moves_pages(range->event)) {
 		r->fired = true;
 		list_add_tail(&r->pending, &w->pending);
 		/*
