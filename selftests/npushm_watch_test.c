@@ -6,8 +6,8 @@
  * CoW break, the process's exit) and not when they stay (mprotect, touching,
  * fork, an unrelated munmap); the generation page, read(), poll() and
  * blocking reads report it; ids are never reused; only the owning address
- * space adds and deletes; a watch outlives its process; every field and
- * limit is checked.
+ * space adds and deletes; a watch outlives its process; deletes race
+ * readers; every field and limit is checked.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -649,6 +649,92 @@ TEST_F(npushm, watch_mmap_is_one_read_only_page)
 	EXPECT_EQ(0, *gen);
 	munmap((void *)gen, PG);
 	close(w);
+}
+
+#define RACE_N 2000
+
+struct race {
+	int w;
+	volatile int done;
+	unsigned char seen[RACE_N];
+	int bad;
+};
+
+/* Reads until the adder is done and nothing is left. */
+static void *race_reader(void *arg)
+{
+	struct race *rc = arg;
+	struct npushm_watch_event ev[8];
+	struct pollfd pfd = { .fd = rc->w, .events = POLLIN };
+	int i, n;
+
+	for (;;) {
+		bool last = rc->done;
+
+		n = w_read(rc->w, ev, 8);
+		if (n == -EAGAIN) {
+			if (last)
+				return NULL;
+			poll(&pfd, 1, 10);
+			continue;
+		}
+		if (n <= 0) {
+			rc->bad = 1;
+			return NULL;
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].cookie >= RACE_N || ev[i].id != ev[i].cookie + 1)
+				rc->bad = 1;
+			else
+				rc->seen[ev[i].cookie]++;
+		}
+	}
+}
+
+/*
+ * One thread adds a range per fresh mapping, unmaps it (it fires) and, for
+ * every other one, deletes it at once: the deletion races the reader taking
+ * its event. Every range fires; each event is read at most once, and
+ * exactly once unless deleted first.
+ */
+TEST_F(npushm, add_fire_del_race_readers)
+{
+	struct race *rc = calloc(1, sizeof(*rc));
+	volatile uint64_t *gen;
+	pthread_t t[2];
+	int i;
+
+	ASSERT_NE(NULL, rc);
+	rc->w = w_open(self->dev, false);
+	ASSERT_LE(0, rc->w);
+	gen = w_gen(rc->w);
+	ASSERT_NE(MAP_FAILED, gen);
+	ASSERT_EQ(0, pthread_create(&t[0], NULL, race_reader, rc));
+	ASSERT_EQ(0, pthread_create(&t[1], NULL, race_reader, rc));
+	for (i = 0; i < RACE_N; i++) {
+		char *p = anon(PG);
+		long long id;
+
+		ASSERT_NE(NULL, p);
+		id = w_add(rc->w, p, PG, (uint64_t)i);
+		ASSERT_EQ(i + 1, id);
+		munmap(p, PG);
+		if (i & 1)
+			ASSERT_EQ(0, w_del(rc->w, id));
+	}
+	rc->done = 1;
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	EXPECT_EQ(0, rc->bad);
+	EXPECT_EQ(RACE_N, *gen);
+	for (i = 0; i < RACE_N; i++) {
+		EXPECT_GE(1, rc->seen[i]);
+		if (!(i & 1))
+			EXPECT_EQ(1, rc->seen[i]);
+	}
+	munmap((void *)gen, PG);
+	close(rc->w);
+	free(rc);
 }
 
 /* Fills a watch: about 65536 ioctls. */
