@@ -196,6 +196,13 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 					   end - start, &npushm_watch_mn_ops);
 	if (ret)
 		goto out_erase;
+	/*
+	 * Inserted while an invalidation was running, the notifier joins the
+	 * tree only when it ends and misses it: wait for it, so that what
+	 * user space pins after ADD returns (ibv_reg_mr) is either what the
+	 * range maps from now on or fires it.
+	 */
+	mmu_interval_read_begin(&r->notifier);
 	w->next_id++;
 	w->nr_ranges++;
 	req->id = r->id;

@@ -11,6 +11,7 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include "npushm_fixture.h"
@@ -538,6 +539,31 @@ TEST_F(npushm, blocking_read_is_woken)
 	pthread_join(t, NULL);
 	EXPECT_EQ(1, w_read(w, ev, 2));
 	EXPECT_EQ((uint64_t)id, ev[0].id);
+	close(w);
+}
+
+static void on_alarm(int sig)
+{
+}
+
+TEST_F(npushm, blocking_read_is_interruptible)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct npushm_watch_event ev;
+	char *p = anon(PG);
+	int w = w_open(self->dev, true);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_LE(0, w);
+	ASSERT_LT(0, w_add(w, p, PG, 0));
+	/* No SA_RESTART: the signal ends the wait with EINTR. */
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old));
+	ualarm(100 * 1000, 0);
+	EXPECT_EQ(-1, read(w, &ev, sizeof(ev)));
+	EXPECT_EQ(EINTR, errno);
+	sigaction(SIGALRM, &old, NULL);
+	munmap(p, PG);
+	EXPECT_EQ(sizeof(ev), read(w, &ev, sizeof(ev)));
 	close(w);
 }
 
