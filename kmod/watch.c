@@ -13,10 +13,11 @@
  * allocates), marks the range fired, queues it for read(), bumps the
  * generation counter in the watch's shared page and wakes readers.
  *
- * Everything else (ADD, DEL, read's copy-out) is serialised by watch->lock,
- * a mutex never taken by the callback. Lock order: watch->lock -> mmap_lock
- * (mmu_interval_notifier_insert() may register the mm's notifier state;
- * copy_to_user() may fault) -> watch->events_lock.
+ * ADD and DEL are serialised by watch->lock, readers by watch->read_lock,
+ * mutexes the callback never takes. Lock order: watch->lock -> mmap_lock
+ * (mmu_interval_notifier_insert() may register the mm's notifier state)
+ * -> watch->events_lock; watch->read_lock -> mmap_lock (copy_to_user() may
+ * fault) -> watch->events_lock.
  *
  * Lifetime: the watch holds an mm_count reference (mmgrab) so that the
  * owner check compares against a live mm_struct, not a recycled address;
@@ -47,8 +48,8 @@
  * struct npushm_watch - one watch file
  * @mm: the address space the ranges are in (mm_count held)
  * @page: the shared read-only page; a u64 generation counter at offset 0
- * @lock: serialises ADD, DEL and read()'s copy-out; protects @ranges,
- *	@nr_ranges, @next_id
+ * @lock: serialises ADD and DEL; protects @ranges, @nr_ranges, @next_id
+ * @read_lock: serialises readers
  * @ranges: struct npushm_watch_item by id
  * @nr_ranges: entries in @ranges
  * @next_id: the id of the next range added (ids start at 1, never reused)
@@ -63,6 +64,7 @@ struct npushm_watch {
 	struct page *page;
 
 	struct mutex lock;		/* protects ranges, nr_ranges, next_id */
+	struct mutex read_lock;		/* serialises readers */
 	struct xarray ranges;
 	unsigned int nr_ranges;
 	u64 next_id;
@@ -266,9 +268,11 @@ static long npushm_watch_ioctl(struct file *file, unsigned int cmd,
 
 /*
  * Copy out as many whole events as fit. A range leaves @pending only once
- * its event reached user space; the ranges stay alive meanwhile because
- * DEL needs w->lock, and nothing else takes a range off @pending (the
- * callback only adds, once), so peek, copy, then unlink is exact.
+ * its event reached user space: peek, copy, then unlink the first range if
+ * it is still the one copied. Readers are serialised and the callback only
+ * appends, so only a concurrent DEL can have taken it (ids are never
+ * reused). ADD and DEL never wait for a reader's copy (a reader in another
+ * process may fault on userfaultfd memory for as long as it likes).
  */
 static ssize_t npushm_watch_copy_events(struct npushm_watch *w,
 					char __user *buf, size_t count)
@@ -277,7 +281,8 @@ static ssize_t npushm_watch_copy_events(struct npushm_watch *w,
 	struct npushm_watch_item *r;
 	ssize_t done = 0;
 
-	mutex_lock(&w->lock);
+	if (mutex_lock_interruptible(&w->read_lock))
+		return -ERESTARTSYS;
 	while (count - done >= sizeof(ev)) {
 		spin_lock(&w->events_lock);
 		r = list_first_entry_or_null(&w->pending,
@@ -295,11 +300,14 @@ static ssize_t npushm_watch_copy_events(struct npushm_watch *w,
 			break;
 		}
 		spin_lock(&w->events_lock);
-		list_del_init(&r->pending);
+		r = list_first_entry_or_null(&w->pending,
+					     struct npushm_watch_item, pending);
+		if (r && r->id == ev.id)
+			list_del_init(&r->pending);
 		spin_unlock(&w->events_lock);
 		done += sizeof(ev);
 	}
-	mutex_unlock(&w->lock);
+	mutex_unlock(&w->read_lock);
 	return done;
 }
 
@@ -405,6 +413,7 @@ int npushm_watch_create(struct npushm_watch_open *req,
 		goto out_free_watch;
 	}
 	mutex_init(&w->lock);
+	mutex_init(&w->read_lock);
 	xa_init(&w->ranges);
 	w->next_id = 1;
 	spin_lock_init(&w->events_lock);
