@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * ioctl.c - extensible ioctl argument handling shared by /dev/npushm and
- * region files.
+ * ioctl.c - extensible ioctl argument handling shared by /dev/npushm,
+ * region files and watches.
  *
  * The size field of the ioctl number is the size of the caller's struct.
  * Input is copied with copy_struct_from_user(): a shorter struct is
@@ -24,6 +24,9 @@ union npushm_ioctl_arg {
 	struct npushm_seal seal;
 	struct npushm_export export;
 	struct npushm_region_info info;
+	struct npushm_watch_open watch_open;
+	struct npushm_watch_range watch_range;
+	struct npushm_watch_del watch_del;
 };
 
 static const struct npushm_ioctl_desc *

@@ -205,6 +205,20 @@ int npushm_anon_alloc(u64 size, struct file **filep, u64 *id);
 int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 			 struct npushm_export *req, struct npushm_ioctl_out *out);
 
+/* watch.c */
+#ifdef CONFIG_MMU_NOTIFIER
+#define NPUSHM_FEAT_WATCH_IF_BUILT NPUSHM_FEAT_WATCH
+int npushm_watch_create(struct npushm_watch_open *req,
+			struct npushm_ioctl_out *out);
+#else
+#define NPUSHM_FEAT_WATCH_IF_BUILT 0
+static inline int npushm_watch_create(struct npushm_watch_open *req,
+				      struct npushm_ioctl_out *out)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
 /* netlink.c */
 int npushm_netlink_init(void);
 void npushm_netlink_exit(void);

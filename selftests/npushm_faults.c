@@ -298,6 +298,43 @@ out:
 	return r;
 }
 
+static long call_watch_open(struct fctx *c)
+{
+	struct npushm_watch_open o = { 0 };
+	long r = npu_ioctl(c->dev, NPUSHM_IOC_WATCH, &o);
+
+	c->made = r ? -1 : o.fd;
+	return r;
+}
+
+/* c->region is a watch here; c->map a mapped page of the caller's. */
+static long call_watch_add(struct fctx *c)
+{
+	struct npushm_watch_range r = { .start = (uintptr_t)c->map, .len = 4096 };
+	long ret = npu_ioctl(c->region, NPUSHM_IOC_WATCH_ADD, &r);
+
+	c->id = ret ? 0 : r.id;
+	return ret;
+}
+
+static void undo_watch_add(struct fctx *c)
+{
+	struct npushm_watch_del d = { .id = c->id };
+
+	npu_ioctl(c->region, NPUSHM_IOC_WATCH_DEL, &d);
+}
+
+static long call_watch_mmap(struct fctx *c)
+{
+	c->map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, c->region, 0);
+	return c->map == MAP_FAILED ? -errno : 0;
+}
+
+static void undo_watch_munmap(struct fctx *c)
+{
+	munmap(c->map, 4096);
+}
+
 TEST_F(npushm, fault_injection_every_entry_point)
 {
 	static const struct fault_op alloc = { "alloc", call_alloc, undo_close, NULL };
@@ -379,6 +416,67 @@ TEST_F(npushm, fault_injection_dmabuf_import_and_seal)
 	TH_LOG("dma-buf import: %d injection points", i - 1);
 	close(nfd);
 	fault_loop(_metadata, &c, &seal, npu_in_use(self->dev));
+	close(c.region);
+}
+
+TEST_F(npushm, fault_injection_watch)
+{
+	static const struct fault_op open_ = { "watch", call_watch_open, undo_close, NULL };
+	static const struct fault_op add = { "watch add", call_watch_add, undo_watch_add, NULL };
+	static const struct fault_op map = { "watch mmap", call_watch_mmap, undo_watch_munmap, NULL };
+	struct fctx c = { .dev = self->dev, .root = self->root };
+	struct npushm_watch_open o = { 0 };
+	struct npushm_watch_event ev;
+	void *page;
+	int nfd, i;
+
+	if (!getenv("NPUSHM_FAULT_INJECT"))
+		SKIP(return, "not in the fault-injection pass (selftests/debug/fail-inject.sh --arm)");
+	fault_loop(_metadata, &c, &open_, self->q0.in_use);
+	ASSERT_EQ(0, npu_ioctl(self->dev, NPUSHM_IOC_WATCH, &o));
+	c.region = o.fd;
+	ASSERT_EQ(0, fcntl(c.region, F_SETFL, O_NONBLOCK));
+	fault_loop(_metadata, &c, &map, self->q0.in_use);
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	c.map = page;
+	fault_loop(_metadata, &c, &add, self->q0.in_use);
+	munmap(page, 4096);
+
+	/* A read that fails loses no event. */
+	nfd = fail_nth_open();
+	ASSERT_LE(0, nfd);
+	for (i = 1; i < MAX_POINTS; i++) {
+		ssize_t r;
+		bool fired;
+		int e;
+
+		c.map = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, c.map);
+		ASSERT_EQ(0, call_watch_add(&c));
+		munmap(c.map, 4096);
+		fail_nth_arm(nfd, i);
+		r = read(c.region, &ev, sizeof(ev));
+		e = errno;
+		fired = fail_nth_fired(nfd);
+		if (!fired) {
+			EXPECT_EQ(sizeof(ev), r);
+			EXPECT_EQ(c.id, ev.id);
+			undo_watch_add(&c);
+			break;
+		}
+		if (r < 0) {
+			EXPECT_EQ(EFAULT, e);
+			EXPECT_EQ(sizeof(ev), read(c.region, &ev, sizeof(ev)));
+			EXPECT_EQ(c.id, ev.id);
+		}
+		undo_watch_add(&c);
+	}
+	TH_LOG("watch read: %d injection points", i - 1);
+	EXPECT_EQ(-1, read(c.region, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	close(nfd);
 	close(c.region);
 }
 

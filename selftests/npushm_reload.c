@@ -3,8 +3,9 @@
 /*
  * npushm_reload.c - loading and unloading npushm.ko: the defaults a
  * distribution would ship, out-of-range parameters at load time, the device
- * node appearing only once everything works, and unloading while generic
- * netlink requests and dumps are in flight.
+ * node appearing only once everything works, unloading while generic
+ * netlink requests and dumps are in flight, and an open watch pinning the
+ * module.
  *
  * Unloads and reloads the module (NPUSHM_KO, loaded with
  * NPUSHM_TEST_PARAMS), so it runs on its own after the other selftests
@@ -12,6 +13,7 @@
  * it. Nothing else may hold the module meanwhile.
  */
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -275,6 +277,37 @@ TEST_F(module, unload_races_netlink_requests)
 	}
 	TH_LOG("%d unloads and %d loads raced the requests", unloads, loads);
 	EXPECT_LT(0, unloads);
+	EXPECT_EQ(0, unload_wait());
+}
+
+/* A watch's notifier callbacks are module code: an open watch pins it. */
+TEST_F(module, watch_pins_the_module)
+{
+	struct npushm_watch_open o = { 0 };
+	struct npushm_watch_range r = { .len = 4096, .cookie = 5 };
+	struct npushm_watch_event ev;
+	char *p;
+	int dev, ret;
+
+	ASSERT_EQ(0, load(test_params()));
+	dev = npu_dev_open();
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, npu_ioctl(dev, NPUSHM_IOC_WATCH, &o));
+	close(dev);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	r.start = (uintptr_t)p;
+	ASSERT_EQ(0, npu_ioctl(o.fd, NPUSHM_IOC_WATCH_ADD, &r));
+	ret = unload();
+	EXPECT_TRUE(ret == -EAGAIN || ret == -EBUSY) {
+		TH_LOG("rmmod with a watch open: %d", ret);
+	}
+	ASSERT_EQ(0, access(NPUSHM_DEVICE_PATH, F_OK));
+	munmap(p, 4096);
+	ASSERT_EQ(sizeof(ev), read(o.fd, &ev, sizeof(ev)));
+	EXPECT_EQ(r.id, ev.id);
+	EXPECT_EQ(5, ev.cookie);
+	close(o.fd);
 	EXPECT_EQ(0, unload_wait());
 }
 

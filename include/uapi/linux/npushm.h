@@ -217,6 +217,10 @@ struct npushm_region_info {
  * a fired range is a cache miss, never a stale hit. The process's exit
  * fires every range.
  *
+ * A cache adds the range first, then registers (pins) the buffer, then
+ * checks that the range has not fired meanwhile: a change completed before
+ * NPUSHM_IOC_WATCH_ADD returned is not reported, a later one is.
+ *
  * A fired range stays until NPUSHM_IOC_WATCH_DEL or the watch's release;
  * its id is never reused by the watch. Only the process whose address space
  * the watch is bound to may add or delete ranges (EPERM elsewhere: a watch
