@@ -30,11 +30,13 @@
  * fops->owner pins the module while the file exists, so the callbacks stay.
  */
 #include <linux/anon_inodes.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/moduleparam.h>
 #include <linux/poll.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -47,6 +49,7 @@
 /**
  * struct npushm_watch - one watch file
  * @mm: the address space the ranges are in (mm_count held)
+ * @uid: the opener's euid, charged for the ranges
  * @page: the shared read-only page; a u64 generation counter at offset 0
  * @lock: serialises ADD and DEL; protects @ranges, @nr_ranges, @next_id
  * @read_lock: serialises readers
@@ -61,6 +64,7 @@
  */
 struct npushm_watch {
 	struct mm_struct *mm;
+	kuid_t uid;
 	struct page *page;
 
 	struct mutex lock;		/* protects ranges, nr_ranges, next_id */
@@ -156,6 +160,59 @@ static bool npushm_watch_has_events(struct npushm_watch *w)
 	return ret;
 }
 
+/*
+ * Ranges held per uid, over all its watches: each costs kernel memory (a
+ * notifier in the mm's interval tree), so one user cannot exhaust it by
+ * opening many watches. Keyed by the uid in the initial user namespace.
+ */
+static unsigned int npushm_watch_uid_max = 4 * NPUSHM_WATCH_MAX_RANGES;
+module_param_named(watch_ranges_per_uid, npushm_watch_uid_max, uint, 0644);
+MODULE_PARM_DESC(watch_ranges_per_uid,
+		 "Watched ranges one uid may hold over all its watches (default 262144)");
+
+static DEFINE_MUTEX(npushm_watch_uid_lock);	/* protects npushm_watch_uids */
+static DEFINE_XARRAY(npushm_watch_uids);	/* uid -> ranges, as xa values */
+
+static int npushm_watch_uid_charge(kuid_t uid)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	unsigned long n;
+	void *old;
+	int ret;
+
+	mutex_lock(&npushm_watch_uid_lock);
+	old = xa_load(&npushm_watch_uids, key);
+	n = old ? xa_to_value(old) : 0;
+	if (n >= READ_ONCE(npushm_watch_uid_max))
+		ret = -EDQUOT;
+	else
+		ret = xa_err(xa_store(&npushm_watch_uids, key,
+				      xa_mk_value(n + 1), GFP_KERNEL));
+	mutex_unlock(&npushm_watch_uid_lock);
+	return ret;
+}
+
+static void npushm_watch_uid_uncharge(kuid_t uid, unsigned long ranges)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	unsigned long n;
+	void *old;
+
+	if (!ranges)
+		return;
+	mutex_lock(&npushm_watch_uid_lock);
+	old = xa_load(&npushm_watch_uids, key);
+	n = old ? xa_to_value(old) : 0;
+	if (WARN_ON_ONCE(n < ranges))
+		n = ranges;
+	if (n == ranges)
+		xa_erase(&npushm_watch_uids, key);
+	else
+		xa_store(&npushm_watch_uids, key, xa_mk_value(n - ranges),
+			 GFP_KERNEL);
+	mutex_unlock(&npushm_watch_uid_lock);
+}
+
 static int npushm_watch_ioctl_add(struct file *file, void *arg,
 				  struct npushm_ioctl_out *out)
 {
@@ -189,10 +246,13 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
+	ret = npushm_watch_uid_charge(w->uid);
+	if (ret)
+		goto out_unlock;
 	r->id = w->next_id;
 	ret = xa_insert(&w->ranges, r->id, r, GFP_KERNEL_ACCOUNT);
 	if (ret)
-		goto out_unlock;
+		goto out_uncharge;
 	/* current->mm is w->mm: mm_users is held, as insertion requires. */
 	ret = mmu_interval_notifier_insert(&r->notifier, w->mm, start,
 					   end - start, &npushm_watch_mn_ops);
@@ -213,6 +273,8 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 
 out_erase:
 	xa_erase(&w->ranges, r->id);
+out_uncharge:
+	npushm_watch_uid_uncharge(w->uid, 1);
 out_unlock:
 	mutex_unlock(&w->lock);
 	kfree(r);
@@ -249,6 +311,7 @@ static int npushm_watch_ioctl_del(struct file *file, void *arg,
 	}
 	npushm_watch_item_free(w, r);
 	w->nr_ranges--;
+	npushm_watch_uid_uncharge(w->uid, 1);
 	mutex_unlock(&w->lock);
 	return 0;
 }
@@ -371,6 +434,7 @@ static int npushm_watch_release(struct inode *inode, struct file *file)
 		kfree(r);
 	}
 	xa_destroy(&w->ranges);
+	npushm_watch_uid_uncharge(w->uid, w->nr_ranges);
 	__free_page(w->page);
 	mmdrop(w->mm);
 	kfree(w);
@@ -434,6 +498,7 @@ int npushm_watch_create(struct npushm_watch_open *req,
 	/* Not before: the file's release drops it. */
 	mmgrab(current->mm);
 	w->mm = current->mm;
+	w->uid = current_euid();
 	req->fd = fd;
 	out->file = file;
 	out->fd = fd;

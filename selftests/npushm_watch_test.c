@@ -804,4 +804,46 @@ TEST_F_TIMEOUT(npushm, watch_range_limit, 300)
 	close(w);
 }
 
+/* The ranges of all of a uid's watches count against watch_ranges_per_uid. */
+TEST_F(npushm, watch_ranges_per_uid_limit)
+{
+	unsigned long long saved = npu_param_get("watch_ranges_per_uid");
+	char *p = anon(PG);
+	int w1 = w_open(self->dev, false), w2 = w_open(self->dev, false), w3, i;
+	long long id1 = 0;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_LE(0, w1);
+	ASSERT_LE(0, w2);
+	EXPECT_EQ(4 * NPUSHM_WATCH_MAX_RANGES, saved);
+	ASSERT_EQ(0, npu_param_set("watch_ranges_per_uid", "10"));
+	for (i = 0; i < 6; i++)
+		EXPECT_LT(0, (id1 = w_add(w1, p, PG, 1)));
+	for (i = 0; i < 4; i++)
+		EXPECT_LT(0, w_add(w2, p, PG, 2));
+	EXPECT_EQ(-EDQUOT, w_add(w2, p, PG, 2));
+	EXPECT_EQ(-EDQUOT, w_add(w1, p, PG, 1));
+	/* a delete gives one back, a failed add took none */
+	EXPECT_EQ(0, w_del(w1, id1));
+	EXPECT_LT(0, w_add(w2, p, PG, 2));
+	EXPECT_EQ(-EDQUOT, w_add(w2, p, PG, 2));
+	/* closing a watch gives back all of its ranges, fired ones included */
+	munmap(p, PG);
+	p = anon(PG);
+	ASSERT_NE(NULL, p);
+	close(w1);
+	for (i = 0; i < 5; i++)
+		EXPECT_LT(0, w_add(w2, p, PG, 2));
+	EXPECT_EQ(-EDQUOT, w_add(w2, p, PG, 2));
+	close(w2);
+	w3 = w_open(self->dev, false);
+	ASSERT_LE(0, w3);
+	for (i = 0; i < 10; i++)
+		EXPECT_LT(0, w_add(w3, p, PG, 3));
+	EXPECT_EQ(-EDQUOT, w_add(w3, p, PG, 3));
+	close(w3);
+	munmap(p, PG);
+	EXPECT_EQ(0, npu_param_set_u64("watch_ranges_per_uid", saved));
+}
+
 TEST_HARNESS_MAIN

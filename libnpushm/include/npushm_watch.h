@@ -65,7 +65,8 @@ NPUSHM_API npushm_status_t npushm_watch_open(npushm_watch_t **wp);
 NPUSHM_API void npushm_watch_close(npushm_watch_t *w);
 
 /* Watch [@addr, @addr + @len) (widened to whole pages); @len > 0. The range
- * need not be mapped yet. NPUSHM_ERR_NO_SPACE past 65536 ranges. */
+ * need not be mapped yet. NPUSHM_ERR_NO_SPACE past 65536 ranges in the watch,
+ * NPUSHM_ERR_QUOTA past the module's limit for the user's watches together. */
 NPUSHM_API npushm_status_t npushm_watch_add(npushm_watch_t *w, const void *addr, size_t len,
 					    uint64_t cookie, uint64_t *idp);
 /* Stop watching a range, fired or not. NPUSHM_ERR_NOT_FOUND for an unknown id. */

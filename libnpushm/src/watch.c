@@ -131,6 +131,9 @@ NPUSHM_API npushm_status_t npushm_watch_add(npushm_watch_t *w, const void *addr,
 			return npi_fail(NPUSHM_ERR_NO_SPACE, err,
 					"the watch holds %d ranges already: remove some first",
 					NPUSHM_WATCH_MAX_RANGES);
+		case EDQUOT:
+			return npi_fail(NPUSHM_ERR_QUOTA, err,
+					"this user's watches hold as many ranges as the module allows (its parameter watch_ranges_per_uid): remove some first");
 		case EPERM:
 			return npi_fail(NPUSHM_ERR_ACCESS, err,
 					"this watch belongs to another process (opened before fork()?): open a watch in this process");

@@ -225,8 +225,10 @@ struct npushm_region_info {
  * its id is never reused by the watch. Only the process whose address space
  * the watch is bound to may add or delete ranges (EPERM elsewhere: a watch
  * passed to another process can still be read). A watch holds at most
- * NPUSHM_WATCH_MAX_RANGES ranges (ENOSPC); its memory is charged to the
- * caller's memory cgroup.
+ * NPUSHM_WATCH_MAX_RANGES ranges (ENOSPC), and the ranges of all the
+ * watches one uid opened at most the module parameter watch_ranges_per_uid
+ * (default 4 * NPUSHM_WATCH_MAX_RANGES; EDQUOT); its memory is charged to
+ * the caller's memory cgroup.
  */
 #define NPUSHM_WATCH_MAX_RANGES	65536
 
