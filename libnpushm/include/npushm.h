@@ -161,6 +161,7 @@ typedef enum npushm_backend {
 #define NPUSHM_FEATURE_GUP	(1ULL << 3)	/* mappings can be RDMA-registered */
 #define NPUSHM_FEATURE_NETLINK	(1ULL << 4)	/* region listing with process counts */
 #define NPUSHM_FEATURE_PINS	(1ULL << 5)	/* pinned bytes reported; seals refuse pins (1.1) */
+#define NPUSHM_FEATURE_WATCH	(1ULL << 6)	/* npushm_watch_open() works (npushm_watch.h, 1.2) */
 #define NPUSHM_FEATURE_SEAL_ENFORCED (1ULL << 32) /* nobody can undo a seal */
 /* Set by no backend since 1.1 (names are files on both, per mount namespace and persistent): */
 #define NPUSHM_FEATURE_NAMESPACED (1ULL << 33)	/* names were per IPC namespace */

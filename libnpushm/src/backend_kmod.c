@@ -135,6 +135,8 @@ static npushm_status_t kmod_dev_query(npushm_dev_t *dev, npushm_dev_info_t *info
 	info->page_size = dev->page_size;
 	info->chunk_size = dev->chunk_size;
 	if (dev->ctl >= 0 && query(dev, &q) == NPUSHM_OK) {
+		if (q.features & NPUSHM_FEAT_WATCH)
+			info->features |= NPUSHM_FEATURE_WATCH;
 		info->capacity = q.capacity;
 		info->in_use = q.in_use;
 		info->uid_quota = q.uid_quota;

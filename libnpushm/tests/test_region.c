@@ -359,10 +359,12 @@ TEST(region_dev_query_reports_capacity_and_features)
 	if (th_is_kmod()) {
 		CHECK_EQ(di.abi_version, 2);
 		CHECK(di.features & NPUSHM_FEATURE_SEAL_ENFORCED);
+		CHECK(di.features & NPUSHM_FEATURE_WATCH);
 		CHECK(di.regions >= 1);
 	} else {
 		CHECK(!(di.features & NPUSHM_FEATURE_SEAL_ENFORCED));
 		CHECK(!(di.features & NPUSHM_FEATURE_DMABUF));
+		CHECK(!(di.features & NPUSHM_FEATURE_WATCH));
 	}
 	npushm_region_close(r);
 	CHECK_ST(npushm_dev_query(dev, NULL), NPUSHM_ERR_INVALID);
