@@ -245,8 +245,10 @@ static struct rdma_reg *user_reg_add(struct npccl_comm *c, const struct rdma_reg
 	return e;
 }
 
-/* A caller buffer that cannot be registered: remembered (copied) until
- * its pages change, so that the next calls do not try again. */
+/* A caller buffer that cannot be registered: remembered (copied) until its
+ * pages change, so that the next calls do not try again; when even its
+ * range cannot be watched (the module's limits), until it is evicted. A
+ * refusal only ever costs copies. */
 static void user_reg_refused(struct npccl_comm *c, char *lo, char *hi, const char *why)
 {
 	struct rdma_ctx *x = c->rdma;
@@ -258,8 +260,9 @@ static void user_reg_refused(struct npccl_comm *c, char *lo, char *hi, const cha
 	made.base = lo;
 	made.len = (size_t)(hi - lo);
 	made.failed = true;
-	if (npushm_watch_add(x->watch, lo, made.len, ++x->reg_serial, &made.watch_id) == NPUSHM_OK)
-		user_reg_add(c, &made);
+	if (npushm_watch_add(x->watch, lo, made.len, ++x->reg_serial, &made.watch_id))
+		made.watch_id = 0;
+	user_reg_add(c, &made);
 }
 
 /* a caller buffer: registered (merged with what it touches) and watched */

@@ -128,6 +128,13 @@ launch usercache 200 "1 2" "$BIN/ccl-test" env-usercache
 tap_job usercache
 launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$BIN/ccl-test" env-usercache
 tap_job usercache0
+# the module's per-uid limit at 0: no range can be watched, so nothing is registered
+wlimit=/sys/module/npushm/parameters/watch_ranges_per_uid
+wsaved=$(cat "$wlimit")
+echo 0 >"$wlimit"
+launch usercachelimit 200 "1 2" env CCL_TEST_WATCH_LIMITED=1 "$BIN/ccl-test" env-usercache
+echo "$wsaved" >"$wlimit"
+tap_job usercachelimit
 echo "# usercache: $(since "$t0") s"
 
 # 4. failures over RDMA: every survivor fails within the deadline naming the rank
