@@ -286,7 +286,9 @@ NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr);
  * Publish the region as @name with permission bits @mode (subset of 0666).
  * Needs a read-write handle unless the region is sealed. EXISTS if taken,
  * unless NPUSHM_PUBLISH_REPLACE: then the name moves to this region in one
- * step (no moment without it; ACCESS if the caller may not replace it).
+ * step (no moment without it; ACCESS if the caller may not replace it;
+ * the move goes through a hidden link, and a replace removes the hidden
+ * links that processes of its pid namespace killed mid-move left behind).
  * The name is a link to the region's file: it keeps the region alive until
  * npushm_name_unlink(), the mode is the region's (the last publish sets
  * it), and only the region's owner may add a name (ACCESS otherwise).

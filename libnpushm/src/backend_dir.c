@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,58 @@ npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name)
 	return npi_fail(npi_status_from_errno(err), err, "cannot remove the name '%s'", name);
 }
 
+#define REPLACE_PREFIX ".npushm-replace."
+
+/* This process's pid namespace (the inode of /proc/self/ns/pid), 0 if unknown. */
+static unsigned long long pid_ns_id(void)
+{
+	struct stat sb;
+
+	return stat("/proc/self/ns/pid", &sb) ? 0 : (unsigned long long)sb.st_ino;
+}
+
+/*
+ * A loader killed between its temporary link and the rename leaves the
+ * link, which keeps the region (and its memory) alive with no name to see
+ * or remove it by. Temporary links are named REPLACE_PREFIX<pidns>.<pid>.<n>:
+ * those of a process of our pid namespace that no longer exists are
+ * removed (links of other namespaces, and of pids in use again, are left:
+ * never one a live loader still needs). Errors are ignored: another user's
+ * link in a sticky directory stays.
+ */
+static void sweep_replace_links(npushm_dev_t *dev, unsigned long long ns)
+{
+	int dfd = openat(dev->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (dfd < 0 || !ns)
+		goto out_close;
+	d = fdopendir(dfd);
+	if (!d)
+		goto out_close;
+	while ((de = readdir(d))) {
+		unsigned long long their_ns;
+		unsigned long n;
+		int pid, used = 0;
+
+		if (strncmp(de->d_name, REPLACE_PREFIX, sizeof(REPLACE_PREFIX) - 1) ||
+		    sscanf(de->d_name + sizeof(REPLACE_PREFIX) - 1, "%llu.%d.%lu%n", &their_ns, &pid,
+			   &n, &used) != 3 || de->d_name[sizeof(REPLACE_PREFIX) - 1 + used] ||
+		    their_ns != ns || pid <= 0)
+			continue;
+		if (kill(pid, 0) && errno == ESRCH && !unlinkat(dev->fd, de->d_name, 0))
+			npi_log(NPUSHM_LOG_INFO, "removed %s in %s: the link of a loader (pid %d) killed while replacing a name",
+				de->d_name, dev->dir, pid);
+	}
+	closedir(d);
+	return;
+
+out_close:
+	if (dfd >= 0)
+		close(dfd);
+}
+
 /*
  * Replace the name @fname by a link to @r's file, atomically: link under a
  * hidden temporary name (not a name: a leading '.' without the prefix),
@@ -208,11 +261,13 @@ npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name)
 static int replace_link(npushm_region_t *r, const char *fname, const char *proc)
 {
 	npushm_dev_t *dev = r->dev;
+	unsigned long long ns = pid_ns_id();
 	static unsigned long seq;
-	char tmp[64];
+	char tmp[96];
 	int err = 0;
 
-	snprintf(tmp, sizeof(tmp), ".npushm-replace.%d.%lu", (int)getpid(),
+	sweep_replace_links(dev, ns);
+	snprintf(tmp, sizeof(tmp), REPLACE_PREFIX "%llu.%d.%lu", ns, (int)getpid(),
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	if (linkat(AT_FDCWD, proc, dev->fd, tmp, AT_SYMLINK_FOLLOW) &&
 	    (errno != ENOENT || access("/proc/self/fd", F_OK) == 0 ||

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <dlpack/dlpack.h>
@@ -673,6 +674,54 @@ TEST(region_publish_replace_moves_a_name_atomically)
 	CHECK_ST(npushm_name_unlink(dev, name2), NPUSHM_OK);
 	npushm_region_close(r1);
 	npushm_region_close(r2);
+	npushm_dev_close(dev);
+}
+
+/* A loader killed between its temporary link and the rename left the link
+ * (keeping the region's memory, with no name): the next replace removes it,
+ * and only it (not a live process's, not another pid namespace's). */
+TEST(region_publish_replace_removes_links_of_killed_loaders)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *dir = getenv(th_is_kmod() ? "NPUSHM_DIR" : "NPUSHM_SHM_DIR");
+	const char *name = th_name("sweep");
+	char links[3][128], path[3][512], proc[64];
+	npushm_region_t *stale, *r;
+	npushm_region_info_t info;
+	unsigned long long ns;
+	struct stat sb;
+	int status, i;
+	pid_t pid;
+
+	REQUIRE(dir && stat("/proc/self/ns/pid", &sb) == 0);
+	ns = (unsigned long long)sb.st_ino;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	REQUIRE(pid > 0 && waitpid(pid, &status, 0) == pid);
+	REQUIRE_OK(npushm_region_alloc(dev, 1 << 20, 0, &stale));
+	snprintf(links[0], sizeof(links[0]), ".npushm-replace.%llu.%d.7", ns, (int)pid);
+	snprintf(links[1], sizeof(links[1]), ".npushm-replace.%llu.%d.8", ns, (int)getpid());
+	snprintf(links[2], sizeof(links[2]), ".npushm-replace.%llu.%d.9", ns + 1, (int)pid);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", npushm_region_fd(stale));
+	for (i = 0; i < 3; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", dir, links[i]);
+		REQUIRE(linkat(AT_FDCWD, proc, AT_FDCWD, path[i], AT_SYMLINK_FOLLOW) == 0);
+	}
+	REQUIRE_OK(npushm_region_info(stale, &info));
+	CHECK_EQ(info.names, 3);
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
+	CHECK_ST(npushm_region_publish(r, name, 0600, NPUSHM_PUBLISH_REPLACE), NPUSHM_OK);
+	CHECK(access(path[0], F_OK) != 0);	/* its loader is gone */
+	CHECK(access(path[1], F_OK) == 0);	/* a live loader's */
+	CHECK(access(path[2], F_OK) == 0);	/* another pid namespace's */
+	REQUIRE_OK(npushm_region_info(stale, &info));
+	CHECK_EQ(info.names, 2);
+	unlink(path[1]);
+	unlink(path[2]);
+	CHECK_ST(npushm_name_unlink(dev, name), NPUSHM_OK);
+	npushm_region_close(r);
+	npushm_region_close(stale);
 	npushm_dev_close(dev);
 }
 
