@@ -173,9 +173,6 @@ struct rdma_ctx {
 	bool watch_tried;
 	uint64_t watch_gen;	/* the watch's generation last synced */
 	uint64_t reg_serial, use_clock;
-	size_t user_bytes;	/* caller buffers registered */
-	int user_regs;
-	uint64_t stat_reg_hit, stat_reg_miss, stat_reg_fired, stat_reg_evicted, stat_reg_refused;
 	uint64_t stat_zc_send, stat_zc_recv, stat_fifo_send, stat_fifo_recv;
 };
 

@@ -63,10 +63,6 @@ static void reg_release(struct rdma_ctx *x, struct rdma_reg *e)
 		npushm_mr_dereg(e->nmr);
 	else if (e->mr)
 		x->v->dereg_mr(e->mr);
-	if (!e->owner) {
-		x->user_bytes -= e->acct;
-		x->user_regs--;
-	}
 }
 
 static void reg_remove_at(struct rdma_ctx *x, int i)
@@ -128,7 +124,6 @@ static bool user_regs_sync(struct npccl_comm *c, uint64_t pending)
 				npccl_log(NPCCL_LOG_INFO, "rank %d: rdma: registration of buffer %p "
 					  "(%zu bytes) dropped: its pages changed (unmapped, remapped or "
 					  "released)", c->rank, (const void *)e->base, e->len);
-				x->stat_reg_fired++;
 				reg_retire(x, e);
 			}
 		}
@@ -180,7 +175,6 @@ static void user_regs_evict(struct rdma_ctx *x, size_t need)
 		}
 		if (!lru || (nlive < RDMA_USER_REGS && live + need <= cap))
 			return;
-		x->stat_reg_evicted++;
 		reg_retire(x, lru);
 	}
 }
@@ -240,8 +234,6 @@ static struct rdma_reg *user_reg_add(struct npccl_comm *c, const struct rdma_reg
 	}
 	*e = *made;
 	e->last_use = ++x->use_clock;
-	x->user_bytes += e->acct;
-	x->user_regs++;
 	return e;
 }
 
@@ -256,7 +248,6 @@ static void user_reg_refused(struct npccl_comm *c, char *lo, char *hi, const cha
 	memset(&made, 0, sizeof(made));
 	npccl_log(NPCCL_LOG_INFO, "rank %d: rdma: buffer %p (%zu bytes) not registered on %s (%s): "
 		  "copied through the FIFO", c->rank, (void *)lo, (size_t)(hi - lo), x->dev, why);
-	x->stat_reg_refused++;
 	made.base = lo;
 	made.len = (size_t)(hi - lo);
 	made.failed = true;
@@ -320,7 +311,6 @@ static const struct rdma_reg *user_reg_find(struct npccl_comm *c, const char *q,
 	struct rdma_reg *e = user_reg_add(c, &made);
 	if (!e)
 		return NULL;
-	x->stat_reg_miss++;
 	npccl_log(NPCCL_LOG_INFO, "rank %d: rdma: buffer %p (%zu bytes, %s) registered on %s and "
 		  "watched", c->rank, (void *)e->base, e->len, e->writable ? "read-write" : "read-only",
 		  x->dev);
@@ -346,10 +336,8 @@ const struct rdma_reg *rdma_reg_find(struct npccl_comm *c, const void *p, size_t
 			return NULL;
 		if (writable && !e->writable)
 			continue;	/* a caller buffer: registered again, writable */
-		if (!e->owner) {
+		if (!e->owner)
 			e->last_use = ++x->use_clock;
-			x->stat_reg_hit++;
-		}
 		*addr = e->mr_addr + (q - e->base);
 		return e;
 	}

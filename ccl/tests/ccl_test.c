@@ -1484,6 +1484,18 @@ static int agree_ok(npccl_comm_t comm, int ok)
 	return v;
 }
 
+/* Rank @me's verdict @ok (why not: @msg) agreed by all; rank 0 prints it as
+ * one TAP line saying @what. 1 if it failed. */
+static int agreed_verdict(npccl_comm_t comm, int me, int ok, const char *msg, const char *what)
+{
+	if (!ok)
+		printf("# rank %d: %s\n", me, msg);
+	int agreed = agree_ok(comm, ok);
+	if (me == 0)
+		ccl_tap(agreed == 1, "%s", what);
+	return agreed != 1;
+}
+
 /*
  * Launched rank (npccl_comm_init_env): every collective with the algorithm
  * the cost model picks, and AllReduce with each of its algorithms
@@ -1679,28 +1691,20 @@ static int cmd_env_zc(void)
 			ok = 0;
 		}
 	}
-	if (!ok)
-		printf("# rank %d: %s\n", me, msg);
-	int agreed = agree_ok(comm, ok);
-	if (me == 0)
-		ccl_tap(agreed == 1, "npccl_mem_alloc buffers over RDMA: registered through libnpushm "
-			"on first use, results right, registration dropped by npccl_mem_free; the buffer "
-			"allocated again (%s address) registered afresh and right",
-			addr[0] == addr[1] ? "same" : "another");
-	failed += agreed != 1;
+	char what[300];
+	snprintf(what, sizeof(what), "npccl_mem_alloc buffers over RDMA: registered through "
+		 "libnpushm on first use, results right, registration dropped by npccl_mem_free; the "
+		 "buffer allocated again (%s address) registered afresh and right",
+		 addr[0] == addr[1] ? "same" : "another");
+	failed += agreed_verdict(comm, me, ok, msg, what);
 	/* a private buffer */
 	ok = 1;
 	float *a = malloc(bytes);
 	if (zc_allreduce(comm, me, p, a, n, 7, msg))
 		ok = 0;
 	free(a);
-	if (!ok)
-		printf("# rank %d: %s\n", me, msg);
-	agreed = agree_ok(comm, ok);
-	if (me == 0)
-		ccl_tap(agreed == 1, "a malloc'd buffer over RDMA after the npccl_mem_alloc buffers "
-			"were freed: results right");
-	failed += agreed != 1;
+	failed += agreed_verdict(comm, me, ok, msg, "a malloc'd buffer over RDMA after the "
+				 "npccl_mem_alloc buffers were freed: results right");
 	npccl_comm_destroy(comm);
 	if (me == 0)
 		ccl_tap_plan();
@@ -1722,17 +1726,6 @@ static void uc_log(npccl_log_level_t level, const char *msg, void *user)
 		uc_refused++;
 	if (level <= NPCCL_LOG_WARN)
 		fprintf(stderr, "npccl: %s\n", msg);
-}
-
-/* One TAP line from rank 0 once every rank agreed; 1 if it failed. */
-static int uc_verdict(npccl_comm_t comm, int me, int ok, const char *msg, const char *what)
-{
-	if (!ok)
-		printf("# rank %d: %s\n", me, msg);
-	int agreed = agree_ok(comm, ok);
-	if (me == 0)
-		ccl_tap(agreed == 1, "%s", what);
-	return agreed != 1;
 }
 
 /*
@@ -1797,7 +1790,7 @@ static int cmd_env_usercache(void)
 		snprintf(what, sizeof(what), "NPCCL_RDMA_CACHE_BYTES=0: a private mapping over RDMA "
 			 "is copied through the FIFO, never registered, the reason said once, "
 			 "results right");
-	failed += uc_verdict(comm, me, ok, msg, what);
+	failed += agreed_verdict(comm, me, ok, msg, what);
 
 	/* unmapped, and mapped again at the same address: other pages */
 	int r1 = uc_registered, d1 = uc_dropped;
@@ -1817,7 +1810,7 @@ static int cmd_env_usercache(void)
 			 "(expected at least one each)", uc_dropped - d1, uc_registered - r1);
 		ok = 0;
 	}
-	failed += uc_verdict(comm, me, ok, msg, cache
+	failed += agreed_verdict(comm, me, ok, msg, cache
 		? "a buffer unmapped and mapped again at the same address: the old registration "
 		  "dropped (its watch fired), registered afresh, results right"
 		: "a buffer unmapped and mapped again at the same address: results right");
@@ -1832,7 +1825,7 @@ static int cmd_env_usercache(void)
 			 uc_dropped - d2, uc_registered - r2);
 		ok = 0;
 	}
-	failed += uc_verdict(comm, me, ok, msg, "a buffer whose pages MADV_DONTNEED released: "
+	failed += agreed_verdict(comm, me, ok, msg, "a buffer whose pages MADV_DONTNEED released: "
 			     "never moved through the old pages, results right");
 
 	/* a read-only source: registered read-only (or copied) */
@@ -1852,7 +1845,7 @@ static int cmd_env_usercache(void)
 		}
 	}
 	free(out);
-	failed += uc_verdict(comm, me, ok, msg, "a read-only (PROT_READ) send buffer into a "
+	failed += agreed_verdict(comm, me, ok, msg, "a read-only (PROT_READ) send buffer into a "
 			     "malloc'd one: results right");
 	if (again == buf)
 		munmap(buf, bytes);
@@ -1866,7 +1859,7 @@ static int cmd_env_usercache(void)
 			ok = 0;
 		free(m);
 	}
-	failed += uc_verdict(comm, me, ok, msg, "malloc'd blocks freed and allocated again, four "
+	failed += agreed_verdict(comm, me, ok, msg, "malloc'd blocks freed and allocated again, four "
 			     "times: results right");
 	npccl_comm_destroy(comm);
 	if (me == 0)

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,38 +176,33 @@ NPUSHM_API uint64_t npushm_watch_generation(const npushm_watch_t *w)
 	return w ? atomic_load_explicit(w->generation, memory_order_acquire) : 0;
 }
 
+/* The kernel's records are read straight into the caller's array. */
+_Static_assert(sizeof(npushm_watch_event_t) == sizeof(struct npushm_watch_event),
+	       "npushm_watch_event_t is struct npushm_watch_event");
+
 NPUSHM_API npushm_status_t npushm_watch_read(npushm_watch_t *w, npushm_watch_event_t *ev,
 					     size_t max, size_t *np)
 {
-	struct npushm_watch_event kev[64];
-	size_t n = 0;
 	ssize_t got;
 	int err;
 
 	if (!w || !np || (max && !ev))
 		return npi_fail(NPUSHM_ERR_INVALID, EINVAL, "npushm_watch_read: bad arguments");
 	*np = 0;
-	while (n < max) {
-		size_t want = max - n < 64 ? max - n : 64;
-
-		got = read(w->fd, kev, want * sizeof(kev[0]));
-		if (got < 0) {
-			err = errno;
-			if (err == EAGAIN)
-				break;
-			if (err == EINTR)
-				continue;
-			return npi_fail(npi_status_from_errno(err), err, "cannot read the watch's events");
-		}
-		for (size_t i = 0; i < (size_t)got / sizeof(kev[0]); i++) {
-			ev[n].id = kev[i].id;
-			ev[n].cookie = kev[i].cookie;
-			n++;
-		}
-		if ((size_t)got < want * sizeof(kev[0]))
-			break;
+	if (!max)
+		return NPUSHM_OK;
+	if (max > SSIZE_MAX / sizeof(*ev))
+		max = SSIZE_MAX / sizeof(*ev);
+	do
+		got = read(w->fd, ev, max * sizeof(*ev));
+	while (got < 0 && errno == EINTR);
+	if (got < 0) {
+		err = errno;
+		if (err == EAGAIN)
+			return NPUSHM_OK;
+		return npi_fail(npi_status_from_errno(err), err, "cannot read the watch's events");
 	}
-	*np = n;
+	*np = (size_t)got / sizeof(*ev);
 	return NPUSHM_OK;
 }
 
