@@ -340,6 +340,16 @@ NPT_API npt_status_t npt_tensor_eval_into(npt_tensor_t *src, npt_tensor_t *out);
 NPT_API npt_status_t npt_set_num_threads(int n);
 NPT_API int npt_get_num_threads(void);
 
+/**
+ * The f32 GEMM behind npt_matmul and npt_linear, as text: "onednn 2.6.3
+ * brg:avx512_core" (oneDNN's kernel for this CPU, the last one it picked) or
+ * "openblas" (oneDNN unusable here, or NPT_GEMM=openblas). Chosen at the
+ * first GEMM from the CPU's features, never from OPENBLAS_CORETYPE; a shape
+ * for which oneDNN has only its reference code goes to OpenBLAS. The string
+ * is static and changes with later calls; thread-safe.
+ */
+NPT_API const char *npt_gemm_backend(void);
+
 /** How a broadcast operand is expanded. */
 typedef enum npt_expand_mode {
 	NPT_EXPAND_AUTO = 0,    /**< FUSED for elementwise consumers, MATERIALIZE only

@@ -270,4 +270,18 @@ NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias
 NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
 NPT_HIDDEN npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst);
 
+/* ---- gemm.c: c = act(op(a) @ op(b) + bias), f32, row-major, cblas's conventions ----
+ * ta/tb as CblasTrans; bias is n contiguous floats or NULL; act an npt_activation_t.
+ * packed/packed_desc: weights in oneDNN's layout (packed_desc a dnnl_memory_desc_t
+ * for [K, N]) used instead of b when both are set. m, n, k > 0. */
+typedef struct {
+	int64_t M, N, K, lda, ldb, ldc;
+	int ta, tb, act;
+	const float *a, *b, *bias;
+	float *c;
+	const void *packed, *packed_desc;
+} npt_gemm_t;
+
+NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);
+
 #endif

@@ -10,9 +10,9 @@
  * (row-parallel split) of one, is used without a copy. x is [..., in]; its
  * leading dims are one run of rows when their strides allow (a contiguous
  * tensor, or a strided row view such as hidden[:, 0, :]), so BLAS reads it in
- * place too. One cblas_sgemm computes x @ weight^T into the output, then one
- * parallel pass over the rows adds the bias and applies the activation
- * (act_vec.c) while each row is in cache.
+ * place too. One GEMM (gemm.c: oneDNN's matmul with the bias and the
+ * activation as post-ops, or cblas_sgemm and a parallel epilogue pass)
+ * computes act(x @ weight^T + bias) into the output.
  *
  * Contracts: f32 only. Operands BLAS cannot address (stride 0, negative
  * strides, no unit stride) are copied first, reported like matmul's copies
@@ -21,7 +21,6 @@
  */
 #include "internal.h"
 
-#include <cblas.h>
 #include <string.h>
 
 NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tensor_t *bias,
@@ -156,22 +155,6 @@ npt_status_t npt_blas_operand(const char *op, npt_tensor_t *t, const char *what,
 	return NPT_OK;
 }
 
-typedef struct {
-	float *y;
-	const float *bias;
-	int64_t n;
-	int act;
-} epi_job_t;
-
-static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
-{
-	const epi_job_t *j = arg;
-
-	(void)tid;
-	for (int64_t r = begin; r < end; r++)
-		npt_act_rows_f32(j->act, j->n, j->y + r * j->n, j->bias);
-}
-
 npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 {
 	npt_tensor_t *x = t->node->in[0], *w = t->node->in[1];
@@ -204,17 +187,21 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 			goto out;
 		bias = cb;
 	}
-	if (K == 0)
+	if (K == 0) {
 		memset(y, 0, (size_t)(M * N) * sizeof(float));
-	else
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, M, N, K,
-			    1.0f, (const float *)npt_tensor_ptr(x), lda,
-			    (const float *)npt_tensor_ptr(w), ldb, 0.0f, y, N);
-	if (bias || t->node->op != NPT_ACT_NONE) {
-		epi_job_t j = { y, bias ? (const float *)npt_tensor_ptr(bias) : NULL, N,
-				t->node->op };
+		for (int64_t r = 0; r < M && (bias || t->node->op != NPT_ACT_NONE); r++)
+			npt_act_rows_f32(t->node->op, N, y + r * N,
+					 bias ? (const float *)npt_tensor_ptr(bias) : NULL);
+	} else {
+		npt_gemm_t g = {
+			.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N,
+			.ta = 0, .tb = trans, .act = t->node->op,
+			.a = (const float *)npt_tensor_ptr(x),
+			.b = (const float *)npt_tensor_ptr(w), .c = y,
+			.bias = bias ? (const float *)npt_tensor_ptr(bias) : NULL,
+		};
 
-		npt_parallel_for(M, 16384 / N + 1, epilogue_task, &j);
+		s = npt_gemm_f32(&g);
 	}
 out:
 	npt_tensor_free(cx);

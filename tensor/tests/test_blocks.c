@@ -11,6 +11,7 @@
  * depend on the thread count; and every refusal (shapes, dtypes, flags,
  * out-of-bounds indices) with its message.
  */
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -288,6 +289,54 @@ TEST(linear_matches_reference_on_views)
 	npt_tensor_free(w);
 	npt_tensor_free(wt);
 	npt_tensor_free(b);
+}
+
+/*
+ * The GEMM backend: oneDNN whenever libdnnl.so.2 opens (unless NPT_GEMM says
+ * openblas), whatever OPENBLAS_CORETYPE says; then a product with BERT's
+ * inner sizes (K = 768 and 3072, N = 2304 and 768, rows not a multiple of
+ * any block), bias and GELU, against the double reference.
+ */
+TEST(linear_gemm_backend_and_large_shapes)
+{
+	const char *want = getenv("NPT_GEMM"), *got;
+	void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+	static const int64_t sh[2][3] = { { 7, 2304, 768 }, { 3, 768, 3072 } };
+	npt_tensor_t *y;
+
+	for (int i = 0; i < 2; i++) {
+		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
+		int64_t bs[1] = { sh[i][1] };
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs);
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+		double e = linear_error(x, w, b, NPT_ACT_GELU, y);
+
+		ASSERT_TRUE(e < 2e-6) {
+			TH_LOG("[%lld, %lld] x [%lld, %lld]^T: relative error %g on %s",
+			       (long long)xs[0], (long long)xs[1], (long long)ws[0],
+			       (long long)ws[1], e, npt_gemm_backend());
+		}
+		npt_tensor_free(y);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
+	got = npt_gemm_backend();
+	TH_LOG("GEMM backend: %s", got);
+	if (want && !strcmp(want, "openblas")) {
+		ASSERT_STREQ("openblas", got);
+	} else if (dnnl) {
+		ASSERT_EQ(0, strncmp(got, "onednn 2.", 9)) {
+			TH_LOG("libdnnl.so.2 opens here but the GEMM runs on %s", got);
+		}
+	}
+	if (dnnl)
+		dlclose(dnnl);
+	if (!dnnl && !(want && !strcmp(want, "openblas")))
+		SKIP(return, "libdnnl.so.2 is not installed: the OpenBLAS path was tested");
 }
 
 TEST(linear_rows_of_a_strided_view_and_batches)

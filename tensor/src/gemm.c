@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * gemm.c - the f32 GEMM behind matmul and linear: C = act(op(A) @ op(B) +
+ * bias), on oneDNN's matmul primitive when it has a real kernel for this CPU,
+ * else on OpenBLAS.
+ *
+ * oneDNN picks its kernels from the CPU (brgemm on AVX-512, its jit sgemm on
+ * AVX2, ...) whatever OPENBLAS_CORETYPE says; a primitive whose
+ * implementation is oneDNN's reference code ("ref:...") is not used and the
+ * call goes to cblas_sgemm instead, which is also the portable fallback
+ * when oneDNN cannot create a primitive at all. NPT_GEMM=openblas forces
+ * OpenBLAS, NPT_GEMM=onednn forces oneDNN even with a reference kernel
+ * (tests compare both); the default is auto.
+ *
+ * Primitives are made once per shape and kept in a small cache (keyed by
+ * every field of the call and the thread count, which oneDNN's blocking
+ * depends on), as oneDNN's own guide says; memory objects are kept with the
+ * primitive and only their data handles change per call. Bias and
+ * activation run as the primitive's post-ops (GELU in erf form, tanh,
+ * ReLU), so the output is written once.
+ *
+ * Contracts: called under the evaluation lock (one GEMM at a time; the
+ * cache has its own lock anyway). A and B have a unit stride in one
+ * dimension and a leading dimension >= the other (what cblas accepts); C is
+ * row-major with ldc >= N; bias is N contiguous floats or NULL; M, N, K > 0.
+ * Threads: oneDNN runs on OpenMP with the library's thread count
+ * (npt_pool_threads), set on the calling thread before each primitive.
+ */
+#include "internal.h"
+#include "onednn.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEMM_CACHE 128
+
+typedef struct {
+	int64_t M, N, K, lda, ldb, ldc;
+	int ta, tb, bias, act, threads;
+	const void *wdesc;   /* packed weights' layout, NULL = plain */
+} gemm_key_t;
+
+typedef struct {
+	gemm_key_t key;
+	int used;
+	int blas;            /* oneDNN has only a reference kernel: use OpenBLAS */
+	dnnl_primitive_t prim;
+	dnnl_memory_t src, wei, bia, dst;
+} gemm_entry_t;
+
+static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+static const npt_dnnl_t *D;
+static dnnl_engine_t gemm_engine;
+static dnnl_stream_t gemm_stream;
+static int gemm_mode;        /* 0 auto, 1 onednn, 2 openblas */
+static gemm_entry_t gemm_cache[GEMM_CACHE];
+static int gemm_next;
+static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
+
+static void gemm_init(void)
+{
+	const char *e = getenv("NPT_GEMM");
+
+	if (e && !strcmp(e, "openblas"))
+		gemm_mode = 2;
+	else if (e && !strcmp(e, "onednn"))
+		gemm_mode = 1;
+	if (gemm_mode == 2)
+		return;
+	if (!(D = npt_dnnl_load())) {
+		npt_log(NPT_LOG_INFO, "gemm: OpenBLAS: %s", npt_dnnl_why());
+		return;
+	}
+	/* oneDNN prints nothing unless DNNL_VERBOSE asks it to */
+	if (D->dnnl_engine_create(&gemm_engine, dnnl_cpu, 0) != dnnl_success) {
+		gemm_engine = NULL;
+		npt_log(NPT_LOG_WARN, "gemm: oneDNN has no CPU engine here; using OpenBLAS");
+		return;
+	}
+	if (D->dnnl_stream_create(&gemm_stream, gemm_engine, dnnl_stream_default_flags) !=
+	    dnnl_success) {
+		D->dnnl_engine_destroy(gemm_engine);
+		gemm_engine = NULL;
+		npt_log(NPT_LOG_WARN, "gemm: oneDNN cannot make a CPU stream; using OpenBLAS");
+	}
+}
+
+static void entry_clear(gemm_entry_t *e)
+{
+	D->dnnl_memory_destroy(e->src);
+	D->dnnl_memory_destroy(e->wei);
+	D->dnnl_memory_destroy(e->bia);
+	D->dnnl_memory_destroy(e->dst);
+	D->dnnl_primitive_destroy(e->prim);
+	memset(e, 0, sizeof(*e));
+}
+
+static dnnl_alg_kind_t act_alg(int act)
+{
+	switch (act) {
+	case NPT_ACT_GELU: return dnnl_eltwise_gelu_erf;
+	case NPT_ACT_TANH: return dnnl_eltwise_tanh;
+	case NPT_ACT_RELU: return dnnl_eltwise_relu;
+	default: return dnnl_alg_kind_undef;
+	}
+}
+
+/* the primitive for @k into @e; 0, or -1 when oneDNN cannot make one */
+static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_entry_t *e)
+{
+	dnnl_dims_t sd = { k->M, k->K }, wd = { k->K, k->N }, dd = { k->M, k->N }, bd = { 1, k->N };
+	dnnl_dims_t ss = { k->ta ? 1 : k->lda, k->ta ? k->lda : 1 };
+	dnnl_dims_t ws = { k->tb ? 1 : k->ldb, k->tb ? k->ldb : 1 };
+	dnnl_dims_t ds = { k->ldc, 1 }, bs = { k->N, 1 };
+	dnnl_memory_desc_t src, wei, dst, bia;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_matmul_desc_t md;
+	const char *impl = "";
+	int ret = -1;
+
+	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, dnnl_f32, ss) ||
+	    D->dnnl_memory_desc_init_by_strides(&dst, 2, dd, dnnl_f32, ds) ||
+	    D->dnnl_memory_desc_init_by_strides(&bia, 2, bd, dnnl_f32, bs))
+		return -1;
+	if (wmd)
+		wei = *wmd;
+	else if (D->dnnl_memory_desc_init_by_strides(&wei, 2, wd, dnnl_f32, ws))
+		return -1;
+	if (D->dnnl_matmul_desc_init(&md, &src, &wei, k->bias ? &bia : NULL, &dst) ||
+	    D->dnnl_primitive_attr_create(&attr))
+		return -1;
+	if (k->act != NPT_ACT_NONE) {
+		if (D->dnnl_post_ops_create(&po) ||
+		    D->dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(k->act), 0.0f, 0.0f) ||
+		    D->dnnl_primitive_attr_set_post_ops(attr, po))
+			goto out_attr;
+	}
+	if (D->dnnl_primitive_desc_create(&pd, &md, attr, gemm_engine, NULL))
+		goto out_attr;
+	D->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+	snprintf(gemm_impl, sizeof(gemm_impl), "%s", impl);
+	if (!strncmp(impl, "ref", 3) && gemm_mode != 1) {
+		e->blas = 1;
+		ret = 0;
+		goto out_pd;
+	}
+	if (D->dnnl_primitive_create(&e->prim, pd))
+		goto out_pd;
+	if (D->dnnl_memory_create(&e->src, &src, gemm_engine, DNNL_MEMORY_NONE) ||
+	    D->dnnl_memory_create(&e->wei, &wei, gemm_engine, DNNL_MEMORY_NONE) ||
+	    D->dnnl_memory_create(&e->dst, &dst, gemm_engine, DNNL_MEMORY_NONE) ||
+	    (k->bias && D->dnnl_memory_create(&e->bia, &bia, gemm_engine, DNNL_MEMORY_NONE))) {
+		entry_clear(e);
+		goto out_pd;
+	}
+	ret = 0;
+out_pd:
+	D->dnnl_primitive_desc_destroy(pd);
+out_attr:
+	D->dnnl_post_ops_destroy(po);
+	D->dnnl_primitive_attr_destroy(attr);
+	return ret;
+}
+
+/* the cached entry for @k, made on a miss; NULL when oneDNN is not usable */
+static gemm_entry_t *entry_get(const gemm_key_t *k, const dnnl_memory_desc_t *wmd)
+{
+	gemm_entry_t *e;
+
+	for (int i = 0; i < GEMM_CACHE; i++)
+		if (gemm_cache[i].used && !memcmp(&gemm_cache[i].key, k, sizeof(*k)))
+			return &gemm_cache[i];
+	e = &gemm_cache[gemm_next];
+	gemm_next = (gemm_next + 1) % GEMM_CACHE;
+	if (e->used)
+		entry_clear(e);
+	if (entry_make(k, wmd, e))
+		return NULL;
+	e->key = *k;
+	e->used = 1;
+	return e;
+}
+
+static void blas_epilogue(float *c, int64_t M, int64_t N, int64_t ldc, const float *bias, int act)
+{
+	if (!bias && act == NPT_ACT_NONE)
+		return;
+	for (int64_t r = 0; r < M; r++)
+		npt_act_rows_f32(act, N, c + r * ldc, bias);
+}
+
+typedef struct {
+	float *c;
+	const float *bias;
+	int64_t n, ldc;
+	int act;
+} epi_job_t;
+
+static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const epi_job_t *j = arg;
+
+	(void)tid;
+	blas_epilogue(j->c + begin * j->ldc, end - begin, j->n, j->ldc, j->bias, j->act);
+}
+
+static void run_blas(const npt_gemm_t *g)
+{
+	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K, 1.0f, g->a, g->lda,
+		    g->b, g->ldb, 0.0f, g->c, g->ldc);
+	if (g->bias || g->act != NPT_ACT_NONE) {
+		epi_job_t j = { g->c, g->bias, g->N, g->ldc, g->act };
+
+		npt_parallel_for(g->M, 16384 / g->N + 1, epilogue_task, &j);
+	}
+}
+
+npt_status_t npt_gemm_f32(const npt_gemm_t *g)
+{
+	gemm_key_t k;
+	gemm_entry_t *e;
+	int threads = npt_pool_threads();
+
+	pthread_once(&gemm_once, gemm_init);
+	if (!gemm_engine || (g->packed && !g->packed_desc)) {
+		run_blas(g);
+		return NPT_OK;
+	}
+	memset(&k, 0, sizeof(k));
+	k.M = g->M;
+	k.N = g->N;
+	k.K = g->K;
+	k.lda = g->lda;
+	k.ldb = g->packed ? 0 : g->ldb;
+	k.ldc = g->ldc;
+	k.ta = g->ta;
+	k.tb = g->packed ? 0 : g->tb;
+	k.bias = g->bias != NULL;
+	k.act = g->act;
+	k.threads = threads;
+	k.wdesc = g->packed ? g->packed_desc : NULL;
+	D->omp_set_num_threads(threads);
+	pthread_mutex_lock(&gemm_lock);
+	e = entry_get(&k, g->packed ? g->packed_desc : NULL);
+	if (!e || e->blas) {
+		pthread_mutex_unlock(&gemm_lock);
+		if (g->packed)
+			return npt_fail(NPT_E_INVAL, "linear: oneDNN cannot use the packed weights "
+					"for a [%lld, %lld] x [%lld, %lld] product; use the plain "
+					"weights", (long long)g->M, (long long)g->K,
+					(long long)g->K, (long long)g->N);
+		run_blas(g);
+		return NPT_OK;
+	}
+	dnnl_exec_arg_t args[4] = {
+		{ DNNL_ARG_SRC, e->src }, { DNNL_ARG_WEIGHTS, e->wei }, { DNNL_ARG_DST, e->dst },
+		{ DNNL_ARG_BIAS, e->bia },
+	};
+	dnnl_status_t ds;
+
+	D->dnnl_memory_set_data_handle(e->src, (void *)g->a);
+	D->dnnl_memory_set_data_handle(e->wei, (void *)(g->packed ? g->packed : g->b));
+	D->dnnl_memory_set_data_handle(e->dst, g->c);
+	if (g->bias)
+		D->dnnl_memory_set_data_handle(e->bia, (void *)g->bias);
+	ds = D->dnnl_primitive_execute(e->prim, gemm_stream, g->bias ? 4 : 3, args);
+	if (!ds)
+		ds = D->dnnl_stream_wait(gemm_stream);
+	pthread_mutex_unlock(&gemm_lock);
+	if (ds)
+		return npt_fail(NPT_E_NOMEM, "gemm: oneDNN's matmul of [%lld, %lld] x [%lld, %lld] "
+				"failed (status %d, usually out of memory)", (long long)g->M,
+				(long long)g->K, (long long)g->K, (long long)g->N, (int)ds);
+	return NPT_OK;
+}
+
+NPT_API const char *npt_gemm_backend(void)
+{
+	static char name[128];
+	const dnnl_version_t *v;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (!gemm_engine)
+		return "openblas";
+	v = D->dnnl_version();
+	pthread_mutex_lock(&gemm_lock);
+	snprintf(name, sizeof(name), "onednn %d.%d.%d%s%s", v->major, v->minor, v->patch,
+		 gemm_impl[0] ? " " : "", gemm_impl);
+	pthread_mutex_unlock(&gemm_lock);
+	return name;
+}
