@@ -13,19 +13,25 @@
  * OpenBLAS, NPT_GEMM=onednn forces oneDNN even with a reference kernel
  * (tests compare both); the default is auto.
  *
- * Primitives are made once per shape and kept in a small cache (keyed by
- * every field of the call and the thread count, which oneDNN's blocking
- * depends on), as oneDNN's own guide says; memory objects are kept with the
- * primitive and only their data handles change per call. Bias and
- * activation run as the primitive's post-ops (GELU in erf form, tanh,
- * ReLU), so the output is written once.
+ * Primitives are made once per shape and kept in a small cache per pool
+ * thread (keyed by every field of the call and the OpenMP thread count,
+ * which oneDNN's blocking depends on), as oneDNN's own guide says; memory
+ * objects are kept with the primitive and only their data handles change
+ * per call. Bias and activation run as the primitive's post-ops (GELU in
+ * erf form, tanh, ReLU), so the output is written once.
  *
- * Contracts: called under the evaluation lock (one GEMM at a time; the
- * cache has its own lock anyway). A and B have a unit stride in one
- * dimension and a leading dimension >= the other (what cblas accepts); C is
- * row-major with ldc >= N; bias is N contiguous floats or NULL; M, N, K > 0.
- * Threads: oneDNN runs on OpenMP with the library's thread count
- * (npt_pool_threads), set on the calling thread before each primitive.
+ * Threads: with more than one, the library's pool splits the output's
+ * columns into panels of GEMM_NBLK and each thread runs oneDNN on one
+ * OpenMP thread over its range (NPT_GEMM_OMP=1: one primitive on OpenMP
+ * with all the threads instead). K is never split, but oneDNN may pick
+ * another kernel for a panel than for the whole product, so results can
+ * differ in the last bits between thread counts.
+ *
+ * Contracts: called under the evaluation lock (one GEMM at a time; each
+ * thread's cache has its own lock anyway). A and B have a unit stride in
+ * one dimension and a leading dimension >= the other (what cblas accepts);
+ * C is row-major with ldc >= N; bias is N contiguous floats or NULL;
+ * M, N, K > 0.
  */
 #include "internal.h"
 #include "onednn.h"
@@ -51,14 +57,24 @@ typedef struct {
 	dnnl_memory_t src, wei, bia, dst;
 } gemm_entry_t;
 
+/* one per pool thread: its primitives and its stream (streams are not shared) */
+typedef struct {
+	pthread_mutex_t lock;
+	dnnl_stream_t stream;
+	gemm_entry_t e[GEMM_CACHE];
+	int next;
+} gemm_cache_t;
+
+#define GEMM_MAX_THREADS 256
+#define GEMM_NBLK 64         /* columns per panel when threads split a product */
+
 static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 static const npt_dnnl_t *D;
 static dnnl_engine_t gemm_engine;
-static dnnl_stream_t gemm_stream;
 static int gemm_mode;        /* 0 auto, 1 onednn, 2 openblas */
-static gemm_entry_t gemm_cache[GEMM_CACHE];
-static int gemm_next;
+static int gemm_omp;         /* NPT_GEMM_OMP=1: oneDNN's own threads */
+static gemm_cache_t *gemm_caches[GEMM_MAX_THREADS];
 static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
 
 static void gemm_init(void)
@@ -75,18 +91,34 @@ static void gemm_init(void)
 		npt_log(NPT_LOG_INFO, "gemm: OpenBLAS: %s", npt_dnnl_why());
 		return;
 	}
+	e = getenv("NPT_GEMM_OMP");
+	gemm_omp = e && !strcmp(e, "1");
 	/* oneDNN prints nothing unless DNNL_VERBOSE asks it to */
 	if (D->dnnl_engine_create(&gemm_engine, dnnl_cpu, 0) != dnnl_success) {
 		gemm_engine = NULL;
 		npt_log(NPT_LOG_WARN, "gemm: oneDNN has no CPU engine here; using OpenBLAS");
-		return;
 	}
-	if (D->dnnl_stream_create(&gemm_stream, gemm_engine, dnnl_stream_default_flags) !=
-	    dnnl_success) {
-		D->dnnl_engine_destroy(gemm_engine);
-		gemm_engine = NULL;
-		npt_log(NPT_LOG_WARN, "gemm: oneDNN cannot make a CPU stream; using OpenBLAS");
+}
+
+/* thread @tid's cache, made at its first use; NULL when out of memory */
+static gemm_cache_t *cache_of(int tid)
+{
+	gemm_cache_t *c;
+
+	if (tid < 0 || tid >= GEMM_MAX_THREADS)
+		return NULL;
+	pthread_mutex_lock(&gemm_lock);
+	c = gemm_caches[tid];
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		pthread_mutex_init(&c->lock, NULL);
+		if (D->dnnl_stream_create(&c->stream, gemm_engine, dnnl_stream_default_flags)) {
+			free(c);
+			c = NULL;
+		}
+		gemm_caches[tid] = c;
 	}
+	pthread_mutex_unlock(&gemm_lock);
+	return c;
 }
 
 static void entry_clear(gemm_entry_t *e)
@@ -144,7 +176,9 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	if (D->dnnl_primitive_desc_create(&pd, &md, attr, gemm_engine, NULL))
 		goto out_attr;
 	D->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+	pthread_mutex_lock(&gemm_lock);
 	snprintf(gemm_impl, sizeof(gemm_impl), "%s", impl);
+	pthread_mutex_unlock(&gemm_lock);
 	if (!strncmp(impl, "ref", 3) && gemm_mode != 1) {
 		e->blas = 1;
 		ret = 0;
@@ -169,15 +203,16 @@ out_attr:
 }
 
 /* the cached entry for @k, made on a miss; NULL when oneDNN is not usable */
-static gemm_entry_t *entry_get(const gemm_key_t *k, const dnnl_memory_desc_t *wmd)
+static gemm_entry_t *entry_get(gemm_cache_t *c, const gemm_key_t *k,
+			       const dnnl_memory_desc_t *wmd)
 {
 	gemm_entry_t *e;
 
 	for (int i = 0; i < GEMM_CACHE; i++)
-		if (gemm_cache[i].used && !memcmp(&gemm_cache[i].key, k, sizeof(*k)))
-			return &gemm_cache[i];
-	e = &gemm_cache[gemm_next];
-	gemm_next = (gemm_next + 1) % GEMM_CACHE;
+		if (c->e[i].used && !memcmp(&c->e[i].key, k, sizeof(*k)))
+			return &c->e[i];
+	e = &c->e[c->next];
+	c->next = (c->next + 1) % GEMM_CACHE;
 	if (e->used)
 		entry_clear(e);
 	if (entry_make(k, wmd, e))
@@ -222,17 +257,13 @@ static void run_blas(const npt_gemm_t *g)
 	}
 }
 
-npt_status_t npt_gemm_f32(const npt_gemm_t *g)
+/* one product on @c's primitives, oneDNN on @omp threads; 1 = it needs OpenBLAS */
+static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
 {
 	gemm_key_t k;
 	gemm_entry_t *e;
-	int threads = npt_pool_threads();
+	dnnl_status_t ds;
 
-	pthread_once(&gemm_once, gemm_init);
-	if (!gemm_engine || (g->packed && !g->packed_desc)) {
-		run_blas(g);
-		return NPT_OK;
-	}
 	memset(&k, 0, sizeof(k));
 	k.M = g->M;
 	k.N = g->N;
@@ -244,41 +275,104 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	k.tb = g->packed ? 0 : g->tb;
 	k.bias = g->bias != NULL;
 	k.act = g->act;
-	k.threads = threads;
+	k.threads = omp;
 	k.wdesc = g->packed ? g->packed_desc : NULL;
-	D->omp_set_num_threads(threads);
-	pthread_mutex_lock(&gemm_lock);
-	e = entry_get(&k, g->packed ? g->packed_desc : NULL);
+	D->omp_set_num_threads(omp);
+	pthread_mutex_lock(&c->lock);
+	e = entry_get(c, &k, g->packed ? g->packed_desc : NULL);
 	if (!e || e->blas) {
-		pthread_mutex_unlock(&gemm_lock);
-		if (g->packed)
-			return npt_fail(NPT_E_INVAL, "linear: oneDNN cannot use the packed weights "
-					"for a [%lld, %lld] x [%lld, %lld] product; use the plain "
-					"weights", (long long)g->M, (long long)g->K,
-					(long long)g->K, (long long)g->N);
-		run_blas(g);
-		return NPT_OK;
+		pthread_mutex_unlock(&c->lock);
+		return 1;
 	}
 	dnnl_exec_arg_t args[4] = {
 		{ DNNL_ARG_SRC, e->src }, { DNNL_ARG_WEIGHTS, e->wei }, { DNNL_ARG_DST, e->dst },
 		{ DNNL_ARG_BIAS, e->bia },
 	};
-	dnnl_status_t ds;
 
 	D->dnnl_memory_set_data_handle(e->src, (void *)g->a);
 	D->dnnl_memory_set_data_handle(e->wei, (void *)(g->packed ? g->packed : g->b));
 	D->dnnl_memory_set_data_handle(e->dst, g->c);
 	if (g->bias)
 		D->dnnl_memory_set_data_handle(e->bia, (void *)g->bias);
-	ds = D->dnnl_primitive_execute(e->prim, gemm_stream, g->bias ? 4 : 3, args);
+	ds = D->dnnl_primitive_execute(e->prim, c->stream, g->bias ? 4 : 3, args);
 	if (!ds)
-		ds = D->dnnl_stream_wait(gemm_stream);
-	pthread_mutex_unlock(&gemm_lock);
+		ds = D->dnnl_stream_wait(c->stream);
+	pthread_mutex_unlock(&c->lock);
 	if (ds)
-		return npt_fail(NPT_E_NOMEM, "gemm: oneDNN's matmul of [%lld, %lld] x [%lld, %lld] "
-				"failed (status %d, usually out of memory)", (long long)g->M,
-				(long long)g->K, (long long)g->K, (long long)g->N, (int)ds);
-	return NPT_OK;
+		*st = npt_fail(NPT_E_NOMEM, "gemm: oneDNN's matmul of [%lld, %lld] x [%lld, %lld] "
+			       "failed (status %d, usually out of memory)", (long long)g->M,
+			       (long long)g->K, (long long)g->K, (long long)g->N, (int)ds);
+	return 0;
+}
+
+typedef struct {
+	const npt_gemm_t *g;
+	atomic_int blas;
+	atomic_int failed;
+	npt_status_t st;
+} split_job_t;
+
+/* columns [begin, end) * GEMM_NBLK of the product, oneDNN on this thread alone */
+static void split_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	const npt_gemm_t *g = j->g;
+	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
+	npt_gemm_t sub = *g;
+	gemm_cache_t *c = cache_of(tid);
+	npt_status_t st = NPT_OK;
+
+	sub.N = n1 - n0;
+	sub.b = g->b + (g->tb ? n0 * g->ldb : n0);
+	sub.c = g->c + n0;
+	sub.bias = g->bias ? g->bias + n0 : NULL;
+	if (!c) {
+		atomic_store(&j->blas, 1);
+		return;
+	}
+	if (run_one(c, &sub, 1, &st))
+		atomic_store(&j->blas, 1);
+	else if (st && !atomic_exchange(&j->failed, 1))
+		j->st = st;
+}
+
+npt_status_t npt_gemm_f32(const npt_gemm_t *g)
+{
+	int threads = npt_pool_threads();
+	npt_status_t st = NPT_OK;
+	gemm_cache_t *c;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (!gemm_engine || (g->packed && !g->packed_desc)) {
+		run_blas(g);
+		return NPT_OK;
+	}
+	/*
+	 * More than one thread: the library's pool splits the columns and each
+	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
+	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
+	 * threads instead, to compare.
+	 */
+	if (threads > 1 && !gemm_omp && !g->packed && g->N >= 2 * GEMM_NBLK) {
+		split_job_t j = { .g = g };
+
+		npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
+		if (atomic_load(&j.failed))
+			return j.st;
+		if (atomic_load(&j.blas))
+			run_blas(g);
+		return NPT_OK;
+	}
+	c = cache_of(0);
+	if (!c || run_one(c, g, threads, &st)) {
+		if (g->packed)
+			return npt_fail(NPT_E_INVAL, "linear: oneDNN cannot use the packed weights "
+					"for a [%lld, %lld] x [%lld, %lld] product; use the plain "
+					"weights", (long long)g->M, (long long)g->K,
+					(long long)g->K, (long long)g->N);
+		run_blas(g);
+	}
+	return st;
 }
 
 NPT_API const char *npt_gemm_backend(void)
