@@ -46,7 +46,7 @@
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
 	int ta, tb, bias, act, threads;
-	const void *wdesc;   /* packed weights' layout, NULL = plain */
+	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
 } gemm_key_t;
 
 typedef struct {
@@ -260,6 +260,7 @@ static void run_blas(const npt_gemm_t *g)
 /* one product on @c's primitives, oneDNN on @omp threads; 1 = it needs OpenBLAS */
 static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
 {
+	dnnl_memory_desc_t wmd;
 	gemm_key_t k;
 	gemm_entry_t *e;
 	dnnl_status_t ds;
@@ -276,10 +277,20 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.bias = g->bias != NULL;
 	k.act = g->act;
 	k.threads = omp;
-	k.wdesc = g->packed ? g->packed_desc : NULL;
+	if (g->packed) {
+		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
+							 ->format_desc.blocking;
+
+		npt_pack_slice_md(g->packed_desc, g->N, &wmd);
+		k.wblk[0] = wmd.padded_dims[0];
+		k.wblk[1] = b->strides[0];
+		k.wblk[2] = b->strides[1];
+		k.wblk[3] = b->inner_blks[0];
+		k.wblk[4] = b->inner_blks[1];
+	}
 	D->omp_set_num_threads(omp);
 	pthread_mutex_lock(&c->lock);
-	e = entry_get(c, &k, g->packed ? g->packed_desc : NULL);
+	e = entry_get(c, &k, g->packed ? &wmd : NULL);
 	if (!e || e->blas) {
 		pthread_mutex_unlock(&c->lock);
 		return 1;
@@ -324,6 +335,8 @@ static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 
 	sub.N = n1 - n0;
 	sub.b = g->b + (g->tb ? n0 * g->ldb : n0);
+	if (g->packed)
+		sub.packed = (const char *)g->packed + npt_pack_col_offset(g->packed_desc, n0);
 	sub.c = g->c + n0;
 	sub.bias = g->bias ? g->bias + n0 : NULL;
 	if (!c) {
@@ -340,10 +353,11 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 {
 	int threads = npt_pool_threads();
 	npt_status_t st = NPT_OK;
+	npt_gemm_t plain;
 	gemm_cache_t *c;
 
 	pthread_once(&gemm_once, gemm_init);
-	if (!gemm_engine || (g->packed && !g->packed_desc)) {
+	if (!gemm_engine) {
 		run_blas(g);
 		return NPT_OK;
 	}
@@ -351,28 +365,38 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	 * More than one thread: the library's pool splits the columns and each
 	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
 	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
-	 * threads instead, to compare.
+	 * threads instead, to compare. Packed weights split the same way: their
+	 * column blocks are outermost (pack.c).
 	 */
-	if (threads > 1 && !gemm_omp && !g->packed && g->N >= 2 * GEMM_NBLK) {
+	if (threads > 1 && !gemm_omp && g->N >= 2 * GEMM_NBLK) {
 		split_job_t j = { .g = g };
 
 		npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
 		if (atomic_load(&j.failed))
 			return j.st;
-		if (atomic_load(&j.blas))
-			run_blas(g);
+		if (!atomic_load(&j.blas))
+			return NPT_OK;
+	} else if ((c = cache_of(0)) && !run_one(c, g, threads, &st)) {
+		return st;
+	}
+	if (!g->packed) {
+		run_blas(g);
 		return NPT_OK;
 	}
-	c = cache_of(0);
-	if (!c || run_one(c, g, threads, &st)) {
-		if (g->packed)
-			return npt_fail(NPT_E_INVAL, "linear: oneDNN cannot use the packed weights "
-					"for a [%lld, %lld] x [%lld, %lld] product; use the plain "
-					"weights", (long long)g->M, (long long)g->K,
-					(long long)g->K, (long long)g->N);
-		run_blas(g);
-	}
-	return st;
+	/* oneDNN would not take the packed layout for this product: the plain weight */
+	npt_log(NPT_LOG_INFO, "gemm: oneDNN has no kernel for the packed weight in a [%lld, %lld] "
+		"x [%lld, %lld] product; using the plain weight", (long long)g->M,
+		(long long)g->K, (long long)g->K, (long long)g->N);
+	plain = *g;
+	plain.packed = plain.packed_desc = NULL;
+	return npt_gemm_f32(&plain);
+}
+
+const void *npt_gemm_onednn(void **engine)
+{
+	pthread_once(&gemm_once, gemm_init);
+	*engine = gemm_engine;
+	return gemm_engine ? D : NULL;
 }
 
 NPT_API const char *npt_gemm_backend(void)

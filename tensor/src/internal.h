@@ -102,6 +102,8 @@ struct npt_tensor {
 	int broadcast;        /* made by broadcast_to/expand: read-only (NumPy) */
 	uint64_t mark;        /* evaluation epoch that fused this tensor (eval.c) */
 	npt_tensor_t *lazy_prev, *lazy_next; /* live lazy tensors (eval.c) */
+	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
+	void *packed_md;      /* its oneDNN memory descriptor (owned) */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];
 };
@@ -283,5 +285,11 @@ typedef struct {
 } npt_gemm_t;
 
 NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);
+/* gemm.c's oneDNN table and engine for pack.c; NULL when the GEMM is on OpenBLAS */
+NPT_HIDDEN const void *npt_gemm_onednn(void **engine);
+/* pack.c: bytes from the start of a packed weight to its column @n0 (a multiple
+ * of 64), and the descriptor of columns [n0, n0 + n) into *md (a dnnl_memory_desc_t) */
+NPT_HIDDEN int64_t npt_pack_col_offset(const void *md, int64_t n0);
+NPT_HIDDEN void npt_pack_slice_md(const void *md, int64_t n, void *out);
 
 #endif

@@ -193,9 +193,11 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 			npt_act_rows_f32(t->node->op, N, y + r * N,
 					 bias ? (const float *)npt_tensor_ptr(bias) : NULL);
 	} else {
+		npt_tensor_t *w0 = t->node->in[1];
 		npt_gemm_t g = {
 			.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N,
 			.ta = 0, .tb = trans, .act = t->node->op,
+			.packed = w0->packed, .packed_desc = w0->packed_md,
 			.a = (const float *)npt_tensor_ptr(x),
 			.b = (const float *)npt_tensor_ptr(w), .c = y,
 			.bias = bias ? (const float *)npt_tensor_ptr(bias) : NULL,

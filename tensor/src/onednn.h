@@ -19,6 +19,7 @@
 	X(dnnl_status_t, dnnl_engine_destroy, (dnnl_engine_t))                               \
 	X(dnnl_status_t, dnnl_stream_create, (dnnl_stream_t *, dnnl_engine_t, unsigned))     \
 	X(dnnl_status_t, dnnl_stream_wait, (dnnl_stream_t))                                  \
+	X(dnnl_status_t, dnnl_stream_destroy, (dnnl_stream_t))                               \
 	X(dnnl_status_t, dnnl_memory_desc_init_by_strides,                                   \
 	  (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, const dnnl_dims_t)) \
 	X(dnnl_status_t, dnnl_memory_desc_init_by_tag,                                       \

@@ -339,6 +339,94 @@ TEST(linear_gemm_backend_and_large_shapes)
 		SKIP(return, "libdnnl.so.2 is not installed: the OpenBLAS path was tested");
 }
 
+/*
+ * Packed weights: packed once, attached, the plain copy then overwritten with
+ * garbage, and linear still matches the reference computed before: the
+ * product reads the packed bytes in place, at 1 and 2 threads, N a multiple
+ * of the column block and not. A tag from another CPU is refused with both
+ * tags named and the plain weight is used.
+ */
+TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
+{
+	static const int64_t sh[2][3] = { { 9, 200, 96 }, { 33, 768, 768 } };
+	const char *mode = getenv("NPT_GEMM");
+	char tag[NPT_PACK_TAG_MAX], bad[NPT_PACK_TAG_MAX + 16];
+	size_t nbytes = 0;
+
+	if (mode && !strcmp(mode, "openblas")) {
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(200, 96, tag, sizeof(tag), &nbytes));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "OpenBLAS"));
+		return;
+	}
+	if (npt_pack_query(200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "nothing to pack here: %s", npt_last_error());
+	for (int i = 0; i < 2; i++) {
+		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
+		int64_t bs[1] = { sh[i][1] }, n = sh[i][1], k = sh[i][2];
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs), *keep, *y;
+		float *wp, *packed;
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_pack_query(n, k, tag, sizeof(tag), &nbytes));
+		ASSERT_EQ(0, strncmp(tag, "onednn-", 7));
+		ASSERT_TRUE(nbytes >= (size_t)(n * k) * sizeof(float));
+		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		/* the reference needs the plain values: keep a copy, then spoil w */
+		ASSERT_EQ(NPT_OK, npt_tensor_contiguous(w, &keep));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(keep));
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		npt_tensor_data(w, (void **)&wp);
+		for (int64_t e = 0; e < n * k; e++)
+			wp[e] = NAN;
+		for (int threads = 1; threads <= 2; threads++) {
+			ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			double e = linear_error(x, keep, b, NPT_ACT_GELU, y);
+
+			ASSERT_TRUE(e < 2e-6) {
+				TH_LOG("[%lld, %lld] packed, %d threads: relative error %g",
+				       (long long)n, (long long)k, threads, e);
+			}
+			npt_tensor_free(y);
+		}
+		/* wrong size, misaligned, wrong shape */
+		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, packed, nbytes - 4));
+		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, (char *)packed + 4, nbytes));
+		ASSERT_EQ(NPT_E_SHAPE, npt_tensor_set_packed(b, tag, packed, nbytes));
+		ASSERT_EQ(NPT_E_INVAL, npt_pack_weight(keep, "onednn-0.0.0/x", packed, nbytes));
+		/* a tag another CPU would write: refused, both named, w stays plain */
+		char *isa = strchr(tag, '/');
+
+		ASSERT_NE(NULL, isa);
+		snprintf(bad, sizeof(bad), "%.*s/avx2_vnni%s", (int)(isa - tag), tag,
+			 strchr(isa + 1, '/'));
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, NULL, NULL, 0));
+		npt_tensor_free(w);
+		w = keep;
+		keep = NULL;
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_set_packed(w, bad, packed, nbytes));
+		ASSERT_NE(NULL, strstr(npt_last_error(), bad));
+		ASSERT_NE(NULL, strstr(npt_last_error(), tag));
+		memset(packed, 0xff, nbytes);   /* NaNs if anything read it */
+		ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+		ASSERT_TRUE(linear_error(x, w, b, NPT_ACT_NONE, y) < 2e-6);
+		npt_tensor_free(y);
+		free(packed);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+}
+
 TEST(linear_rows_of_a_strided_view_and_batches)
 {
 	/* x[:, 0, :] of [5, 7, 16]: rows 7*16 apart, read in place */
