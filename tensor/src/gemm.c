@@ -21,9 +21,9 @@
  * erf form, tanh, ReLU), so the output is written once.
  *
  * Threads: with more than one, the library's pool splits the output's
- * columns into panels of GEMM_NBLK and each thread runs oneDNN on one
- * OpenMP thread over its range (NPT_GEMM_OMP=1: one primitive on OpenMP
- * with all the threads instead). K is never split, but oneDNN may pick
+ * columns into panels of GEMM_NBLK (rows, with packed weights) and each
+ * thread runs oneDNN on one OpenMP thread over its range (NPT_GEMM_OMP=1:
+ * one primitive on OpenMP with all the threads instead). K is never split, but oneDNN may pick
  * another kernel for a panel than for the whole product, so results can
  * differ in the last bits between thread counts.
  *
@@ -67,6 +67,7 @@ typedef struct {
 
 #define GEMM_MAX_THREADS 256
 #define GEMM_NBLK 64         /* columns per panel when threads split a product */
+#define GEMM_MROWS 8         /* fewest rows per thread when they split packed products */
 
 static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -173,13 +174,20 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 		    D->dnnl_primitive_attr_set_post_ops(attr, po))
 			goto out_attr;
 	}
-	if (D->dnnl_primitive_desc_create(&pd, &md, attr, gemm_engine, NULL))
+	if (D->dnnl_primitive_desc_create(&pd, &md, attr, gemm_engine, NULL)) {
+		npt_log(NPT_LOG_DEBUG, "gemm: oneDNN has no matmul for [%lld, %lld] x [%lld, %lld]%s",
+			(long long)k->M, (long long)k->K, (long long)k->K, (long long)k->N,
+			wmd ? " with packed weights" : "");
 		goto out_attr;
+	}
 	D->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
 	pthread_mutex_lock(&gemm_lock);
 	snprintf(gemm_impl, sizeof(gemm_impl), "%s", impl);
 	pthread_mutex_unlock(&gemm_lock);
 	if (!strncmp(impl, "ref", 3) && gemm_mode != 1) {
+		npt_log(NPT_LOG_DEBUG, "gemm: oneDNN has only %s for [%lld, %lld] x [%lld, %lld]%s",
+			impl, (long long)k->M, (long long)k->K, (long long)k->K, (long long)k->N,
+			wmd ? " with packed weights" : "");
 		e->blas = 1;
 		ret = 0;
 		goto out_pd;
@@ -323,6 +331,18 @@ typedef struct {
 	npt_status_t st;
 } split_job_t;
 
+/* one thread's part of a split product, on that thread's cache */
+static void run_part(split_job_t *j, const npt_gemm_t *sub, int tid)
+{
+	gemm_cache_t *c = cache_of(tid);
+	npt_status_t st = NPT_OK;
+
+	if (!c || run_one(c, sub, 1, &st))
+		atomic_store(&j->blas, 1);
+	else if (st && !atomic_exchange(&j->failed, 1))
+		j->st = st;
+}
+
 /* columns [begin, end) * GEMM_NBLK of the product, oneDNN on this thread alone */
 static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 {
@@ -330,23 +350,27 @@ static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 	const npt_gemm_t *g = j->g;
 	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
 	npt_gemm_t sub = *g;
-	gemm_cache_t *c = cache_of(tid);
-	npt_status_t st = NPT_OK;
 
 	sub.N = n1 - n0;
 	sub.b = g->b + (g->tb ? n0 * g->ldb : n0);
-	if (g->packed)
-		sub.packed = (const char *)g->packed + npt_pack_col_offset(g->packed_desc, n0);
 	sub.c = g->c + n0;
 	sub.bias = g->bias ? g->bias + n0 : NULL;
-	if (!c) {
-		atomic_store(&j->blas, 1);
-		return;
-	}
-	if (run_one(c, &sub, 1, &st))
-		atomic_store(&j->blas, 1);
-	else if (st && !atomic_exchange(&j->failed, 1))
-		j->st = st;
+	run_part(j, &sub, tid);
+}
+
+/* rows [begin, end) of a product with packed weights (oneDNN's blocked
+ * kernels take no output wider than the product, so packed products split
+ * rows, each thread reading all of the packed weight) */
+static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	const npt_gemm_t *g = j->g;
+	npt_gemm_t sub = *g;
+
+	sub.M = end - begin;
+	sub.a = g->a + (g->ta ? begin : begin * g->lda);
+	sub.c = g->c + begin * g->ldc;
+	run_part(j, &sub, tid);
 }
 
 npt_status_t npt_gemm_f32(const npt_gemm_t *g)
@@ -365,13 +389,16 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	 * More than one thread: the library's pool splits the columns and each
 	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
 	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
-	 * threads instead, to compare. Packed weights split the same way: their
-	 * column blocks are outermost (pack.c).
+	 * threads instead, to compare. Products with packed weights split rows.
 	 */
-	if (threads > 1 && !gemm_omp && g->N >= 2 * GEMM_NBLK) {
+	if (threads > 1 && !gemm_omp && (g->packed ? g->M >= 2 * GEMM_MROWS :
+					 g->N >= 2 * GEMM_NBLK)) {
 		split_job_t j = { .g = g };
 
-		npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
+		if (g->packed)
+			npt_parallel_for(g->M, GEMM_MROWS, rows_task, &j);
+		else
+			npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
 		if (atomic_load(&j.failed))
 			return j.st;
 		if (!atomic_load(&j.blas))

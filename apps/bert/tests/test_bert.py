@@ -117,6 +117,32 @@ def test_matches_pytorch(tools, workdir, models, model, tp, kind):
     assert_close("pooled output", pooled, rp)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_packed_weights_match_pytorch(tools, workdir, models, threads):
+    """--dtype f32 on a file: the linear weights packed for this CPU, read in place."""
+    r = subprocess.run([tools.bert, "--info", "--dtype", "f32", models["tiny3"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    if "(openblas)" in r.stdout:
+        pytest.skip("the GEMM runs on OpenBLAS here: nothing is packed")
+    assert "packed linear weights read in place: 13 of 13" in r.stdout, r.stdout
+    ids, types, mask = batch("mixed", 120, 40, seed=11)
+    hidden, pooled = run_engine(tools, workdir, models["tiny3"], ids, types, mask,
+                                extra=["--dtype", "f32", "--threads", str(threads)])
+    rh, rp = run_ref(models["tiny3"], ids, types, mask)
+    assert_close("last hidden state", hidden, rh)
+    assert_close("pooled output", pooled, rp)
+
+
+def test_dtype_only_for_files_and_f32(tools, models):
+    r = subprocess.run([tools.bert, "--info", "--dtype", "int8", models["tiny"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--dtype 'int8'" in r.stderr, r.stderr
+    r = subprocess.run([tools.bert, "--info", "--dtype", "f32", "some-loaded-model"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--dtype applies to a .safetensors MODEL" in r.stderr, r.stderr
+
+
 def test_prefixed_names_without_pooler(tools, workdir, models):
     ids, types, mask = batch("right-padded", 50, 16, seed=9)
     hidden, pooled = run_engine(tools, workdir, models["prefixed"], ids, types, mask)
