@@ -32,7 +32,7 @@ int cmd_load(const struct cli_opts *o)
 	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0);
 	lo.progress = cli_progress_cb;
 	lo.progress_arg = bar;
-	lo.packer = o->dtype ? cli_packer() : NULL;
+	lo.packer = o->dtype ? cli_packer(o->dtype) : NULL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = npushm_model_load(dev, o->args[0], o->name, &lo, &res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -8,7 +8,8 @@
  *
  * Packed: 2-D float32 tensors named "*.weight" outside the embeddings (what
  * a transformer's linear layers read through npt_linear), when libnptensor
- * has a layout for the shape. Everything else stays plain only.
+ * has a layout for the shape: in float32 (--dtype f32) or quantised to int8
+ * per output channel (--dtype int8). Everything else stays plain only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,9 +30,8 @@ static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_L
 {
 	size_t nbytes = 0;
 
-	(void)arg;
-	if (!wanted(t) ||
-	    npt_pack_query(t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &nbytes))
+	if (!wanted(t) || npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
+					 NPUSHM_LAYOUT_TAG_MAX, &nbytes))
 		return 0;
 	return nbytes;
 }
@@ -53,11 +53,15 @@ static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
 	return s ? -1 : 0;
 }
 
-const npushm_packer_t *cli_packer(void)
+const npushm_packer_t *cli_packer(const char *dtype)
 {
-	static const npushm_packer_t p = { .size = pack_size, .pack = pack };
+	static const npt_dtype_t f32 = NPT_F32, i8 = NPT_I8;
+	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
+	static const npushm_packer_t pi = { .size = pack_size, .pack = pack, .arg = (void *)&i8 };
 
-	return &p;
+	if (!strcmp(dtype, "f32"))
+		return &pf;
+	return !strcmp(dtype, "int8") ? &pi : NULL;
 }
 
 const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len)

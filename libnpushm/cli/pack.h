@@ -11,8 +11,9 @@
 
 #include "npushm.h"
 
-/* the packer: 2-D float32 '*.weight' tensors outside the embeddings */
-const npushm_packer_t *cli_packer(void);
+/* the packer for @dtype ("f32" or "int8"; NULL for anything else): 2-D
+ * float32 '*.weight' tensors outside the embeddings */
+const npushm_packer_t *cli_packer(const char *dtype);
 /* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what
  * made them: their tags up to the second '/'; "mixed" if they differ), "-" if none */
 const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len);

@@ -245,8 +245,20 @@ def test_load_dtype_f32_packs_the_linear_weights():
         check(mine[0]["model"]["layouts_made_by"].startswith("1 onednn-"), mine)
         p = cli("info", name)
         check("PACKED LAYOUT OF" in p.stdout and lay["tag"] in p.stdout, p.stdout)
-    p = cli("load", path, "--name", name, "--dtype", "int8", expect=2)
-    check("--dtype 'int8'" in p.stderr and "f32" in p.stderr, p.stderr)
+    if info["layouts"]:
+        # int8: the same weight quantised (scales + s8 panels), another model, another hash
+        name8 = PFX + "dense8"
+        res8 = load(path, name8, "--dtype", "int8")
+        info8, _ = cli_json("info", name8)
+        check([l["tensor"] for l in info8["layouts"]] == ["dense.weight"], info8["layouts"])
+        tag8 = info8["layouts"][0]["tag"]
+        check("/s8/k16.n32/" in tag8 and tag8.endswith("/scales-per-n"), tag8)
+        check(info8["layouts"][0]["nbytes"] >= 32 * 16 + 32 * 4)
+        check(res8["hash"] not in (res["hash"], cli("hash", path).stdout.split()[0]))
+        cli("rm", name8)
+        created.discard(name8)
+    p = cli("load", path, "--name", name, "--dtype", "bf16", expect=2)
+    check("--dtype 'bf16'" in p.stderr and "int8" in p.stderr, p.stderr)
     p = cli("ls", "--dtype", "f32", expect=2)
     check("belong to load" in p.stderr, p.stderr)
     cli("rm", name)

@@ -342,6 +342,7 @@ NPT_API int npt_get_num_threads(void);
 
 /* ---- packed weights ----------------------------------------------------------
  * A linear weight [N, K] (float32) can be stored once in the GEMM's own layout
+ * (in float32, or quantised to int8)
  * (oneDNN's blocked panels for this CPU), for example by a model loader into
  * shared memory, and used in place by npt_linear in every process. A layout
  * is named by a tag that spells out what the bytes depend on (library and
@@ -350,13 +351,17 @@ NPT_API int npt_get_num_threads(void);
 #define NPT_PACK_TAG_MAX 256
 
 /**
- * The layout this library and CPU pack an [n, k] weight into: its tag
+ * The layout this library and CPU pack an [n, k] weight into, in precision
+ * dt: NPT_F32 (the same values in the GEMM's layout) or NPT_I8 (int8
+ * weights, symmetric per output channel: scale[n] = max |w[n, :]| / 127; the
+ * product then quantises its input per row, symmetric int8, and accumulates
+ * exactly in int32, with VNNI where the CPU has it). Gives its tag
  * (NUL-terminated, at most tag_size bytes) and its size in bytes.
  * NPT_E_UNSUPPORTED when there is nothing to pack (the GEMM runs on
  * OpenBLAS, or oneDNN keeps this shape plain). Thread-safe.
  */
-NPT_API npt_status_t npt_pack_query(int64_t n, int64_t k, char *tag, size_t tag_size,
-				    size_t *nbytes);
+NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *tag,
+				    size_t tag_size, size_t *nbytes);
 /**
  * Write w ([N, K] float32, any strides; evaluated if lazy) into dst
  * (64-byte aligned, nbytes as npt_pack_query said) in layout tag, which must

@@ -45,7 +45,7 @@
 
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
-	int ta, tb, bias, act, threads;
+	int ta, tb, bias, act, threads, s8;
 	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
 } gemm_key_t;
 
@@ -157,8 +157,8 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	const char *impl = "";
 	int ret = -1;
 
-	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, dnnl_f32, ss) ||
-	    D->dnnl_memory_desc_init_by_strides(&dst, 2, dd, dnnl_f32, ds) ||
+	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, k->s8 ? dnnl_s8 : dnnl_f32, ss) ||
+	    D->dnnl_memory_desc_init_by_strides(&dst, 2, dd, k->s8 ? dnnl_s32 : dnnl_f32, ds) ||
 	    D->dnnl_memory_desc_init_by_strides(&bia, 2, bd, dnnl_f32, bs))
 		return -1;
 	if (wmd)
@@ -277,19 +277,23 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.M = g->M;
 	k.N = g->N;
 	k.K = g->K;
-	k.lda = g->lda;
+	k.lda = g->aq ? g->K : g->lda;
+	k.s8 = g->aq != NULL;
 	k.ldb = g->packed ? 0 : g->ldb;
 	k.ldc = g->ldc;
 	k.ta = g->ta;
 	k.tb = g->packed ? 0 : g->tb;
-	k.bias = g->bias != NULL;
-	k.act = g->act;
+	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
+	k.act = g->aq ? NPT_ACT_NONE : g->act;
 	k.threads = omp;
 	if (g->packed) {
 		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
 							 ->format_desc.blocking;
 
-		npt_pack_slice_md(g->packed_desc, g->N, &wmd);
+		if (g->aq)
+			wmd = *(const dnnl_memory_desc_t *)g->packed_desc;
+		else
+			npt_pack_slice_md(g->packed_desc, g->N, &wmd);
 		k.wblk[0] = wmd.padded_dims[0];
 		k.wblk[1] = b->strides[0];
 		k.wblk[2] = b->strides[1];
@@ -308,12 +312,12 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 		{ DNNL_ARG_BIAS, e->bia },
 	};
 
-	D->dnnl_memory_set_data_handle(e->src, (void *)g->a);
+	D->dnnl_memory_set_data_handle(e->src, g->aq ? (void *)g->aq : (void *)g->a);
 	D->dnnl_memory_set_data_handle(e->wei, (void *)(g->packed ? g->packed : g->b));
 	D->dnnl_memory_set_data_handle(e->dst, g->c);
-	if (g->bias)
+	if (k.bias)
 		D->dnnl_memory_set_data_handle(e->bia, (void *)g->bias);
-	ds = D->dnnl_primitive_execute(e->prim, c->stream, g->bias ? 4 : 3, args);
+	ds = D->dnnl_primitive_execute(e->prim, c->stream, k.bias ? 4 : 3, args);
 	if (!ds)
 		ds = D->dnnl_stream_wait(c->stream);
 	pthread_mutex_unlock(&c->lock);
@@ -358,6 +362,23 @@ static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 	run_part(j, &sub, tid);
 }
 
+/* int8: rows [m0, m1) of c hold int32 sums; make them act(sum * ascale[m] * wscale[n] + bias) */
+static void s8_epilogue(const npt_gemm_t *g, int64_t m0, int64_t m1)
+{
+	for (int64_t r = m0; r < m1; r++) {
+		float *row = g->c + r * g->ldc, as = g->ascale[r];
+
+		for (int64_t n = 0; n < g->N; n++) {
+			int32_t v;
+
+			memcpy(&v, &row[n], sizeof(v));
+			row[n] = (float)v * (as * g->wscale[n]);
+		}
+		if (g->bias || g->act != NPT_ACT_NONE)
+			npt_act_rows_f32(g->act, g->N, row, g->bias);
+	}
+}
+
 /* rows [begin, end) of a product with packed weights (oneDNN's blocked
  * kernels take no output wider than the product, so packed products split
  * rows, each thread reading all of the packed weight) */
@@ -370,7 +391,13 @@ static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
 	sub.M = end - begin;
 	sub.a = g->a + (g->ta ? begin : begin * g->lda);
 	sub.c = g->c + begin * g->ldc;
+	if (g->aq) {
+		sub.aq = g->aq + begin * g->K;
+		sub.ascale = g->ascale + begin;
+	}
 	run_part(j, &sub, tid);
+	if (g->aq && !atomic_load(&j->blas) && !atomic_load(&j->failed))
+		s8_epilogue(&sub, 0, sub.M);
 }
 
 npt_status_t npt_gemm_f32(const npt_gemm_t *g)
@@ -404,6 +431,8 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 		if (!atomic_load(&j.blas))
 			return NPT_OK;
 	} else if ((c = cache_of(0)) && !run_one(c, g, threads, &st)) {
+		if (!st && g->aq)
+			s8_epilogue(g, 0, g->M);
 		return st;
 	}
 	if (!g->packed) {
@@ -416,6 +445,7 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 		(long long)g->K, (long long)g->K, (long long)g->N);
 	plain = *g;
 	plain.packed = plain.packed_desc = NULL;
+	plain.aq = NULL;
 	return npt_gemm_f32(&plain);
 }
 

@@ -104,6 +104,7 @@ struct npt_tensor {
 	npt_tensor_t *lazy_prev, *lazy_next; /* live lazy tensors (eval.c) */
 	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
 	void *packed_md;      /* its oneDNN memory descriptor (owned) */
+	const float *packed_scales; /* int8 layouts: the N weight scales, else NULL */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];
 };
@@ -282,9 +283,16 @@ typedef struct {
 	const float *a, *b, *bias;
 	float *c;
 	const void *packed, *packed_desc;
+	/* int8 weights (packed s8): a quantised per row into aq [M, K] with ascale [M];
+	 * c = act(aq @ w8^T * ascale[m] * wscale[n] + bias); a stays for the fallback */
+	const int8_t *aq;
+	const float *ascale, *wscale;
 } npt_gemm_t;
 
 NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);
+/* quant.c: q = round(x / scale[m]) per row, scale[m] = max |x[m, :]| / 127 */
+NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx,
+				     int8_t *q, float *scale);
 /* gemm.c's oneDNN table and engine for pack.c; NULL when the GEMM is on OpenBLAS */
 NPT_HIDDEN const void *npt_gemm_onednn(void **engine);
 /* pack.c: bytes from the start of a packed weight to its column @n0 (a multiple

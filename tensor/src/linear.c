@@ -14,7 +14,11 @@
  * activation as post-ops, or cblas_sgemm and a parallel epilogue pass)
  * computes act(x @ weight^T + bias) into the output.
  *
- * Contracts: f32 only. Operands BLAS cannot address (stride 0, negative
+ * A weight with packed int8 layout (pack.c) runs in int8: x is quantised
+ * per row (quant.c), the product accumulates exactly in int32 and the
+ * scales, bias and activation are applied on the way out (gemm.c).
+ *
+ * Contracts: f32 tensors only. Operands BLAS cannot address (stride 0, negative
  * strides, no unit stride) are copied first, reported like matmul's copies
  * and refused in NPT_EXPAND_VIEW mode. A fusion boundary (its inputs are
  * evaluated first).
@@ -160,6 +164,8 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 	npt_tensor_t *x = t->node->in[0], *w = t->node->in[1];
 	npt_tensor_t *bias = t->node->nin > 2 ? t->node->in[2] : NULL;
 	npt_tensor_t *cx = NULL, *cw = NULL, *cb = NULL;
+	char *qbuf = NULL;
+	size_t qcap = 0;
 	int64_t K = w->shape[1], N = w->shape[0], M = npt_tensor_numel(dst) / (N ? N : 1);
 	int64_t lda = 1, ldb = 1;
 	npt_status_t s = NPT_OK;
@@ -198,14 +204,29 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 			.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N,
 			.ta = 0, .tb = trans, .act = t->node->op,
 			.packed = w0->packed, .packed_desc = w0->packed_md,
+			.wscale = w0->packed_scales,
 			.a = (const float *)npt_tensor_ptr(x),
 			.b = (const float *)npt_tensor_ptr(w), .c = y,
 			.bias = bias ? (const float *)npt_tensor_ptr(bias) : NULL,
 		};
 
+		if (w0->packed_scales) {
+			/* int8 weights: the input quantised per row, into scratch */
+			size_t qb = ((size_t)(M * K) + 63) / 64 * 64;
+
+			qbuf = npt_scratch_alloc(qb + (size_t)M * sizeof(float), &qcap);
+			if (!qbuf) {
+				s = npt_fail(NPT_E_NOMEM, "linear: out of memory for the int8 input");
+				goto out;
+			}
+			g.aq = (const int8_t *)qbuf;
+			g.ascale = (const float *)(qbuf + qb);
+			npt_quantize_rows_s8(g.a, M, K, lda, (int8_t *)qbuf, (float *)(qbuf + qb));
+		}
 		s = npt_gemm_f32(&g);
 	}
 out:
+	npt_scratch_free(qbuf, qcap);
 	npt_tensor_free(cx);
 	npt_tensor_free(cw);
 	npt_tensor_free(cb);

@@ -354,11 +354,11 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 	size_t nbytes = 0;
 
 	if (mode && !strcmp(mode, "openblas")) {
-		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(200, 96, tag, sizeof(tag), &nbytes));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes));
 		ASSERT_NE(NULL, strstr(npt_last_error(), "OpenBLAS"));
 		return;
 	}
-	if (npt_pack_query(200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+	if (npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
 		SKIP(return, "nothing to pack here: %s", npt_last_error());
 	for (int i = 0; i < 2; i++) {
 		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
@@ -367,7 +367,7 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 		float *wp, *packed;
 
 		ASSERT_NE(NULL, b);
-		ASSERT_EQ(NPT_OK, npt_pack_query(n, k, tag, sizeof(tag), &nbytes));
+		ASSERT_EQ(NPT_OK, npt_pack_query(NPT_F32, n, k, tag, sizeof(tag), &nbytes));
 		ASSERT_EQ(0, strncmp(tag, "onednn-", 7));
 		ASSERT_TRUE(nbytes >= (size_t)(n * k) * sizeof(float));
 		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
@@ -425,6 +425,117 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 		npt_tensor_free(b);
 	}
 	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+}
+
+/*
+ * int8 weights: quantised per output channel at packing, the input per row
+ * at each product, int32 sums. Two checks per element: against the same
+ * arithmetic replayed here in double (the exact integer sum, the scales as
+ * the library computes them in float): within 1e-6 of the magnitude; and
+ * against the float64 product of the unquantised values: within the bound
+ * the two roundings allow, sum_k |x| sw/2 + |w| sa/2 + 3 sa sw/4 (sa, sw the
+ * row's and the channel's scale), times 1.13 for GELU (its steepest slope).
+ */
+static int8_t q8(float v, float inv)
+{
+	float r = nearbyintf(v * inv);
+
+	return (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+}
+
+TEST(linear_int8_weights_exact_sums_and_quantisation_bound)
+{
+	static const int64_t sh[2][3] = { { 9, 200, 96 }, { 40, 768, 768 } };
+	const char *mode = getenv("NPT_GEMM");
+	char tag[NPT_PACK_TAG_MAX];
+	size_t nbytes;
+
+	if (mode && !strcmp(mode, "openblas")) {
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(NPT_I8, 200, 96, tag, sizeof(tag), &nbytes));
+		return;
+	}
+	if (npt_pack_query(NPT_I8, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "no int8 layout here: %s", npt_last_error());
+	ASSERT_NE(NULL, strstr(tag, "/s8/"));
+	for (int i = 0; i < 2; i++) {
+		int64_t M = sh[i][0], N = sh[i][1], K = sh[i][2];
+		int64_t xs[2] = { M, K }, ws[2] = { N, K }, bs[1] = { N };
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs), *y;
+		float *px, *pw, *pb, *py, *packed;
+		double worst_exact = 0, worst_bound = 0, any_err = 0;
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_pack_query(NPT_I8, N, K, tag, sizeof(tag), &nbytes));
+		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+		npt_tensor_data(x, (void **)&px);
+		npt_tensor_data(w, (void **)&pw);
+		npt_tensor_data(b, (void **)&pb);
+		for (int a = 0; a < 2; a++) {
+			npt_activation_t act = a ? NPT_ACT_GELU : NPT_ACT_NONE;
+
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, act, &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			npt_tensor_data(y, (void **)&py);
+			for (int64_t m = 0; m < M; m++) {
+				float xa = 0, sa, inv;
+
+				for (int64_t k = 0; k < K; k++)
+					xa = fmaxf(xa, fabsf(px[m * K + k]));
+				sa = xa > 0 ? xa / 127.0f : 1.0f;
+				inv = 1.0f / sa;
+				for (int64_t n = 0; n < N; n++) {
+					float wa = 0, sw;
+					int64_t acc = 0;
+					double exact = 0, mag = fabs(pb[n]), bound = 0;
+
+					for (int64_t k = 0; k < K; k++)
+						wa = fmaxf(wa, fabsf(pw[n * K + k]));
+					sw = wa > 0 ? wa / 127.0f : 1.0f;
+					for (int64_t k = 0; k < K; k++) {
+						float xv = px[m * K + k], wv = pw[n * K + k];
+						float wq = nearbyintf(wv / sw);
+
+						acc += (int64_t)q8(xv, inv) * (int64_t)(int8_t)wq;
+						exact += (double)xv * wv;
+						mag += fabs((double)xv * wv);
+						bound += fabs(xv) * sw / 2 + fabs(wv) * sa / 2 +
+							 0.75 * sa * sw;
+					}
+					double replay = (double)((float)acc * (sa * sw)) + pb[n];
+
+					exact += pb[n];
+					if (act == NPT_ACT_GELU) {
+						replay = 0.5 * replay * (1 + erf(replay / sqrt(2.0)));
+						exact = 0.5 * exact * (1 + erf(exact / sqrt(2.0)));
+						bound *= 1.13;
+					}
+					double got = py[m * N + n];
+
+					worst_exact = fmax(worst_exact, fabs(got - replay) / (mag + 1e-30));
+					worst_bound = fmax(worst_bound, fabs(got - exact) /
+							   (bound + 1e-6 * mag + 1e-30));
+					any_err = fmax(any_err, fabs(got - exact) / (mag + 1e-30));
+				}
+			}
+			TH_LOG("[%lld, %lld] x [%lld, %lld] int8, act %d: %.2g of the magnitude from "
+			       "the replayed int8 arithmetic, error %.2g of the magnitude = %.2f of "
+			       "the quantisation bound", (long long)M, (long long)K, (long long)K,
+			       (long long)N, a, worst_exact, any_err, worst_bound);
+			ASSERT_TRUE(worst_exact < 1e-6);
+			ASSERT_TRUE(worst_bound <= 1.0);
+			ASSERT_TRUE(any_err > 1e-5);   /* it did run in int8 */
+			npt_tensor_free(y);
+		}
+		free(packed);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
 }
 
 TEST(linear_rows_of_a_strided_view_and_batches)

@@ -86,8 +86,9 @@ static void usage(FILE *f)
 		"  --profile           print where the time went\n"
 		"  --memory            print the memory figures (shared weights, workspace, RSS/PSS)\n"
 		"  --keep              keep a model loaded from a file published after the run\n"
-		"  --dtype f32         (a .safetensors MODEL) also store the linear weights packed\n"
-		"                      for this CPU's GEMM, as `npushm load --dtype f32` does\n"
+		"  --dtype f32|int8    (a .safetensors MODEL) also store the linear weights packed\n"
+		"                      for this CPU's GEMM (int8: quantised per output channel,\n"
+		"                      inputs per row), as `npushm load --dtype` does\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                      stdin, serve, report, then wait for end of input\n"
 		"  --version           print the version and exit\n"
@@ -203,10 +204,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_MEMORY: a->memory = 1; break;
 		case O_KEEP: a->keep = 1; break;
 		case O_DTYPE:
-			if (strcmp(optarg, "f32")) {
-				fprintf(stderr, "%s: --dtype '%s': this version packs float32 weights "
-					"only (--dtype f32); bf16 and int8 are not available yet\n",
-					prog, optarg);
+			if (strcmp(optarg, "f32") && strcmp(optarg, "int8")) {
+				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
+					"CPU) or int8 (weights quantised per output channel); bf16 is "
+					"not available yet\n", prog, optarg);
 				return -1;
 			}
 			a->dtype = optarg;
@@ -812,7 +813,7 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return die("%s", npushm_last_error());
-	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer() : NULL };
+	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL };
 
 	if (npushm_model_load(dev, a->model, name, &lo, NULL)) {
 		die("%s", npushm_last_error());

@@ -11,6 +11,9 @@ copy of the weights, measured beside PyTorch in the same run.
        N PyTorch workers with private copies of the weights,
        N PyTorch workers taking the weights zero-copy from npushm (DLPack),
        one tensor-parallel npushm instance over 2 processes,
+       and, where this CPU's GEMM has a packed layout (npushm load --dtype f32),
+       N npushm engine workers on a second copy with the linear weights packed
+       for it (the fastest precision the engine runs here),
      every worker one thread, and prints one table: sequences/s per worker and
      in total, p50/p99 latency, RSS and PSS, and the host memory each row
      really uses (the shared model once + every process's private memory).
@@ -21,6 +24,7 @@ copy of the weights, measured beside PyTorch in the same run.
 The backend is NPUSHM_BACKEND's (posix when the module is absent).
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +39,7 @@ import serving  # noqa: E402
 import stream  # noqa: E402
 
 NAME = "demo-bert"
+NAME_FAST = "demo-bert-packed"
 
 
 def log(msg=""):
@@ -50,8 +55,8 @@ def write_model(path):
     subprocess.run([os.path.join(serving.BUILD, "bin", "npushm-bert-gen"), path], check=True)
 
 
-def check_batch(path, spec, workdir):
-    """Batch 0 of the stream through npushm-bert and through the PyTorch reference."""
+def check_batch(path, spec, workdir, names):
+    """Batch 0 of the stream through npushm-bert (on each model name) and the PyTorch reference."""
     import torch
     import bert_ref
     w, meta = bert_ref.read_safetensors(path)
@@ -60,16 +65,17 @@ def check_batch(path, spec, workdir):
     base = os.path.join(workdir, "check")
     for part, a in (("ids", ids), ("types", tt), ("mask", mask)):
         np.save("%s.%s.npy" % (base, part), a)
-    r = subprocess.run([serving.BERT, "--ids", base + ".ids.npy", "--types", base + ".types.npy", "--mask",
-                        base + ".mask.npy", "--out", base, NAME], capture_output=True, text=True)
-    if r.returncode:
-        raise SystemExit("demo: npushm-bert failed: " + r.stderr)
     torch.set_num_threads(1)
     rh, rp = bert_ref.Bert(w, bert_ref.bert_heads(meta, w))(torch.from_numpy(ids), torch.from_numpy(tt),
                                                              torch.from_numpy(mask))
     worst = 0.0
-    for got, want in ((np.load(base + ".hidden.npy"), rh.numpy()), (np.load(base + ".pooled.npy"), rp.numpy())):
-        worst = max(worst, float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()))
+    for name in names:
+        r = subprocess.run([serving.BERT, "--ids", base + ".ids.npy", "--types", base + ".types.npy", "--mask",
+                            base + ".mask.npy", "--out", base, name], capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit("demo: npushm-bert failed: " + r.stderr)
+        for got, want in ((np.load(base + ".hidden.npy"), rh.numpy()), (np.load(base + ".pooled.npy"), rp.numpy())):
+            worst = max(worst, float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()))
     del w
     return ids.shape, worst
 
@@ -99,13 +105,28 @@ def main():
     shared = serving.region_kb(NAME)
     log("\nnpushm demo: BERT-base-shaped model (%s), loaded once in %.1f s as '%s', backend %s"
         % (serving.mib(shared), load_s, NAME, backend))
+    # the fastest precision this CPU runs: f32 with the weights packed for its GEMM, when it has them
+    serving.npushm_cli("rm", NAME_FAST)
+    fast = None
+    r = serving.npushm_cli("load", a.model, "--name", NAME_FAST, "--mode", "0644", "--dtype", "f32", "--quiet")
+    if r.returncode:
+        log("(no packed-weights row: npushm load --dtype f32 failed: %s)" % r.stderr.strip())
+    else:
+        info = json.loads(serving.npushm_cli("info", NAME_FAST, "--json").stdout)
+        if info.get("layouts"):
+            tag = info["layouts"][0]["tag"].split("/")
+            fast = ("npushm f32 packed (%s)" % tag[1], serving.region_kb(NAME_FAST))
+            log("also loaded as '%s' with %d linear weights packed for this CPU (%s, %s): %s"
+                % (NAME_FAST, len(info["layouts"]), tag[0], tag[1], serving.mib(fast[1])))
+        else:
+            log("(no packed-weights row: this machine's GEMM runs on OpenBLAS, nothing to pack)")
     try:
         spec0 = "%d,%d,%d,%d,%d" % (a.batches, a.batch, a.min_len, a.max_len, 1000)
-        shape, err = check_batch(a.model, spec0, workdir)
+        shape, err = check_batch(a.model, spec0, workdir, [NAME] + ([NAME_FAST] if fast else []))
         ok = err <= 1e-4
-        log("check: one batch (%d sequences padded to %d tokens) through npushm-bert and the PyTorch "
+        log("check: one batch (%d sequences padded to %d tokens) through npushm-bert%s and the PyTorch "
             "reference: largest difference %.1e of the largest value (tolerance 1e-4): %s"
-            % (shape[0], shape[1], err, "OK" if ok else "FAILED"))
+            % (shape[0], shape[1], " (plain and packed)" if fast else "", err, "OK" if ok else "FAILED"))
         if not ok:
             return 1
         log("serving %d batches of %d sequences (%d..%d tokens, padded) per worker, one thread per "
@@ -120,6 +141,8 @@ def main():
                 ("PyTorch, weights via DLPack", [serving.torch_cmd("npushm", s, 1, model=NAME) for s in spec],
                  one_thread, shared),
                 ("npushm engine, TP=2", [serving.engine_cmd(NAME, spec[0], 1, tp=2)], None, shared)]
+        if fast:
+            plan.append((fast[0], [serving.engine_cmd(NAME_FAST, s, 1) for s in spec], None, fast[1]))
         for name, cmds, env, sh in plan:
             t0 = serving.now()
             sys.stderr.write("  %s: %d process%s..." % (name, len(cmds), "es" if len(cmds) > 1 else ""))
@@ -127,7 +150,7 @@ def main():
             rep, mem = serving.run_row(cmds, env)
             sys.stderr.write(" %.0f s\n" % (serving.now() - t0))
             rows.append(serving.summarize(name, rep, mem, sh))
-        rows[-1]["workers"] = "1x2"
+        rows[3]["workers"] = "1x2"
         base = rows[1]["host_kb"]
         hdr = ("%-28s %5s %15s %9s %8s %8s %9s %9s %12s %7s"
                % ("row", "procs", "seq/s/worker", "seq/s", "p50 ms", "p99 ms", "RSS", "PSS", "host memory",
@@ -153,6 +176,7 @@ def main():
     finally:
         if not a.keep:
             serving.npushm_cli("rm", NAME)
+            serving.npushm_cli("rm", NAME_FAST)
 
 
 if __name__ == "__main__":

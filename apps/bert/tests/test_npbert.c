@@ -416,7 +416,7 @@ static uint64_t test_pack_size(void *arg, const npushm_tensor_t *t, char tag[NPU
 
 	if (t->dtype != NPUSHM_DTYPE_F32 || t->ndim != 2 || !strstr(t->name, ".weight") ||
 	    strstr(t->name, "embeddings") ||
-	    npt_pack_query(t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &n))
+	    npt_pack_query(NPT_F32, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &n))
 		return 0;
 	if (mode == PACK_FOREIGN && (isa = strchr(tag, '/')) && (rest = strchr(isa + 1, '/'))) {
 		snprintf(buf, sizeof(buf), "%.*s/avx2_vnni%s", (int)(isa - tag), tag, rest);
@@ -472,7 +472,7 @@ FIXTURE_SETUP(packed)
 	char tag[NPT_PACK_TAG_MAX];
 	size_t n;
 
-	if (npt_pack_query(512, 512, tag, sizeof(tag), &n) == NPT_E_UNSUPPORTED)
+	if (npt_pack_query(NPT_F32, 512, 512, tag, sizeof(tag), &n) == NPT_E_UNSUPPORTED)
 		SKIP(return, "no packed layouts on this machine: %s", npt_last_error());
 	fill_ids(ids);
 	self->hidden = calloc(PB * PS * PH, sizeof(float));
