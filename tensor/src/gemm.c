@@ -46,6 +46,7 @@
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
 	int ta, tb, bias, act, threads, s8;
+	float alpha;
 	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
 } gemm_key_t;
 
@@ -168,9 +169,12 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	if (D->dnnl_matmul_desc_init(&md, &src, &wei, k->bias ? &bia : NULL, &dst) ||
 	    D->dnnl_primitive_attr_create(&attr))
 		return -1;
-	if (k->act != NPT_ACT_NONE) {
+	if (k->act != NPT_ACT_NONE || k->alpha != 1.0f) {
 		if (D->dnnl_post_ops_create(&po) ||
-		    D->dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(k->act), 0.0f, 0.0f) ||
+		    (k->alpha != 1.0f &&
+		     D->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, k->alpha, 0.0f)) ||
+		    (k->act != NPT_ACT_NONE &&
+		     D->dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(k->act), 0.0f, 0.0f)) ||
 		    D->dnnl_primitive_attr_set_post_ops(attr, po))
 			goto out_attr;
 	}
@@ -256,8 +260,8 @@ static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
 static void run_blas(const npt_gemm_t *g)
 {
 	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K, 1.0f, g->a, g->lda,
-		    g->b, g->ldb, 0.0f, g->c, g->ldc);
+		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K,
+		    g->alpha != 0.0f ? g->alpha : 1.0f, g->a, g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
 	if (g->bias || g->act != NPT_ACT_NONE) {
 		epi_job_t j = { g->c, g->bias, g->N, g->ldc, g->act };
 
@@ -285,6 +289,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.tb = g->packed ? 0 : g->tb;
 	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
 	k.act = g->aq ? NPT_ACT_NONE : g->act;
+	k.alpha = g->alpha != 0.0f ? g->alpha : 1.0f;
 	k.threads = omp;
 	if (g->packed) {
 		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
@@ -447,6 +452,22 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	plain.packed = plain.packed_desc = NULL;
 	plain.aq = NULL;
 	return npt_gemm_f32(&plain);
+}
+
+npt_status_t npt_gemm_f32_here(const npt_gemm_t *g, int tid)
+{
+	npt_status_t st = NPT_OK;
+	gemm_cache_t *c;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (gemm_engine && !g->aq && (c = cache_of(tid)) && !run_one(c, g, 1, &st))
+		return st;
+	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K,
+		    g->alpha != 0.0f ? g->alpha : 1.0f, g->a, g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
+	if (g->bias || g->act != NPT_ACT_NONE)
+		blas_epilogue(g->c, g->M, g->N, g->ldc, g->bias, g->act);
+	return NPT_OK;
 }
 
 const void *npt_gemm_onednn(void **engine)

@@ -280,6 +280,7 @@ NPT_HIDDEN npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst);
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
 	int ta, tb, act;
+	float alpha;          /* scales the product (with no bias); 0 means 1 */
 	const float *a, *b, *bias;
 	float *c;
 	const void *packed, *packed_desc;
@@ -290,6 +291,9 @@ typedef struct {
 } npt_gemm_t;
 
 NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);
+/* the same on the calling thread alone, for kernels running in the pool (thread @tid):
+ * oneDNN on one OpenMP thread, else cblas_sgemm (the caller keeps OpenBLAS on one thread) */
+NPT_HIDDEN npt_status_t npt_gemm_f32_here(const npt_gemm_t *g, int tid);
 /* quant.c: q = round(x / scale[m]) per row, scale[m] = max |x[m, :]| / 127 */
 NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx,
 				     int8_t *q, float *scale);
