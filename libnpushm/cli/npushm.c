@@ -29,7 +29,7 @@ static const char usage[] =
 	"       npushm --help | --version\n"
 	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--dtype f32|int8] [--mode 0640] [--no-dedup]\n"
+	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode 0640] [--no-dedup]\n"
 	"                 [--replace] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
@@ -54,7 +54,7 @@ struct cmd_help {
 
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
-	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|int8] [--mode MODE]\n"
+	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode MODE]\n"
 	  "                   [--no-dedup] [--replace] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
@@ -68,6 +68,8 @@ static const struct cmd_help cmd_helps[] = {
 	  "                tensors outside the embeddings) packed for this machine's GEMM\n"
 	  "                (oneDNN's layout for this CPU), used in place by every worker\n"
 	  "                on the same kind of CPU; the model's hash then covers them\n"
+	  "  --dtype bf16  the same rounded to bfloat16 where the CPU has AVX512_BF16\n"
+	  "                (elsewhere nothing is packed); inputs rounded to bf16 too\n"
 	  "  --dtype int8  the same with the weights quantised to int8 per output channel\n"
 	  "                (scale = max |row| / 127); the engine then runs those layers in\n"
 	  "                int8 (inputs quantised per row, exact int32 sums, VNNI if any)\n"
@@ -317,10 +319,10 @@ int main(int argc, char **argv)
 		case 'D': o.no_dedup = true; break;
 		case 'R': o.replace = true; break;
 		case 't':
-			if (strcmp(optarg, "f32") && strcmp(optarg, "int8"))
+			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8"))
 				return usage_error("--dtype '%s': use f32 (linear weights packed for this "
-						   "CPU's GEMM) or int8 (quantised per output channel); "
-						   "bf16 is not available yet", optarg);
+						   "CPU's GEMM), bf16 (rounded to bfloat16) or int8 "
+						   "(quantised per output channel)", optarg);
 			o.dtype = optarg;
 			break;
 		case 'a': o.all = true; break;

@@ -8,8 +8,8 @@
  *
  * Packed: 2-D float32 tensors named "*.weight" outside the embeddings (what
  * a transformer's linear layers read through npt_linear), when libnptensor
- * has a layout for the shape: in float32 (--dtype f32) or quantised to int8
- * per output channel (--dtype int8). Everything else stays plain only.
+ * has a layout for the shape: in float32 (--dtype f32), rounded to bfloat16
+ * (--dtype bf16) or quantised to int8 per output channel (--dtype int8). Everything else stays plain only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -55,12 +55,15 @@ static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
 
 const npushm_packer_t *cli_packer(const char *dtype)
 {
-	static const npt_dtype_t f32 = NPT_F32, i8 = NPT_I8;
+	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8;
 	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
+	static const npushm_packer_t pb = { .size = pack_size, .pack = pack, .arg = (void *)&bf16 };
 	static const npushm_packer_t pi = { .size = pack_size, .pack = pack, .arg = (void *)&i8 };
 
 	if (!strcmp(dtype, "f32"))
 		return &pf;
+	if (!strcmp(dtype, "bf16"))
+		return &pb;
 	return !strcmp(dtype, "int8") ? &pi : NULL;
 }
 

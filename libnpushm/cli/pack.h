@@ -11,7 +11,7 @@
 
 #include "npushm.h"
 
-/* the packer for @dtype ("f32" or "int8"; NULL for anything else): 2-D
+/* the packer for @dtype ("f32", "bf16" or "int8"; NULL for anything else): 2-D
  * float32 '*.weight' tensors outside the embeddings */
 const npushm_packer_t *cli_packer(const char *dtype);
 /* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what

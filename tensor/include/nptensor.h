@@ -352,7 +352,9 @@ NPT_API int npt_get_num_threads(void);
 
 /**
  * The layout this library and CPU pack an [n, k] weight into, in precision
- * dt: NPT_F32 (the same values in the GEMM's layout) or NPT_I8 (int8
+ * dt: NPT_F32 (the same values in the GEMM's layout), NPT_BF16 (rounded to
+ * bfloat16; the product rounds its input to bf16 too and accumulates in
+ * float32; only where oneDNN has bf16 kernels, AVX512_BF16) or NPT_I8 (int8
  * weights, symmetric per output channel: scale[n] = max |w[n, :]| / 127; the
  * product then quantises its input per row, symmetric int8, and accumulates
  * exactly in int32, with VNNI where the CPU has it). Gives its tag

@@ -45,7 +45,7 @@
 
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
-	int ta, tb, bias, act, threads, s8;
+	int ta, tb, bias, act, threads, s8, bf16;
 	float alpha;
 	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
 } gemm_key_t;
@@ -158,7 +158,8 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	const char *impl = "";
 	int ret = -1;
 
-	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, k->s8 ? dnnl_s8 : dnnl_f32, ss) ||
+	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, k->s8 ? dnnl_s8 :
+						    k->bf16 ? dnnl_bf16 : dnnl_f32, ss) ||
 	    D->dnnl_memory_desc_init_by_strides(&dst, 2, dd, k->s8 ? dnnl_s32 : dnnl_f32, ds) ||
 	    D->dnnl_memory_desc_init_by_strides(&bia, 2, bd, dnnl_f32, bs))
 		return -1;
@@ -281,8 +282,9 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.M = g->M;
 	k.N = g->N;
 	k.K = g->K;
-	k.lda = g->aq ? g->K : g->lda;
+	k.lda = g->aq || g->abf ? g->K : g->lda;
 	k.s8 = g->aq != NULL;
+	k.bf16 = g->abf != NULL;
 	k.ldb = g->packed ? 0 : g->ldb;
 	k.ldc = g->ldc;
 	k.ta = g->ta;
@@ -295,7 +297,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
 							 ->format_desc.blocking;
 
-		if (g->aq)
+		if (g->aq || g->abf)
 			wmd = *(const dnnl_memory_desc_t *)g->packed_desc;
 		else
 			npt_pack_slice_md(g->packed_desc, g->N, &wmd);
@@ -317,7 +319,8 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 		{ DNNL_ARG_BIAS, e->bia },
 	};
 
-	D->dnnl_memory_set_data_handle(e->src, g->aq ? (void *)g->aq : (void *)g->a);
+	D->dnnl_memory_set_data_handle(e->src, g->aq ? (void *)g->aq : g->abf ? (void *)g->abf :
+				       (void *)g->a);
 	D->dnnl_memory_set_data_handle(e->wei, (void *)(g->packed ? g->packed : g->b));
 	D->dnnl_memory_set_data_handle(e->dst, g->c);
 	if (k.bias)
@@ -400,6 +403,8 @@ static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
 		sub.aq = g->aq + begin * g->K;
 		sub.ascale = g->ascale + begin;
 	}
+	if (g->abf)
+		sub.abf = g->abf + begin * g->K;
 	run_part(j, &sub, tid);
 	if (g->aq && !atomic_load(&j->blas) && !atomic_load(&j->failed))
 		s8_epilogue(&sub, 0, sub.M);
@@ -451,6 +456,7 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	plain = *g;
 	plain.packed = plain.packed_desc = NULL;
 	plain.aq = NULL;
+	plain.abf = NULL;
 	return npt_gemm_f32(&plain);
 }
 
@@ -460,7 +466,7 @@ npt_status_t npt_gemm_f32_here(const npt_gemm_t *g, int tid)
 	gemm_cache_t *c;
 
 	pthread_once(&gemm_once, gemm_init);
-	if (gemm_engine && !g->aq && (c = cache_of(tid)) && !run_one(c, g, 1, &st))
+	if (gemm_engine && !g->aq && !g->abf && (c = cache_of(tid)) && !run_one(c, g, 1, &st))
 		return st;
 	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
 		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K,

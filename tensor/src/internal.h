@@ -105,6 +105,7 @@ struct npt_tensor {
 	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
 	void *packed_md;      /* its oneDNN memory descriptor (owned) */
 	const float *packed_scales; /* int8 layouts: the N weight scales, else NULL */
+	int packed_dt;        /* NPT_F32, NPT_BF16 or NPT_I8 when packed */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];
 };
@@ -288,6 +289,8 @@ typedef struct {
 	 * c = act(aq @ w8^T * ascale[m] * wscale[n] + bias); a stays for the fallback */
 	const int8_t *aq;
 	const float *ascale, *wscale;
+	/* bf16 weights (packed bf16): a rounded to bf16 into abf [M, K] */
+	const uint16_t *abf;
 } npt_gemm_t;
 
 NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);

@@ -16,7 +16,8 @@
  *
  * A weight with packed int8 layout (pack.c) runs in int8: x is quantised
  * per row (quant.c), the product accumulates exactly in int32 and the
- * scales, bias and activation are applied on the way out (gemm.c).
+ * scales, bias and activation are applied on the way out (gemm.c). One
+ * with a bf16 layout rounds x to bf16 and accumulates in float32.
  *
  * Contracts: f32 tensors only. Operands BLAS cannot address (stride 0, negative
  * strides, no unit stride) are copied first, reported like matmul's copies
@@ -222,6 +223,17 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 			g.aq = (const int8_t *)qbuf;
 			g.ascale = (const float *)(qbuf + qb);
 			npt_quantize_rows_s8(g.a, M, K, lda, (int8_t *)qbuf, (float *)(qbuf + qb));
+		}
+		if (w0->packed_dt == NPT_BF16) {
+			/* bf16 weights: the input rounded to bf16 (nearest even), into scratch */
+			qbuf = npt_scratch_alloc((size_t)(M * K) * 2, &qcap);
+			if (!qbuf) {
+				s = npt_fail(NPT_E_NOMEM, "linear: out of memory for the bf16 input");
+				goto out;
+			}
+			g.abf = (const uint16_t *)qbuf;
+			for (int64_t r = 0; r < M; r++)
+				npt_conv(NPT_F32, NPT_BF16)(K, qbuf + r * K * 2, 1, g.a + r * lda, 1);
 		}
 		s = npt_gemm_f32(&g);
 	}

@@ -14,9 +14,12 @@
  * oneDNN or another shape is refused with both tags in the message, and
  * the caller goes on with the plain weight.
  *
- * Two precisions. float32: only layouts whose column blocks are outermost
+ * Three precisions. float32: only layouts whose column blocks are outermost
  * are packed ("BA16a64b" on AVX-512: K blocks of 16 inside N blocks of 64,
- * each N block contiguous). int8: per-output-channel symmetric weights,
+ * each N block contiguous). bfloat16: the weights rounded to nearest even
+ * in oneDNN's bf16 layout, where it has real bf16 kernels (AVX512_BF16;
+ * its reference code elsewhere means nothing is packed); linear then
+ * rounds its input to bf16 and accumulates in float32. int8: per-output-channel symmetric weights,
  * scale[n] = max_k |W[n, k]| / 127, W8 = round(W / scale) in [-127, 127];
  * the bytes are the N float scales (padded to 64 bytes) then oneDNN's s8
  * layout for an s8 x s8 product (with the compensation it appends for
@@ -60,7 +63,7 @@ static int sliceable(const dnnl_memory_desc_t *md, int64_t *nb)
 {
 	const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
 
-	if (md->data_type == dnnl_s8)
+	if (md->data_type == dnnl_s8 || md->data_type == dnnl_bf16)
 		return md->format_kind == dnnl_blocked && md->ndims == 2 && !md->offset0 &&
 		       b->inner_nblks >= 1 && (*nb = b->inner_blks[0]) > 0;
 	if (md->format_kind != dnnl_blocked || md->ndims != 2 || md->offset0 ||
@@ -85,8 +88,9 @@ static size_t scale_bytes(npt_dtype_t dt, int64_t N)
 static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t dt, int64_t N,
 			   int64_t K, dnnl_memory_desc_t *out, char *tag, size_t tag_size)
 {
-	int i8 = dt == NPT_I8;
-	dnnl_data_type_t in = i8 ? dnnl_s8 : dnnl_f32, acc = i8 ? dnnl_s32 : dnnl_f32;
+	int i8 = dt == NPT_I8, bf = dt == NPT_BF16;
+	dnnl_data_type_t in = i8 ? dnnl_s8 : bf ? dnnl_bf16 : dnnl_f32;
+	dnnl_data_type_t acc = i8 ? dnnl_s32 : dnnl_f32;
 	dnnl_dims_t sd = { PACK_PROBE_M, K }, wd = { K, N }, dd = { PACK_PROBE_M, N };
 	dnnl_memory_desc_t src, wei, dst;
 	dnnl_primitive_desc_t pd = NULL;
@@ -118,7 +122,8 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t d
 	*out = *w;
 	b = &w->format_desc.blocking;
 	n = snprintf(tag, tag_size, "onednn-%d.%d.%d/%s/%s/k%lld.n%lld/pad%lld.%lld/"
-		     "str%lld.%lld/blk", v->major, v->minor, v->patch, isa, i8 ? "s8" : "f32",
+		     "str%lld.%lld/blk", v->major, v->minor, v->patch, isa,
+		     i8 ? "s8" : bf ? "bf16" : "f32",
 		     (long long)K, (long long)N, (long long)w->padded_dims[0],
 		     (long long)w->padded_dims[1], (long long)b->strides[0],
 		     (long long)b->strides[1]);
@@ -147,6 +152,8 @@ static int tag_dtype(const char *tag)
 		return NPT_F32;
 	if (p && !strncmp(p, "/s8/", 4))
 		return NPT_I8;
+	if (p && !strncmp(p, "/bf16/", 6))
+		return NPT_BF16;
 	return -1;
 }
 
@@ -184,9 +191,9 @@ NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *
 
 	if (!tag || !tag_size || !nbytes)
 		return npt_fail(NPT_E_INVAL, "pack_query: tag, tag_size and nbytes are required");
-	if (dt != NPT_F32 && dt != NPT_I8)
-		return npt_fail(NPT_E_DTYPE, "pack_query: %s: weights pack as float32 or int8",
-				npt_dtype_name(dt));
+	if (dt != NPT_F32 && dt != NPT_I8 && dt != NPT_BF16)
+		return npt_fail(NPT_E_DTYPE, "pack_query: %s: weights pack as float32, bfloat16 "
+				"or int8", npt_dtype_name(dt));
 	if (n < 1 || k < 1 || n > (1 << 24) || k > (1 << 24))
 		return npt_fail(NPT_E_SHAPE, "pack_query: a [%lld, %lld] weight: both sizes must "
 				"be in 1..16777216", (long long)n, (long long)k);
@@ -242,7 +249,7 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 		return npt_fail(NPT_E_INVAL, "pack_weight: dst must be 64-byte aligned");
 	if ((dt = tag_dtype(tag)) < 0)
 		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' names no precision this "
-				"library packs (f32, s8)", tag);
+				"library packs (f32, bf16, s8)", tag);
 	if (!(D = onednn("pack_weight", &eng)))
 		return NPT_E_UNSUPPORTED;
 	if ((s = wanted(D, eng, (npt_dtype_t)dt, w->shape[0], w->shape[1], &md, want,
@@ -327,6 +334,7 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 		npt_eval_lock();
 		w->packed = NULL;
 		w->packed_scales = NULL;
+		w->packed_dt = 0;
 		free(w->packed_md);
 		w->packed_md = NULL;
 		npt_eval_unlock();
@@ -362,6 +370,7 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 	w->packed_md = keep;
 	w->packed = (const char *)data + sb;
 	w->packed_scales = dt == NPT_I8 ? data : NULL;
+	w->packed_dt = dt;
 	npt_eval_unlock();
 	return NPT_OK;
 }

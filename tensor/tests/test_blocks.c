@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,6 +537,79 @@ TEST(linear_int8_weights_exact_sums_and_quantisation_bound)
 		npt_tensor_free(w);
 		npt_tensor_free(b);
 	}
+}
+
+/*
+ * bf16 weights: rounded to bfloat16 (nearest even) at packing, the input at
+ * each product, float32 sums. Against the products of the rounded values
+ * summed in double: within 1e-5 of the magnitude (float32 summation); and
+ * against the float64 product of the unrounded values: within 2^-8 of the
+ * magnitude (each rounding is at most 2^-9 relative).
+ */
+static double bf16_round(float v)
+{
+	uint32_t u;
+	float r;
+
+	memcpy(&u, &v, sizeof(u));
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&r, &u, sizeof(r));
+	return r;
+}
+
+TEST(linear_bf16_weights_rounded_once)
+{
+	const char *mode = getenv("NPT_GEMM");
+	int64_t M = 33, N = 200, K = 96, xs[2] = { 33, 96 }, ws[2] = { 200, 96 }, bs[1] = { 200 };
+	char tag[NPT_PACK_TAG_MAX];
+	size_t nbytes;
+	npt_tensor_t *x, *w, *b, *y;
+	float *px, *pw, *pb, *py, *packed;
+	double worst_replay = 0, worst = 0;
+
+	if (mode && !strcmp(mode, "openblas"))
+		return;
+	if (npt_pack_query(NPT_BF16, N, K, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "no bf16 kernels here (AVX512_BF16): %s", npt_last_error());
+	ASSERT_NE(NULL, strstr(tag, "/bf16/"));
+	x = randn(2, xs);
+	w = randn(2, ws);
+	b = randn(1, bs);
+	ASSERT_NE(NULL, b);
+	packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	ASSERT_NE(NULL, packed);
+	ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+		TH_LOG("%s", npt_last_error());
+	}
+	ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	npt_tensor_data(x, (void **)&px);
+	npt_tensor_data(w, (void **)&pw);
+	npt_tensor_data(b, (void **)&pb);
+	npt_tensor_data(y, (void **)&py);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double replay = pb[n], exact = pb[n], mag = fabs(pb[n]);
+
+			for (int64_t k = 0; k < K; k++) {
+				replay += bf16_round(px[m * K + k]) * bf16_round(pw[n * K + k]);
+				exact += (double)px[m * K + k] * pw[n * K + k];
+				mag += fabs((double)px[m * K + k] * pw[n * K + k]);
+			}
+			worst_replay = fmax(worst_replay, fabs(py[m * N + n] - replay) / mag);
+			worst = fmax(worst, fabs(py[m * N + n] - exact) / mag);
+		}
+	TH_LOG("bf16: %.2g of the magnitude from the rounded values' sums, %.2g from the exact "
+	       "product", worst_replay, worst);
+	ASSERT_TRUE(worst_replay < 1e-5);
+	ASSERT_TRUE(worst < 1.0 / 256);
+	ASSERT_TRUE(worst > 1e-6);   /* it did round */
+	npt_tensor_free(y);
+	free(packed);
+	npt_tensor_free(x);
+	npt_tensor_free(w);
+	npt_tensor_free(b);
 }
 
 TEST(linear_rows_of_a_strided_view_and_batches)

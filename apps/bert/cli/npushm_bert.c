@@ -86,9 +86,10 @@ static void usage(FILE *f)
 		"  --profile           print where the time went\n"
 		"  --memory            print the memory figures (shared weights, workspace, RSS/PSS)\n"
 		"  --keep              keep a model loaded from a file published after the run\n"
-		"  --dtype f32|int8    (a .safetensors MODEL) also store the linear weights packed\n"
-		"                      for this CPU's GEMM (int8: quantised per output channel,\n"
-		"                      inputs per row), as `npushm load --dtype` does\n"
+		"  --dtype f32|bf16|int8  (a .safetensors MODEL) also store the linear weights\n"
+		"                      packed for this CPU's GEMM (bf16: rounded; int8: quantised\n"
+		"                      per output channel, inputs per row), as `npushm load\n"
+		"                      --dtype` does\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                      stdin, serve, report, then wait for end of input\n"
 		"  --version           print the version and exit\n"
@@ -204,10 +205,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_MEMORY: a->memory = 1; break;
 		case O_KEEP: a->keep = 1; break;
 		case O_DTYPE:
-			if (strcmp(optarg, "f32") && strcmp(optarg, "int8")) {
+			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") &&
+			    strcmp(optarg, "int8")) {
 				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
-					"CPU) or int8 (weights quantised per output channel); bf16 is "
-					"not available yet\n", prog, optarg);
+					"CPU), bf16 (rounded to bfloat16) or int8 (quantised per output "
+					"channel)\n", prog, optarg);
 				return -1;
 			}
 			a->dtype = optarg;
