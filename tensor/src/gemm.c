@@ -55,7 +55,8 @@ typedef struct {
 	int used;
 	int blas;            /* oneDNN has only a reference kernel: use OpenBLAS */
 	dnnl_primitive_t prim;
-	dnnl_memory_t src, wei, bia, dst;
+	dnnl_memory_t src, wei, bia, dst, scratch;
+	size_t scratch_bytes;
 } gemm_entry_t;
 
 /* one per pool thread: its primitives and its stream (streams are not shared) */
@@ -64,6 +65,8 @@ typedef struct {
 	dnnl_stream_t stream;
 	gemm_entry_t e[GEMM_CACHE];
 	int next;
+	void *scratch;       /* oneDNN's scratchpad for this thread's primitives, kept */
+	size_t scratch_cap;
 } gemm_cache_t;
 
 #define GEMM_MAX_THREADS 256
@@ -129,6 +132,7 @@ static void entry_clear(gemm_entry_t *e)
 	D->dnnl_memory_destroy(e->wei);
 	D->dnnl_memory_destroy(e->bia);
 	D->dnnl_memory_destroy(e->dst);
+	D->dnnl_memory_destroy(e->scratch);
 	D->dnnl_primitive_destroy(e->prim);
 	memset(e, 0, sizeof(*e));
 }
@@ -170,6 +174,9 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	if (D->dnnl_matmul_desc_init(&md, &src, &wei, k->bias ? &bia : NULL, &dst) ||
 	    D->dnnl_primitive_attr_create(&attr))
 		return -1;
+	/* the scratchpad is ours (one per thread, kept): no allocation per product */
+	if (D->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+		goto out_attr;
 	if (k->act != NPT_ACT_NONE || k->alpha != 1.0f) {
 		if (D->dnnl_post_ops_create(&po) ||
 		    (k->alpha != 1.0f &&
@@ -199,10 +206,16 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	}
 	if (D->dnnl_primitive_create(&e->prim, pd))
 		goto out_pd;
+	const dnnl_memory_desc_t *smd = D->dnnl_primitive_desc_query_md(pd,
+									 dnnl_query_scratchpad_md, 0);
+
+	e->scratch_bytes = smd ? D->dnnl_memory_desc_get_size(smd) : 0;
 	if (D->dnnl_memory_create(&e->src, &src, gemm_engine, DNNL_MEMORY_NONE) ||
 	    D->dnnl_memory_create(&e->wei, &wei, gemm_engine, DNNL_MEMORY_NONE) ||
 	    D->dnnl_memory_create(&e->dst, &dst, gemm_engine, DNNL_MEMORY_NONE) ||
-	    (k->bias && D->dnnl_memory_create(&e->bia, &bia, gemm_engine, DNNL_MEMORY_NONE))) {
+	    (k->bias && D->dnnl_memory_create(&e->bia, &bia, gemm_engine, DNNL_MEMORY_NONE)) ||
+	    (e->scratch_bytes &&
+	     D->dnnl_memory_create(&e->scratch, smd, gemm_engine, DNNL_MEMORY_NONE))) {
 		entry_clear(e);
 		goto out_pd;
 	}
@@ -314,10 +327,31 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 		pthread_mutex_unlock(&c->lock);
 		return 1;
 	}
-	dnnl_exec_arg_t args[4] = {
+	if (e->scratch_bytes > c->scratch_cap) {
+		void *n = aligned_alloc(64, (e->scratch_bytes + 63) / 64 * 64);
+
+		if (!n) {
+			pthread_mutex_unlock(&c->lock);
+			*st = npt_fail(NPT_E_NOMEM, "gemm: out of memory for oneDNN's scratchpad "
+				       "(%zu bytes)", e->scratch_bytes);
+			return 0;
+		}
+		free(c->scratch);
+		c->scratch = n;
+		c->scratch_cap = e->scratch_bytes;
+	}
+	dnnl_exec_arg_t args[5] = {
 		{ DNNL_ARG_SRC, e->src }, { DNNL_ARG_WEIGHTS, e->wei }, { DNNL_ARG_DST, e->dst },
-		{ DNNL_ARG_BIAS, e->bia },
+		{ DNNL_ARG_SCRATCHPAD, e->scratch }, { DNNL_ARG_BIAS, e->bia },
 	};
+	int nargs = 3;
+
+	if (e->scratch_bytes) {
+		D->dnnl_memory_set_data_handle(e->scratch, c->scratch);
+		nargs = 4;
+	}
+	if (k.bias)
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, e->bia };
 
 	D->dnnl_memory_set_data_handle(e->src, g->aq ? (void *)g->aq : g->abf ? (void *)g->abf :
 				       (void *)g->a);
@@ -325,7 +359,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	D->dnnl_memory_set_data_handle(e->dst, g->c);
 	if (k.bias)
 		D->dnnl_memory_set_data_handle(e->bia, (void *)g->bias);
-	ds = D->dnnl_primitive_execute(e->prim, c->stream, k.bias ? 4 : 3, args);
+	ds = D->dnnl_primitive_execute(e->prim, c->stream, nargs, args);
 	if (!ds)
 		ds = D->dnnl_stream_wait(c->stream);
 	pthread_mutex_unlock(&c->lock);
