@@ -4,7 +4,7 @@
  * gemm_bench.c - npt-gemm-bench: GFLOP/s of npt_linear on BERT's linear
  * shapes against the machine's FMA peak measured in the same run.
  *
- *   npt-gemm-bench [--threads 1,2] [--seconds S] [--rounds R]
+ *   npt-gemm-bench [--threads 1,2] [--seconds S] [--rounds R] [--weights plain|f32|bf16|int8]
  *
  * For each thread count: the FMA peak (a register-only loop of independent
  * fused multiply-adds, 512-bit where the CPU has AVX-512F, else 256-bit FMA,
@@ -12,8 +12,11 @@
  * (N, K) in {768, 3072}^2 plus the fused QKV width 2304; each figure is the
  * best of R rounds of S seconds, rounds interleaved with peak runs so a
  * busy machine moves both. Prints the GEMM backend (npt_gemm_backend), the
- * CPU and the environment's OPENBLAS_CORETYPE. A measuring tool, not a test:
- * it asserts nothing (use NPT_GEMM=openblas to measure the fallback).
+ * CPU and the environment's OPENBLAS_CORETYPE. --weights: plain (the
+ * default) or packed once (npt_pack_weight) in f32, bf16 or int8 before the
+ * timing (int8 and bf16 figures are operations per second against the f32
+ * FMA peak, whose ratio can pass 100 %). A measuring tool, not a test: it
+ * asserts nothing (use NPT_GEMM=openblas to measure the fallback).
  */
 #include <immintrin.h>
 #include <nptensor.h>
@@ -78,6 +81,7 @@ __attribute__((target("avx2,fma"))) static double fma256(double sec)
 
 static int has512;
 static double peak_sec;
+static int packed_dt = -1;   /* -1: plain weights */
 
 static void *peak_thread(void *arg)
 {
@@ -117,6 +121,7 @@ static double gemm(int64_t M, int64_t N, int64_t K, double sec)
 	npt_tensor_t *x = NULL, *w = NULL, *b = NULL, *y = NULL, *o = NULL;
 	double t0, n = 0, r = -1;
 	float *px, *pw, *pb;
+	void *packed = NULL;
 
 	if (check(npt_tensor_empty(NPT_F32, 2, xs, &x), "allocating x") ||
 	    check(npt_tensor_empty(NPT_F32, 2, ws, &w), "allocating W") ||
@@ -132,6 +137,17 @@ static double gemm(int64_t M, int64_t N, int64_t K, double sec)
 	for (int64_t i = 0; i < N * K; i++)
 		pw[i] = (float)(i % 13) * 0.01f;
 	memset(pb, 0, (size_t)N * sizeof(float));
+	if (packed_dt >= 0) {
+		char tag[NPT_PACK_TAG_MAX];
+		size_t nb;
+
+		if (check(npt_pack_query((npt_dtype_t)packed_dt, N, K, tag, sizeof(tag), &nb),
+			  "pack_query") ||
+		    !(packed = aligned_alloc(64, (nb + 63) / 64 * 64)) ||
+		    check(npt_pack_weight(w, tag, packed, nb), "packing") ||
+		    check(npt_tensor_set_packed(w, tag, packed, nb), "set_packed"))
+			goto out;
+	}
 	t0 = now();
 	for (int warm = 1;; warm = 0) {
 		if (check(npt_linear(x, w, b, NPT_ACT_NONE, &o), "linear") ||
@@ -154,6 +170,7 @@ out:
 	npt_tensor_free(w);
 	npt_tensor_free(b);
 	npt_tensor_free(y);
+	free(packed);
 	return r;
 }
 
@@ -163,7 +180,7 @@ int main(int argc, char **argv)
 		{ 1024, 768, 768 }, { 1024, 2304, 768 }, { 1024, 3072, 768 }, { 1024, 768, 3072 },
 		{ 128, 768, 768 }, { 128, 2304, 768 }, { 128, 3072, 768 }, { 128, 768, 3072 },
 	};
-	const char *threads_arg = "1,2", *ct = getenv("OPENBLAS_CORETYPE");
+	const char *threads_arg = "1,2", *ct = getenv("OPENBLAS_CORETYPE"), *weights = "plain";
 	double sec = 0.5;
 	int rounds = 3;
 	char list[64], *save = NULL;
@@ -175,9 +192,18 @@ int main(int argc, char **argv)
 			sec = atof(argv[++i]);
 		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+			weights = argv[++i];
+			packed_dt = !strcmp(weights, "plain") ? -1 : !strcmp(weights, "f32") ? NPT_F32 :
+				    !strcmp(weights, "bf16") ? NPT_BF16 :
+				    !strcmp(weights, "int8") ? NPT_I8 : -2;
+			if (packed_dt == -2) {
+				fprintf(stderr, "npt-gemm-bench: --weights plain, f32, bf16 or int8\n");
+				return 2;
+			}
 		} else {
 			fprintf(stderr, "usage: npt-gemm-bench [--threads 1,2] [--seconds S] "
-				"[--rounds R]\n");
+				"[--rounds R] [--weights plain|f32|bf16|int8]\n");
 			return 2;
 		}
 	}
@@ -195,8 +221,8 @@ int main(int argc, char **argv)
 	gemm(128, 768, 768, 0.01);      /* first use picks the backend */
 	printf("# GEMM backend: %s; peak loop: %s FMA; OPENBLAS_CORETYPE=%s\n",
 	       npt_gemm_backend(), has512 ? "512-bit" : "256-bit", ct ? ct : "(unset)");
-	printf("# each figure: best of %d rounds of %.2f s; y = x @ W^T + b (npt_linear)\n",
-	       rounds, sec);
+	printf("# each figure: best of %d rounds of %.2f s; y = x @ W^T + b (npt_linear), weights "
+	       "%s%s\n", rounds, sec, weights, packed_dt >= 0 ? " (packed once)" : "");
 	printf("%-7s %5s %5s %5s %10s %10s %7s\n", "threads", "M", "N", "K", "GFLOP/s",
 	       "peak", "%peak");
 	snprintf(list, sizeof(list), "%s", threads_arg);
