@@ -26,6 +26,9 @@ WARNFLAGS := -Wall -Wextra -Wshadow -Wno-unused-parameter
 BASE_CFLAGS := -std=gnu11 -fPIC -D_GNU_SOURCE $(WARNFLAGS) -I$(CURDIR)/include/uapi -I$(CURDIR)/include \
 	-ffile-prefix-map=$(CURDIR)=.
 LIBDIR := $(BUILD)/lib
+# A build/lib library that needs another finds it beside itself (make install
+# drops it: installed libraries carry no RUNPATH, tools/install.sh).
+LIB_RUNPATH := -Wl,-rpath,'$$ORIGIN'
 BINDIR := $(BUILD)/bin
 
 # Kernel tree to build the module against: the running kernel's when it has

@@ -45,7 +45,7 @@ $(CCL_OBJDIR)/reduce_kernels.o $(CCL_OBJDIR)/copy_kernels.o: CCL_CFLAGS += -O3
 $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(CCL_OBJS) -Wl,--version-script=$(CCL_DIR)/src/libnpccl.map \
-		-Wl,-soname,libnpccl.so.1 $(CCL_LIBS)
+		-Wl,-soname,libnpccl.so.1 $(CCL_LIBS) $(LIB_RUNPATH)
 	ln -sf libnpccl.so $@.1
 
 $(CCL_ALIB): $(CCL_OBJS)

@@ -34,7 +34,7 @@ rm -rf "$work"
 mkdir -p "$work" "$log"
 shmdir=$(mktemp -d /dev/shm/npushm-install-test.XXXXXX)
 trap 'rm -rf "$shmdir"' EXIT
-echo "1..25"
+echo "1..27"
 
 . "$root/tools/tap-result.sh"
 
@@ -77,6 +77,23 @@ result $? "no installed program or library has a RUNPATH or RPATH" "$log/runpath
 { grep -rlF "$root" "$D"; grep -rlF "$BUILD" "$D"; } > "$log/buildpath.log" 2>&1
 [ ! -s "$log/buildpath.log" ]
 result $? "no installed file contains the source or build directory" "$log/buildpath.log"
+
+# --------------------------- the build tree's libraries find each other
+# A program linked against build/lib with nothing but -L and a (RUNPATH)
+# -rpath to it starts: each library there that needs another (libnpccl and
+# libnpbert need libnpushm.so.1) carries its own $ORIGIN RUNPATH, since the
+# program's RUNPATH is not used for its libraries' dependencies.
+for l in npccl npbert; do
+	{
+		env -u LD_LIBRARY_PATH cc -std=gnu11 -Wall -Werror -I"$root/libnpushm/include" \
+			-I"$root/ccl/include" -I"$root/apps/bert/include" -o "$work/build_$l" \
+			"$root/tests/install/use_$l.c" -L"$BUILD/lib" -l$l -Wl,--enable-new-dtags,-rpath,"$BUILD/lib" &&
+		readelf -d "$BUILD/lib/lib$l.so" | grep -F 'RUNPATH' | grep -F '[$ORIGIN]' &&
+		(cd /tmp && env -u LD_LIBRARY_PATH NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shmdir" "$work/build_$l")
+	} > "$log/build_$l.log" 2>&1
+	result $? "a program linked against build/lib with only -L and -rpath starts (lib$l.so finds its siblings by its \$ORIGIN RUNPATH)" \
+		"$log/build_$l.log"
+done
 
 # ------------------------------------- C programs built from the installed tree
 export PKG_CONFIG_PATH="$D$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"

@@ -20,7 +20,7 @@ int main(void)
 			npbert_last_error());
 		return 1;
 	}
-	for (int s = NPBERT_OK; s <= NPBERT_ERR_UNSUPPORTED; s++) {
+	for (int s = NPBERT_OK; s <= NPBERT_ERR_WEIGHTS; s++) {
 		const char *t = npbert_strerror((npbert_status_t)s);
 
 		if (!t || !*t) {

@@ -17,14 +17,17 @@
  * with its slices of the weights, joined by npccl AllReduce. See --help.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,6 +45,7 @@
 struct args {
 	const char *model, *ids, *types, *mask, *text, *out, *stream_s, *dtype;
 	int heads, tp, threads, repeat, info, profile, memory, keep, hold, json, pad_id;
+	int eps_given, no_weight_check;
 	double eps;
 	stream_spec_t stream;
 };
@@ -80,7 +84,10 @@ static void usage(FILE *f)
 		"  --threads N         threads per process (default: $NPT_NUM_THREADS or all CPUs)\n"
 		"  --heads N           attention heads (default: the file's __metadata__, else\n"
 		"                      hidden/64)\n"
-		"  --eps X             LayerNorm epsilon (default: __metadata__, else 1e-12)\n"
+		"  --eps X             LayerNorm epsilon, a number >= 0 (default: __metadata__,\n"
+		"                      else 1e-12)\n"
+		"  --no-weight-check   do not scan the weights for NaN and infinities at start\n"
+		"                      (the scan reads every weight once)\n"
 		"  --repeat N          run the batch N times and report the latency\n"
 		"  --info              print the model's configuration and exit\n"
 		"  --profile           print where the time went\n"
@@ -147,7 +154,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_TYPES, O_MASK, O_TEXT, O_OUT, O_STREAM, O_HEADS, O_TP, O_THREADS,
 	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD, O_VERSION,
-	       O_DTYPE };
+	       O_DTYPE, O_NO_WEIGHT_CHECK };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS }, { "types", required_argument, NULL, O_TYPES },
 		{ "mask", required_argument, NULL, O_MASK }, { "text", required_argument, NULL, O_TEXT },
@@ -161,6 +168,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "pad-id", required_argument, NULL, O_PAD }, { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "no-weight-check", no_argument, NULL, O_NO_WEIGHT_CHECK },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -193,14 +201,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 			errno = 0;
 			a->eps = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(a->eps > 0) || !isfinite(a->eps)) {
-				fprintf(stderr, "%s: --eps wants a positive number, got '%s'\n", prog,
-					optarg);
+			if (errno || end == optarg || *end || !(a->eps >= 0) || !isfinite(a->eps)) {
+				fprintf(stderr, "%s: --eps wants a finite number >= 0 (e.g. 1e-12), "
+					"got '%s'\n", prog, optarg);
 				return -1;
 			}
+			a->eps_given = 1;
 			break;
 		}
 		case O_INFO: a->info = 1; break;
+		case O_NO_WEIGHT_CHECK: a->no_weight_check = 1; break;
 		case O_PROFILE: a->profile = 1; break;
 		case O_MEMORY: a->memory = 1; break;
 		case O_KEEP: a->keep = 1; break;
@@ -303,8 +313,9 @@ static int read_text_input(const struct args *a, struct input *in)
 			long long v = strtoll(p, &end, 10);
 
 			if (end == p || errno) {
-				die("%s line %d: '%.20s' is not a token id (one sequence of integer "
-				    "ids per line)", a->text, lineno, p);
+				die("%s line %d: '%.*s' is not a token id (one sequence of integer "
+				    "ids per line)", a->text, lineno,
+				    (int)(strcspn(p, " \t,\r\n") < 20 ? strcspn(p, " \t,\r\n") : 20), p);
 				free(ids);
 				goto out;
 			}
@@ -323,8 +334,9 @@ static int read_text_input(const struct args *a, struct input *in)
 			p = end;
 		}
 		if (!n) {
-			free(ids);
-			continue;	/* blank line */
+			die("%s line %d is blank: each line is one sequence of token ids and an "
+			    "empty sequence is invalid; remove the line", a->text, lineno);
+			goto out;
 		}
 		int64_t **s2 = realloc(seqs, (nseq + 1) * sizeof(*seqs));
 		size_t *l2 = realloc(lens, (nseq + 1) * sizeof(*lens));
@@ -705,7 +717,9 @@ static void print_info(const npbert_config_t *c, const npbert_memory_t *m, const
 static int rank_main(const struct args *a, const char *name, const struct input *in, int rank,
 		     int nranks, const npccl_unique_id_t *id)
 {
-	npbert_opts_t o = { .heads = a->heads, .layer_norm_eps = a->eps };
+	npbert_opts_t o = { .heads = a->heads, .layer_norm_eps = a->eps,
+			    .flags = (a->eps_given ? NPBERT_EPS_GIVEN : 0) |
+				     (a->no_weight_check ? NPBERT_NO_WEIGHT_CHECK : 0) };
 	npushm_model_t *m = NULL;
 	npccl_comm_t comm = NULL;
 	npbert_t *bert = NULL;
@@ -734,7 +748,8 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 		 * communicator) while another is still joining. Any other failure
 		 * is this rank's own: it says it and aborts.
 		 */
-		int same_everywhere = st == NPBERT_ERR_LAYOUT || st == NPBERT_ERR_SPLIT;
+		int same_everywhere = st == NPBERT_ERR_LAYOUT || st == NPBERT_ERR_SPLIT ||
+				      st == NPBERT_ERR_WEIGHTS || st == NPBERT_ERR_INVALID;
 
 		if (rank == 0)
 			die("%s", npbert_last_error());
@@ -794,10 +809,15 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	char hex[33];
 
 	*loaded_here = 0;
+	if (stat(a->model, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return die("%s is a directory: pass a .safetensors file or the name of a model "
+			   "loaded with `npushm load`", a->model);
 	if (stat(a->model, &sb) || !S_ISREG(sb.st_mode)) {
 		if (strchr(a->model, '/') || strstr(a->model, ".safetensors")) {
-			if (errno == ENOENT || !S_ISREG(sb.st_mode))
-				return die("%s: no such file (and a model name has no '/')", a->model);
+			if (stat(a->model, &sb))
+				return die("%s: %s (and a model name has no '/')", a->model,
+					   strerror(errno));
+			return die("%s is not a regular file: pass a .safetensors file", a->model);
 		}
 		if (a->dtype)
 			return die("--dtype applies to a .safetensors MODEL; a loaded model carries "
@@ -838,6 +858,80 @@ static void unload(const char *name)
 	}
 }
 
+/*
+ * SIGINT, SIGTERM and SIGHUP: the handler (whichever thread runs it, the
+ * libraries' threads included) only writes the signal to a pipe; one thread
+ * reads it, ends the ranks, removes the model this run loaded (after the
+ * load finished: a load in progress holds the lock, so its name and hash
+ * alias are removed once published, never left), then dies of the signal.
+ */
+static const int guard_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static struct {
+	pthread_mutex_t lock;
+	int pipe[2];
+	char name[NPUSHM_NAME_MAX + 1];	/* the model to remove, "" if none */
+	pid_t ranks[64];
+	int nranks;
+} guard = { .lock = PTHREAD_MUTEX_INITIALIZER, .pipe = { -1, -1 } };
+
+static void guard_handler(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(guard.pipe[1], &c, 1) < 0)
+		_exit(128 + sig);
+	errno = saved;
+}
+
+static void *guard_main(void *arg)
+{
+	unsigned char c;
+	int sig;
+
+	(void)arg;
+	while (read(guard.pipe[0], &c, 1) < 0)
+		if (errno != EINTR)
+			return NULL;
+	sig = c;
+	pthread_mutex_lock(&guard.lock);
+	for (int r = 0; r < guard.nranks; r++)
+		kill(guard.ranks[r], SIGTERM);
+	if (guard.name[0])
+		unload(guard.name);
+	signal(sig, SIG_DFL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static void guard_start(void)
+{
+	struct sigaction sa = { .sa_handler = guard_handler, .sa_flags = SA_RESTART };
+	pthread_t t;
+
+	if (pipe2(guard.pipe, O_CLOEXEC))
+		return;
+	if (pthread_create(&t, NULL, guard_main, NULL)) {
+		close(guard.pipe[0]);
+		close(guard.pipe[1]);
+		return;
+	}
+	pthread_detach(t);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(guard_signals) / sizeof(guard_signals[0]); i++)
+		sigaction(guard_signals[i], &sa, NULL);
+}
+
+/* a rank: signals as by default, and it dies with the parent however that ends */
+static void rank_start(pid_t parent)
+{
+	for (size_t i = 0; i < sizeof(guard_signals) / sizeof(guard_signals[0]); i++)
+		signal(guard_signals[i], SIG_DFL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -849,13 +943,19 @@ int main(int argc, char **argv)
 		return 2;
 	if (a.ids ? read_npy_inputs(&a, &in) : a.text ? read_text_input(&a, &in) : 0)
 		return 1;
-	if (resolve_model(&a, name, sizeof(name), &loaded))
+	guard_start();
+	pthread_mutex_lock(&guard.lock);
+	rc = resolve_model(&a, name, sizeof(name), &loaded);
+	if (loaded)
+		snprintf(guard.name, sizeof(guard.name), "%s", name);
+	pthread_mutex_unlock(&guard.lock);
+	if (rc)
 		return 1;
 	if (a.tp == 1) {
 		rc = rank_main(&a, name, &in, 0, 1, NULL);
 	} else {
 		npccl_unique_id_t id;
-		pid_t pids[64];
+		pid_t pids[64], parent = getpid();
 		int failed = 0;
 
 		fflush(NULL);
@@ -863,6 +963,7 @@ int main(int argc, char **argv)
 			rc = die("cannot start the rendezvous of the %d ranks", a.tp);
 			goto out;
 		}
+		pthread_mutex_lock(&guard.lock);
 		for (int r = 0; r < a.tp; r++) {
 			pids[r] = fork();
 			if (pids[r] < 0) {
@@ -873,9 +974,13 @@ int main(int argc, char **argv)
 				failed = 1;
 				break;
 			}
-			if (pids[r] == 0)
+			if (pids[r] == 0) {
+				rank_start(parent);
 				_exit(rank_main(&a, name, &in, r, a.tp, &id));
+			}
+			guard.ranks[guard.nranks++] = pids[r];
 		}
+		pthread_mutex_unlock(&guard.lock);
 		for (int r = 0; r < a.tp; r++) {
 			int st;
 
@@ -887,11 +992,17 @@ int main(int argc, char **argv)
 				failed = 1;
 			}
 		}
+		pthread_mutex_lock(&guard.lock);
+		guard.nranks = 0;
+		pthread_mutex_unlock(&guard.lock);
 		rc = failed;
 	}
 out:
-	if (loaded)
-		unload(name);
+	pthread_mutex_lock(&guard.lock);
+	if (guard.name[0])
+		unload(guard.name);
+	guard.name[0] = 0;
+	pthread_mutex_unlock(&guard.lock);
 	free(in.ids);
 	free(in.types);
 	free(in.mask);

@@ -108,6 +108,8 @@ typedef enum npbert_status {
 	NPBERT_ERR_COMM,	/* a collective failed (a rank died, timed out, disagreed) */
 	NPBERT_ERR_TENSOR,	/* the tensor library refused an operation (a bug: report it) */
 	NPBERT_ERR_UNSUPPORTED,	/* e.g. a pooled output from a model without a pooler */
+	NPBERT_ERR_WEIGHTS,	/* a weight the engine reads is NaN or infinite: the message
+				   names the tensor and the element */
 } npbert_status_t;
 
 /* A short constant description of @status. */
@@ -117,11 +119,20 @@ NPBERT_API const char *npbert_last_error(void);
 
 typedef struct npbert npbert_t;
 
+/* npbert_opts_t.flags */
+enum {
+	/* layer_norm_eps is the epsilon even when it is 0 (else 0 means "from the model") */
+	NPBERT_EPS_GIVEN = 1u << 0,
+	/* skip the scan of the weights for NaN and infinities (see npbert_create()) */
+	NPBERT_NO_WEIGHT_CHECK = 1u << 1,
+};
+
 typedef struct npbert_opts {
 	int heads;		/* attention heads; 0: __metadata__, else hidden / 64 */
-	double layer_norm_eps;	/* 0: __metadata__ "layer_norm_eps", else 1e-12 */
+	double layer_norm_eps;	/* 0 (without NPBERT_EPS_GIVEN): __metadata__
+				   "layer_norm_eps", else 1e-12; must be finite, >= 0 */
 	npccl_comm_t comm;	/* NULL: one process; else tensor parallel over its ranks */
-	uint32_t flags;		/* zero */
+	uint32_t flags;		/* NPBERT_EPS_GIVEN, NPBERT_NO_WEIGHT_CHECK; other bits zero */
 	uint32_t reserved[7];	/* zero */
 } npbert_opts_t;
 
@@ -143,8 +154,13 @@ typedef struct npbert_config {
 /*
  * Make an engine for an attached model: validate every tensor's name, dtype
  * (F32) and shape against the BERT layout (LAYOUT naming the first tensor
- * that is missing or wrong), derive the sizes, and build views of the
- * weights (no copy). @opts may be NULL. Collective when opts->comm is set
+ * that is missing or wrong, with the expected shape in numbers), derive the
+ * sizes, and build views of the weights (no copy). Then every weight the
+ * engine reads is scanned for NaN and infinities (WEIGHTS naming the tensor
+ * and the element): one pass over the weights, which also pages them in
+ * (docs/bert.md says what it costs); NPBERT_NO_WEIGHT_CHECK skips it. An
+ * eps in __metadata__ that is not a finite number >= 0 is INVALID, quoting
+ * it. @opts may be NULL. Collective when opts->comm is set
  * (SPLIT when heads or FFN width do not divide by the number of ranks).
  * @out [out]: free with npbert_destroy().
  */

@@ -24,9 +24,9 @@ static npbert_status_t check_opts(const npbert_opts_t *o)
 {
 	if (!o)
 		return NPBERT_OK;
-	if (o->flags)
-		return npb_fail(NPBERT_ERR_INVALID, "npbert_opts_t.flags must be 0 (got 0x%x)",
-				o->flags);
+	if (o->flags & ~(uint32_t)(NPBERT_EPS_GIVEN | NPBERT_NO_WEIGHT_CHECK))
+		return npb_fail(NPBERT_ERR_INVALID, "npbert_opts_t.flags 0x%x has unknown bits (known: "
+				"NPBERT_EPS_GIVEN, NPBERT_NO_WEIGHT_CHECK)", o->flags);
 	for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
 		if (o->reserved[i])
 			return npb_fail(NPBERT_ERR_INVALID, "npbert_opts_t.reserved[%zu] must be 0",
@@ -90,7 +90,9 @@ NPBERT_API npbert_status_t npbert_create(npushm_model_t *model, const npbert_opt
 	e->cfg.tp_rank = e->rank;
 	e->cfg.tp_size = e->nranks;
 	e->layout.cfg = e->cfg;
-	if ((st = split(e)) || (st = npb_weights_make(model, &e->layout, &e->w)))
+	if ((st = split(e)) ||
+	    (st = npb_weights_make(model, &e->layout,
+				   !(opts && (opts->flags & NPBERT_NO_WEIGHT_CHECK)), &e->w)))
 		goto fail;
 	e->scale = 1.0 / sqrt((double)e->cfg.head_dim);
 	e->mem.weight_bytes = e->w.bytes;

@@ -35,6 +35,12 @@ typedef struct {
 NPB_HIDDEN npbert_status_t npb_layout_read(npushm_model_t *m, const npbert_opts_t *o,
 					   npb_layout_t *out);
 
+/* ---- finite.c: every weight the engine reads is a finite number (WEIGHTS naming it) ---- */
+NPB_HIDDEN npbert_status_t npb_check_finite(const npushm_tensor_t *t);
+/* @t read from its packed layout @tag (@data, @nbytes) */
+NPB_HIDDEN npbert_status_t npb_check_finite_packed(const npushm_tensor_t *t, const char *tag,
+						   const void *data, uint64_t nbytes);
+
 /* ---- weights.c: zero-copy nptensor views of the weights (this rank's slices) ---- */
 typedef struct {
 	npt_tensor_t *q_w, *q_b, *k_w, *k_b, *v_w, *v_b;	/* [Hl, H], [Hl] */
@@ -54,7 +60,8 @@ typedef struct {
 	char packed_why[640];	/* why the first one was not used, "" if all were */
 } npb_weights_t;
 
-NPB_HIDDEN npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l,
+/* @check: also refuse non-finite weights (finite.c) */
+NPB_HIDDEN npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, bool check,
 					    npb_weights_t *w);
 NPB_HIDDEN void npb_weights_free(npb_weights_t *w, int layers);
 

@@ -36,21 +36,38 @@ static const char *shape_str(char *buf, size_t len, uint32_t nd, const int64_t *
 	return buf;
 }
 
+/* the name of axis @i in @what ("vocabulary x hidden" -> "vocabulary", "hidden") */
+static void axis_name(const char *what, uint32_t i, char *buf, size_t len)
+{
+	const char *s = what, *x;
+
+	while (i-- && (x = strstr(s, " x ")))
+		s = x + 3;
+	x = strstr(s, " x ");
+	snprintf(buf, len, "%.*s", (int)(x ? (size_t)(x - s) : strcspn(s, ",(")), s);
+}
+
 /*
  * Find prefix+name, F32, ndim dims matching d0/d1 (ANY: anything >= 1).
- * `what` names the dims for the message ("hidden x hidden").
+ * `what` names the dims for the message ("vocabulary x hidden"); an ANY
+ * dim is shown as N (M for the second) with the known ones in numbers.
  */
 static npbert_status_t need(npushm_model_t *m, const char *prefix, const char *name, uint32_t ndim,
 			    int64_t d0, int64_t d1, const char *what, npushm_tensor_t *t)
 {
-	char full[256], got[96], want[96];
+	char full[256], got[96], want[128], axis[64];
 	int64_t w[2] = { d0, d1 };
+	size_t o = 0;
 
 	snprintf(full, sizeof(full), "%s%s", prefix, name);
-	if (d0 == ANY)
-		snprintf(want, sizeof(want), ndim == 1 ? "[N]" : "[N, M]");
-	else
-		shape_str(want, sizeof(want), ndim, w);
+	o += (size_t)snprintf(want, sizeof(want), "[");
+	for (uint32_t i = 0; i < ndim; i++)
+		o += w[i] == ANY ? (size_t)snprintf(want + o, sizeof(want) - o, "%s%s", i ? ", " : "",
+						    i ? "M" : "N")
+				 : (size_t)snprintf(want + o, sizeof(want) - o, "%s%lld", i ? ", " : "",
+						    (long long)w[i]);
+	snprintf(want + o, sizeof(want) - o, "]%s", d0 != ANY ? "" :
+		 ndim > 1 && d1 == ANY ? " with N, M >= 1" : " with N >= 1");
 	if (npushm_model_tensor_find(m, full, t) != NPUSHM_OK)
 		return npb_fail(NPBERT_ERR_LAYOUT, "not a BERT layout: the model has no tensor '%s' "
 				"(expected shape %s: %s)", full, want, what);
@@ -58,15 +75,55 @@ static npbert_status_t need(npushm_model_t *m, const char *prefix, const char *n
 		return npb_fail(NPBERT_ERR_LAYOUT, "tensor '%s' is %s; this engine computes in F32: "
 				"convert the checkpoint to float32", full,
 				npushm_dtype_name(t->dtype));
-	int bad = t->ndim != ndim;
-
-	for (uint32_t i = 0; i < ndim && !bad; i++)
-		bad = t->shape[i] < 1 || t->shape[i] > INT_MAX || (w[i] != ANY && t->shape[i] != w[i]);
-	if (bad)
+	shape_str(got, sizeof(got), t->ndim, t->shape);
+	if (t->ndim != ndim)
 		return npb_fail(NPBERT_ERR_LAYOUT, "not a BERT layout: tensor '%s' has shape %s, "
-				"expected %s (%s)", full, shape_str(got, sizeof(got), t->ndim, t->shape),
-				want, what);
+				"expected %s (%s)", full, got, want, what);
+	for (uint32_t i = 0; i < ndim; i++) {
+		if (t->shape[i] >= 1)
+			continue;
+		axis_name(what, i, axis, sizeof(axis));
+		return npb_fail(NPBERT_ERR_LAYOUT, "not a BERT layout: tensor '%s' has shape %s: "
+				"its %s size is 0; a BERT model needs at least 1 (expected %s: "
+				"%s)", full, got, axis, want, what);
+	}
+	for (uint32_t i = 0; i < ndim; i++)
+		if (t->shape[i] > INT_MAX || (w[i] != ANY && t->shape[i] != w[i]))
+			return npb_fail(NPBERT_ERR_LAYOUT, "not a BERT layout: tensor '%s' has shape "
+					"%s, expected %s (%s)", full, got, want, what);
 	return NPBERT_OK;
+}
+
+/* axis @axis of tensor prefix+name if it exists with @ndim dims, else 0 */
+static int64_t dim_of(npushm_model_t *m, const char *prefix, const char *name, uint32_t ndim,
+		      uint32_t axis)
+{
+	char full[256];
+	npushm_tensor_t t;
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	if (npushm_model_tensor_find(m, full, &t) != NPUSHM_OK || t.ndim != ndim)
+		return 0;
+	return t.shape[axis];
+}
+
+/* the value most of @v agree on (the first of the most frequent); 0s do not vote */
+static int64_t majority(const int64_t *v, int n)
+{
+	int64_t best = v[0];
+	int best_n = 0;
+
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+
+		for (int j = 0; j < n; j++)
+			k += v[i] && v[j] == v[i];
+		if (k > best_n) {
+			best_n = k;
+			best = v[i];
+		}
+	}
+	return best;
 }
 
 static int has(npushm_model_t *m, const char *prefix, const char *name)
@@ -202,11 +259,24 @@ static npbert_status_t heads_and_eps(npushm_model_t *m, const npbert_opts_t *o, 
 	c->layer_norm_eps = o ? o->layer_norm_eps : 0;
 	if (!(c->layer_norm_eps >= 0) || !isfinite(c->layer_norm_eps)) {
 		json_object_put(meta);
-		return npb_fail(NPBERT_ERR_INVALID, "layer_norm_eps must be a finite number >= 0");
+		return npb_fail(NPBERT_ERR_INVALID, "npbert_opts_t.layer_norm_eps is %g: the "
+				"LayerNorm epsilon must be a finite number >= 0",
+				c->layer_norm_eps);
 	}
-	if (c->layer_norm_eps == 0) {
+	if (c->layer_norm_eps == 0 && !(o && (o->flags & NPBERT_EPS_GIVEN))) {
+		json_object *raw = NULL;
+
 		r = meta_number(meta, "layer_norm_eps", &v);
-		c->layer_norm_eps = (r > 0 && v >= 0 && isfinite(v)) ? v : 1e-12;
+		if (r < 0 || (r > 0 && (!(v >= 0) || !isfinite(v)))) {
+			json_object_object_get_ex(meta, "layer_norm_eps", &raw);
+			npb_fail(NPBERT_ERR_INVALID, "the model's __metadata__ has layer_norm_eps %s, "
+				 "which is not a finite number >= 0; fix the file's metadata or "
+				 "give the epsilon (--eps, npbert_opts_t.layer_norm_eps)",
+				 json_object_to_json_string_ext(raw, JSON_C_TO_STRING_PLAIN));
+			json_object_put(meta);
+			return NPBERT_ERR_INVALID;
+		}
+		c->layer_norm_eps = r > 0 ? v : 1e-12;
 	}
 	json_object_put(meta);
 	return NPBERT_OK;
@@ -231,7 +301,17 @@ npbert_status_t npb_layout_read(npushm_model_t *m, const npbert_opts_t *o, npb_l
 				"'bert.embeddings.word_embeddings.weight'); the engine expects "
 				"Hugging Face BertModel tensor names");
 	snprintf(l->prefix, sizeof(l->prefix), "%s", p);
-	if ((st = need(m, p, "embeddings.word_embeddings.weight", 2, ANY, ANY,
+	/* the hidden size most embedding tensors agree on, so the odd one is named */
+	int64_t widths[] = {
+		dim_of(m, p, "embeddings.word_embeddings.weight", 2, 1),
+		dim_of(m, p, "embeddings.position_embeddings.weight", 2, 1),
+		dim_of(m, p, "embeddings.token_type_embeddings.weight", 2, 1),
+		dim_of(m, p, "embeddings.LayerNorm.weight", 1, 0),
+		dim_of(m, p, "embeddings.LayerNorm.bias", 1, 0),
+	};
+
+	H = majority(widths, sizeof(widths) / sizeof(widths[0]));
+	if ((st = need(m, p, "embeddings.word_embeddings.weight", 2, ANY, H < 1 ? ANY : H,
 		       "vocabulary x hidden", &l->word)))
 		return st;
 	H = l->word.shape[1];
@@ -255,7 +335,15 @@ npbert_status_t npb_layout_read(npushm_model_t *m, const npbert_opts_t *o, npb_l
 		return npb_fail(NPBERT_ERR_LAYOUT, "not a BERT layout: the model has no tensor "
 				"'%sencoder.layer.0.attention.self.query.weight' (no encoder layer)",
 				p);
-	if ((st = need(m, p, "encoder.layer.0.intermediate.dense.weight", 2, ANY, H,
+	/* the FFN width most of layer 0's FFN tensors agree on, so the odd one is named */
+	int64_t ffn[] = {
+		dim_of(m, p, "encoder.layer.0.intermediate.dense.weight", 2, 0),
+		dim_of(m, p, "encoder.layer.0.intermediate.dense.bias", 1, 0),
+		dim_of(m, p, "encoder.layer.0.output.dense.weight", 2, 1),
+	};
+
+	F = majority(ffn, sizeof(ffn) / sizeof(ffn[0]));
+	if ((st = need(m, p, "encoder.layer.0.intermediate.dense.weight", 2, F < 1 ? ANY : F, H,
 		       "intermediate size x hidden", &first_ffn)))
 		return st;
 	F = first_ffn.shape[0];

@@ -22,6 +22,7 @@ NPBERT_API const char *npbert_strerror(npbert_status_t st)
 	case NPBERT_ERR_COMM: return "a collective failed";
 	case NPBERT_ERR_TENSOR: return "the tensor library refused an operation";
 	case NPBERT_ERR_UNSUPPORTED: return "not supported by this model";
+	case NPBERT_ERR_WEIGHTS: return "a weight of the model is not a finite number";
 	}
 	return "unknown status";
 }

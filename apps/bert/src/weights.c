@@ -17,6 +17,9 @@
  * it in place (npt_tensor_set_packed); a layout this CPU or library did not
  * make is refused by libnptensor and the plain weight is used, the first
  * refusal kept for npbert_packed_weights().
+ *
+ * With the check on, every tensor is scanned for NaN and infinities
+ * (finite.c) in the form it is read: a weight read packed in its layout.
  */
 #include <dlpack/dlpack.h>
 #include <stdio.h>
@@ -42,21 +45,26 @@ static npbert_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_t
 	return NPBERT_OK;
 }
 
-/* read linear weight @t from its packed layout in @m, if it has one this process can use */
-static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
-		       npb_weights_t *w)
+/*
+ * Read linear weight @t from its packed layout in @m, if it has one this
+ * process can use; with @check, refuse it if the bytes read (packed or
+ * plain) hold a NaN or an infinity.
+ */
+static npbert_status_t use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
+				  bool check, npb_weights_t *w)
 {
 	npushm_layout_t l;
 
 	if (npushm_model_layout_find(m, src->name, &l))
-		return;
+		return check ? npb_check_finite(src) : NPBERT_OK;
 	w->packed_total++;
 	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
 		w->packed_used++;
-		return;
+		return check ? npb_check_finite_packed(src, l.tag, l.data, l.nbytes) : NPBERT_OK;
 	}
 	if (!w->packed_why[0])
 		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
+	return check ? npb_check_finite(src) : NPBERT_OK;
 }
 
 /* replace *t by its slice [start, stop) along axis */
@@ -78,7 +86,7 @@ static uint64_t bytes(const npt_tensor_t *t)
 }
 
 static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r, int n, int64_t Hl,
-			     int64_t Fl, npb_layer_t *w, npb_weights_t *all)
+			     int64_t Fl, bool check, npb_layer_t *w, npb_weights_t *all)
 {
 	uint64_t *total = &all->bytes;
 	npbert_status_t st;
@@ -89,17 +97,24 @@ static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r,
 				 &w->o_w, &w->o_b, &w->ln1_w, &w->ln1_b, &w->i_w, &w->i_b,
 				 &w->d_w, &w->d_b, &w->ln2_w, &w->ln2_b };
 
-	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
-		if ((st = import(m, src[i], dst[i])))
+	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++) {
+		/* the linear weights of an unsplit engine are checked by use_packed() */
+		bool linear = n == 1 && (src[i] == &s->q_w || src[i] == &s->k_w ||
+					 src[i] == &s->v_w || src[i] == &s->o_w ||
+					 src[i] == &s->i_w || src[i] == &s->d_w);
+
+		if ((st = import(m, src[i], dst[i])) ||
+		    (check && !linear && (st = npb_check_finite(src[i]))))
 			return st;
-	if (n == 1) {
-		use_packed(m, &s->q_w, w->q_w, all);
-		use_packed(m, &s->k_w, w->k_w, all);
-		use_packed(m, &s->v_w, w->v_w, all);
-		use_packed(m, &s->o_w, w->o_w, all);
-		use_packed(m, &s->i_w, w->i_w, all);
-		use_packed(m, &s->d_w, w->d_w, all);
 	}
+	if (n == 1 &&
+	    ((st = use_packed(m, &s->q_w, w->q_w, check, all)) ||
+	     (st = use_packed(m, &s->k_w, w->k_w, check, all)) ||
+	     (st = use_packed(m, &s->v_w, w->v_w, check, all)) ||
+	     (st = use_packed(m, &s->o_w, w->o_w, check, all)) ||
+	     (st = use_packed(m, &s->i_w, w->i_w, check, all)) ||
+	     (st = use_packed(m, &s->d_w, w->d_w, check, all))))
+		return st;
 	if (n > 1) {
 		int64_t a = r * Hl, b = a + Hl, f = r * Fl, g = f + Fl;
 
@@ -120,8 +135,11 @@ static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r,
 	return NPBERT_OK;
 }
 
-npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, npb_weights_t *w)
+npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, bool check,
+				 npb_weights_t *w)
 {
+	const npushm_tensor_t *plain[] = { &l->word, &l->pos, &l->type, &l->eln_w, &l->eln_b,
+					   &l->pool_b };
 	const npbert_config_t *c = &l->cfg;
 	int r = c->tp_rank, n = c->tp_size;
 	npbert_status_t st;
@@ -137,14 +155,19 @@ npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, npb_w
 	if (c->has_pooler &&
 	    ((st = import(m, &l->pool_w, &w->pool_w)) || (st = import(m, &l->pool_b, &w->pool_b))))
 		return st;
+	for (size_t i = 0; check && i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (plain[i]->name && (st = npb_check_finite(plain[i])))
+			return st;
 	w->bytes = bytes(w->word) + bytes(w->pos) + bytes(w->type) + bytes(w->eln_w) +
 		   bytes(w->eln_b) + bytes(w->pool_w) + bytes(w->pool_b);
 	for (int i = 0; i < c->layers; i++)
-		if ((st = layer(m, &l->layers[i], r, n, c->hidden / n, c->ffn / n, &w->layers[i],
-				w)))
+		if ((st = layer(m, &l->layers[i], r, n, c->hidden / n, c->ffn / n, check,
+				&w->layers[i], w)))
 			return st;
 	if (c->has_pooler && n == 1)
-		use_packed(m, &l->pool_w, w->pool_w, w);
+		return use_packed(m, &l->pool_w, w->pool_w, check, w);
+	if (c->has_pooler && check)
+		return npb_check_finite(&l->pool_w);
 	return NPBERT_OK;
 }
 

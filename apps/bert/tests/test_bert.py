@@ -221,7 +221,7 @@ def test_tensor_parallel_equals_one_rank(tools, workdir, models):
 def test_text_input_pads_and_masks(tools, workdir, models):
     path = os.path.join(workdir, "seqs.txt")
     with open(path, "w") as f:
-        f.write("5 17 42 3\n\n9 8\n")
+        f.write("5 17 42 3\n9 8\n")
     r = subprocess.run([tools.bert, "--text", path, "--out", os.path.join(workdir, "text"), models["tiny"]],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -327,7 +327,7 @@ def test_refuses_bad_batch_with_tensor_parallelism(tools, workdir, models):
 
 def test_refuses_empty_text(tools, workdir, models):
     path = os.path.join(workdir, "empty.txt")
-    open(path, "w").write("\n\n")
+    open(path, "w").write("")
     r = subprocess.run([tools.bert, "--text", path, models["tiny"]], capture_output=True, text=True)
     expect_refusal(r, "holds no sequence: empty batch")
 
@@ -452,3 +452,224 @@ def test_version_and_help(tools):
     assert r.returncode == 0 and r.stderr == ""
     assert r.stdout.startswith("usage: npushm-bert ") and "Exit status:" in r.stdout
     assert "/dev/npushm exists" not in r.stdout and "/run/npushm" in r.stdout
+
+
+# ------------------------------------------------------------------ hostile inputs (issue 25)
+
+def _poison(name, index, value):
+    """An edit that stores @value at flat element @index of tensor @name."""
+    def edit(h, data):
+        a, b = h[name]["data_offsets"]
+        arr = np.frombuffer(data[a:b], np.float32).copy()
+        arr[index] = value
+        h[name]["_bytes"] = arr.tobytes()
+    return edit
+
+
+def variant_data(models, workdir, name, edit, model="tiny"):
+    header, data = read_header(models[model])
+    edit(header, data)
+    path = os.path.join(workdir, "bad-%s.safetensors" % name)
+    write_variant(path, header, data)
+    return path
+
+
+NONFINITE = {
+    "nan-ffn": (_poison("encoder.layer.1.intermediate.dense.weight", 3 * 64 + 5, np.nan),
+                "tensor 'encoder.layer.1.intermediate.dense.weight' holds NaN at [3, 5]"),
+    "inf-pooler-bias": (_poison("pooler.dense.bias", 63, np.inf),
+                        "tensor 'pooler.dense.bias' holds +Inf at [63]"),
+    "neginf-words": (_poison("embeddings.word_embeddings.weight", 99 * 64, -np.inf),
+                     "tensor 'embeddings.word_embeddings.weight' holds -Inf at [99, 0]"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NONFINITE))
+def test_refuses_non_finite_weights(tools, workdir, models, kind):
+    edit, needle = NONFINITE[kind]
+    path = variant_data(models, workdir, kind, edit)
+    for tp in ("1", "2"):
+        r = subprocess.run([tools.bert, "--info", "--tp", tp, path], capture_output=True, text=True,
+                           timeout=60)
+        expect_refusal(r, needle, "--no-weight-check")
+    # weights read packed are checked in the layout read (f32, bf16) or in the plain source (int8)
+    for dtype in ("f32", "bf16", "int8"):
+        r = subprocess.run([tools.bert, "--info", "--dtype", dtype, path], capture_output=True,
+                           text=True, timeout=60)
+        expect_refusal(r, "tensor '%s' holds" % needle.split("'")[1], "--no-weight-check")
+    r = subprocess.run([tools.bert, "--info", "--no-weight-check", path], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, "--no-weight-check did not skip the scan: " + r.stderr
+
+
+def _meta_eps(value):
+    def edit(h):
+        h["__metadata__"]["layer_norm_eps"] = value
+    return edit
+
+
+@pytest.mark.parametrize("value", ["nan", "-1e-5", "tiny", "inf"])
+def test_refuses_bad_eps_in_metadata(tools, workdir, models, value):
+    path = variant(models, workdir, "eps-" + value, _meta_eps(value))
+    r = subprocess.run([tools.bert, "--info", path], capture_output=True, text=True, timeout=60)
+    expect_refusal(r, 'layer_norm_eps "%s"' % value, "--eps")
+    # an explicit epsilon overrides the metadata
+    r = subprocess.run([tools.bert, "--info", "--eps", "1e-5", path], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "LayerNorm eps 1e-05\n" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "1e-5x", "inf", ""])
+def test_refuses_bad_eps_option(tools, models, value):
+    r = subprocess.run([tools.bert, "--info", "--eps", value, models["tiny"]], capture_output=True,
+                       text=True, timeout=60)
+    expect_refusal(r, "--eps wants a finite number >= 0", "got '%s'" % value, code=2)
+
+
+def test_eps_zero_is_possible(tools, workdir, models):
+    r = subprocess.run([tools.bert, "--info", "--eps", "0", models["tiny"]], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "LayerNorm eps 0\n" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([tools.bert, "--info", models["tiny"]], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "LayerNorm eps 1e-12\n" in r.stdout, r.stdout + r.stderr
+
+
+def _cut_ffn(h):
+    h["encoder.layer.0.intermediate.dense.weight"]["shape"] = [127, 64]
+
+
+def _narrow_words(h):
+    h["embeddings.word_embeddings.weight"]["shape"] = [100, 63]
+
+
+def _no_vocab(h):
+    h["embeddings.word_embeddings.weight"]["shape"] = [0, 64]
+
+
+def _narrow_positions(h):
+    h["embeddings.position_embeddings.weight"]["shape"] = [32, 63]
+
+
+NAMES = {
+    "ffn-127-rows": (_cut_ffn, ["tensor 'encoder.layer.0.intermediate.dense.weight' has shape [127, 64], "
+                                "expected [256, 64]"]),
+    "words-63-wide": (_narrow_words, ["tensor 'embeddings.word_embeddings.weight' has shape [100, 63], "
+                                      "expected [N, 64] with N >= 1"]),
+    "positions-63-wide": (_narrow_positions, ["tensor 'embeddings.position_embeddings.weight' has shape "
+                                              "[32, 63], expected [N, 64] with N >= 1"]),
+    "vocab-0": (_no_vocab, ["tensor 'embeddings.word_embeddings.weight' has shape [0, 64]",
+                            "its vocabulary size is 0"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(NAMES))
+def test_refusal_names_the_wrong_tensor(tools, workdir, models, kind):
+    edit, needles = NAMES[kind]
+    path = variant(models, workdir, kind, edit)
+    r = subprocess.run([tools.bert, "--info", path], capture_output=True, text=True, timeout=60)
+    expect_refusal(r, *needles)
+    assert "[N, M]" not in r.stderr, r.stderr
+
+
+def test_refuses_blank_text_line(tools, workdir, models):
+    path = os.path.join(workdir, "blank.txt")
+    with open(path, "w") as f:
+        f.write("5 17 42 3\n  \n9 8\n")
+    r = subprocess.run([tools.bert, "--text", path, models["tiny"]], capture_output=True, text=True)
+    expect_refusal(r, "line 2 is blank", "empty sequence is invalid")
+
+
+def test_bad_token_message_on_one_line(tools, workdir, models):
+    path = os.path.join(workdir, "badtoken.txt")
+    with open(path, "w") as f:
+        f.write("5 17\n9 x8\n")
+    r = subprocess.run([tools.bert, "--text", path, models["tiny"]], capture_output=True, text=True)
+    expect_refusal(r, "line 2: 'x8' is not a token id")
+    assert r.stderr.count("\n") == 1, "the message is split over lines: %r" % r.stderr
+
+
+def test_directory_argument_says_directory(tools, workdir):
+    r = subprocess.run([tools.bert, "--info", workdir], capture_output=True, text=True)
+    expect_refusal(r, "%s is a directory" % workdir)
+    assert "no such file" not in r.stderr
+
+
+def _children(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def _ended(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _start_held(tools, model, tp, env=None):
+    """npushm-bert serving a long stream, once its ranks are up and warm."""
+    p = subprocess.Popen([tools.bert, "--stream", "100000,2,4,9,1", "--hold", "--tp", str(tp), model],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    line = p.stdout.readline()
+    assert line == "ready\n", "no 'ready' from npushm-bert: %r %s" % (line, p.stderr.read() if p.poll() else "")
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    return p
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_tp_ranks_end_with_their_parent(tools, models, sig):
+    import signal
+    import tempfile
+    import time
+    # a private directory: a parent killed with SIGKILL cannot remove the model it loaded
+    shm = tempfile.mkdtemp(prefix="npbert-kill.", dir="/dev/shm")
+    try:
+        _ranks_end_with_parent(tools, models, sig, dict(os.environ, NPUSHM_BACKEND="posix",
+                                                        NPUSHM_SHM_DIR=shm))
+    finally:
+        subprocess.run(["rm", "-rf", shm])
+
+
+def _ranks_end_with_parent(tools, models, sig, env):
+    import signal
+    import time
+    p = _start_held(tools, models["tiny"], 2, env)
+    ranks = _children(p.pid)
+    assert len(ranks) == 2, ranks
+    time.sleep(0.3)
+    p.send_signal(getattr(signal, sig))
+    p.wait(timeout=30)
+    deadline = time.time() + 20
+    while time.time() < deadline and not all(_ended(r) for r in ranks):
+        time.sleep(0.1)
+    alive = [r for r in ranks if not _ended(r)]
+    for r in alive:
+        os.kill(r, signal.SIGKILL)
+    assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+
+
+@pytest.mark.parametrize("sig,tp", [("SIGTERM", 1), ("SIGINT", 1), ("SIGTERM", 2)])
+def test_signal_removes_the_temporary_model(tools, workdir, models, sig, tp):
+    import signal
+    import tempfile
+    import time
+    shm = tempfile.mkdtemp(prefix="npbert-sig.", dir="/dev/shm")
+    env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+    try:
+        p = _start_held(tools, models["tiny"], tp, env)
+        assert os.listdir(shm), "the model was not loaded into %s" % shm
+        time.sleep(0.3)
+        p.send_signal(getattr(signal, sig))
+        p.wait(timeout=30)
+        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
+        left = os.listdir(shm)
+        assert not left, "left behind after %s: %s" % (sig, left)
+        # a later run loads the file afresh and leaves nothing either
+        r = subprocess.run([tools.bert, "--info", models["tiny"]], capture_output=True, text=True,
+                           env=env, timeout=60)
+        assert r.returncode == 0 and not os.listdir(shm), r.stderr
+    finally:
+        subprocess.run(["rm", "-rf", shm])
