@@ -5,7 +5,7 @@
  * in the same run as the engines: independent chains of fused multiply-adds
  * held in registers (no memory traffic), 512-bit where the CPU has AVX-512F,
  * 256-bit (AVX2 + FMA) otherwise, chosen at run time from CPUID; on 1 and on
- * THREADS threads at once. For information it also measures the reduced-
+ * THREADS threads at once (best of many short trials). For information it also measures the reduced-
  * precision dot products the CPU has: bf16 (AVX512_BF16 vdpbf16ps) and int8
  * (AVX512_VNNI or AVX-VNNI vpdpbusd). Prints one JSON object:
  *
@@ -175,7 +175,7 @@ struct job {
 	kernel_fn fn;
 	long iters;
 	pthread_barrier_t *start;
-	double sink;
+	double sink, t0, t1;
 };
 
 static void *worker(void *p)
@@ -183,17 +183,23 @@ static void *worker(void *p)
 	struct job *j = p;
 
 	pthread_barrier_wait(j->start);
+	j->t0 = now();
 	j->sink = j->fn(j->iters);
+	j->t1 = now();
 	return NULL;
 }
 
-/* Wall time of `threads` threads each running fn(iters) from one barrier. */
+/*
+ * Wall time of `threads` threads each running fn(iters) from one barrier:
+ * from the first thread's start to the last thread's end, as the threads
+ * themselves see it (the main thread may be descheduled).
+ */
 static int timed(kernel_fn fn, long iters, int threads, double *secs, double *sink)
 {
 	pthread_t tid[threads];
 	struct job jobs[threads];
 	pthread_barrier_t start;
-	double t0;
+	double t0 = 0, t1 = 0;
 	int i, n;
 
 	if (pthread_barrier_init(&start, NULL, threads + 1))
@@ -208,18 +214,21 @@ static int timed(kernel_fn fn, long iters, int threads, double *secs, double *si
 		exit(1);
 	}
 	pthread_barrier_wait(&start);
-	t0 = now();
 	for (i = 0; i < threads; i++) {
 		pthread_join(tid[i], NULL);
 		*sink += jobs[i].sink;
+		if (!i || jobs[i].t0 < t0)
+			t0 = jobs[i].t0;
+		if (!i || jobs[i].t1 > t1)
+			t1 = jobs[i].t1;
 	}
-	*secs = now() - t0;
+	*secs = t1 - t0;
 	pthread_barrier_destroy(&start);
 	return 0;
 }
 
 /*
- * Best GFLOP/s (GOP/s) of 31 trials of about 20 ms each: short trials, so
+ * Best GFLOP/s (GOP/s) of 151 trials of about 2 ms each: short trials, so
  * that on a shared machine some of them run undisturbed.
  */
 static double measure(const struct kernel *k, int threads, double *sink)
@@ -228,13 +237,13 @@ static double measure(const struct kernel *k, int threads, double *sink)
 	double best = 0, s;
 	int trial;
 
-	for (;;) {	/* calibrate on one thread: a trial of >= 20 ms */
+	for (;;) {	/* calibrate on one thread: a trial of >= 2 ms */
 		timed(k->fn, iters, 1, &s, sink);
-		if (s >= 0.02 || iters > (1L << 40))
+		if (s >= 0.002 || iters > (1L << 40))
 			break;
-		iters = s > 0.001 ? (long)(iters * 0.025 / s) : iters * 16;
+		iters = s > 0.0002 ? (long)(iters * 0.0025 / s) : iters * 16;
 	}
-	for (trial = 0; trial < 31; trial++) {
+	for (trial = 0; trial < 151; trial++) {
 		double g;
 
 		timed(k->fn, iters, threads, &s, sink);
