@@ -70,14 +70,10 @@ def med(xs):
 
 
 def smaps_full(pid):
-    """kB of Rss, Pss, Pss_Anon, Pss_File, Pss_Shmem of a process."""
-    res = {"Rss": 0, "Pss": 0, "Pss_Anon": 0, "Pss_File": 0, "Pss_Shmem": 0}
+    """Every kB figure of /proc/PID/smaps_rollup (Rss, Pss, Pss_Anon, Pss_File, Pss_Shmem, ...)."""
     with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in res:
-                res[k] = int(v.split()[0])
-    return res
+        fields = [line.split() for line in f]
+    return {x[0].rstrip(":"): int(x[1]) for x in fields if len(x) == 3 and x[2] == "kB"}
 
 
 # serving.run_row measures the row's processes with serving.smaps; the host

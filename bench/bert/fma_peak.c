@@ -24,9 +24,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Independent accumulators of the 512-bit kernels (32 zmm registers). */
-#define CHAINS 16
-
 typedef double (*kernel_fn)(long iters);
 
 /*
@@ -46,18 +43,23 @@ static double now(void)
 }
 
 /*
- * Each kernel keeps CHAINS accumulators in registers and updates each once
- * per iteration; the chains are independent, so the loop runs at the FMA
- * units' throughput rather than their latency. The result is returned so
- * that nothing is optimised away.
+ * Each kernel keeps N (16 or 12) accumulators a0..a(N-1) in registers and
+ * updates each once per iteration with op; the chains are independent, so
+ * the loop runs at the units' throughput rather than their latency. The sum
+ * is returned so that nothing is optimised away. 512-bit kernels use 16
+ * chains (32 zmm registers), 256-bit ones 12 (16 ymm: 12 + the operands).
  */
-#define STEP16(op) do { \
-	a0 = op(a0); a1 = op(a1); a2 = op(a2); a3 = op(a3); \
-	a4 = op(a4); a5 = op(a5); a6 = op(a6); a7 = op(a7); \
-	a8 = op(a8); a9 = op(a9); a10 = op(a10); a11 = op(a11); \
-	a12 = op(a12); a13 = op(a13); a14 = op(a14); a15 = op(a15); \
+#define STEP12(op) do { \
+	a0 = op(a0); a1 = op(a1); a2 = op(a2); a3 = op(a3); a4 = op(a4); a5 = op(a5); \
+	a6 = op(a6); a7 = op(a7); a8 = op(a8); a9 = op(a9); a10 = op(a10); a11 = op(a11); \
 } while (0)
-
+#define STEP16(op) do { \
+	STEP12(op); a12 = op(a12); a13 = op(a13); a14 = op(a14); a15 = op(a15); \
+} while (0)
+#define SUM12(add) add(add(add(add(a0, a1), add(a2, a3)), add(a4, a5)), \
+		       add(add(add(a6, a7), add(a8, a9)), add(a10, a11)))
+#define SUM16(add) add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))), \
+		       add(add(add(a8, a9), add(a10, a11)), add(add(a12, a13), add(a14, a15))))
 #define SEED12(T, set1, s) \
 	T a0 = set1(s[0]), a1 = set1(s[1]), a2 = set1(s[2]), a3 = set1(s[3]); \
 	T a4 = set1(s[4]), a5 = set1(s[5]), a6 = set1(s[6]), a7 = set1(s[7]); \
@@ -66,103 +68,45 @@ static double now(void)
 	SEED12(T, set1, s); \
 	T a12 = set1(s[12]), a13 = set1(s[13]), a14 = set1(s[14]), a15 = set1(s[15])
 
-__attribute__((target("avx512f")))
-static double fp32_512(long iters)
-{
-	__m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-	SEED16(__m512, _mm512_set1_ps, seed_f);
-	float out[16];
-
-#define F512(x) _mm512_fmadd_ps(x, m, c)
-	for (long i = 0; i < iters; i++)
-		STEP16(F512);
-	a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-			   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-	a8 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-			   _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15)));
-	_mm512_storeu_ps(out, _mm512_add_ps(a0, a8));
-	return out[0];
+/* A kernel `name` for target isa: N chains of vector type T (lanes of type L). */
+#define KERNEL(name, isa, N, T, L, set1, seed, operands, op, add, store) \
+__attribute__((target(isa))) static double name(long iters) \
+{ \
+	operands; \
+	SEED##N(T, set1, seed); \
+	L out[sizeof(T) / sizeof(L)]; \
+\
+	for (long i = 0; i < iters; i++) \
+		STEP##N(op); \
+	store((void *)out, SUM##N(add)); \
+	return out[0]; \
 }
 
-/* 12 chains: AVX2 has 16 ymm registers (12 accumulators + 2 operands). */
-__attribute__((target("avx2,fma")))
-static double fp32_256(long iters)
-{
-	__m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-	SEED12(__m256, _mm256_set1_ps, seed_f);
-	float out[8];
+#define FMA512(v) _mm512_fmadd_ps(v, m, c)
+KERNEL(fp32_512, "avx512f", 16, __m512, float, _mm512_set1_ps, seed_f,
+       __m512 m = _mm512_set1_ps(0.999999f); __m512 c = _mm512_set1_ps(1e-7f),
+       FMA512, _mm512_add_ps, _mm512_storeu_ps)
 
-	for (long i = 0; i < iters; i++) {
-#define F256(x) _mm256_fmadd_ps(x, m, c)
-		a0 = F256(a0); a1 = F256(a1); a2 = F256(a2); a3 = F256(a3);
-		a4 = F256(a4); a5 = F256(a5); a6 = F256(a6); a7 = F256(a7);
-		a8 = F256(a8); a9 = F256(a9); a10 = F256(a10); a11 = F256(a11);
-	}
-	a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-			   _mm256_add_ps(a4, a5));
-	a6 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a6, a7), _mm256_add_ps(a8, a9)),
-			   _mm256_add_ps(a10, a11));
-	_mm256_storeu_ps(out, _mm256_add_ps(a0, a6));
-	return out[0];
-}
+#define FMA256(v) _mm256_fmadd_ps(v, m, c)
+KERNEL(fp32_256, "avx2,fma", 12, __m256, float, _mm256_set1_ps, seed_f,
+       __m256 m = _mm256_set1_ps(0.999999f); __m256 c = _mm256_set1_ps(1e-7f),
+       FMA256, _mm256_add_ps, _mm256_storeu_ps)
 
-__attribute__((target("avx512f,avx512bf16")))
-static double bf16_512(long iters)
-{
-	__m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80);	/* bf16 1.0 */
-	__m512bh y = (__m512bh)_mm512_set1_epi16(0x3380);	/* bf16 ~6e-8 */
-	SEED16(__m512, _mm512_set1_ps, seed_f);
-	float out[16];
+/* bf16 pairs 1.0 x ~6e-8 */
+#define DPBF16(v) _mm512_dpbf16_ps(v, x, y)
+KERNEL(bf16_512, "avx512f,avx512bf16", 16, __m512, float, _mm512_set1_ps, seed_f,
+       __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80); __m512bh y = (__m512bh)_mm512_set1_epi16(0x3380),
+       DPBF16, _mm512_add_ps, _mm512_storeu_ps)
 
-#define B512(v) _mm512_dpbf16_ps(v, x, y)
-	for (long i = 0; i < iters; i++)
-		STEP16(B512);
-	a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-			   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-	a8 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-			   _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15)));
-	_mm512_storeu_ps(out, _mm512_add_ps(a0, a8));
-	return out[0];
-}
+#define DPBUSD512(v) _mm512_dpbusd_epi32(v, x, y)
+KERNEL(int8_512, "avx512f,avx512vnni", 16, __m512i, int32_t, _mm512_set1_epi32, seed_i,
+       __m512i x = _mm512_set1_epi8(1); __m512i y = _mm512_set1_epi8(1),
+       DPBUSD512, _mm512_add_epi32, _mm512_storeu_si512)
 
-__attribute__((target("avx512f,avx512vnni")))
-static double int8_512(long iters)
-{
-	__m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
-	SEED16(__m512i, _mm512_set1_epi32, seed_i);
-	int32_t out[16];
-
-#define I512(v) _mm512_dpbusd_epi32(v, x, y)
-	for (long i = 0; i < iters; i++)
-		STEP16(I512);
-	a0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-			      _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-	a8 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)),
-			      _mm512_add_epi32(_mm512_add_epi32(a12, a13), _mm512_add_epi32(a14, a15)));
-	_mm512_storeu_si512(out, _mm512_add_epi32(a0, a8));
-	return out[0];
-}
-
-__attribute__((target("avx2,avxvnni")))
-static double int8_256(long iters)
-{
-	__m256i x = _mm256_set1_epi8(1), y = _mm256_set1_epi8(1);
-	SEED12(__m256i, _mm256_set1_epi32, seed_i);
-	int32_t out[8];
-
-	for (long i = 0; i < iters; i++) {
-#define I256(v) _mm256_dpbusd_avx_epi32(v, x, y)
-		a0 = I256(a0); a1 = I256(a1); a2 = I256(a2); a3 = I256(a3);
-		a4 = I256(a4); a5 = I256(a5); a6 = I256(a6); a7 = I256(a7);
-		a8 = I256(a8); a9 = I256(a9); a10 = I256(a10); a11 = I256(a11);
-	}
-	a0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-			      _mm256_add_epi32(a4, a5));
-	a6 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a6, a7), _mm256_add_epi32(a8, a9)),
-			      _mm256_add_epi32(a10, a11));
-	_mm256_storeu_si256((__m256i *)out, _mm256_add_epi32(a0, a6));
-	return out[0];
-}
+#define DPBUSD256(v) _mm256_dpbusd_avx_epi32(v, x, y)
+KERNEL(int8_256, "avx2,avxvnni", 12, __m256i, int32_t, _mm256_set1_epi32, seed_i,
+       __m256i x = _mm256_set1_epi8(1); __m256i y = _mm256_set1_epi8(1),
+       DPBUSD256, _mm256_add_epi32, _mm256_storeu_si256)
 
 struct kernel {
 	const char *key, *isa;
@@ -269,10 +213,10 @@ static void print_kernel(const char *key, const struct kernel *k, int threads, d
 int main(int argc, char **argv)
 {
 	struct kernel ks[] = {
-		{ "fp32", "avx512f", fp32_512, CHAINS * 16 * 2, 0 },
+		{ "fp32", "avx512f", fp32_512, 16 * 16 * 2, 0 },
 		{ "fp32_256", "avx2+fma", fp32_256, 12 * 8 * 2, 0 },
-		{ "bf16", "avx512_bf16", bf16_512, CHAINS * 16 * 2 * 2, 0 },
-		{ "int8", "avx512_vnni", int8_512, CHAINS * 16 * 4 * 2, 0 },
+		{ "bf16", "avx512_bf16", bf16_512, 16 * 16 * 2 * 2, 0 },
+		{ "int8", "avx512_vnni", int8_512, 16 * 16 * 4 * 2, 0 },
 		{ "int8", "avx_vnni", int8_256, 12 * 8 * 4 * 2, 0 },
 	};
 	const struct kernel *fp32 = NULL, *bf16 = NULL, *int8 = NULL;
