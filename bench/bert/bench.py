@@ -88,7 +88,7 @@ def cpu_lines():
     for line in r.stdout.splitlines():
         k, _, v = line.partition(":")
         k = k.strip()
-        if k in ("Model name", "L1d cache", "L2 cache", "L3 cache"):
+        if k in ("Vendor ID", "Model name", "CPU family", "Model", "L1d cache", "L2 cache", "L3 cache"):
             res.append("%s: %s" % (k, " ".join(v.split())))
         elif k == "Flags":
             flags = set(v.split())
