@@ -128,8 +128,8 @@ def flops_per_seq(L, H, F, S):
 class Row:
     """One engine at one precision: how to start its workers, whether it can run."""
 
-    def __init__(self, key, engine, precision, blas, why=None, model=None, shared_kb=0):
-        self.key, self.engine, self.precision = key, engine, precision
+    def __init__(self, key, engine, precision, blas, why=None, model=None, shared_kb=0, variant=""):
+        self.key, self.engine, self.precision, self.variant = key, engine, precision, variant
         self.blas = blas  # uses OpenBLAS, so OPENBLAS_* can change it
         self.why = why  # None, or why the row is not measured
         self.model = model
@@ -137,7 +137,7 @@ class Row:
 
     @property
     def label(self):
-        return "%s %s" % (self.engine, self.precision)
+        return " ".join(x for x in (self.engine, self.precision, self.variant) if x)
 
 
 class Bench:
@@ -235,7 +235,8 @@ class Bench:
 
 
 def setup_npushm(b, a):
-    """Rows of the npushm engine: f32 always, bf16/int8 when this build's loader has --dtype."""
+    """Rows of the npushm engine: f32 from the plain model always; f32 packed (--dtype f32), bf16 and int8
+    when this build's loader takes --dtype and the load of that dtype succeeds."""
     serving.npushm_cli("rm", NAME)
     r = serving.npushm_cli("load", a.model, "--name", NAME, "--quiet")
     if r.returncode:
@@ -243,20 +244,26 @@ def setup_npushm(b, a):
     rows = [Row("npushm-f32", "npushm", "f32", True, model=NAME, shared_kb=serving.region_kb(NAME))]
     h = serving.npushm_cli("load", "--help")
     has_dtype = "--dtype" in h.stdout + h.stderr
-    for dt in ("bf16", "int8"):
-        name = "%s-%s" % (NAME, dt)
+    for dt, variant in (("f32", "packed"), ("bf16", ""), ("int8", "")):
+        key, name = "npushm-%s%s" % (dt, "-" + variant if variant else ""), "%s-%s" % (NAME, dt)
         if not has_dtype:
-            rows.append(Row("npushm-" + dt, "npushm", dt, True, why="not available in this build (`npushm load` "
-                            "has no --dtype)"))
+            rows.append(Row(key, "npushm", dt, True, variant=variant, why="not available in this build "
+                            "(`npushm load` has no --dtype)"))
             continue
         serving.npushm_cli("rm", name)
         r = serving.npushm_cli("load", a.model, "--name", name, "--dtype", dt, "--quiet")
         if r.returncode:
-            rows.append(Row("npushm-" + dt, "npushm", dt, True, why="not available: `npushm load --dtype %s` says: %s"
-                            % (dt, (r.stderr or r.stdout).strip().splitlines()[0])))
+            rows.append(Row(key, "npushm", dt, True, variant=variant, why="not available: `npushm load --dtype %s` "
+                            "says: %s" % (dt, ((r.stderr or r.stdout).strip().splitlines() or ["?"])[0])))
             continue
-        rows.append(Row("npushm-" + dt, "npushm", dt, True, model=name, shared_kb=serving.region_kb(name)))
+        rows.append(Row(key, "npushm", dt, True, variant=variant, model=name, shared_kb=serving.region_kb(name)))
     return rows
+
+
+def f32_row(rows):
+    """The npushm f32 row the Targets use: the packed model when this build has it, else the plain one."""
+    by = {r.key: r for r in rows}
+    return by["npushm-f32-packed"] if not by["npushm-f32-packed"].why else by["npushm-f32"]
 
 
 def setup_ort(b, a):
@@ -417,8 +424,8 @@ def main():
                         if n == 1 and (row.engine != "npushm" or run):
                             continue
                         b.run(env_name, row, "N%d" % n, n, 1, 8, 100 * n + 10 * run)
-                if live and live[0].key == "npushm-f32" and (run == 0 or a.tp_every_round):
-                    b.run(env_name, live[0], "tp2", 1, 1, 8, 7 + run)
+                if run == 0 or a.tp_every_round:
+                    b.run(env_name, f32_row(rows), "tp2", 1, 1, 8, 7 + run)
                 apply_env(saved)
     except serving.RowError as e:
         raise SystemExit("bench: %s" % e)
@@ -519,7 +526,7 @@ def report(b, a, rows, envs, weights_mib):
                 limit = "-"
                 if row.engine == "npushm":
                     A = b.get(e, row.key, "N1", "private")[:1] * len(b.get(*k, "host"))
-                    lim = [1.05 * row.shared_kb / 1024 + n * x for x in A]
+                    lim = [1.05 * weights_mib + n * x for x in A]
                     ok = all(h <= x for h, x in zip(b.get(*k, "host"), lim))
                     limit = "%s MiB: %s" % (rng(lim, "%.0f"), "met" if ok else "**not met**")
                 out("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
@@ -529,27 +536,28 @@ def report(b, a, rows, envs, weights_mib):
                     rng(b.get(*k, "private"), "%.0f"), limit))
         out()
         shared = ["%s %.1f MiB" % (r.label, r.shared_kb / 1024) for r in rows if r.engine == "npushm" and r.model]
-        out("W = the shared model as published (%s; the f32 file is %.1f MiB). A = the host memory of one npushm worker "
-            "serving 8 x 128 alone, without the shared model: %s MiB." % (
-                ", ".join(shared), weights_mib, ", ".join("%s %s" % (r.label, rng(b.get(row_env(r, envs, env_name),
+        out("W = the model's f32 weights, %.1f MiB (the file); the shared models as published hold %s. A = the host "
+            "memory of one npushm worker serving 8 x 128 alone, without the shared model: %s MiB." % (
+                weights_mib, ", ".join(shared), ", ".join("%s %s" % (r.label, rng(b.get(row_env(r, envs, env_name),
                                                                                       r.key, "N1", "private"), "%.0f"))
                                                           for r in rows if r.engine == "npushm" and r.model)))
-        tp = b.get(env_name, "npushm-f32", "tp2", "seq")
+        f32 = f32_row(rows)
+        tp = b.get(env_name, f32.key, "tp2", "seq")
         if tp:
-            one = b.get(env_name, "npushm-f32", "1x8", "seq")
+            one = b.get(env_name, f32.key, "1x8", "seq")
             out()
-            out("Tensor parallel, npushm f32 at 8 x 128: TP=2 with one thread per rank %s sequences/s, %s x TP=1 with "
-                "%d threads." % (rng(tp), rng([x / y for x, y in zip(tp, one)]), T))
-        prof = b.profile.get((env_name, "npushm-f32", "1x8"))
+            out("Tensor parallel, " + f32.label + " at 8 x 128: TP=2 with one thread per rank %s sequences/s, %s x TP=1 "
+                "with %d threads." % (rng(tp), rng([x / y for x, y in zip(tp, one)]), T))
+        prof = b.profile.get((env_name, f32.key, "1x8"))
         if prof:
             p = prof["profile"]
             t = p["total"] or float("nan")
             out()
-            out("Where npushm f32's time goes at 8 x 128 (last round): matmul %.0f %%, attention %.0f %%, elementwise "
+            out("Where " + f32.label + "'s time goes at 8 x 128 (last round): matmul %.0f %%, attention %.0f %%, elementwise "
                 "and LayerNorm %.0f %%, embeddings %.0f %%." % tuple(100 * p[k] / t for k in (
                     "matmul", "attention", "elementwise", "embed")))
         out()
-    targets(b, rows, envs)
+    targets(b, rows, envs, weights_mib)
     out()
     out("Batches timed per measurement: %s (each about --budget %.0f s from the previous round's p50; the first "
         "round uses the fewest). Load average at the start of each round: %s." % (
@@ -557,7 +565,7 @@ def report(b, a, rows, envs, weights_mib):
             ", ".join("%.2f" % x for x in b.get("load"))))
 
 
-def targets(b, rows, envs):
+def targets(b, rows, envs, weights_mib):
     """The Targets of issue 21 as ratios per round, median and range, pass/fail on the median."""
     by = {r.key: r for r in rows}
     out("## Targets (issue 21): ratios per round in this run; verdict on the median")
@@ -573,20 +581,19 @@ def targets(b, rows, envs):
         d = b.get(row_env(by[den], envs, env), den, cfg, metric)
         return [(y / x if invert else x / y) for x, y in zip(a, d)], None
 
+    f32 = f32_row(rows).key
     for env, _ in envs:
         short = env.split(" (")[0]
         checks = [
-            ("npushm f32 / ORT f32 throughput, 8 x 128 >= 1.2", "npushm-f32", "ort-f32", "1x8", "seq", False, ">=", 1.2),
-            ("npushm f32 / ORT f32 p50 latency, 1 x 128 <= 0.85", "npushm-f32", "ort-f32", "1x1", "p50", False, "<=",
-             0.85),
-            ("npushm int8 / ORT int8 throughput, 8 x 128 >= 1.0", "npushm-int8", "ort-int8", "1x8", "seq", False, ">=",
-             1.0),
-            ("npushm int8 / ORT int8 speed (1/p50), 1 x 128 >= 1.0", "npushm-int8", "ort-int8", "1x1", "p50", True,
-             ">=", 1.0),
-            ("N=4: npushm f32 / 4 ORT f32 workers, aggregate throughput >= 1.2", "npushm-f32", "ort-f32", "N4", "seq",
-             False, ">=", 1.2),
+            ("%s / ORT f32 throughput, 8 x 128 >= 1.2", f32, "ort-f32", "1x8", "seq", False, ">=", 1.2),
+            ("%s / ORT f32 p50 latency, 1 x 128 <= 0.85", f32, "ort-f32", "1x1", "p50", False, "<=", 0.85),
+            ("%s / ORT int8 throughput, 8 x 128 >= 1.0", "npushm-int8", "ort-int8", "1x8", "seq", False, ">=", 1.0),
+            ("%s / ORT int8 speed (1/p50), 1 x 128 >= 1.0", "npushm-int8", "ort-int8", "1x1", "p50", True, ">=", 1.0),
+            ("N=4: %s / 4 ORT f32 workers, aggregate throughput >= 1.2", f32, "ort-f32", "N4", "seq", False, ">=",
+             1.2),
         ]
         for text, num, den, cfg, metric, inv, op, goal in checks:
+            text = text % by[num].label
             xs, why = ratio(env, num, den, cfg, metric, inv)
             if xs is None:
                 out("| %s | %s | - | - | **not measured** (%s) |" % (short, text, why))
@@ -595,16 +602,16 @@ def targets(b, rows, envs):
             ok = m >= goal if op == ">=" else m <= goal
             out("| %s | %s | %s | %.2f | %s |" % (short, text, ", ".join("%.2f" % x for x in xs), m,
                                                   "pass" if ok else "**fail**"))
-        r = by["npushm-f32"]
+        r = by[f32]
         e = row_env(r, envs, env)
         host = b.get(e, r.key, "N4", "host")
         A = b.get(e, r.key, "N1", "private")[:1] * len(host)
-        lim = [1.05 * r.shared_kb / 1024 + 4 * x for x in A]
+        lim = [1.05 * weights_mib + 4 * x for x in A]
         ort_host = b.get(envs[0][0], "ort-f32", "N4", "host")
         xs = [h / x for h, x in zip(host, lim)]
-        out("| %s | N=4: npushm f32 host memory <= 1.05 W + N A (ORT's 4 workers: %s MiB) | %s | %.2f | %s |" % (
-            short, rng(ort_host, "%.0f"), ", ".join("%.0f / %.0f MiB" % (h, x) for h, x in zip(host, lim)), med(xs),
-            "pass" if xs and max(xs) <= 1.0 else "**fail**"))
+        out("| %s | N=4: %s host memory <= 1.05 W + N A (W the f32 weights; ORT's 4 workers: %s MiB) | %s | %s | %s |"
+            % (short, r.label, rng(ort_host, "%.0f"), ", ".join("%.0f / %.0f MiB" % (h, x) for h, x in zip(host, lim)),
+               "%.2f" % med(xs), "pass" if xs and max(xs) <= 1.0 else "**fail**"))
     out()
     out("Ratios are taken round by round (both rows measured in the same round, interleaved); ONNX Runtime does not "
         "use OpenBLAS, so its rows run once per round and serve both environments. The memory target must hold in "
