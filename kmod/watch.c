@@ -26,7 +26,13 @@
  * inserted notifier takes its own mm_count reference, and the mm's notifier
  * state is freed only when mm_count drops to zero (__mmdrop), so removing a
  * range after the process exited is safe: exit_mmap() fired every range
- * (MMU_NOTIFY_RELEASE) and left them in the tree for removal. The file's
+ * (MMU_NOTIFY_RELEASE) and left them in the tree for removal. A range is
+ * freed only once it is out of the tree (mmu_interval_notifier_remove()
+ * waited for its callbacks) and off @pending; release() may free ranges
+ * still queued on @pending, but only after every range of the watch is out
+ * of the tree, since until then any of them may fire and queue itself
+ * behind them (the last close can run while other threads of the process
+ * unmap, or while one exiting thread tears the mm down). The file's
  * fops->owner pins the module while the file exists, so the callbacks stay.
  */
 #include <linux/anon_inodes.h>
@@ -96,6 +102,9 @@ struct npushm_watch_item {
 	struct list_head pending;
 	bool fired;
 };
+
+/* Ranges, charged to the memory cgroup of the task that adds them. */
+static struct kmem_cache *npushm_watch_item_cache;
 
 /*
  * Protection changes (mprotect(), NUMA hinting, write-protection for
@@ -233,7 +242,7 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 	start = round_down(req->start, PAGE_SIZE);
 	end = PAGE_ALIGN(end);
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = kmem_cache_zalloc(npushm_watch_item_cache, GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
 	r->watch = w;
@@ -277,7 +286,7 @@ out_uncharge:
 	npushm_watch_uid_uncharge(w->uid, 1);
 out_unlock:
 	mutex_unlock(&w->lock);
-	kfree(r);
+	kmem_cache_free(npushm_watch_item_cache, r);
 	return ret;
 }
 
@@ -289,7 +298,7 @@ static void npushm_watch_item_free(struct npushm_watch *w,
 	spin_lock(&w->events_lock);
 	list_del(&r->pending);
 	spin_unlock(&w->events_lock);
-	kfree(r);
+	kmem_cache_free(npushm_watch_item_cache, r);
 }
 
 static int npushm_watch_ioctl_del(struct file *file, void *arg,
@@ -429,10 +438,15 @@ static int npushm_watch_release(struct inode *inode, struct file *file)
 	struct npushm_watch_item *r;
 	unsigned long id;
 
-	xa_for_each(&w->ranges, id, r) {
+	/*
+	 * Until the last range is out of its tree, the others may still fire
+	 * and queue themselves behind the fired ones on @pending: free none
+	 * before then.
+	 */
+	xa_for_each(&w->ranges, id, r)
 		mmu_interval_notifier_remove(&r->notifier);
-		kfree(r);
-	}
+	xa_for_each(&w->ranges, id, r)
+		kmem_cache_free(npushm_watch_item_cache, r);
 	xa_destroy(&w->ranges);
 	npushm_watch_uid_uncharge(w->uid, w->nr_ranges);
 	__free_page(w->page);
@@ -511,4 +525,26 @@ out_free_page:
 out_free_watch:
 	kfree(w);
 	return ret;
+}
+
+/**
+ * npushm_watch_init - create the cache of watched ranges
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int __init npushm_watch_init(void)
+{
+	npushm_watch_item_cache = kmem_cache_create("npushm_watch_range",
+						    sizeof(struct npushm_watch_item),
+						    0, SLAB_ACCOUNT, NULL);
+	return npushm_watch_item_cache ? 0 : -ENOMEM;
+}
+
+/**
+ * npushm_watch_exit - destroy the cache; no watch can exist any more
+ * (each watch file pins the module)
+ */
+void npushm_watch_exit(void)
+{
+	kmem_cache_destroy(npushm_watch_item_cache);
 }
