@@ -208,7 +208,8 @@ static int npushm_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
 		ret = -EMSGSIZE;
 		goto out_free;
 	}
-	ret = npushm_pool_fill_stats(msg, cred->user_ns, cred->euid);
+	ret = npushm_pool_fill_stats(msg, cred->user_ns,
+				     npushm_account_uid_in(cred->user_ns, cred->euid));
 	if (ret)
 		goto out_free;
 	genlmsg_end(msg, hdr);
@@ -253,7 +254,8 @@ static int npushm_nl_uid_dumpit(struct sk_buff *skb, struct netlink_callback *cb
 	int ret;
 
 	ret = npushm_pool_dump_uids(skb, ctx->cred->user_ns, ctx->admin,
-				    ctx->cred->euid, &ctx->pos,
+				    npushm_account_uid_in(ctx->cred->user_ns,
+							  ctx->cred->euid), &ctx->pos,
 				    npushm_nl_put_uid, &put);
 	if (ret && !skb->len)
 		return ret;

@@ -30,6 +30,7 @@
 struct file;
 struct page;
 struct sk_buff;
+struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
@@ -63,6 +64,9 @@ extern const struct npushm_provider npushm_sysmem_provider;
  * @pages: the backing pages, fixed while @size is
  * @provider: where @pages came from
  * @charged: uid the pool charge is on (valid when @size)
+ * @account: uid a charge goes to when the region is sized: its owner's,
+ *	folded by npushm_account_uid() when the owner was set from inside a
+ *	user namespace (inode lock)
  * @anonymous: created by NPUSHM_IOC_ALLOC on the internal instance
  * @sealed: NPUSHM_SEAL_WRITE applied
  * @writers: mappings that are or may become writable, plus writable dma-bufs
@@ -70,17 +74,20 @@ extern const struct npushm_provider npushm_sysmem_provider;
  * @nr_vmas: entries in @vmas
  * @handles: user-visible open files
  * @dmabufs: live dma-buf exports
+ * @readers: read(2) calls copying from @pages (which they keep: the size
+ *	does not go back to 0 meanwhile); they hold no inode lock
  */
 struct npushm_region {
 	struct inode *inode;
 	u64 id;
 
-	struct mutex lock;		/* protects size..dmabufs */
+	struct mutex lock;		/* protects size..readers */
 	size_t size;
 	unsigned long npages;
 	struct page **pages;
 	const struct npushm_provider *provider;
 	kuid_t charged;
+	kuid_t account;
 	bool anonymous;
 	bool sealed;
 	unsigned int writers;
@@ -88,6 +95,7 @@ struct npushm_region {
 	unsigned int nr_vmas;
 	unsigned int handles;
 	unsigned int dmabufs;
+	unsigned int readers;
 };
 
 /**
@@ -116,12 +124,15 @@ struct npushm_sb {
  * struct npushm_ioctl_out - what an ioctl handler hands back to dispatch
  * @file: a new file to install as @fd once the reply reached user space
  * @fd: the reserved descriptor for @file
+ * @undo: when set, called with the handler's file and struct if the reply
+ *	cannot reach user space, to take back what the handler did
  *
  * File descriptors are installed only after everything else succeeded.
  */
 struct npushm_ioctl_out {
 	struct file *file;
 	int fd;
+	void (*undo)(struct file *file, void *arg);
 };
 
 /**
@@ -144,6 +155,8 @@ long npushm_ioctl_dispatch(const struct npushm_ioctl_desc *descs, size_t n,
 int npushm_parse_bytes(const char *str, u64 *bytes);
 u64 npushm_pool_capacity(void);
 u64 npushm_pool_uid_quota(void);
+kuid_t npushm_account_uid_in(const struct user_namespace *ns, kuid_t uid);
+kuid_t npushm_account_uid(kuid_t uid);
 int npushm_pool_charge(kuid_t uid, u64 bytes);
 void npushm_pool_uncharge(kuid_t uid, u64 bytes);
 int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes);

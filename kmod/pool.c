@@ -10,6 +10,12 @@
  * in flight) are "orphans": they stay charged, to the pool and to the uid,
  * until the pins go; a worker checks them once a second.
  *
+ * Quotas are per user, not per uid: a charge made from inside a user
+ * namespace (by any uid of it, subordinate uids included) goes to the
+ * creator of the outermost user namespace the task is in, so that a user
+ * with a range of subordinate uids (/etc/subuid) has one quota, not one
+ * per uid; a container's users share its creator's.
+ *
  * Limits are module parameters, writable at run time, in bytes with an
  * optional K, M, G, T, P or E suffix: "capacity" (default 0: a quarter of
  * the RAM) and "uid_quota" (default: half of the capacity at load time; 0:
@@ -23,6 +29,7 @@
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/genetlink.h>
@@ -164,6 +171,35 @@ u64 npushm_pool_uid_quota(void)
 	return READ_ONCE(npushm_uid_quota);
 }
 
+/**
+ * npushm_account_uid_in - the uid a charge made from a user namespace goes to
+ * @ns: the user namespace of the task (or credentials) making it
+ * @uid: the uid it goes to from the initial user namespace (a file's
+ *	owner, the caller's euid)
+ *
+ * Return: @uid when @ns is the initial user namespace, else the owner
+ * (creator) of the outermost user namespace @ns is in.
+ */
+kuid_t npushm_account_uid_in(const struct user_namespace *ns, kuid_t uid)
+{
+	if (ns == &init_user_ns)
+		return uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
+}
+
+/**
+ * npushm_account_uid - npushm_account_uid_in() for the current task
+ * @uid: as there
+ *
+ * Return: as there.
+ */
+kuid_t npushm_account_uid(kuid_t uid)
+{
+	return npushm_account_uid_in(current_user_ns(), uid);
+}
+
 static unsigned long npushm_uid_key(kuid_t uid)
 {
 	return from_kuid(&init_user_ns, uid);
@@ -200,10 +236,12 @@ static void npushm_pool_sub(kuid_t uid, u64 bytes, u32 regions)
 }
 
 /*
- * Charge @bytes and @regions to @uid within the limits; @fresh is a spare
- * usage record, consumed (set to NULL) when @uid had none. Lock held.
+ * Charge @bytes and @regions to @uid within its quota and, when @new_memory,
+ * the capacity; @fresh is a spare usage record, consumed (set to NULL) when
+ * @uid had none. Lock held.
  */
 static int npushm_pool_add_checked(kuid_t uid, u64 bytes, u32 regions,
+				   bool new_memory,
 				   struct npushm_uid_usage **fresh)
 {
 	unsigned long key = npushm_uid_key(uid);
@@ -214,7 +252,8 @@ static int npushm_pool_add_checked(kuid_t uid, u64 bytes, u32 regions,
 
 	lockdep_assert_held(&npushm_pool.lock);
 	use = xa_load(&npushm_pool.uids, key);
-	if (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use)
+	if (new_memory &&
+	    (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use))
 		return -ENOSPC;
 	if (quota && (bytes > quota || (use && use->bytes > quota - bytes)))
 		return -EDQUOT;
@@ -246,7 +285,7 @@ int npushm_pool_charge(kuid_t uid, u64 bytes)
 	if (!fresh)
 		return -ENOMEM;
 	mutex_lock(&npushm_pool.lock);
-	ret = npushm_pool_add_checked(uid, bytes, 1, &fresh);
+	ret = npushm_pool_add_checked(uid, bytes, 1, true, &fresh);
 	mutex_unlock(&npushm_pool.lock);
 	kfree(fresh);
 	return ret;
@@ -270,6 +309,9 @@ void npushm_pool_uncharge(kuid_t uid, u64 bytes)
  * @to: the new owner
  * @bytes: size of the region
  *
+ * Not checked against the capacity (the pool's total does not change), only
+ * against @to's quota.
+ *
  * Return: 0, -EDQUOT when @to would exceed its quota, -ENOMEM.
  */
 int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes)
@@ -283,9 +325,8 @@ int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes)
 	if (!fresh)
 		return -ENOMEM;
 	mutex_lock(&npushm_pool.lock);
-	/* Not against the capacity: the pool's total does not change. */
 	npushm_pool_sub(from, bytes, 1);
-	ret = npushm_pool_add_checked(to, bytes, 1, &fresh);
+	ret = npushm_pool_add_checked(to, bytes, 1, false, &fresh);
 	if (ret) {
 		struct npushm_uid_usage *back = xa_load(&npushm_pool.uids,
 							npushm_uid_key(from));

@@ -19,6 +19,13 @@
  * exists, or while any page has a reference other than the region's own and
  * its mappings' (a GUP pin: an RDMA MR, io_uring buffers, O_DIRECT in
  * flight). Transient references get about 75 ms to go, as in memfd.
+ *
+ * read(2) takes no inode lock: a reader copying into memory whose fault
+ * never completes (userfaultfd, FUSE) must not hold up SEAL, ftruncate,
+ * fallocate or write(2). It counts itself in @readers, which keeps the
+ * pages (going back to size 0 waits for readers as for transient pins, then
+ * fails with EBUSY). Writes hold the inode lock, which SEAL takes to exclude
+ * them; IOCB_NOWAIT writes do not wait for it (EAGAIN).
  */
 #include <linux/cred.h>
 #include <linux/file.h>
@@ -55,6 +62,7 @@ int npushm_region_init(struct npushm_region *region, struct inode *inode)
 	int ret;
 
 	region->inode = inode;
+	region->account = npushm_account_uid(inode->i_uid);
 	region->provider = &npushm_sysmem_provider;
 	region->id = inode->i_ino;
 	mutex_lock(&npushm_regions_lock);
@@ -131,7 +139,7 @@ static int npushm_region_alloc(struct npushm_region *region, u64 size)
 {
 	struct inode *inode = region->inode;
 	unsigned long npages = size >> PAGE_SHIFT;
-	kuid_t uid = inode->i_uid;
+	kuid_t uid = region->account;
 	struct page **pages;
 	int ret;
 
@@ -191,6 +199,18 @@ static int npushm_region_wait_unpinned(struct npushm_region *region,
 	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
 }
 
+/* As npushm_region_wait_unpinned(), for reads in flight. */
+static int npushm_region_wait_readers(struct npushm_region *region,
+				      unsigned int scan)
+{
+	if (scan >= NPUSHM_PIN_SCANS)
+		return -EBUSY;
+	mutex_unlock(&region->lock);
+	schedule_timeout_killable((HZ << scan) / 200);
+	mutex_lock(&region->lock);
+	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
+}
+
 static int npushm_region_release(struct npushm_region *region)
 {
 	struct inode *inode = region->inode;
@@ -206,7 +226,10 @@ static int npushm_region_release(struct npushm_region *region)
 			ret = -EBUSY;
 			break;
 		}
-		ret = npushm_region_wait_unpinned(region, scan);
+		if (region->readers)
+			ret = npushm_region_wait_readers(region, scan);
+		else
+			ret = npushm_region_wait_unpinned(region, scan);
 		if (ret != -EAGAIN)
 			break;
 	}
@@ -285,20 +308,25 @@ int npushm_region_fallocate(struct npushm_region *region, loff_t offset,
 /**
  * npushm_region_chown - move the region's charge to a new owner
  * @region: the region; its inode is locked
- * @uid: the new owner
+ * @uid: the new owner; the charge goes to npushm_account_uid() of it (the
+ *	chowner's user namespace creator when done inside a user namespace)
  *
- * Return: 0, -EDQUOT when @uid has no room for it, -ENOMEM.
+ * Return: 0, -EDQUOT when the new owner has no room for it, -ENOMEM.
  */
 int npushm_region_chown(struct npushm_region *region, kuid_t uid)
 {
+	kuid_t account = npushm_account_uid(uid);
 	int ret = 0;
 
 	mutex_lock(&region->lock);
 	if (region->size) {
-		ret = npushm_pool_transfer(region->charged, uid, region->size);
+		ret = npushm_pool_transfer(region->charged, account,
+					   region->size);
 		if (!ret)
-			region->charged = uid;
+			region->charged = account;
 	}
+	if (!ret)
+		region->account = account;
 	mutex_unlock(&region->lock);
 	return ret;
 }
@@ -349,14 +377,23 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct npushm_region *region = npushm_region(inode);
 	loff_t pos = iocb->ki_pos;
 	ssize_t done = 0;
+	struct page **pages;
+	size_t size;
 
-	inode_lock_shared(inode);
-	while (iov_iter_count(to) && pos >= 0 && pos < region->size) {
+	mutex_lock(&region->lock);
+	size = region->size;
+	pages = region->pages;
+	if (size)
+		region->readers++;
+	mutex_unlock(&region->lock);
+	if (!size)
+		return 0;
+
+	while (iov_iter_count(to) && pos >= 0 && pos < size) {
 		size_t off = offset_in_page(pos);
 		size_t len = min3((size_t)(PAGE_SIZE - off),
-				  (size_t)(region->size - pos), iov_iter_count(to));
-		size_t n = copy_page_to_iter(region->pages[pos >> PAGE_SHIFT],
-					     off, len, to);
+				  (size_t)(size - pos), iov_iter_count(to));
+		size_t n = copy_page_to_iter(pages[pos >> PAGE_SHIFT], off, len, to);
 
 		done += n;
 		pos += n;
@@ -369,7 +406,10 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 			break;
 		cond_resched();
 	}
-	inode_unlock_shared(inode);
+
+	mutex_lock(&region->lock);
+	region->readers--;
+	mutex_unlock(&region->lock);
 	iocb->ki_pos = pos;
 	return done;
 }
@@ -391,7 +431,12 @@ ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	ssize_t done = 0, ret;
 	loff_t pos;
 
-	inode_lock(inode);
+	if (iocb->ki_flags & IOCB_NOWAIT) {
+		if (!inode_trylock(inode))
+			return -EAGAIN;
+	} else {
+		inode_lock(inode);
+	}
 	ret = generic_write_checks(iocb, from);
 	if (ret <= 0)
 		goto out_unlock;
