@@ -30,6 +30,10 @@
  * instance sizes regions only while it stays on; it may not lift the
  * nr_inodes= bound. A container is given the host's instance (a bind mount)
  * instead.
+ *
+ * Remounting read-only is refused (EBUSY) while a region of the instance
+ * has a writable dma-buf export or a mapping that may become writable: the
+ * export's internal file takes no write access to the mount.
  */
 #include <linux/cred.h>
 #include <linux/ctype.h>
@@ -700,6 +704,32 @@ static int npushm_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, npushm_fill_super);
 }
 
+/*
+ * A writable dma-buf export holds no write access to the mount (its file
+ * is alloc_file_pseudo()'s), so the VFS's own check before going read-only
+ * does not see it: an instance with one, or with a mapping that is or may
+ * become writable, stays read-write.
+ */
+static bool npushm_sb_has_writers(struct super_block *sb)
+{
+	struct npushm_region *region;
+	unsigned long id;
+	bool ret = false;
+
+	mutex_lock(&npushm_regions_lock);
+	xa_for_each(&npushm_regions, id, region) {
+		if (region->inode->i_sb != sb)
+			continue;
+		mutex_lock(&region->lock);
+		ret = region->writers;
+		mutex_unlock(&region->lock);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&npushm_regions_lock);
+	return ret;
+}
+
 static int npushm_reconfigure(struct fs_context *fc)
 {
 	struct npushm_fs_context *ctx = fc->fs_private;
@@ -711,6 +741,11 @@ static int npushm_reconfigure(struct fs_context *fc)
 	if ((ctx->seen & NPUSHM_SEEN_INODES) && !ctx->nr_inodes &&
 	    fc->root->d_sb->s_user_ns != &init_user_ns)
 		return invalfc(fc, "npushm: nr_inodes=0 not in a user namespace");
+	if ((fc->sb_flags_mask & SB_RDONLY) && (fc->sb_flags & SB_RDONLY) &&
+	    !sb_rdonly(fc->root->d_sb) && npushm_sb_has_writers(fc->root->d_sb)) {
+		errorfc(fc, "npushm: a writable mapping or dma-buf export exists");
+		return -EBUSY;
+	}
 	spin_lock(&sbi->lock);
 	used_inodes = sbi->max_inodes - sbi->free_inodes;
 	if ((ctx->seen & NPUSHM_SEEN_SIZE) && bytes && bytes < sbi->used_bytes)

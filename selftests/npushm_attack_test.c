@@ -5,8 +5,9 @@
  * (issue 22), each written as the attack: a user-namespace mount drawing
  * pool memory, subordinate uids escaping the per-user quotas, a size= that
  * wraps to "no limit", a reader stalled on userfaultfd holding up SEAL and
- * the owner's other calls, chown refused under a lowered capacity, and a
- * WATCH_ADD whose reply cannot be written leaving its range behind.
+ * the owner's other calls, chown refused under a lowered capacity, a
+ * WATCH_ADD whose reply cannot be written leaving its range behind, and
+ * remount ro with a writable dma-buf export alive.
  *
  * Runs as root in the test VM; the attacks drop to uid 1000 and its
  * subordinate uids 100000-165535 (as /etc/subuid gives them on Debian).
@@ -514,6 +515,39 @@ TEST_F(npushm, watch_add_without_reply_leaves_nothing)
 	EXPECT_EQ(0, npu_param_set_u64("watch_ranges_per_uid", saved));
 	munmap(req, PG);
 	close(w);
+}
+
+/*
+ * Attack: remount ro succeeded with a writable dma-buf export alive, and
+ * the export stayed mappable writable: an instance both read-only and
+ * written. The export holds no write access to the mount (the VFS's check
+ * cannot see it): the remount is refused while it exists.
+ */
+TEST_F(npushm, remount_ro_refused_while_a_writable_export_exists)
+{
+	int fd = npu_create(self->root, "export.rw", MiB, 0600), buf;
+	void *p;
+
+	ASSERT_LE(0, fd);
+	buf = npu_export(fd, NPUSHM_EXPORT_RDWR);
+	ASSERT_LE(0, buf);
+	close(fd);
+	EXPECT_EQ(-1, mount(NULL, self->dir, NULL, MS_REMOUNT | MS_RDONLY, NULL));
+	EXPECT_EQ(EBUSY, errno);
+	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 1, PG);
+	munmap(p, MiB);
+	close(buf);
+	/* nothing writes any more: read-only now, and no writable file can be had */
+	EXPECT_EQ(0, mount(NULL, self->dir, NULL, MS_REMOUNT | MS_RDONLY, NULL));
+	EXPECT_EQ(-EROFS, npu_open(self->root, "export.rw", O_RDWR));
+	fd = npu_open(self->root, "export.rw", O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EACCES, npu_export(fd, NPUSHM_EXPORT_RDWR));
+	close(fd);
+	EXPECT_EQ(0, mount(NULL, self->dir, NULL, MS_REMOUNT, NULL));
+	EXPECT_EQ(0, npu_unlink(self->root, "export.rw"));
 }
 
 TEST_HARNESS_MAIN
