@@ -504,11 +504,15 @@ out_iput:
 static int npushm_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
 	struct npushm_sb *sbi = NPUSHM_SB(dentry->d_sb);
+	bool global = npushm_pool_global_visible();
 	struct npushm_query q = { 0 };
 	u64 limit, used, pool_free;
 
-	npushm_pool_query(&q, GLOBAL_ROOT_UID);
+	/* What is free of the pool says what others hold: not for everyone. */
+	npushm_pool_query(&q, GLOBAL_ROOT_UID, global);
 	pool_free = q.capacity > q.in_use ? q.capacity - q.in_use : 0;
+	if (!global)
+		pool_free = q.capacity;
 	spin_lock(&sbi->lock);
 	used = sbi->used_bytes;
 	limit = sbi->max_bytes ? sbi->max_bytes : q.capacity;

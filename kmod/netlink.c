@@ -7,7 +7,10 @@
  * Global figures (every region, every uid) are for callers that
  * netlink_capable(CAP_SYS_ADMIN) in the initial user namespace: the socket's
  * opener and the sender both. Anyone else sees the regions whose file it
- * owns and its own uid. A dump decides this once, at its start, with the
+ * owns and its own uid, and the pool-wide statistics only in the initial
+ * user and network namespaces (the opener's user namespace, the socket's
+ * network namespace), its own usage in their place elsewhere. A dump
+ * decides this once, at its start, with the
  * socket opener's credentials, and keeps them: whoever calls recvmsg() for
  * the rest of the dump changes nothing. Uids are reported in the opener's
  * user namespace.
@@ -209,7 +212,10 @@ static int npushm_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out_free;
 	}
 	ret = npushm_pool_fill_stats(msg, cred->user_ns,
-				     npushm_account_uid_in(cred->user_ns, cred->euid));
+				     npushm_account_uid_in(cred->user_ns, cred->euid),
+				     (cred->user_ns == &init_user_ns &&
+				      genl_info_net(info) == &init_net) ||
+				     netlink_capable(skb, CAP_SYS_ADMIN));
 	if (ret)
 		goto out_free;
 	genlmsg_end(msg, hdr);

@@ -161,11 +161,12 @@ int npushm_pool_charge(kuid_t uid, u64 bytes);
 void npushm_pool_uncharge(kuid_t uid, u64 bytes);
 int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes);
 void npushm_pool_count_failure(void);
-void npushm_pool_query(struct npushm_query *q, kuid_t uid);
+bool npushm_pool_global_visible(void);
+void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global);
 void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 			unsigned long n, const struct npushm_provider *provider);
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
-			   kuid_t uid);
+			   kuid_t uid, bool global);
 int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
 			  bool all, kuid_t uid, unsigned long *pos,
 			  int (*put)(struct sk_buff *skb, void *ctx, u32 uid,

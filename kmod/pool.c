@@ -16,6 +16,12 @@
  * with a range of subordinate uids (/etc/subuid) has one quota, not one
  * per uid; a container's users share its creator's.
  *
+ * The pool-wide figures (bytes in use, regions, peak, failed allocations,
+ * orphaned pins) tell one tenant about the others' model loads: only a
+ * caller in the initial user and network namespaces, or with CAP_SYS_ADMIN
+ * there, reads them. Anyone else gets its own usage in their place (peak,
+ * failures and orphans 0) and the capacity and quota.
+ *
  * Limits are module parameters, writable at run time, in bytes with an
  * optional K, M, G, T, P or E suffix: "capacity" (default 0: a quarter of
  * the RAM) and "uid_quota" (default: half of the capacity at load time; 0:
@@ -27,6 +33,7 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
@@ -435,22 +442,42 @@ void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 }
 
 /**
+ * npushm_pool_global_visible - whether the current task reads pool-wide figures
+ *
+ * Return: true in the initial user and network namespaces, or with
+ * CAP_SYS_ADMIN in the initial user namespace.
+ */
+bool npushm_pool_global_visible(void)
+{
+	return (current_user_ns() == &init_user_ns &&
+		current->nsproxy->net_ns == &init_net) ||
+	       capable(CAP_SYS_ADMIN);
+}
+
+/**
  * npushm_pool_query - fill the pool fields of NPUSHM_IOC_QUERY's reply
  * @q: the reply
  * @uid: the caller, whose use is reported
+ * @global: pool-wide figures, else the caller's own in their place
  */
-void npushm_pool_query(struct npushm_query *q, kuid_t uid)
+void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global)
 {
 	struct npushm_uid_usage *use;
 
 	q->capacity = npushm_pool_capacity();
 	q->uid_quota = npushm_pool_uid_quota();
 	mutex_lock(&npushm_pool.lock);
-	q->in_use = npushm_pool.in_use;
-	q->regions = npushm_pool.regions;
-	q->orphan_pinned = npushm_pool.orphan_bytes;
 	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
 	q->uid_in_use = use ? use->bytes : 0;
+	if (global) {
+		q->in_use = npushm_pool.in_use;
+		q->regions = npushm_pool.regions;
+		q->orphan_pinned = npushm_pool.orphan_bytes;
+	} else {
+		q->in_use = q->uid_in_use;
+		q->regions = use ? use->regions : 0;
+		q->orphan_pinned = 0;
+	}
 	mutex_unlock(&npushm_pool.lock);
 }
 
@@ -459,35 +486,47 @@ void npushm_pool_query(struct npushm_query *q, kuid_t uid)
  * @skb: the message
  * @ns: the user namespace uids are reported in
  * @uid: the caller, whose own usage is added as one NPUSHM_A_UID_USAGE
+ * @global: pool-wide figures, else the caller's own in their place
  *
  * The message has a fixed size whatever the number of uids.
  *
  * Return: 0 or -EMSGSIZE.
  */
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
-			   kuid_t uid)
+			   kuid_t uid, bool global)
 {
+	u64 in_use, peak, regions, failed, orphans;
 	struct npushm_uid_usage *use;
 	struct nlattr *nest;
 	int ret = -EMSGSIZE;
 
 	mutex_lock(&npushm_pool.lock);
+	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
+	if (global) {
+		in_use = npushm_pool.in_use;
+		peak = npushm_pool.peak;
+		regions = npushm_pool.regions;
+		failed = npushm_pool.failed;
+		orphans = npushm_pool.orphan_bytes;
+	} else {
+		in_use = use ? use->bytes : 0;
+		regions = use ? use->regions : 0;
+		peak = 0;
+		failed = 0;
+		orphans = 0;
+	}
 	if (nla_put_u64_64bit(skb, NPUSHM_A_STATS_CAPACITY,
 			      npushm_pool_capacity(), NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_IN_USE, npushm_pool.in_use,
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_IN_USE, in_use, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_PEAK, peak, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_REGIONS, regions, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_FAILED_ALLOCS, failed,
 			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_PEAK, npushm_pool.peak,
-			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_REGIONS, npushm_pool.regions,
-			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_FAILED_ALLOCS,
-			      npushm_pool.failed, NPUSHM_A_PAD) ||
 	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_UID_QUOTA,
 			      npushm_pool_uid_quota(), NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_ORPHAN_PINNED,
-			      npushm_pool.orphan_bytes, NPUSHM_A_PAD))
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_ORPHAN_PINNED, orphans,
+			      NPUSHM_A_PAD))
 		goto out_unlock;
-	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
 	nest = nla_nest_start(skb, NPUSHM_A_UID_USAGE);
 	if (!nest)
 		goto out_unlock;

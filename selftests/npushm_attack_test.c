@@ -6,8 +6,9 @@
  * pool memory, subordinate uids escaping the per-user quotas, a size= that
  * wraps to "no limit", a reader stalled on userfaultfd holding up SEAL and
  * the owner's other calls, chown refused under a lowered capacity, a
- * WATCH_ADD whose reply cannot be written leaving its range behind, and
- * remount ro with a writable dma-buf export alive.
+ * WATCH_ADD whose reply cannot be written leaving its range behind,
+ * remount ro with a writable dma-buf export alive, and the pool's figures
+ * reaching callers in other namespaces.
  *
  * Runs as root in the test VM; the attacks drop to uid 1000 and its
  * subordinate uids 100000-165535 (as /etc/subuid gives them on Debian).
@@ -18,6 +19,7 @@
 #include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include "npushm_fixture.h"
@@ -548,6 +550,81 @@ TEST_F(npushm, remount_ro_refused_while_a_writable_export_exists)
 	close(fd);
 	EXPECT_EQ(0, mount(NULL, self->dir, NULL, MS_REMOUNT, NULL));
 	EXPECT_EQ(0, npu_unlink(self->root, "export.rw"));
+}
+
+struct figures {
+	int dev;
+	const char *dir;
+	uint64_t capacity;
+	uint64_t instance_used;
+};
+
+/* QUERY and statfs as seen from here: only the caller's own usage. */
+static int figures_are_own(void *arg)
+{
+	struct figures *f = arg;
+	struct npushm_query q;
+	struct statfs st;
+
+	if (npu_query(f->dev, &q))
+		return 50;
+	if (q.in_use || q.regions || q.orphan_pinned || q.uid_in_use ||
+	    q.capacity != f->capacity)
+		return 51;
+	if (statfs(f->dir, &st))
+		return 52;
+	if ((uint64_t)st.f_bfree * st.f_bsize != f->capacity - f->instance_used)
+		return 53;
+	return 0;
+}
+
+/* As uid USER in a network namespace root made for it. */
+static int in_netns(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		if (unshare(CLONE_NEWNET) || setgroups(0, NULL) ||
+		    setresgid(USER, USER, USER) || setresuid(USER, USER, USER))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+/*
+ * Attack: the pool's bytes in use, region count, peak, failures and
+ * orphans (QUERY, netlink statistics, statfs's free blocks) told a caller
+ * in any user or network namespace what every other tenant held: a side
+ * channel on their model loads. Outside the initial namespaces (without
+ * CAP_SYS_ADMIN there) a caller gets its own usage in their place, the
+ * capacity, and the instance's own figures in statfs.
+ */
+TEST_F(npushm, pool_figures_stay_in_the_initial_namespaces)
+{
+	struct figures f = { .dev = self->dev, .dir = self->dir };
+	struct npushm_query q;
+	int fd = npu_create(self->root, "tenant.a", 4 * MiB, 0600);
+	int anon = npu_alloc(self->dev, 8 * MiB);
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, anon);
+	ASSERT_EQ(0, npu_query(self->dev, &q));
+	ASSERT_LE(12 * MiB, q.in_use);
+	f.capacity = q.capacity;
+	f.instance_used = 4 * MiB;
+	EXPECT_EQ(0, in_userns(false, 0, figures_are_own, &f));
+	EXPECT_EQ(0, in_netns(figures_are_own, &f));
+	/* here, in the initial namespaces, the pool's */
+	EXPECT_EQ(51, npu_run_as(USER, USER, figures_are_own, &f));
+	close(anon);
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "tenant.a"));
 }
 
 TEST_HARNESS_MAIN
