@@ -361,13 +361,30 @@ static const struct inode_operations npushm_file_iops = {
 
 static int npushm_file_open(struct inode *inode, struct file *file)
 {
+	struct dentry *dentry = file->f_path.dentry;
+	struct npushm_opened_as *as;
+
+	as = kmalloc(sizeof(*as), GFP_KERNEL_ACCOUNT);
+	if (!as)
+		return -ENOMEM;
+	as->parent = dget_parent(dentry);
+	spin_lock(&dentry->d_lock);
+	as->hash_len = dentry->d_name.hash_len;
+	spin_unlock(&dentry->d_lock);
+	file->private_data = as;
 	npushm_region_open_file(npushm_region(inode));
 	return 0;
 }
 
 static int npushm_file_release(struct inode *inode, struct file *file)
 {
+	struct npushm_opened_as *as = file->private_data;
+
 	npushm_region_release_file(npushm_region(inode));
+	if (as) {
+		dput(as->parent);
+		kfree(as);
+	}
 	return 0;
 }
 

@@ -195,6 +195,21 @@ long npushm_region_ioctl(struct file *file, unsigned int cmd,
 ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to);
 ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from);
 
+/**
+ * struct npushm_opened_as - the link a region file was opened by
+ * @parent: its directory then (referenced)
+ * @hash_len: its name's hash and length then
+ *
+ * A region file's private data: NPUSHM_IOC_INFO reports the file's name
+ * only while the file is still linked under that name in that directory,
+ * never a name someone else gave it since (a rename into a directory the
+ * caller cannot search).
+ */
+struct npushm_opened_as {
+	struct dentry *parent;
+	u64 hash_len;
+};
+
 /* region_mmap.c */
 int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma);
 void npushm_region_map_stats(struct npushm_region *region, u64 *bytes,

@@ -541,17 +541,28 @@ static int npushm_region_ioctl_export(struct file *file, void *arg,
 	return npushm_dmabuf_export(file, npushm_region_from_file(file), arg, out);
 }
 
-/* The name @file was opened by, if that link still exists. */
+/*
+ * The name @file was opened by, if that link still exists: in the same
+ * directory under the same name (struct npushm_opened_as).
+ */
 static void npushm_region_file_name(struct file *file, char *buf, size_t size)
 {
+	const struct npushm_opened_as *as = file->private_data;
 	struct dentry *dentry = file->f_path.dentry;
 	struct name_snapshot name;
+	bool same;
 
 	buf[0] = '\0';
-	if (d_unhashed(dentry) || IS_ROOT(dentry))
+	if (!as || d_unhashed(dentry) || IS_ROOT(dentry))
 		return;
 	take_dentry_name_snapshot(&name, dentry);
-	strscpy(buf, name.name.name, size);
+	spin_lock(&dentry->d_lock);
+	same = dentry->d_parent == as->parent && !d_unhashed(dentry) &&
+	       dentry->d_name.hash_len == as->hash_len &&
+	       name.name.hash_len == as->hash_len;
+	spin_unlock(&dentry->d_lock);
+	if (same)
+		strscpy(buf, name.name.name, size);
 	release_dentry_name_snapshot(&name);
 }
 

@@ -7,8 +7,9 @@
  * wraps to "no limit", a reader stalled on userfaultfd holding up SEAL and
  * the owner's other calls, chown refused under a lowered capacity, a
  * WATCH_ADD whose reply cannot be written leaving its range behind,
- * remount ro with a writable dma-buf export alive, and the pool's figures
- * reaching callers in other namespaces.
+ * remount ro with a writable dma-buf export alive, the pool's figures
+ * reaching callers in other namespaces, and INFO naming a file by the name
+ * someone renamed it to.
  *
  * Runs as root in the test VM; the attacks drop to uid 1000 and its
  * subordinate uids 100000-165535 (as /etc/subuid gives them on Debian).
@@ -625,6 +626,63 @@ TEST_F(npushm, pool_figures_stay_in_the_initial_namespaces)
 	close(anon);
 	close(fd);
 	EXPECT_EQ(0, npu_unlink(self->root, "tenant.a"));
+}
+
+/*
+ * Attack: a file opened by one name reported, through NPUSHM_IOC_INFO,
+ * the name someone later renamed it to, in a directory its holder cannot
+ * search (docs promise never a name the caller did not use). INFO now
+ * names the file only while it is still linked by the name it was opened
+ * by, in the same directory.
+ */
+TEST_F(npushm, info_after_rename_names_nothing_new)
+{
+	int fd = npu_create(self->root, "shared", PG, 0644), ready[2], go[2], status;
+	struct npushm_region_info info;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, mkdirat(self->root, "hidden", 0700));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct npushm_region_info in;
+		int h;
+
+		if (setgroups(0, NULL) || setresgid(USER, USER, USER) ||
+		    setresuid(USER, USER, USER))
+			_exit(1);
+		h = npu_open(self->root, "shared", O_RDONLY);
+		if (h < 0 || npu_info(h, &in) || strcmp(in.name, "shared"))
+			_exit(2);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		if (npu_info(h, &in))
+			_exit(4);
+		_exit(in.name[0] ? 5 : 0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(0, renameat(self->root, "shared", self->root, "hidden/secret.name"));
+	ASSERT_EQ(1, write(go[1], &c, 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* Renamed within its directory: not the name it was opened by either. */
+	ASSERT_EQ(0, renameat(self->root, "hidden/secret.name", self->root, "first"));
+	fd = npu_open(self->root, "first", O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, renameat(self->root, "first", self->root, "second"));
+	ASSERT_EQ(0, npu_info(fd, &info));
+	EXPECT_STREQ("", info.name);
+	ASSERT_EQ(0, renameat(self->root, "second", self->root, "first"));
+	ASSERT_EQ(0, npu_info(fd, &info));
+	EXPECT_STREQ("first", info.name);
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "first"));
+	EXPECT_EQ(0, unlinkat(self->root, "hidden", AT_REMOVEDIR));
 }
 
 TEST_HARNESS_MAIN
