@@ -202,32 +202,22 @@ struct subuid_attack {
 	int refused;		/* EDQUOT */
 };
 
-/* As root of the user namespace: a region per subordinate uid, each sized. */
-static int size_as_subuids(void *arg)
+/* Size @fd to @a->size, counting the outcome: 0, or -1 for an error other than EDQUOT. */
+static int size_counted(struct subuid_attack *a, int fd)
 {
-	struct subuid_attack *a = arg;
-	char name[32];
-	int i, fd;
-
-	for (i = 0; i < 8; i++) {
-		snprintf(name, sizeof(name), "subuid.%d", i);
-		setfsuid(i + 1);
-		fd = openat(a->root, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		setfsuid(0);
-		if (fd < 0)
-			return 30;
-		if (!ftruncate(fd, (off_t)a->size))
-			a->sized++;
-		else if (errno == EDQUOT)
-			a->refused++;
-		else
-			return 31;
-		close(fd);
-	}
-	return a->sized | a->refused << 4;
+	if (!ftruncate(fd, (off_t)a->size))
+		a->sized++;
+	else if (errno == EDQUOT)
+		a->refused++;
+	else
+		return -1;
+	return 0;
 }
 
-/* As root of the user namespace: 0666 regions, one per subordinate uid, unsized. */
+/*
+ * As root of the user namespace: a 0666 region per subordinate uid, each
+ * sized here when @a->size is not 0. Return: sized | refused << 4.
+ */
 static int make_as_subuids(void *arg)
 {
 	struct subuid_attack *a = arg;
@@ -241,10 +231,12 @@ static int make_as_subuids(void *arg)
 		fd = openat(a->root, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		setfsuid(0);
 		if (fd < 0)
-			return 32;
+			return 30;
+		if (a->size && size_counted(a, fd))
+			return 31;
 		close(fd);
 	}
-	return 0;
+	return a->sized | a->refused << 4;
 }
 
 /* As USER in the initial namespace: size the subordinate uids' regions. */
@@ -252,22 +244,18 @@ static int size_from_outside(void *arg)
 {
 	struct subuid_attack *a = arg;
 	char name[32];
-	int i, fd, sized = 0, refused = 0;
+	int i, fd;
 
 	for (i = 0; i < 8; i++) {
 		snprintf(name, sizeof(name), "subuid.%d", i);
 		fd = openat(a->root, name, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			return 33;
-		if (!ftruncate(fd, (off_t)a->size))
-			sized++;
-		else if (errno == EDQUOT)
-			refused++;
-		else
+		if (size_counted(a, fd))
 			return 34;
 		close(fd);
 	}
-	return sized | refused << 4;
+	return a->sized | a->refused << 4;
 }
 
 static void unlink_subuids(int root)
@@ -299,7 +287,7 @@ TEST_F(npushm, subuids_share_their_users_quota)
 	ASSERT_LE(2 * quota, npu_param_get("capacity"));
 	a.size = quota / 4;
 
-	ret = in_userns(true, 0, size_as_subuids, &a);
+	ret = in_userns(true, 0, make_as_subuids, &a);
 	EXPECT_EQ(4 | 4 << 4, ret) {
 		TH_LOG("sized %d regions of a quarter of the quota, %d refused",
 		       ret & 15, ret >> 4);
@@ -312,7 +300,9 @@ TEST_F(npushm, subuids_share_their_users_quota)
 	close(fd);
 	unlink_subuids(self->root);
 
+	a.size = 0;
 	ASSERT_EQ(0, in_userns(true, 0, make_as_subuids, &a));
+	a.size = quota / 4;
 	ret = npu_run_as(USER, USER, size_from_outside, &a);
 	EXPECT_EQ(4 | 4 << 4, ret) {
 		TH_LOG("sized %d regions of a quarter of the quota, %d refused",
