@@ -116,12 +116,9 @@ static int __init npushm_init(void)
 	ret = npushm_fs_init();
 	if (ret)
 		goto out_pool;
-	ret = npushm_watch_init();
-	if (ret)
-		goto out_fs;
 	ret = npushm_netlink_init();
 	if (ret)
-		goto out_watch;
+		goto out_fs;
 	ret = npushm_fs_register();
 	if (ret)
 		goto out_netlink;
@@ -136,8 +133,6 @@ out_unregister:
 	npushm_fs_unregister();
 out_netlink:
 	npushm_netlink_exit();
-out_watch:
-	npushm_watch_exit();
 out_fs:
 	npushm_fs_exit();
 out_pool:
@@ -150,7 +145,6 @@ static void __exit npushm_exit(void)
 	misc_deregister(&npushm_misc);
 	npushm_fs_unregister();
 	npushm_netlink_exit();
-	npushm_watch_exit();
 	npushm_fs_exit();
 	npushm_pool_exit();
 }

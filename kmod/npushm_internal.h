@@ -239,23 +239,12 @@ int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 #define NPUSHM_FEAT_WATCH_IF_BUILT NPUSHM_FEAT_WATCH
 int npushm_watch_create(struct npushm_watch_open *req,
 			struct npushm_ioctl_out *out);
-int npushm_watch_init(void);
-void npushm_watch_exit(void);
 #else
 #define NPUSHM_FEAT_WATCH_IF_BUILT 0
 static inline int npushm_watch_create(struct npushm_watch_open *req,
 				      struct npushm_ioctl_out *out)
 {
 	return -EOPNOTSUPP;
-}
-
-static inline int npushm_watch_init(void)
-{
-	return 0;
-}
-
-static inline void npushm_watch_exit(void)
-{
 }
 #endif
 

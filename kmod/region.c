@@ -18,10 +18,10 @@
  * EBUSY while a mapping that is or may become writable or a writable dma-buf
  * exists, or while any page has a reference other than the region's own and
  * its mappings' (a GUP pin: an RDMA MR, io_uring buffers, O_DIRECT in
- * flight). Transient references get about 75 ms to go, as in memfd; a
- * FOLL_PIN pin (page_maybe_dma_pinned(): RDMA, io_uring, vfio), which the
- * kernel reports precisely, fails at once. A FOLL_GET holder (O_DIRECT in
- * flight on 6.1, vmsplice) is seen only through the reference count.
+ * flight). Transient references get about 75 ms to go, as in memfd. Every
+ * pin, FOLL_PIN (RDMA, io_uring, vfio) or FOLL_GET (O_DIRECT in flight on
+ * 6.1, vmsplice), is seen through the reference count; the module does not
+ * call page_maybe_dma_pinned() (a static key: see docs/kmod.md).
  *
  * read(2) takes no inode lock: a reader copying into memory whose fault
  * never completes (userfaultfd, FUSE) must not hold up SEAL, ftruncate,
@@ -184,33 +184,17 @@ out_fail:
 	return ret;
 }
 
-/* Whether a page is pinned with FOLL_PIN (RDMA, io_uring, vfio): not transient. */
-static bool npushm_region_dma_pinned(struct npushm_region *region)
-{
-	unsigned long i;
-
-	lockdep_assert_held(&region->lock);
-	for (i = 0; i < region->npages; i++) {
-		if (page_maybe_dma_pinned(region->pages[i]))
-			return true;
-		if (!(i % 4096))
-			cond_resched();
-	}
-	return false;
-}
-
 /*
  * Wait for pins to go, region->lock held (dropped while waiting): 0 when
- * none is left, -EBUSY after NPUSHM_PIN_SCANS or at once for a FOLL_PIN
- * pin (the kernel says it is one: waiting cannot help), -EINTR when
- * killed. The caller checks its other conditions again afterwards.
+ * none is left, -EBUSY after NPUSHM_PIN_SCANS, -EINTR when killed. The
+ * caller checks its other conditions again afterwards.
  */
 static int npushm_region_wait_unpinned(struct npushm_region *region,
 				       unsigned int scan)
 {
 	if (!npushm_region_pinned_pages(region))
 		return 0;
-	if (scan >= NPUSHM_PIN_SCANS || npushm_region_dma_pinned(region))
+	if (scan >= NPUSHM_PIN_SCANS)
 		return -EBUSY;
 	mutex_unlock(&region->lock);
 	schedule_timeout_killable((HZ << scan) / 200);

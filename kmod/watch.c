@@ -103,9 +103,6 @@ struct npushm_watch_item {
 	bool fired;
 };
 
-/* Ranges, charged to the memory cgroup of the task that adds them. */
-static struct kmem_cache *npushm_watch_item_cache;
-
 /*
  * Protection changes (mprotect(), NUMA hinting, write-protection for
  * writeback or fork's CoW set-up) and soft-dirty clearing leave the same
@@ -253,7 +250,7 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 	start = round_down(req->start, PAGE_SIZE);
 	end = PAGE_ALIGN(end);
 
-	r = kmem_cache_zalloc(npushm_watch_item_cache, GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
 	r->watch = w;
@@ -298,7 +295,7 @@ out_uncharge:
 	npushm_watch_uid_uncharge(w->uid, 1);
 out_unlock:
 	mutex_unlock(&w->lock);
-	kmem_cache_free(npushm_watch_item_cache, r);
+	kfree(r);
 	return ret;
 }
 
@@ -310,7 +307,7 @@ static void npushm_watch_item_free(struct npushm_watch *w,
 	spin_lock(&w->events_lock);
 	list_del(&r->pending);
 	spin_unlock(&w->events_lock);
-	kmem_cache_free(npushm_watch_item_cache, r);
+	kfree(r);
 }
 
 static int npushm_watch_del_id(struct npushm_watch *w, u64 id)
@@ -464,7 +461,7 @@ static int npushm_watch_release(struct inode *inode, struct file *file)
 	xa_for_each(&w->ranges, id, r)
 		mmu_interval_notifier_remove(&r->notifier);
 	xa_for_each(&w->ranges, id, r)
-		kmem_cache_free(npushm_watch_item_cache, r);
+		kfree(r);
 	xa_destroy(&w->ranges);
 	npushm_watch_uid_uncharge(w->uid, w->nr_ranges);
 	__free_page(w->page);
@@ -545,24 +542,3 @@ out_free_watch:
 	return ret;
 }
 
-/**
- * npushm_watch_init - create the cache of watched ranges
- *
- * Return: 0 or -ENOMEM.
- */
-int __init npushm_watch_init(void)
-{
-	npushm_watch_item_cache = kmem_cache_create("npushm_watch_range",
-						    sizeof(struct npushm_watch_item),
-						    0, SLAB_ACCOUNT, NULL);
-	return npushm_watch_item_cache ? 0 : -ENOMEM;
-}
-
-/**
- * npushm_watch_exit - destroy the cache; no watch can exist any more
- * (each watch file pins the module)
- */
-void npushm_watch_exit(void)
-{
-	kmem_cache_destroy(npushm_watch_item_cache);
-}
