@@ -185,15 +185,12 @@ out_fail:
 }
 
 /*
- * Wait for pins to go, region->lock held (dropped while waiting): 0 when
- * none is left, -EBUSY after NPUSHM_PIN_SCANS, -EINTR when killed. The
- * caller checks its other conditions again afterwards.
+ * Wait a while for transient references (pins, reads in flight) to go,
+ * region->lock held (dropped while waiting): -EBUSY after NPUSHM_PIN_SCANS,
+ * -EINTR when killed, else -EAGAIN. The caller checks its conditions again.
  */
-static int npushm_region_wait_unpinned(struct npushm_region *region,
-				       unsigned int scan)
+static int npushm_region_wait(struct npushm_region *region, unsigned int scan)
 {
-	if (!npushm_region_pinned_pages(region))
-		return 0;
 	if (scan >= NPUSHM_PIN_SCANS)
 		return -EBUSY;
 	mutex_unlock(&region->lock);
@@ -202,16 +199,13 @@ static int npushm_region_wait_unpinned(struct npushm_region *region,
 	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
 }
 
-/* As npushm_region_wait_unpinned(), for reads in flight. */
-static int npushm_region_wait_readers(struct npushm_region *region,
-				      unsigned int scan)
+/* 0 when no page is pinned, else as npushm_region_wait(). */
+static int npushm_region_wait_unpinned(struct npushm_region *region,
+				       unsigned int scan)
 {
-	if (scan >= NPUSHM_PIN_SCANS)
-		return -EBUSY;
-	mutex_unlock(&region->lock);
-	schedule_timeout_killable((HZ << scan) / 200);
-	mutex_lock(&region->lock);
-	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
+	if (!npushm_region_pinned_pages(region))
+		return 0;
+	return npushm_region_wait(region, scan);
 }
 
 static int npushm_region_release(struct npushm_region *region)
@@ -230,7 +224,7 @@ static int npushm_region_release(struct npushm_region *region)
 			break;
 		}
 		if (region->readers)
-			ret = npushm_region_wait_readers(region, scan);
+			ret = npushm_region_wait(region, scan);
 		else
 			ret = npushm_region_wait_unpinned(region, scan);
 		if (ret != -EAGAIN)
