@@ -38,7 +38,8 @@ static int npushm_dev_ioctl_query(struct file *file, void *arg,
 		      NPUSHM_FEAT_WATCH_IF_BUILT;
 	q->chunk_size = PAGE_SIZE << npushm_sysmem_provider.chunk_order;
 	q->page_size = PAGE_SIZE;
-	npushm_pool_query(q, current_euid());
+	npushm_pool_query(q, npushm_account_uid(current_euid()),
+			  npushm_pool_global_visible());
 	return 0;
 }
 

@@ -23,6 +23,17 @@
  *
  * Anonymous regions (NPUSHM_IOC_ALLOC) live on an internal instance that no
  * one can mount or name.
+ *
+ * Pool memory is gated like /dev/npushm: an instance may be mounted in a
+ * user namespace other than the initial one (FS_USERNS_MOUNT) only while the
+ * module parameter userns_mounts is on (off by default), and such an
+ * instance sizes regions only while it stays on; it may not lift the
+ * nr_inodes= bound. A container is given the host's instance (a bind mount)
+ * instead.
+ *
+ * Remounting read-only is refused (EBUSY) while a region of the instance
+ * has a writable dma-buf export or a mapping that may become writable: the
+ * export's internal file takes no write access to the mount.
  */
 #include <linux/cred.h>
 #include <linux/ctype.h>
@@ -43,6 +54,11 @@
 /* Sizes round up to pages: the largest one that still fits a loff_t. */
 #define NPUSHM_MAX_SIZE			round_down(MAX_LFS_FILESIZE, PAGE_SIZE)
 #define NPUSHM_DEFAULT_MODE		01777
+
+static bool npushm_userns_mounts;
+module_param_named(userns_mounts, npushm_userns_mounts, bool, 0644);
+MODULE_PARM_DESC(userns_mounts,
+		 "Instances may be mounted in user namespaces other than the initial one and size regions there (default N)");
 
 static struct vfsmount *npushm_anon_mnt;
 static atomic64_t npushm_next_ino = ATOMIC64_INIT(0);
@@ -89,13 +105,16 @@ static void npushm_free_inode_slot(struct super_block *sb)
  * @sb: the instance
  * @bytes: the region's size
  *
- * Return: 0 or -ENOSPC when the instance's size= would be exceeded.
+ * Return: 0, -EPERM for an instance mounted in a user namespace while
+ * userns_mounts is off, -ENOSPC when the instance's size= would be exceeded.
  */
 int npushm_sb_reserve_bytes(struct super_block *sb, u64 bytes)
 {
 	struct npushm_sb *sbi = NPUSHM_SB(sb);
 	int ret = 0;
 
+	if (sb->s_user_ns != &init_user_ns && !READ_ONCE(npushm_userns_mounts))
+		return -EPERM;
 	spin_lock(&sbi->lock);
 	if (sbi->max_bytes && (sbi->used_bytes > sbi->max_bytes ||
 			       bytes > sbi->max_bytes - sbi->used_bytes))
@@ -342,13 +361,30 @@ static const struct inode_operations npushm_file_iops = {
 
 static int npushm_file_open(struct inode *inode, struct file *file)
 {
+	struct dentry *dentry = file->f_path.dentry;
+	struct npushm_opened_as *as;
+
+	as = kmalloc(sizeof(*as), GFP_KERNEL_ACCOUNT);
+	if (!as)
+		return -ENOMEM;
+	as->parent = dget_parent(dentry);
+	spin_lock(&dentry->d_lock);
+	as->hash_len = dentry->d_name.hash_len;
+	spin_unlock(&dentry->d_lock);
+	file->private_data = as;
 	npushm_region_open_file(npushm_region(inode));
 	return 0;
 }
 
 static int npushm_file_release(struct inode *inode, struct file *file)
 {
+	struct npushm_opened_as *as = file->private_data;
+
 	npushm_region_release_file(npushm_region(inode));
+	if (as) {
+		dput(as->parent);
+		kfree(as);
+	}
 	return 0;
 }
 
@@ -485,11 +521,15 @@ out_iput:
 static int npushm_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
 	struct npushm_sb *sbi = NPUSHM_SB(dentry->d_sb);
+	bool global = npushm_pool_global_visible();
 	struct npushm_query q = { 0 };
 	u64 limit, used, pool_free;
 
-	npushm_pool_query(&q, GLOBAL_ROOT_UID);
+	/* What is free of the pool says what others hold: not for everyone. */
+	npushm_pool_query(&q, GLOBAL_ROOT_UID, global);
 	pool_free = q.capacity > q.in_use ? q.capacity - q.in_use : 0;
+	if (!global)
+		pool_free = q.capacity;
 	spin_lock(&sbi->lock);
 	used = sbi->used_bytes;
 	limit = sbi->max_bytes ? sbi->max_bytes : q.capacity;
@@ -593,9 +633,15 @@ static int npushm_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (ctx->size_percent)
 			str[len - 1] = '\0';
 		ret = npushm_parse_bytes(str, &val);
-		if (ret || (ctx->size_percent && val > 100))
-			return invalf(fc, "npushm: size=%s%s: bytes or a %% of the pool",
-				      str, ctx->size_percent ? "%" : "");
+		/*
+		 * Past the largest region it would wrap when rounded to pages
+		 * (0: no limit); 0% would mean no limit too.
+		 */
+		if (ret || (ctx->size_percent && (!val || val > 100)) ||
+		    (!ctx->size_percent && val > NPUSHM_MAX_SIZE))
+			return invalf(fc, "npushm: size=%s%s: up to %llu bytes, or 1-100%%",
+				      str, ctx->size_percent ? "%" : "",
+				      (unsigned long long)NPUSHM_MAX_SIZE);
 		ctx->size = val;
 		ctx->seen |= NPUSHM_SEEN_SIZE;
 		return 0;
@@ -666,7 +712,43 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 
 static int npushm_get_tree(struct fs_context *fc)
 {
+	struct npushm_fs_context *ctx = fc->fs_private;
+
+	if (fc->user_ns != &init_user_ns) {
+		if (!READ_ONCE(npushm_userns_mounts)) {
+			errorfc(fc, "npushm: user-namespace mounts are off (userns_mounts)");
+			return -EPERM;
+		}
+		if (!ctx->nr_inodes)
+			return invalfc(fc, "npushm: nr_inodes=0 not in a user namespace");
+	}
 	return get_tree_nodev(fc, npushm_fill_super);
+}
+
+/*
+ * A writable dma-buf export holds no write access to the mount (its file
+ * is alloc_file_pseudo()'s), so the VFS's own check before going read-only
+ * does not see it: an instance with one, or with a mapping that is or may
+ * become writable, stays read-write.
+ */
+static bool npushm_sb_has_writers(struct super_block *sb)
+{
+	struct npushm_region *region;
+	unsigned long id;
+	bool ret = false;
+
+	mutex_lock(&npushm_regions_lock);
+	xa_for_each(&npushm_regions, id, region) {
+		if (region->inode->i_sb != sb)
+			continue;
+		mutex_lock(&region->lock);
+		ret = region->writers;
+		mutex_unlock(&region->lock);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&npushm_regions_lock);
+	return ret;
 }
 
 static int npushm_reconfigure(struct fs_context *fc)
@@ -677,6 +759,14 @@ static int npushm_reconfigure(struct fs_context *fc)
 	unsigned long used_inodes;
 	int ret = 0;
 
+	if ((ctx->seen & NPUSHM_SEEN_INODES) && !ctx->nr_inodes &&
+	    fc->root->d_sb->s_user_ns != &init_user_ns)
+		return invalfc(fc, "npushm: nr_inodes=0 not in a user namespace");
+	if ((fc->sb_flags_mask & SB_RDONLY) && (fc->sb_flags & SB_RDONLY) &&
+	    !sb_rdonly(fc->root->d_sb) && npushm_sb_has_writers(fc->root->d_sb)) {
+		errorfc(fc, "npushm: a writable mapping or dma-buf export exists");
+		return -EBUSY;
+	}
 	spin_lock(&sbi->lock);
 	used_inodes = sbi->max_inodes - sbi->free_inodes;
 	if ((ctx->seen & NPUSHM_SEEN_SIZE) && bytes && bytes < sbi->used_bytes)

@@ -101,6 +101,8 @@ long npushm_ioctl_dispatch(const struct npushm_ioctl_desc *descs, size_t n,
 	return 0;
 
 out_discard:
+	if (out.undo)
+		out.undo(file, &karg);
 	if (out.file) {
 		put_unused_fd(out.fd);
 		fput(out.file);

@@ -7,10 +7,17 @@
  * Global figures (every region, every uid) are for callers that
  * netlink_capable(CAP_SYS_ADMIN) in the initial user namespace: the socket's
  * opener and the sender both. Anyone else sees the regions whose file it
- * owns and its own uid. A dump decides this once, at its start, with the
+ * owns and its own uid, and the pool-wide statistics only in the initial
+ * user and network namespaces (the opener's user namespace, the socket's
+ * network namespace), its own usage in their place elsewhere. A dump
+ * decides this once, at its start, with the
  * socket opener's credentials, and keeps them: whoever calls recvmsg() for
  * the rest of the dump changes nothing. Uids are reported in the opener's
  * user namespace.
+ *
+ * Dumps hold npushm_regions_lock only to find the next region and take a
+ * reference on it (its instance active, its inode): the message, with its
+ * O(pages) pin scan, is filled under the region's lock alone.
  *
  * Every message has a fixed set of attributes: a region's names are not
  * reported (they are the filesystem's, and may be many), and uids come one
@@ -124,28 +131,87 @@ static int npushm_nl_dump_done(struct netlink_callback *cb)
 	return 0;
 }
 
+/*
+ * Take a region found under npushm_regions_lock: its instance stays active
+ * (no unmount can find the inode busy) and its inode referenced. Fails for
+ * an instance being unmounted or an inode being evicted. On failure, *@drop
+ * is an instance to deactivate once the lock is dropped.
+ */
+static bool npushm_nl_get_region(struct npushm_region *region,
+				 struct super_block **drop)
+{
+	struct super_block *sb = region->inode->i_sb;
+
+	lockdep_assert_held(&npushm_regions_lock);
+	if (!atomic_inc_not_zero(&sb->s_active))
+		return false;
+	if (igrab(region->inode))
+		return true;
+	*drop = sb;
+	return false;
+}
+
+/* Undo npushm_nl_get_region(); not under npushm_regions_lock (may evict). */
+static void npushm_nl_put_region(struct npushm_region *region)
+{
+	struct super_block *sb = region->inode->i_sb;
+
+	iput(region->inode);
+	deactivate_super(sb);
+}
+
+/*
+ * The next region from *@pos that @cred may see, taken, or NULL; *@pos is
+ * its id. The global lock is held only to find it: filling its message (a
+ * scan of its pages for pins, an allocation) runs without, so creation and
+ * eviction elsewhere never wait for a dump.
+ */
+static struct npushm_region *npushm_nl_next_region(unsigned long *pos,
+						   const struct cred *cred,
+						   bool admin)
+{
+	struct npushm_region *region, *found = NULL;
+	struct super_block *drop = NULL;
+	unsigned long id;
+
+	mutex_lock(&npushm_regions_lock);
+	xa_for_each_start(&npushm_regions, id, region, *pos) {
+		if (npushm_nl_visible(region, cred, admin) &&
+		    npushm_nl_get_region(region, &drop)) {
+			found = region;
+			*pos = id;
+			break;
+		}
+		if (drop)
+			break;
+	}
+	mutex_unlock(&npushm_regions_lock);
+	if (drop) {
+		/* An inode being evicted: go on after it, unlocked. */
+		deactivate_super(drop);
+		*pos = id + 1;
+		return npushm_nl_next_region(pos, cred, admin);
+	}
+	return found;
+}
+
 static int npushm_nl_region_dumpit(struct sk_buff *skb,
 				   struct netlink_callback *cb)
 {
 	struct npushm_nl_dump *ctx = (void *)cb->ctx;
 	struct npushm_region *region;
-	unsigned long id;
 	int ret = 0;
 
-	mutex_lock(&npushm_regions_lock);
-	xa_for_each_start(&npushm_regions, id, region, ctx->pos) {
-		if (npushm_nl_visible(region, ctx->cred, ctx->admin)) {
-			ret = npushm_nl_fill_region(skb, region,
-						    ctx->cred->user_ns,
-						    NETLINK_CB(cb->skb).portid,
-						    cb->nlh->nlmsg_seq,
-						    NLM_F_MULTI);
-			if (ret)
-				break;
-		}
-		ctx->pos = id + 1;
+	while ((region = npushm_nl_next_region(&ctx->pos, ctx->cred,
+					       ctx->admin))) {
+		ret = npushm_nl_fill_region(skb, region, ctx->cred->user_ns,
+					    NETLINK_CB(cb->skb).portid,
+					    cb->nlh->nlmsg_seq, NLM_F_MULTI);
+		npushm_nl_put_region(region);
+		if (ret)
+			break;
+		ctx->pos++;
 	}
-	mutex_unlock(&npushm_regions_lock);
 	/* A message always fits an empty skb: only a full one stops early. */
 	if (ret && !skb->len)
 		return ret;
@@ -156,6 +222,7 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	bool admin = netlink_capable(skb, CAP_SYS_ADMIN);
 	const struct cred *cred = npushm_nl_opener_cred(skb);
+	struct super_block *drop = NULL;
 	struct npushm_region *region;
 	struct sk_buff *msg;
 	int ret;
@@ -172,12 +239,19 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 	mutex_lock(&npushm_regions_lock);
 	region = xa_load(&npushm_regions,
 			 nla_get_u64(info->attrs[NPUSHM_A_REGION_ID]));
-	if (!region || !npushm_nl_visible(region, cred, admin))
-		ret = -ENOENT;
-	else
+	if (!region || !npushm_nl_visible(region, cred, admin) ||
+	    !npushm_nl_get_region(region, &drop))
+		region = NULL;
+	mutex_unlock(&npushm_regions_lock);
+	if (drop)
+		deactivate_super(drop);
+	if (region) {
 		ret = npushm_nl_fill_region(msg, region, cred->user_ns,
 					    info->snd_portid, info->snd_seq, 0);
-	mutex_unlock(&npushm_regions_lock);
+		npushm_nl_put_region(region);
+	} else {
+		ret = -ENOENT;
+	}
 	put_cred(cred);
 	if (ret) {
 		nlmsg_free(msg);
@@ -208,7 +282,11 @@ static int npushm_nl_stats_doit(struct sk_buff *skb, struct genl_info *info)
 		ret = -EMSGSIZE;
 		goto out_free;
 	}
-	ret = npushm_pool_fill_stats(msg, cred->user_ns, cred->euid);
+	ret = npushm_pool_fill_stats(msg, cred->user_ns,
+				     npushm_account_uid_in(cred->user_ns, cred->euid),
+				     (cred->user_ns == &init_user_ns &&
+				      genl_info_net(info) == &init_net) ||
+				     netlink_capable(skb, CAP_SYS_ADMIN));
 	if (ret)
 		goto out_free;
 	genlmsg_end(msg, hdr);
@@ -253,7 +331,8 @@ static int npushm_nl_uid_dumpit(struct sk_buff *skb, struct netlink_callback *cb
 	int ret;
 
 	ret = npushm_pool_dump_uids(skb, ctx->cred->user_ns, ctx->admin,
-				    ctx->cred->euid, &ctx->pos,
+				    npushm_account_uid_in(ctx->cred->user_ns,
+							  ctx->cred->euid), &ctx->pos,
 				    npushm_nl_put_uid, &put);
 	if (ret && !skb->len)
 		return ret;

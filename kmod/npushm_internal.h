@@ -30,6 +30,7 @@
 struct file;
 struct page;
 struct sk_buff;
+struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
@@ -63,6 +64,9 @@ extern const struct npushm_provider npushm_sysmem_provider;
  * @pages: the backing pages, fixed while @size is
  * @provider: where @pages came from
  * @charged: uid the pool charge is on (valid when @size)
+ * @account: uid a charge goes to when the region is sized: its owner's,
+ *	folded by npushm_account_uid() when the owner was set from inside a
+ *	user namespace (inode lock)
  * @anonymous: created by NPUSHM_IOC_ALLOC on the internal instance
  * @sealed: NPUSHM_SEAL_WRITE applied
  * @writers: mappings that are or may become writable, plus writable dma-bufs
@@ -70,17 +74,20 @@ extern const struct npushm_provider npushm_sysmem_provider;
  * @nr_vmas: entries in @vmas
  * @handles: user-visible open files
  * @dmabufs: live dma-buf exports
+ * @readers: read(2) calls copying from @pages (which they keep: the size
+ *	does not go back to 0 meanwhile); they hold no inode lock
  */
 struct npushm_region {
 	struct inode *inode;
 	u64 id;
 
-	struct mutex lock;		/* protects size..dmabufs */
+	struct mutex lock;		/* protects size..readers */
 	size_t size;
 	unsigned long npages;
 	struct page **pages;
 	const struct npushm_provider *provider;
 	kuid_t charged;
+	kuid_t account;
 	bool anonymous;
 	bool sealed;
 	unsigned int writers;
@@ -88,6 +95,7 @@ struct npushm_region {
 	unsigned int nr_vmas;
 	unsigned int handles;
 	unsigned int dmabufs;
+	unsigned int readers;
 };
 
 /**
@@ -116,12 +124,15 @@ struct npushm_sb {
  * struct npushm_ioctl_out - what an ioctl handler hands back to dispatch
  * @file: a new file to install as @fd once the reply reached user space
  * @fd: the reserved descriptor for @file
+ * @undo: when set, called with the handler's file and struct if the reply
+ *	cannot reach user space, to take back what the handler did
  *
  * File descriptors are installed only after everything else succeeded.
  */
 struct npushm_ioctl_out {
 	struct file *file;
 	int fd;
+	void (*undo)(struct file *file, void *arg);
 };
 
 /**
@@ -144,15 +155,18 @@ long npushm_ioctl_dispatch(const struct npushm_ioctl_desc *descs, size_t n,
 int npushm_parse_bytes(const char *str, u64 *bytes);
 u64 npushm_pool_capacity(void);
 u64 npushm_pool_uid_quota(void);
+kuid_t npushm_account_uid_in(const struct user_namespace *ns, kuid_t uid);
+kuid_t npushm_account_uid(kuid_t uid);
 int npushm_pool_charge(kuid_t uid, u64 bytes);
 void npushm_pool_uncharge(kuid_t uid, u64 bytes);
 int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes);
 void npushm_pool_count_failure(void);
-void npushm_pool_query(struct npushm_query *q, kuid_t uid);
+bool npushm_pool_global_visible(void);
+void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global);
 void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 			unsigned long n, const struct npushm_provider *provider);
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
-			   kuid_t uid);
+			   kuid_t uid, bool global);
 int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
 			  bool all, kuid_t uid, unsigned long *pos,
 			  int (*put)(struct sk_buff *skb, void *ctx, u32 uid,
@@ -180,6 +194,21 @@ long npushm_region_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long arg);
 ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to);
 ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from);
+
+/**
+ * struct npushm_opened_as - the link a region file was opened by
+ * @parent: its directory then (referenced)
+ * @hash_len: its name's hash and length then
+ *
+ * A region file's private data: NPUSHM_IOC_INFO reports the file's name
+ * only while the file is still linked under that name in that directory,
+ * never a name someone else gave it since (a rename into a directory the
+ * caller cannot search).
+ */
+struct npushm_opened_as {
+	struct dentry *parent;
+	u64 hash_len;
+};
 
 /* region_mmap.c */
 int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma);

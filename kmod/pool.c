@@ -10,6 +10,18 @@
  * in flight) are "orphans": they stay charged, to the pool and to the uid,
  * until the pins go; a worker checks them once a second.
  *
+ * Quotas are per user, not per uid: a charge made from inside a user
+ * namespace (by any uid of it, subordinate uids included) goes to the
+ * creator of the outermost user namespace the task is in, so that a user
+ * with a range of subordinate uids (/etc/subuid) has one quota, not one
+ * per uid; a container's users share its creator's.
+ *
+ * The pool-wide figures (bytes in use, regions, peak, failed allocations,
+ * orphaned pins) tell one tenant about the others' model loads: only a
+ * caller in the initial user and network namespaces, or with CAP_SYS_ADMIN
+ * there, reads them. Anyone else gets its own usage in their place (peak,
+ * failures and orphans 0) and the capacity and quota.
+ *
  * Limits are module parameters, writable at run time, in bytes with an
  * optional K, M, G, T, P or E suffix: "capacity" (default 0: a quarter of
  * the RAM) and "uid_quota" (default: half of the capacity at load time; 0:
@@ -21,8 +33,10 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/genetlink.h>
@@ -164,6 +178,35 @@ u64 npushm_pool_uid_quota(void)
 	return READ_ONCE(npushm_uid_quota);
 }
 
+/**
+ * npushm_account_uid_in - the uid a charge made from a user namespace goes to
+ * @ns: the user namespace of the task (or credentials) making it
+ * @uid: the uid it goes to from the initial user namespace (a file's
+ *	owner, the caller's euid)
+ *
+ * Return: @uid when @ns is the initial user namespace, else the owner
+ * (creator) of the outermost user namespace @ns is in.
+ */
+kuid_t npushm_account_uid_in(const struct user_namespace *ns, kuid_t uid)
+{
+	if (ns == &init_user_ns)
+		return uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
+}
+
+/**
+ * npushm_account_uid - npushm_account_uid_in() for the current task
+ * @uid: as there
+ *
+ * Return: as there.
+ */
+kuid_t npushm_account_uid(kuid_t uid)
+{
+	return npushm_account_uid_in(current_user_ns(), uid);
+}
+
 static unsigned long npushm_uid_key(kuid_t uid)
 {
 	return from_kuid(&init_user_ns, uid);
@@ -200,10 +243,12 @@ static void npushm_pool_sub(kuid_t uid, u64 bytes, u32 regions)
 }
 
 /*
- * Charge @bytes and @regions to @uid within the limits; @fresh is a spare
- * usage record, consumed (set to NULL) when @uid had none. Lock held.
+ * Charge @bytes and @regions to @uid within its quota and, when @new_memory,
+ * the capacity; @fresh is a spare usage record, consumed (set to NULL) when
+ * @uid had none. Lock held.
  */
 static int npushm_pool_add_checked(kuid_t uid, u64 bytes, u32 regions,
+				   bool new_memory,
 				   struct npushm_uid_usage **fresh)
 {
 	unsigned long key = npushm_uid_key(uid);
@@ -214,7 +259,8 @@ static int npushm_pool_add_checked(kuid_t uid, u64 bytes, u32 regions,
 
 	lockdep_assert_held(&npushm_pool.lock);
 	use = xa_load(&npushm_pool.uids, key);
-	if (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use)
+	if (new_memory &&
+	    (npushm_pool.in_use > cap || bytes > cap - npushm_pool.in_use))
 		return -ENOSPC;
 	if (quota && (bytes > quota || (use && use->bytes > quota - bytes)))
 		return -EDQUOT;
@@ -246,7 +292,7 @@ int npushm_pool_charge(kuid_t uid, u64 bytes)
 	if (!fresh)
 		return -ENOMEM;
 	mutex_lock(&npushm_pool.lock);
-	ret = npushm_pool_add_checked(uid, bytes, 1, &fresh);
+	ret = npushm_pool_add_checked(uid, bytes, 1, true, &fresh);
 	mutex_unlock(&npushm_pool.lock);
 	kfree(fresh);
 	return ret;
@@ -270,6 +316,9 @@ void npushm_pool_uncharge(kuid_t uid, u64 bytes)
  * @to: the new owner
  * @bytes: size of the region
  *
+ * Not checked against the capacity (the pool's total does not change), only
+ * against @to's quota.
+ *
  * Return: 0, -EDQUOT when @to would exceed its quota, -ENOMEM.
  */
 int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes)
@@ -283,9 +332,8 @@ int npushm_pool_transfer(kuid_t from, kuid_t to, u64 bytes)
 	if (!fresh)
 		return -ENOMEM;
 	mutex_lock(&npushm_pool.lock);
-	/* Not against the capacity: the pool's total does not change. */
 	npushm_pool_sub(from, bytes, 1);
-	ret = npushm_pool_add_checked(to, bytes, 1, &fresh);
+	ret = npushm_pool_add_checked(to, bytes, 1, false, &fresh);
 	if (ret) {
 		struct npushm_uid_usage *back = xa_load(&npushm_pool.uids,
 							npushm_uid_key(from));
@@ -394,22 +442,42 @@ void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 }
 
 /**
+ * npushm_pool_global_visible - whether the current task reads pool-wide figures
+ *
+ * Return: true in the initial user and network namespaces, or with
+ * CAP_SYS_ADMIN in the initial user namespace.
+ */
+bool npushm_pool_global_visible(void)
+{
+	return (current_user_ns() == &init_user_ns &&
+		current->nsproxy->net_ns == &init_net) ||
+	       capable(CAP_SYS_ADMIN);
+}
+
+/**
  * npushm_pool_query - fill the pool fields of NPUSHM_IOC_QUERY's reply
  * @q: the reply
  * @uid: the caller, whose use is reported
+ * @global: pool-wide figures, else the caller's own in their place
  */
-void npushm_pool_query(struct npushm_query *q, kuid_t uid)
+void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global)
 {
 	struct npushm_uid_usage *use;
 
 	q->capacity = npushm_pool_capacity();
 	q->uid_quota = npushm_pool_uid_quota();
 	mutex_lock(&npushm_pool.lock);
-	q->in_use = npushm_pool.in_use;
-	q->regions = npushm_pool.regions;
-	q->orphan_pinned = npushm_pool.orphan_bytes;
 	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
 	q->uid_in_use = use ? use->bytes : 0;
+	if (global) {
+		q->in_use = npushm_pool.in_use;
+		q->regions = npushm_pool.regions;
+		q->orphan_pinned = npushm_pool.orphan_bytes;
+	} else {
+		q->in_use = q->uid_in_use;
+		q->regions = use ? use->regions : 0;
+		q->orphan_pinned = 0;
+	}
 	mutex_unlock(&npushm_pool.lock);
 }
 
@@ -418,35 +486,47 @@ void npushm_pool_query(struct npushm_query *q, kuid_t uid)
  * @skb: the message
  * @ns: the user namespace uids are reported in
  * @uid: the caller, whose own usage is added as one NPUSHM_A_UID_USAGE
+ * @global: pool-wide figures, else the caller's own in their place
  *
  * The message has a fixed size whatever the number of uids.
  *
  * Return: 0 or -EMSGSIZE.
  */
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
-			   kuid_t uid)
+			   kuid_t uid, bool global)
 {
+	u64 in_use, peak, regions, failed, orphans;
 	struct npushm_uid_usage *use;
 	struct nlattr *nest;
 	int ret = -EMSGSIZE;
 
 	mutex_lock(&npushm_pool.lock);
+	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
+	if (global) {
+		in_use = npushm_pool.in_use;
+		peak = npushm_pool.peak;
+		regions = npushm_pool.regions;
+		failed = npushm_pool.failed;
+		orphans = npushm_pool.orphan_bytes;
+	} else {
+		in_use = use ? use->bytes : 0;
+		regions = use ? use->regions : 0;
+		peak = 0;
+		failed = 0;
+		orphans = 0;
+	}
 	if (nla_put_u64_64bit(skb, NPUSHM_A_STATS_CAPACITY,
 			      npushm_pool_capacity(), NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_IN_USE, npushm_pool.in_use,
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_IN_USE, in_use, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_PEAK, peak, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_REGIONS, regions, NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_FAILED_ALLOCS, failed,
 			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_PEAK, npushm_pool.peak,
-			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_REGIONS, npushm_pool.regions,
-			      NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_FAILED_ALLOCS,
-			      npushm_pool.failed, NPUSHM_A_PAD) ||
 	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_UID_QUOTA,
 			      npushm_pool_uid_quota(), NPUSHM_A_PAD) ||
-	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_ORPHAN_PINNED,
-			      npushm_pool.orphan_bytes, NPUSHM_A_PAD))
+	    nla_put_u64_64bit(skb, NPUSHM_A_STATS_ORPHAN_PINNED, orphans,
+			      NPUSHM_A_PAD))
 		goto out_unlock;
-	use = xa_load(&npushm_pool.uids, npushm_uid_key(uid));
 	nest = nla_nest_start(skb, NPUSHM_A_UID_USAGE);
 	if (!nest)
 		goto out_unlock;

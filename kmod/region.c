@@ -18,7 +18,17 @@
  * EBUSY while a mapping that is or may become writable or a writable dma-buf
  * exists, or while any page has a reference other than the region's own and
  * its mappings' (a GUP pin: an RDMA MR, io_uring buffers, O_DIRECT in
- * flight). Transient references get about 75 ms to go, as in memfd.
+ * flight). Transient references get about 75 ms to go, as in memfd. Every
+ * pin, FOLL_PIN (RDMA, io_uring, vfio) or FOLL_GET (O_DIRECT in flight on
+ * 6.1, vmsplice), is seen through the reference count; the module does not
+ * call page_maybe_dma_pinned() (a static key: see docs/kmod.md).
+ *
+ * read(2) takes no inode lock: a reader copying into memory whose fault
+ * never completes (userfaultfd, FUSE) must not hold up SEAL, ftruncate,
+ * fallocate or write(2). It counts itself in @readers, which keeps the
+ * pages (going back to size 0 waits for readers as for transient pins, then
+ * fails with EBUSY). Writes hold the inode lock, which SEAL takes to exclude
+ * them; IOCB_NOWAIT writes do not wait for it (EAGAIN).
  */
 #include <linux/cred.h>
 #include <linux/file.h>
@@ -55,6 +65,7 @@ int npushm_region_init(struct npushm_region *region, struct inode *inode)
 	int ret;
 
 	region->inode = inode;
+	region->account = npushm_account_uid(inode->i_uid);
 	region->provider = &npushm_sysmem_provider;
 	region->id = inode->i_ino;
 	mutex_lock(&npushm_regions_lock);
@@ -131,7 +142,7 @@ static int npushm_region_alloc(struct npushm_region *region, u64 size)
 {
 	struct inode *inode = region->inode;
 	unsigned long npages = size >> PAGE_SHIFT;
-	kuid_t uid = inode->i_uid;
+	kuid_t uid = region->account;
 	struct page **pages;
 	int ret;
 
@@ -174,21 +185,27 @@ out_fail:
 }
 
 /*
- * Wait for pins to go, region->lock held (dropped while waiting): 0 when
- * none is left, -EBUSY after NPUSHM_PIN_SCANS, -EINTR when killed. The
- * caller checks its other conditions again afterwards.
+ * Wait a while for transient references (pins, reads in flight) to go,
+ * region->lock held (dropped while waiting): -EBUSY after NPUSHM_PIN_SCANS,
+ * -EINTR when killed, else -EAGAIN. The caller checks its conditions again.
  */
-static int npushm_region_wait_unpinned(struct npushm_region *region,
-				       unsigned int scan)
+static int npushm_region_wait(struct npushm_region *region, unsigned int scan)
 {
-	if (!npushm_region_pinned_pages(region))
-		return 0;
 	if (scan >= NPUSHM_PIN_SCANS)
 		return -EBUSY;
 	mutex_unlock(&region->lock);
 	schedule_timeout_killable((HZ << scan) / 200);
 	mutex_lock(&region->lock);
 	return fatal_signal_pending(current) ? -EINTR : -EAGAIN;
+}
+
+/* 0 when no page is pinned, else as npushm_region_wait(). */
+static int npushm_region_wait_unpinned(struct npushm_region *region,
+				       unsigned int scan)
+{
+	if (!npushm_region_pinned_pages(region))
+		return 0;
+	return npushm_region_wait(region, scan);
 }
 
 static int npushm_region_release(struct npushm_region *region)
@@ -206,7 +223,10 @@ static int npushm_region_release(struct npushm_region *region)
 			ret = -EBUSY;
 			break;
 		}
-		ret = npushm_region_wait_unpinned(region, scan);
+		if (region->readers)
+			ret = npushm_region_wait(region, scan);
+		else
+			ret = npushm_region_wait_unpinned(region, scan);
 		if (ret != -EAGAIN)
 			break;
 	}
@@ -285,20 +305,25 @@ int npushm_region_fallocate(struct npushm_region *region, loff_t offset,
 /**
  * npushm_region_chown - move the region's charge to a new owner
  * @region: the region; its inode is locked
- * @uid: the new owner
+ * @uid: the new owner; the charge goes to npushm_account_uid() of it (the
+ *	chowner's user namespace creator when done inside a user namespace)
  *
- * Return: 0, -EDQUOT when @uid has no room for it, -ENOMEM.
+ * Return: 0, -EDQUOT when the new owner has no room for it, -ENOMEM.
  */
 int npushm_region_chown(struct npushm_region *region, kuid_t uid)
 {
+	kuid_t account = npushm_account_uid(uid);
 	int ret = 0;
 
 	mutex_lock(&region->lock);
 	if (region->size) {
-		ret = npushm_pool_transfer(region->charged, uid, region->size);
+		ret = npushm_pool_transfer(region->charged, account,
+					   region->size);
 		if (!ret)
-			region->charged = uid;
+			region->charged = account;
 	}
+	if (!ret)
+		region->account = account;
 	mutex_unlock(&region->lock);
 	return ret;
 }
@@ -349,14 +374,23 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct npushm_region *region = npushm_region(inode);
 	loff_t pos = iocb->ki_pos;
 	ssize_t done = 0;
+	struct page **pages;
+	size_t size;
 
-	inode_lock_shared(inode);
-	while (iov_iter_count(to) && pos >= 0 && pos < region->size) {
+	mutex_lock(&region->lock);
+	size = region->size;
+	pages = region->pages;
+	if (size)
+		region->readers++;
+	mutex_unlock(&region->lock);
+	if (!size)
+		return 0;
+
+	while (iov_iter_count(to) && pos >= 0 && pos < size) {
 		size_t off = offset_in_page(pos);
 		size_t len = min3((size_t)(PAGE_SIZE - off),
-				  (size_t)(region->size - pos), iov_iter_count(to));
-		size_t n = copy_page_to_iter(region->pages[pos >> PAGE_SHIFT],
-					     off, len, to);
+				  (size_t)(size - pos), iov_iter_count(to));
+		size_t n = copy_page_to_iter(pages[pos >> PAGE_SHIFT], off, len, to);
 
 		done += n;
 		pos += n;
@@ -369,7 +403,10 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 			break;
 		cond_resched();
 	}
-	inode_unlock_shared(inode);
+
+	mutex_lock(&region->lock);
+	region->readers--;
+	mutex_unlock(&region->lock);
 	iocb->ki_pos = pos;
 	return done;
 }
@@ -391,7 +428,12 @@ ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	ssize_t done = 0, ret;
 	loff_t pos;
 
-	inode_lock(inode);
+	if (iocb->ki_flags & IOCB_NOWAIT) {
+		if (!inode_trylock(inode))
+			return -EAGAIN;
+	} else {
+		inode_lock(inode);
+	}
 	ret = generic_write_checks(iocb, from);
 	if (ret <= 0)
 		goto out_unlock;
@@ -477,17 +519,28 @@ static int npushm_region_ioctl_export(struct file *file, void *arg,
 	return npushm_dmabuf_export(file, npushm_region_from_file(file), arg, out);
 }
 
-/* The name @file was opened by, if that link still exists. */
+/*
+ * The name @file was opened by, if that link still exists: in the same
+ * directory under the same name (struct npushm_opened_as).
+ */
 static void npushm_region_file_name(struct file *file, char *buf, size_t size)
 {
+	const struct npushm_opened_as *as = file->private_data;
 	struct dentry *dentry = file->f_path.dentry;
 	struct name_snapshot name;
+	bool same;
 
 	buf[0] = '\0';
-	if (d_unhashed(dentry) || IS_ROOT(dentry))
+	if (!as || d_unhashed(dentry) || IS_ROOT(dentry))
 		return;
 	take_dentry_name_snapshot(&name, dentry);
-	strscpy(buf, name.name.name, size);
+	spin_lock(&dentry->d_lock);
+	same = dentry->d_parent == as->parent && !d_unhashed(dentry) &&
+	       dentry->d_name.hash_len == as->hash_len &&
+	       name.name.hash_len == as->hash_len;
+	spin_unlock(&dentry->d_lock);
+	if (same)
+		strscpy(buf, name.name.name, size);
 	release_dentry_name_snapshot(&name);
 }
 

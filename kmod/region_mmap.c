@@ -47,7 +47,7 @@ static void npushm_vm_open(struct vm_area_struct *vma)
 	struct npushm_vma *t;
 
 	/* A VMA copied by fork, split or mremap; open cannot fail. */
-	t = kmalloc(sizeof(*t), GFP_KERNEL | __GFP_NOFAIL);
+	t = kmalloc(sizeof(*t), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
 	mutex_lock(&region->lock);
 	npushm_vma_track(t, region, vma);
 	mutex_unlock(&region->lock);
@@ -122,7 +122,7 @@ int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma)
 
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
-	t = kmalloc(sizeof(*t), GFP_KERNEL);
+	t = kmalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return -ENOMEM;
 

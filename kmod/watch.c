@@ -26,7 +26,13 @@
  * inserted notifier takes its own mm_count reference, and the mm's notifier
  * state is freed only when mm_count drops to zero (__mmdrop), so removing a
  * range after the process exited is safe: exit_mmap() fired every range
- * (MMU_NOTIFY_RELEASE) and left them in the tree for removal. The file's
+ * (MMU_NOTIFY_RELEASE) and left them in the tree for removal. A range is
+ * freed only once it is out of the tree (mmu_interval_notifier_remove()
+ * waited for its callbacks) and off @pending; release() may free ranges
+ * still queued on @pending, but only after every range of the watch is out
+ * of the tree, since until then any of them may fire and queue itself
+ * behind them (the last close can run while other threads of the process
+ * unmap, or while one exiting thread tears the mm down). The file's
  * fops->owner pins the module while the file exists, so the callbacks stay.
  */
 #include <linux/anon_inodes.h>
@@ -49,7 +55,7 @@
 /**
  * struct npushm_watch - one watch file
  * @mm: the address space the ranges are in (mm_count held)
- * @uid: the opener's euid, charged for the ranges
+ * @uid: the opener's euid (npushm_account_uid()), charged for the ranges
  * @page: the shared read-only page; a u64 generation counter at offset 0
  * @lock: serialises ADD and DEL; protects @ranges, @nr_ranges, @next_id
  * @read_lock: serialises readers
@@ -163,7 +169,8 @@ static bool npushm_watch_has_events(struct npushm_watch *w)
 /*
  * Ranges held per uid, over all its watches: each costs kernel memory (a
  * notifier in the mm's interval tree), so one user cannot exhaust it by
- * opening many watches. Keyed by the uid in the initial user namespace.
+ * opening many watches. Keyed by the uid in the initial user namespace,
+ * subordinate uids folded into their user's (npushm_account_uid()).
  */
 static unsigned int npushm_watch_uid_max = 4 * NPUSHM_WATCH_MAX_RANGES;
 module_param_named(watch_ranges_per_uid, npushm_watch_uid_max, uint, 0644);
@@ -211,6 +218,16 @@ static void npushm_watch_uid_uncharge(kuid_t uid, unsigned long ranges)
 		xa_store(&npushm_watch_uids, key, xa_mk_value(n - ranges),
 			 GFP_KERNEL);
 	mutex_unlock(&npushm_watch_uid_lock);
+}
+
+static int npushm_watch_del_id(struct npushm_watch *w, u64 id);
+
+/* The caller never learnt the range's id: it must not stay. */
+static void npushm_watch_add_undo(struct file *file, void *arg)
+{
+	struct npushm_watch_range *req = arg;
+
+	npushm_watch_del_id(file->private_data, req->id);
 }
 
 static int npushm_watch_ioctl_add(struct file *file, void *arg,
@@ -268,6 +285,7 @@ static int npushm_watch_ioctl_add(struct file *file, void *arg,
 	w->next_id++;
 	w->nr_ranges++;
 	req->id = r->id;
+	out->undo = npushm_watch_add_undo;
 	mutex_unlock(&w->lock);
 	return 0;
 
@@ -292,19 +310,14 @@ static void npushm_watch_item_free(struct npushm_watch *w,
 	kfree(r);
 }
 
-static int npushm_watch_ioctl_del(struct file *file, void *arg,
-				  struct npushm_ioctl_out *out)
+static int npushm_watch_del_id(struct npushm_watch *w, u64 id)
 {
-	struct npushm_watch *w = file->private_data;
-	struct npushm_watch_del *req = arg;
 	struct npushm_watch_item *r;
 
-	if (current->mm != w->mm)
-		return -EPERM;
-	if (!req->id || req->id > ULONG_MAX)
+	if (!id || id > ULONG_MAX)
 		return -ENOENT;
 	mutex_lock(&w->lock);
-	r = xa_erase(&w->ranges, req->id);
+	r = xa_erase(&w->ranges, id);
 	if (!r) {
 		mutex_unlock(&w->lock);
 		return -ENOENT;
@@ -314,6 +327,17 @@ static int npushm_watch_ioctl_del(struct file *file, void *arg,
 	npushm_watch_uid_uncharge(w->uid, 1);
 	mutex_unlock(&w->lock);
 	return 0;
+}
+
+static int npushm_watch_ioctl_del(struct file *file, void *arg,
+				  struct npushm_ioctl_out *out)
+{
+	struct npushm_watch *w = file->private_data;
+	struct npushm_watch_del *req = arg;
+
+	if (current->mm != w->mm)
+		return -EPERM;
+	return npushm_watch_del_id(w, req->id);
 }
 
 static const struct npushm_ioctl_desc npushm_watch_ioctls[] = {
@@ -429,10 +453,15 @@ static int npushm_watch_release(struct inode *inode, struct file *file)
 	struct npushm_watch_item *r;
 	unsigned long id;
 
-	xa_for_each(&w->ranges, id, r) {
+	/*
+	 * Until the last range is out of its tree, the others may still fire
+	 * and queue themselves behind the fired ones on @pending: free none
+	 * before then.
+	 */
+	xa_for_each(&w->ranges, id, r)
 		mmu_interval_notifier_remove(&r->notifier);
+	xa_for_each(&w->ranges, id, r)
 		kfree(r);
-	}
 	xa_destroy(&w->ranges);
 	npushm_watch_uid_uncharge(w->uid, w->nr_ranges);
 	__free_page(w->page);
@@ -498,7 +527,7 @@ int npushm_watch_create(struct npushm_watch_open *req,
 	/* Not before: the file's release drops it. */
 	mmgrab(current->mm);
 	w->mm = current->mm;
-	w->uid = current_euid();
+	w->uid = npushm_account_uid(current_euid());
 	req->fd = fd;
 	out->file = file;
 	out->fd = fd;
@@ -512,3 +541,4 @@ out_free_watch:
 	kfree(w);
 	return ret;
 }
+

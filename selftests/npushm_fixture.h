@@ -4,10 +4,16 @@
  * npushm_fixture.h - the fixture every npushm selftest uses.
  *
  * Setup opens /dev/npushm (SKIP when the module is not loaded), records the
- * pool's bytes in use and regions, and mounts a private instance of the
- * filesystem (self->dir, open as self->root). Teardown unmounts it, which
- * must succeed (nothing left open), and checks the pool returned exactly to
- * where it was, so every test proves it left nothing behind.
+ * pool's bytes in use and regions, moves the test into a mount namespace of
+ * its own and mounts a private instance of the filesystem there (self->dir,
+ * open as self->root). Teardown unmounts it, which must succeed (nothing
+ * left open), and checks the pool returned exactly to where it was, so
+ * every test proves it left nothing behind.
+ *
+ * The namespace is what a test killed by the harness (timeout, crash)
+ * leaves behind in place of its mounts: it dies with the test's last
+ * process and takes every instance the test mounted with it, so no later
+ * test finds the module held by a forgotten mount (npushm_reload).
  */
 #ifndef NPUSHM_FIXTURE_H
 #define NPUSHM_FIXTURE_H
@@ -30,6 +36,7 @@ FIXTURE_SETUP(npushm)
 		SKIP(exit(255), "%s: %s (load npushm.ko)", NPUSHM_DEVICE_PATH,
 		     strerror(-self->dev));
 	ASSERT_EQ(0, npu_query(self->dev, &self->q0));
+	ASSERT_EQ(0, npu_private_mounts());
 	ASSERT_EQ(0, npu_mount(self->dir, NULL));
 	self->root = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_LE(0, self->root);

@@ -409,4 +409,63 @@ TEST_F(npushm, info_reports_region)
 	EXPECT_EQ(0, npu_unlink(self->root, "info.second"));
 }
 
+static long module_refcnt(void)
+{
+	FILE *f = fopen("/sys/module/npushm/refcnt", "r");
+	long n = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+/*
+ * What the harness leaves of a test it kills (timeout, crash) before its
+ * teardown: a process that set up as the fixture does (a mount namespace
+ * of its own, an instance mounted there, a region open in it) killed with
+ * SIGKILL must not leave the module referenced, or every later test that
+ * unloads it fails. Mounted in the caller's namespace instead, the instance
+ * outlives the process and holds the module.
+ */
+TEST_F(npushm, killed_test_leaves_no_mount_behind)
+{
+	long before = module_refcnt(), after;
+	char dir[64] = "";
+	int pfd[2], status, i;
+	pid_t pid;
+
+	ASSERT_LT(0, before);
+	ASSERT_EQ(0, pipe(pfd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char d[64];
+		int root;
+
+		if (npu_private_mounts() || npu_mount(d, NULL))
+			_exit(1);
+		root = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0 || npu_create(root, "held", 1 << 20, 0600) < 0 ||
+		    write(pfd[1], d, sizeof(d)) != sizeof(d))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ASSERT_EQ(sizeof(dir), read(pfd[0], dir, sizeof(dir)));
+	close(pfd[0]);
+	EXPECT_LT(before, module_refcnt());
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	for (i = 0; i < 250 && (after = module_refcnt()) != before; i++)
+		usleep(20000);
+	EXPECT_EQ(before, after);
+	EXPECT_EQ(self->q0.in_use, npu_wait_in_use(self->dev, self->q0.in_use, 5000));
+	dir[sizeof(dir) - 1] = 0;
+	rmdir(dir);
+}
+
 TEST_HARNESS_MAIN

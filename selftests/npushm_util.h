@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +91,18 @@ static inline int npu_alloc(int dev, uint64_t size)
 	long ret = npu_ioctl(dev, NPUSHM_IOC_ALLOC, &a);
 
 	return ret ? (int)ret : a.fd;
+}
+
+/*
+ * Move the caller into a mount namespace of its own in which nothing
+ * propagates back: what it mounts from now on goes away with it.
+ */
+static inline int npu_private_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -errno;
+	return 0;
 }
 
 /* Mount a fresh instance with @opts (may be NULL) on a new directory. */

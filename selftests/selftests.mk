@@ -5,7 +5,10 @@
 # Each selftests/npushm_*_test.c is one program built against the kernel's
 # kselftest_harness.h (extracted from linux-source-6.1 by tools/setup.sh).
 # check-module boots Debian's kernel in qemu (with swiotlb=force, so that
-# DMA goes through bounce buffers), loads the freshly built module and the
+# DMA goes through bounce buffers, and slub_debug poisoning the accounted
+# kmalloc caches the module's objects come from, so that a write to a freed
+# watch range is a kernel BUG on the stock kernel too, not silent), loads
+# the freshly built module and the
 # selftests' importer module, runs them all, then npushm_reload (which
 # unloads and reloads the module) (selftests/run-module-tests.sh).
 
@@ -48,5 +51,5 @@ $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h
 
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
-	@VM_APPEND="swiotlb=force $${VM_APPEND:-}" tools/run-suite module \
+	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" tools/run-suite module \
 		selftests/vm/run-vm.sh -m 2G -t 900 -- selftests/run-module-tests.sh
