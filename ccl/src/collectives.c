@@ -79,8 +79,12 @@ static npccl_status_t op_end(npccl_comm_t c, npccl_status_t st)
 	if (st == NPCCL_OK && c->failed)
 		st = c->failed;
 	if (st == NPCCL_OK) {
-		if (c->cur.coll != NPCCL_COLL_SEND)
+		if (c->cur.coll != NPCCL_COLL_SEND) {
 			c->completed_seq = c->cur.seq;
+			if (c->nlocal > 1)
+				atomic_store_explicit(&c->ctl[c->local_index]->done_seq, c->cur.seq,
+						      memory_order_release);
+		}
 	} else if (!c->lasterr[0]) {
 		snprintf(c->lasterr, sizeof(c->lasterr), "%s",
 			 c->errmsg[0] ? c->errmsg : npccl_strerror(st));
@@ -176,6 +180,8 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 		return st;
 	c->next_seq++;
 	c->cur.algo = (uint8_t)choose(c, o->coll, choice_bytes(c, o), o->forced);
+	if (o->deterministic && canon_applies(o->coll, dt))
+		c->cur.algo = NPCCL_ALGO_CANONICAL;
 	publish_op(c);
 	struct coll_args a = { .coll = o->coll, .sbuf = o->sbuf, .rbuf = o->rbuf, .count = o->count,
 			       .dtype = dt, .op = op == NPCCL_AVG ? NPCCL_SUM : op, .root = root,
@@ -183,7 +189,9 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 	const struct group *g = &c->g_all;
 	switch (o->coll) {
 	case NPCCL_COLL_ALLREDUCE:
-		if (a.algo == NPCCL_ALGO_SHM)
+		if (a.algo == NPCCL_ALGO_CANONICAL)
+			st = canon_reduce(c, g, &a);
+		else if (a.algo == NPCCL_ALGO_SHM)
 			st = shm_allreduce(c, &a);
 		else if (a.algo == NPCCL_ALGO_HIER)
 			st = hier_allreduce(c, &a);
@@ -191,8 +199,9 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 			st = algo_allreduce(c, g, &a, a.algo);
 		break;
 	case NPCCL_COLL_REDUCE_SCATTER:
-		st = a.algo == NPCCL_ALGO_CMA ? cma_reduce_scatter(c, &a)
-					      : algo_reduce_scatter(c, g, &a, a.algo);
+		st = a.algo == NPCCL_ALGO_CMA		? cma_reduce_scatter(c, &a)
+		     : a.algo == NPCCL_ALGO_CANONICAL ? canon_reduce(c, g, &a)
+						      : algo_reduce_scatter(c, g, &a, a.algo);
 		break;
 	case NPCCL_COLL_ALLGATHER:
 		st = a.algo == NPCCL_ALGO_CMA ? cma_allgather(c, &a) : algo_allgather(c, g, &a, a.algo);
@@ -200,7 +209,10 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 	case NPCCL_COLL_BROADCAST:
 		st = a.algo == NPCCL_ALGO_CMA ? cma_broadcast(c, &a) : algo_broadcast(c, g, &a, a.algo);
 		break;
-	case NPCCL_COLL_REDUCE: st = algo_reduce(c, g, &a, a.algo); break;
+	case NPCCL_COLL_REDUCE:
+		st = a.algo == NPCCL_ALGO_CANONICAL ? canon_reduce(c, g, &a)
+						    : algo_reduce(c, g, &a, a.algo);
+		break;
 	case NPCCL_COLL_GATHER: st = algo_gather(c, g, &a, a.algo); break;
 	case NPCCL_COLL_SCATTER: st = algo_scatter(c, g, &a, a.algo); break;
 	case NPCCL_COLL_ALLTOALL: st = algo_alltoall(c, g, &a, a.algo); break;

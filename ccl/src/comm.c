@@ -135,6 +135,7 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 	c->nranks = nranks;
 	c->listen_fd = c->unix_listen_fd = c->doorbell_fd = c->wake_fd = -1;
 	c->timeout_ms = c->op_timeout_ms = npccl_config()->timeout_ms;
+	c->deterministic = npccl_config()->deterministic;
 	tls_error_forget(c);
 	if (req_queue_init(c) != NPCCL_OK) {
 		snprintf(err, errlen, "eventfd: out of descriptors or memory");
@@ -330,6 +331,17 @@ npccl_status_t npccl_comm_set_algo(npccl_comm_t c, npccl_coll_t coll, npccl_algo
 	}
 	pthread_mutex_lock(&c->q_lock);
 	c->forced[coll] = algo;
+	pthread_mutex_unlock(&c->q_lock);
+	return NPCCL_OK;
+}
+
+npccl_status_t npccl_comm_set_deterministic(npccl_comm_t c, int on)
+{
+	if (!c)
+		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
+	pthread_mutex_lock(&c->q_lock);
+	c->deterministic = on != 0;
 	pthread_mutex_unlock(&c->q_lock);
 	return NPCCL_OK;
 }

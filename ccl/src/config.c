@@ -116,6 +116,7 @@ static void load(void)
 	cfg.pipeline_chunk = (size_t)env_long("NPCCL_PIPELINE_CHUNK", 256 << 10, 1024, 256 << 20);
 	cfg.pipeline_chunk = ALIGN_UP(cfg.pipeline_chunk, 64);
 	cfg.spin_us = (int)env_long("NPCCL_SPIN_US", 100, 0, 10000000);
+	cfg.deterministic = env_long("NPCCL_DETERMINISTIC", 0, 0, 1);
 	parse_algo();
 	const char *f = getenv("NPCCL_FAULT_INJECT");
 	if (f)

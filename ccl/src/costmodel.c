@@ -182,6 +182,9 @@ static bool is_pow2(int n)
 bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 {
 	bool shm_ok = c->nhosts == 1 && c->nlocal > 1;
+	if (a == NPCCL_ALGO_CANONICAL)
+		return coll == NPCCL_COLL_ALLREDUCE || coll == NPCCL_COLL_REDUCE_SCATTER ||
+		       coll == NPCCL_COLL_REDUCE;
 	switch (coll) {
 	case NPCCL_COLL_ALLREDUCE:
 		if (a == NPCCL_ALGO_SHM)
@@ -249,6 +252,8 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		}
 		case NPCCL_ALGO_DIRECT:
 			return n * cp + (P - 1) * al + (P - 1) * n * (be + ga);
+		case NPCCL_ALGO_CANONICAL:	/* direct reduce-scatter + allgather */
+			return 2 * (P - 1) * al + 2 * (P - 1) / P * n * be + n * ga;
 		case NPCCL_ALGO_SHM: {
 			/* shm alpha is measured through the FIFOs (request handling
 			 * included); a fast-path step is one flag store and load */
@@ -271,6 +276,8 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 			return 1e30;
 		}
 	case NPCCL_COLL_REDUCE_SCATTER:	/* n: all blocks */
+		if (algo == NPCCL_ALGO_CANONICAL)
+			return (P - 1) * al + (P - 1) / P * n * be + n * ga;
 		if (algo == NPCCL_ALGO_CMA)	/* a system call per peer and chunk, one copy */
 			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
 			       (P - 1) / P * n * (cp + ga) + n / P * cp;
@@ -293,6 +300,8 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 			return 2 * al + CMA_CALL_US + n * cp / (P == 2 ? 2 : 1);
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * (al + n * (be + g));
+		if (algo == NPCCL_ALGO_CANONICAL)
+			return 2 * (P - 1) * al + 2 * (P - 1) / P * n * be + n * g;
 		if (algo == NPCCL_ALGO_TREE)
 			return (ceil(log2(P + 1)) + k - 1) * (al + 2 * c1 * (be + g));
 		return (P - 1 + k - 1) * (al + c1 * (be + g));
@@ -319,7 +328,8 @@ npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t coll, size_t by
 	npccl_algo_t best = NPCCL_ALGO_AUTO;
 	double bt = 1e300;
 	for (int a = 1; a < NPCCL_NUM_ALGOS; a++) {
-		if (!algo_valid(c, coll, (npccl_algo_t)a))
+		/* canonical order: chosen by the deterministic mode, never for speed */
+		if (a == NPCCL_ALGO_CANONICAL || !algo_valid(c, coll, (npccl_algo_t)a))
 			continue;
 		double t = costmodel_predict(c, coll, (npccl_algo_t)a, bytes);
 		if (t < bt) {
@@ -348,8 +358,12 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	const char *why = "cost model";
 	pthread_mutex_lock(&c->q_lock);
 	npccl_algo_t a = c->forced[coll];
+	bool det = c->deterministic;
 	pthread_mutex_unlock(&c->q_lock);
-	if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
+	if (det && canon_applies(coll, dtype)) {
+		a = NPCCL_ALGO_CANONICAL;
+		why = "deterministic mode";
+	} else if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by NPCCL_ALGO";

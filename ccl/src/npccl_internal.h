@@ -59,6 +59,7 @@ struct npccl_config {
 	size_t probe_min;	/* messages from here on probe the core distance */
 	size_t pipeline_chunk;	/* tree/chain pipelining chunk */
 	int spin_us;		/* busy-wait before sleeping */
+	bool deterministic;	/* NPCCL_DETERMINISTIC: canonical-order reductions */
 	npccl_algo_t algo[NPCCL_NUM_COLLS];
 	char fault[128];	/* NPCCL_FAULT_INJECT, for tests */
 	/* between hosts (NPCCL_TRANSPORT): TRANSPORT_AUTO uses RDMA where both
@@ -257,6 +258,9 @@ struct shm_ctl {
 	_Alignas(CACHELINE) uint64_t cma_sbuf, cma_rbuf, cma_probe;
 	/* core-distance probe (ping-pong between local ranks 0 and 1) */
 	_Alignas(CACHELINE) atomic_uint_fast64_t probe;
+	/* the last call this rank completed (a survivor reads it after this
+	 * rank died: did it finish the call the survivor is in?) */
+	_Alignas(CACHELINE) atomic_uint_fast64_t done_seq;
 	_Alignas(CACHELINE) char pad[CACHELINE];
 };
 
@@ -303,6 +307,7 @@ struct op {
 	int root;		/* collectives with a root; -1 otherwise */
 	int peer;		/* point to point */
 	npccl_algo_t forced;	/* npccl_comm_set_algo when the call was made */
+	bool deterministic;	/* npccl_comm_set_deterministic when the call was made */
 	int timeout_ms;		/* npccl_comm_set_timeout when the call was made */
 	void **out_ptr;		/* npccl_mem_alloc */
 };
@@ -386,6 +391,7 @@ struct npccl_comm {
 	uint64_t completed_seq;
 	int waiting_on;
 	uint64_t deadline_ns;
+	uint64_t dead_seen_seq, dead_seen_ns;	/* a peer died in call dead_seen_seq, seen then */
 	int timeout_ms;		/* setting for later calls (q_lock) */
 	int op_timeout_ms;	/* the running call's */
 	atomic_int aborting;
@@ -413,6 +419,7 @@ struct npccl_comm {
 	/* algorithm choice; last choice per collective cached (same on all ranks) */
 	npccl_cost_model_t model;
 	npccl_algo_t forced[NPCCL_NUM_COLLS];
+	bool deterministic;	/* npccl_comm_set_deterministic (q_lock) */
 	size_t choice_bytes[NPCCL_NUM_COLLS];
 	npccl_algo_t choice[NPCCL_NUM_COLLS];
 	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
@@ -610,6 +617,10 @@ NPCCL_HIDDEN npccl_status_t cma_allgather(struct npccl_comm *c, const struct col
 NPCCL_HIDDEN npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
+/* canonical-order reductions (algo_canonical.c): AllReduce, ReduceScatter, Reduce */
+NPCCL_HIDDEN npccl_status_t canon_reduce(struct npccl_comm *c, const struct group *g,
+					 const struct coll_args *a);
+NPCCL_HIDDEN bool canon_applies(npccl_coll_t coll, npccl_dtype_t dt);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
 
 /* ---- operation bracket (collectives.c) ---------------------------------- */

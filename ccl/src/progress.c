@@ -445,6 +445,40 @@ npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
 
 /* ---- the wait loop -------------------------------------------------------- */
 
+/* How long a collective may still complete from what a dead peer sent. */
+#define DEAD_GRACE_NS (200ull * 1000000ull)
+
+/*
+ * A peer that died without saying goodbye (killed, crashed) inside or
+ * before the current collective fails the call DEAD_GRACE_NS after its death
+ * was seen, although this rank may be waiting on another, live but late,
+ * rank: the call can no longer complete everywhere, and the culprit must be
+ * named within the detection time, not at the deadline. A local peer that
+ * had completed this call (its done_seq) is left to the next call.
+ */
+static npccl_status_t check_dead_peers(struct npccl_comm *c, uint64_t t)
+{
+	if (!c->in_op || c->cur.coll == NPCCL_COLL_SEND || c->cur.coll == NPCCL_COLL_RECV)
+		return NPCCL_OK;
+	for (int i = 0; i < c->nranks; i++) {
+		struct peer *p = &c->peers[i];
+		if (i == c->rank || !p->gone || p->said_bye)
+			continue;
+		if (p->local && c->nlocal > 1 && p->local_index >= 0 &&
+		    atomic_load_explicit(&c->ctl[p->local_index]->done_seq,
+					 memory_order_acquire) >= c->cur.seq)
+			continue;
+		if (c->dead_seen_seq != c->cur.seq) {
+			c->dead_seen_seq = c->cur.seq;
+			c->dead_seen_ns = t;
+		}
+		if (t - c->dead_seen_ns < DEAD_GRACE_NS)
+			return NPCCL_OK;
+		return comm_peer_lost(c, i, "its connection closed");
+	}
+	return NPCCL_OK;
+}
+
 npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg, int waiting_on)
 {
 	const struct npccl_config *cfg = npccl_config();
@@ -474,6 +508,8 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 			return comm_diagnose_timeout(c);
 		if (t >= next_ctl) {
 			comm_poll_control(c, 0);
+			if (check_dead_peers(c, t) != NPCCL_OK)
+				return c->failed;
 			next_ctl = t + 200000;
 			continue;
 		}
@@ -558,6 +594,8 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 		if (ctl_pending)
 			comm_poll_control(c, 0);
 		t = now_ns();
+		if (check_dead_peers(c, t) != NPCCL_OK)
+			return c->failed;
 		spin_until = t + spin_ns;
 		next_ctl = t + 200000;
 	}

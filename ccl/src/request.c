@@ -338,6 +338,7 @@ static void enqueue(struct npccl_comm *c, struct npccl_request *r)
 {
 	r->op.timeout_ms = c->timeout_ms;
 	r->op.forced = r->op.kind == OPK_COLL ? c->forced[r->op.coll] : NPCCL_ALGO_AUTO;
+	r->op.deterministic = c->deterministic;
 	if (c->q_tail)
 		c->q_tail->qnext = r;
 	else
@@ -369,6 +370,7 @@ static npccl_status_t submit(struct npccl_comm *c, const struct op *op, int how,
 		c->exec_busy = true;
 		r->op.timeout_ms = c->timeout_ms;
 		r->op.forced = r->op.kind == OPK_COLL ? c->forced[r->op.coll] : NPCCL_ALGO_AUTO;
+		r->op.deterministic = c->deterministic;
 		pthread_mutex_unlock(&c->q_lock);
 		op_run(c, r);
 		pthread_mutex_lock(&c->q_lock);

@@ -45,7 +45,8 @@ static const char *const coll_names[] = { "allreduce", "allgather", "reduce_scat
 					  "broadcast", "reduce", "gather", "scatter",
 					  "alltoall", "barrier", "send", "recv" };
 static const char *const algo_names[] = { "auto", "ring", "tree", "recdoubling",
-					  "rabenseifner", "direct", "shm", "hier", "cma" };
+					  "rabenseifner", "direct", "shm", "hier", "cma",
+					  "canonical" };
 
 const char *npccl_dtype_name(npccl_dtype_t d)
 {

@@ -20,7 +20,9 @@ splits), all_to_all, barrier, send/recv/isend/irecv/batch_isend_irecv; every
 dtype for data movement, int8/uint8/int32/int64/float16/bfloat16/float32/
 float64 (and bool with MIN/MAX/PRODUCT) for reductions; contiguous or not.
 Work objects support wait (with timeout), is_completed and get_future (so
-DistributedDataParallel works). Anything else raises RuntimeError naming the
+DistributedDataParallel works, communication hooks such as PowerSGD included:
+futures complete off npccl's threads, so a Future.then callback may issue a
+collective and wait for it). Anything else raises RuntimeError naming the
 operation and the reason (other ReduceOps, tags, receive from any source,
 GPU tensors). A process's failure (a killed rank) makes the others' calls
 raise with the culprit's rank in the message, within milliseconds.
