@@ -5,7 +5,8 @@
 # namespaces joined through a bridge (in its own namespace) by veth pairs,
 # addressed from 198.18.0.0/15, ranks in each, started with launcher-style
 # environment variables. Checks every collective (and the hierarchical
-# AllReduce) across hosts, and that killing a rank on one host makes every
+# AllReduce) across hosts, deterministic reductions under two placements,
+# and that killing a rank on one host makes every
 # rank on the other hosts fail naming it. Everything it creates carries a
 # per-run prefix and is removed on exit. Needs root (skips otherwise).
 BIN=${1:?usage: netns-test.sh BINDIR}
@@ -89,6 +90,33 @@ run_job "2 hosts x 2 ranks (shm + TCP, hierarchical)" 2 "1 1 2 2"
 run_job "3 hosts x 2 ranks, interleaved rank order" 3 "1 2 3 1 2 3"
 run_job "4 hosts x 2 ranks (8 ranks on 2 cores)" 4 "1 1 2 2 3 3 4 4"
 run_job "2 hosts with 1 and 2 ranks (non-uniform)" 2 "1 2 2"
+
+# deterministic reductions: the same bits (the canonical-order reference) whatever the
+# placement of the ranks on hosts (hierarchical, interleaved)
+det_job() {
+	name=$1 layout=$2
+	port=$((port + 1))
+	world=$(echo $layout | wc -w)
+	r=0 pids=""
+	for h in $layout; do
+		RANK=$r WORLD_SIZE=$world MASTER_ADDR=198.18.0.1 MASTER_PORT=$port \
+			NPCCL_DETERMINISTIC=1 NPCCL_TIMEOUT_MS=20000 timeout -k 5 180 \
+			ip netns exec "${P}h$h" "$BIN/ccl-det-test" env >"$out/$name.$r" 2>&1 &
+		pids="$pids $!"
+		r=$((r + 1))
+	done
+	good=1
+	for p in $pids; do wait "$p" || good=0; done
+	nok=$(cat "$out/$name".* | grep -c "^detcheck rank .* ok")
+	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
+		ok "deterministic $name: every rank's AllReduce/ReduceScatter/Reduce bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/$name.0" | cut -c1-100))"
+	else
+		notok "deterministic $name ($nok of $world ranks ok)"
+		cat "$out/$name".* | sed 's/^/# /' | tail -8
+	fi
+}
+det_job "2 hosts x 2 ranks" "1 1 2 2"
+det_job "3 hosts x 2 ranks interleaved" "1 2 3 1 2 3"
 
 # kill -9 a rank on host 2 while 4 ranks on 2 hosts run AllReduce
 port=$((port + 1))
