@@ -361,8 +361,9 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	bool det = c->deterministic;
 	pthread_mutex_unlock(&c->q_lock);
 	if (det && canon_applies(coll, dtype)) {
-		a = NPCCL_ALGO_CANONICAL;
-		why = "deterministic mode";
+		a = canon_algo(c, coll);
+		why = a == NPCCL_ALGO_SHM ? "deterministic mode: one host, already in rank order"
+					  : "deterministic mode";
 	} else if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {

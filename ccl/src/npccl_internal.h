@@ -621,6 +621,7 @@ NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t canon_reduce(struct npccl_comm *c, const struct group *g,
 					 const struct coll_args *a);
 NPCCL_HIDDEN bool canon_applies(npccl_coll_t coll, npccl_dtype_t dt);
+NPCCL_HIDDEN npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
 
 /* ---- operation bracket (collectives.c) ---------------------------------- */

@@ -10,7 +10,8 @@
  *                                                "detcheck rank R/P hosts H ok|FAIL ..."
  *
  * Every rank runs AllReduce (out of place and in place), ReduceScatter and
- * Reduce of f32, f64, f16 and bf16 sums, at sizes from 1 element to past
+ * Reduce of f32, f64, f16 and bf16 sums (and AllReduce on npccl_mem_alloc
+ * buffers), at sizes from 1 element to past
  * the canonical algorithm's piece and the other algorithms' chunks, once
  * with every algorithm the collective has forced (and the cost model's
  * choice), with ranks arriving in a shuffled order, and compares the bytes
@@ -157,9 +158,14 @@ static int det_rank(npccl_comm_t comm, int me, int p, int api, struct rank_resul
 	if (api)
 		npccl_comm_set_deterministic(comm, 1);
 	npccl_explanation_t ex;
+	/* AllReduce on one host: the shared-memory algorithm (already rank order) */
+	int nhosts, hidx;
+	npccl_comm_hosts(comm, &nhosts, &hidx);
+	npccl_algo_t want = nhosts == 1 && p > 1 ? NPCCL_ALGO_SHM : NPCCL_ALGO_CANONICAL;
 	rr->explain_ok = npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1000, NPCCL_FLOAT32, &ex) ==
-				 NPCCL_OK && ex.algo == NPCCL_ALGO_CANONICAL &&
-			 strstr(ex.text, "deterministic mode");
+				 NPCCL_OK && ex.algo == want && strstr(ex.text, "deterministic mode") &&
+			 npccl_explain(comm, NPCCL_COLL_REDUCE, 1000, NPCCL_FLOAT32, &ex) ==
+				 NPCCL_OK && ex.algo == NPCCL_ALGO_CANONICAL;
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
 		npccl_dtype_t dt = dts[d];
 		size_t es = npccl_dtype_size(dt);
@@ -212,6 +218,34 @@ static int det_rank(npccl_comm_t comm, int me, int p, int api, struct rank_resul
 				npccl_comm_set_algo(comm, coll, NPCCL_ALGO_AUTO);
 			}
 		}
+	}
+	/* buffers from npccl_mem_alloc (one host: the zero-copy path) */
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+		npccl_dtype_t dt = dts[d];
+		size_t es = npccl_dtype_size(dt), n = (size_t)p * (PIECE / es) + 7;
+		void *sbuf = NULL, *rbuf = NULL;
+		salt++;
+		reference(dt, ref, tmp, n, p, salt);
+		if (npccl_mem_alloc(comm, n * es, &sbuf) || npccl_mem_alloc(comm, n * es, &rbuf)) {
+			snprintf(rr->msg, sizeof(rr->msg), "npccl_mem_alloc: %s",
+				 npccl_comm_last_error(comm));
+			rr->bad++;
+			goto out_free;
+		}
+		inputs(dt, sbuf, n, me, salt);
+		npccl_status_t st = npccl_allreduce(sbuf, rbuf, n, dt, NPCCL_SUM, comm);
+		rr->cases++;
+		if (st || memcmp(rbuf, ref, n * es)) {
+			if (!rr->bad++)
+				snprintf(rr->msg, sizeof(rr->msg), "first difference: allreduce of %zu %s "
+					 "on npccl_mem_alloc buffers, rank %d: %s", n,
+					 npccl_dtype_name(dt), me,
+					 st ? npccl_comm_last_error(comm) : "result bits differ");
+		}
+		npccl_mem_free(comm, rbuf);
+		npccl_mem_free(comm, sbuf);
+		if (st)
+			goto out_free;
 	}
 	/* the control: the same AllReduce without the mode, every algorithm */
 	npccl_comm_set_deterministic(comm, 0);
@@ -284,8 +318,8 @@ static int run_p(int p, int tcp, int api)
 			printf("# rank %d: %d of %d cases differ; %s\n", r, res[r].bad, res[r].cases,
 			       res[r].msg);
 		if (!res[r].explain_ok)
-			printf("# rank %d: npccl_explain does not report the canonical algorithm "
-			       "(deterministic mode)\n", r);
+			printf("# rank %d: npccl_explain does not report the deterministic mode's "
+			       "algorithm\n", r);
 	}
 	const char *tp = tcp ? "tcp" : "shm";
 	ccl_tap(ok, "deterministic %s p=%d (mode by %s): %d results (AllReduce, in place too, "

@@ -925,6 +925,15 @@ public:
 					at::TensorOptions().dtype(at::kByte).device(at::kCPU));
 	}
 
+	// npccl_comm_set_deterministic on the collectives' communicator (every
+	// rank of the group, same value, between calls).
+	void set_deterministic(bool on)
+	{
+		npccl_status_t s = npccl_comm_set_deterministic(coll_->comm, on ? 1 : 0);
+		if (s != NPCCL_OK)
+			fail("set_deterministic", status_text(s, npccl_comm_last_error(coll_->comm)));
+	}
+
 	std::string describe() const
 	{
 		npccl_explanation_t ex;
@@ -1040,6 +1049,8 @@ PYBIND11_MODULE(_npccl_torch, m)
 		     py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
 		     py::call_guard<py::gil_scoped_release>())
 		.def("_alloc_shared", &ProcessGroupNpccl::alloc_shared, py::arg("bytes"),
+		     py::call_guard<py::gil_scoped_release>())
+		.def("_set_deterministic", &ProcessGroupNpccl::set_deterministic, py::arg("on"),
 		     py::call_guard<py::gil_scoped_release>())
 		.def("_describe", &ProcessGroupNpccl::describe);
 }

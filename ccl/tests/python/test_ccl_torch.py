@@ -108,6 +108,13 @@ def test_then_callback_waits_on_another_collective(case):
     check("then-wait", 2, case, timeout=120)
 
 
+@pytest.mark.parametrize("case", ["deterministic %s n=%d" % (d, n)
+                                  for d in ("float32", "float64", "float16", "bfloat16")
+                                  for n in (3, 1000, 300007)] + ["deterministic control"])
+def test_deterministic_reductions_bitwise_rank_order(case):
+    check("deterministic", 3, case, timeout=240)
+
+
 def test_killed_rank_named_while_another_is_busy_outside_torch():
     check("late-kill", 3, "late-kill", ranks=[0, 1], timeout=120)
 

@@ -16,7 +16,8 @@ powersgd (DDP with torch's PowerSGD hook, whose Future.then callbacks issue coll
 wait for them, beside the same run on gloo), then-wait (a minimal then-callback that waits on
 a second collective, through the future and through the Work), late-kill (3 ranks: rank 0
 busy outside torch, rank 1 in a barrier, rank 2 killed: rank 1 must raise naming rank 2
-before rank 0 comes back).
+before rank 0 comes back), deterministic (npushm.ccl_torch.set_deterministic: reductions of
+float32/float64/float16/bfloat16 bitwise equal to the rank-order reference).
 Each rank writes OUTDIR/SCENARIO.RANK.json: {case: [ok, message]}.
 """
 import functools
@@ -523,6 +524,62 @@ def scenario_late_kill(res, outdir):
             time.perf_counter() - t0, " (after rank 0 came back)" if late else "", msg)]
 
 
+def _det_inputs(rank, n, dt, salt):
+    g = torch.Generator().manual_seed(7919 * salt + rank)
+    x = (torch.rand(n, generator=g, dtype=torch.float64) - 0.5) * \
+        torch.pow(2.0, torch.randint(-8, 9, (n,), generator=g).double())
+    return x.to(dt)
+
+
+def _det_reference(P, n, dt, salt):
+    # the canonical order: ((x0 + x1) + x2) ..., each step rounded to the dtype
+    # (float16/bfloat16 added in float32), as docs/ccl.md states
+    acc = _det_inputs(0, n, dt, salt)
+    for r in range(1, P):
+        x = _det_inputs(r, n, dt, salt)
+        acc = (acc.float() + x.float()).to(dt) if dt in (torch.float16, torch.bfloat16) else acc + x
+    return acc
+
+
+def scenario_deterministic(res):
+    import npushm.ccl_torch as ct
+    rank, P = dist.get_rank(), dist.get_world_size()
+    ct.set_deterministic(True)
+    salt = 0
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        for n in (3, 1000, 300007):
+            salt += 1
+            want = _det_reference(P, n, dt, salt)
+            bits = lambda t: t.view(torch.int16 if t.element_size() == 2 else
+                                    torch.int32 if t.element_size() == 4 else torch.int64)
+            t = _det_inputs(rank, n, dt, salt)
+            dist.all_reduce(t)
+            ok = torch.equal(bits(t), bits(want))
+            t = _det_inputs(rank, n, dt, salt)
+            dist.all_reduce(t, async_op=True).wait()
+            ok = ok and torch.equal(bits(t), bits(want))
+            m = n - n % P
+            out = torch.empty(m // P, dtype=dt)
+            dist.reduce_scatter_tensor(out, _det_inputs(rank, n, dt, salt)[:m].contiguous())
+            ok = ok and torch.equal(bits(out), bits(want[rank * (m // P):(rank + 1) * (m // P)]))
+            t = _det_inputs(rank, n, dt, salt)
+            dist.reduce(t, dst=salt % P)
+            if rank == salt % P:
+                ok = ok and torch.equal(bits(t), bits(want))
+            res["deterministic %s n=%d" % (str(dt).split(".")[1], n)] = [
+                bool(ok), "all_reduce (sync, async), reduce_scatter_tensor, reduce: %s" %
+                ("bits equal the rank-order reference" if ok else "bits differ")]
+    # control: without the mode some result differs (inputs order-sensitive)
+    ct.set_deterministic(False)
+    differ = 0
+    for n in (1000, 300007):
+        salt += 1
+        t = _det_inputs(rank, n, torch.float32, salt)
+        dist.all_reduce(t)
+        differ += not torch.equal(t, _det_reference(P, n, torch.float32, salt))
+    res["deterministic control"] = [differ > 0, "%d of 2 default-mode results differ" % differ]
+
+
 def scenario_errors(res):
     rank, P = dist.get_rank(), dist.get_world_size()
     t = torch.ones(4)
@@ -563,6 +620,10 @@ def main():
         faulthandler.dump_traceback_later(float(os.environ["NPCCL_PY_TRACEBACK_AFTER"]))
     if scenario == "matrix-tcp":
         os.environ["NPCCL_DISABLE_SHM"] = "1"
+    if scenario == "deterministic":
+        # forced algorithms whose order is not the rank order: the mode must
+        # override them, and the control (mode off) must then differ
+        os.environ["NPCCL_ALGO"] = "allreduce=ring,reduce_scatter=ring,reduce=ring"
     import npushm.ccl_torch  # noqa: F401  registers "npccl"
     from datetime import timedelta
     rank = int(os.environ["RANK"])
@@ -572,7 +633,7 @@ def main():
         dist.init_process_group("npccl", timeout=timeout)
         {"matrix": scenario_matrix, "matrix-tcp": lambda r: scenario_matrix(r, tcp=True),
          "ddp": scenario_ddp, "kill": scenario_kill, "errors": scenario_errors,
-         "powersgd": scenario_powersgd, "then-wait": scenario_then_wait,
+         "deterministic": scenario_deterministic, "powersgd": scenario_powersgd, "then-wait": scenario_then_wait,
          "late-kill": lambda r: scenario_late_kill(r, outdir)}[scenario](res)
     except Exception:
         res["worker"] = [False, traceback.format_exc()[-1500:]]
