@@ -34,19 +34,6 @@ bool canon_applies(npccl_coll_t coll, npccl_dtype_t dt)
 			    dt == NPCCL_FLOAT64);
 }
 
-/*
- * The deterministic mode's algorithm for a reducing call: AllReduce on one
- * host runs the shared-memory algorithm, which already reduces every
- * element over the local ranks in rank order with these kernels (same bits,
- * no cost); everything else runs the canonical algorithm here.
- */
-npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll)
-{
-	if (coll == NPCCL_COLL_ALLREDUCE && algo_valid(c, coll, NPCCL_ALGO_SHM))
-		return NPCCL_ALGO_SHM;
-	return NPCCL_ALGO_CANONICAL;
-}
-
 /* Member r's block of the elements, for the collective's layout. */
 static void owner_range(const struct coll_args *a, int P, int r, size_t *off, size_t *len)
 {

@@ -230,7 +230,7 @@ npccl_status_t cma_probe(struct npccl_comm *c)
 	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)&c->cma_word;
 	int32_t ok = 1, all = 0;
 	/* the addresses are in place once everyone passed this barrier */
-	npccl_status_t st = npccl_barrier(c);
+	npccl_status_t st = coll_internal(c, NPCCL_COLL_BARRIER, NULL, NULL, 0, NPCCL_UINT8, NPCCL_SUM);
 	if (st)
 		return st;
 	for (int k = 0; k < c->nlocal && ok; k++) {
@@ -249,7 +249,7 @@ npccl_status_t cma_probe(struct npccl_comm *c)
 				  "(%s): single-copy collectives off, FIFO copies instead", c->rank,
 				  rank, errno ? strerror(errno) : "other pid namespace or value");
 	}
-	st = npccl_allreduce(&ok, &all, 1, NPCCL_INT32, NPCCL_MIN, c);
+	st = coll_internal(c, NPCCL_COLL_ALLREDUCE, &ok, &all, 1, NPCCL_INT32, NPCCL_MIN);
 	c->cma_ok = st == NPCCL_OK && all == 1;
 	return st;
 }

@@ -151,7 +151,7 @@ npccl_status_t costmodel_measure(struct npccl_comm *c)
 			return st;
 		/* the constants differ per rank until agreed: use a fixed algorithm */
 		c->forced[NPCCL_COLL_ALLREDUCE] = NPCCL_ALGO_DIRECT;
-		st = npccl_allreduce(v, v, 6, NPCCL_FLOAT64, NPCCL_MAX, c);
+		st = coll_internal(c, NPCCL_COLL_ALLREDUCE, v, v, 6, NPCCL_FLOAT64, NPCCL_MAX);
 		c->forced[NPCCL_COLL_ALLREDUCE] = NPCCL_ALGO_AUTO;
 		if (st)
 			return st;
@@ -218,6 +218,19 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 		return false;
 	}
 	(void)is_pow2;
+}
+
+/*
+ * The deterministic mode's algorithm for a reducing call: AllReduce on one
+ * host runs the shared-memory algorithm, which already reduces every
+ * element over the local ranks in rank order with these kernels (same bits,
+ * no cost); everything else runs the canonical algorithm (algo_canonical.c).
+ */
+npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll)
+{
+	if (coll == NPCCL_COLL_ALLREDUCE && algo_valid(c, coll, NPCCL_ALGO_SHM))
+		return NPCCL_ALGO_SHM;
+	return NPCCL_ALGO_CANONICAL;
 }
 
 double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t algo, size_t bytes)

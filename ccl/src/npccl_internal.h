@@ -349,6 +349,7 @@ NPCCL_HIDDEN int group_suspend(void);
 NPCCL_HIDDEN void group_resume(int depth);
 /* posts `n` point-to-point ops together and waits for all of them */
 NPCCL_HIDDEN npccl_status_t req_run_batch(struct npccl_comm *c, const struct op *ops, int n);
+NPCCL_HIDDEN npccl_status_t shm_mem_reserve(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr);
 NPCCL_HIDDEN npccl_status_t shm_mem_free_run(struct npccl_comm *c, void *ptr);
 /* runs one op (collectives.c) with the exec role: fills r->status/r->err for
@@ -621,14 +622,19 @@ NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t canon_reduce(struct npccl_comm *c, const struct group *g,
 					 const struct coll_args *a);
 NPCCL_HIDDEN bool canon_applies(npccl_coll_t coll, npccl_dtype_t dt);
-NPCCL_HIDDEN npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll);
 NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
 
-/* ---- operation bracket (collectives.c) ---------------------------------- */
+/* ---- operation bracket (dispatch.c) ------------------------------------- */
 /* Starts a collective-like operation `code` (deadline, sequence number,
  * descriptor published for the mismatch checks); op_end() finishes it. */
 NPCCL_HIDDEN npccl_status_t comm_op_begin(struct npccl_comm *c, uint8_t code, uint64_t count);
 NPCCL_HIDDEN npccl_status_t comm_op_end(struct npccl_comm *c, npccl_status_t st);
+/* A collective the library needs itself (communicator setup: the cost
+ * model's agreement, the CMA probe), run at once with the exec role, never
+ * through the public calls or the queue. */
+NPCCL_HIDDEN npccl_status_t coll_internal(struct npccl_comm *c, npccl_coll_t coll, const void *sbuf,
+					  void *rbuf, size_t count, npccl_dtype_t dt,
+					  npccl_redop_t op);
 
 /* ---- cost model (costmodel.c) ------------------------------------------ */
 NPCCL_HIDDEN npccl_status_t costmodel_measure(struct npccl_comm *c);
@@ -637,6 +643,8 @@ NPCCL_HIDDEN npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t co
 NPCCL_HIDDEN double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll,
 				      npccl_algo_t algo, size_t bytes);
 NPCCL_HIDDEN bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t algo);
+/* the deterministic mode's algorithm for a reducing collective */
+NPCCL_HIDDEN npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll);
 
 /* ---- bootstrap (bootstrap.c, launcher.c) -------------------------------- */
 struct unique_id_wire {

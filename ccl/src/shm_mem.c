@@ -212,10 +212,9 @@ static npccl_status_t mem_alloc(struct npccl_comm *c, size_t bytes, struct shm_m
 	return st ? st : attach_peers(c, m, bytes);
 }
 
-/* npccl_mem_alloc when its turn comes (exec role) */
-npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr)
+/* Room for one more buffer in the table (before the operation starts). */
+npccl_status_t shm_mem_reserve(struct npccl_comm *c)
 {
-	c->lasterr[0] = 0;
 	if (c->nmems == c->mems_cap) {
 		int cap = c->mems_cap ? 2 * c->mems_cap : 8;
 		struct shm_mem **n = realloc(c->mems, sizeof(*n) * (size_t)cap);
@@ -226,40 +225,24 @@ npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr)
 		c->mems = n;
 		c->mems_cap = cap;
 	}
-	npccl_status_t st = comm_op_begin(c, COLL_MEM_ALLOC, bytes);
-	if (st)
-		return c->in_op ? comm_op_end(c, st) : st;
+	return NPCCL_OK;
+}
+
+/* npccl_mem_alloc when its turn comes, inside its operation (dispatch.c) */
+npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr)
+{
 	struct shm_mem *m = calloc(1, sizeof(*m));
-	st = m ? mem_alloc(c, bytes, m) : comm_fail(c, NPCCL_ERR_NOMEM, -1, "out of memory");
+	npccl_status_t st = m ? mem_alloc(c, bytes, m)
+			      : comm_fail(c, NPCCL_ERR_NOMEM, -1, "out of memory");
 	if (st) {
 		mem_release(c, m);
-		return comm_op_end(c, st);
+		return st;
 	}
 	m->id = c->mem_next_id++;
 	c->mems[c->nmems++] = m;
 	c->mem_sig ^= mix(m->id + 1);
 	*ptr = m->base;
-	return comm_op_end(c, NPCCL_OK);
-}
-
-npccl_status_t npccl_mem_alloc(npccl_comm_t c, size_t bytes, void **ptr)
-{
-	if (!c || !ptr)
-		return NPCCL_ERR_INVALID_ARG;
-	tls_error_clear(c);
-	*ptr = NULL;
-	if (bytes == 0) {
-		tls_error_set(c, "npccl_mem_alloc: size 0");
-		return NPCCL_ERR_INVALID_ARG;
-	}
-	if (group_depth() > 0) {
-		tls_error_set(c, "npccl_mem_alloc inside npccl_group_start/npccl_group_end: a "
-				 "group holds only point-to-point calls");
-		return NPCCL_ERR_UNSUPPORTED;
-	}
-	struct op o = { .kind = OPK_MEM_ALLOC, .count = bytes, .out_ptr = ptr, .root = -1,
-			.peer = -1 };
-	return req_submit(c, &o, NULL);
+	return NPCCL_OK;
 }
 
 /* npccl_mem_free in call order (exec role): after the calls that may use it */
@@ -281,13 +264,3 @@ npccl_status_t shm_mem_free_run(struct npccl_comm *c, void *ptr)
 	return NPCCL_ERR_INVALID_ARG;
 }
 
-npccl_status_t npccl_mem_free(npccl_comm_t c, void *ptr)
-{
-	if (!c)
-		return NPCCL_ERR_INVALID_ARG;
-	tls_error_clear(c);
-	if (!ptr)
-		return NPCCL_OK;
-	struct op o = { .kind = OPK_MEM_FREE, .rbuf = ptr, .root = -1, .peer = -1 };
-	return req_submit(c, &o, NULL);
-}
