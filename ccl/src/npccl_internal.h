@@ -229,6 +229,11 @@ struct transport_ops {
 	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
 	/* file descriptor and poll events to sleep on for `p`, -1 if none */
 	int (*poll_fd)(struct peer *p, short *events);
+	/* optional, communicator-wide: a descriptor to sleep on for all of this
+	 * transport's peers (-1 if none; *pending: work completed meanwhile,
+	 * do not sleep), and what to do after the sleep */
+	int (*sleep_fd)(struct npccl_comm *c, bool *pending);
+	void (*after_sleep)(struct npccl_comm *c);
 };
 NPCCL_HIDDEN extern const struct transport_ops tcp_transport;
 NPCCL_HIDDEN extern const struct transport_ops shm_transport;

@@ -445,6 +445,11 @@ npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
 
 /* ---- the wait loop -------------------------------------------------------- */
 
+/* every transport, for their communicator-wide sleep hooks */
+static const struct transport_ops *const transports[] = { &shm_transport, &tcp_transport,
+							  &rdma_transport };
+#define NTRANSPORTS ((int)(sizeof(transports) / sizeof(transports[0])))
+
 /* How long a collective may still complete from what a dead peer sent. */
 #define DEAD_GRACE_NS (200ull * 1000000ull)
 
@@ -537,22 +542,24 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 			wake_idx = n;
 			pf[n++] = (struct pollfd){ .fd = c->wake_fd, .events = POLLIN };
 		}
-		bool ctl_pending = false;
-		int rdma_idx = -1;
-		if (c->rdma) {
-			bool pending;
-			int fd = rdma_sleep_fd(c, &pending);
-			if (pending) {
-				if (me)
-					atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
-				atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
-				spin_until = now_ns() + spin_ns;
-				continue;
-			}
-			if (fd >= 0) {
-				rdma_idx = n;
+		bool ctl_pending = false, pending = false;
+		int tp_first = n;
+		bool slept[NTRANSPORTS] = { false };
+		for (int k = 0; k < NTRANSPORTS && !pending; k++) {
+			const struct transport_ops *tp = transports[k];
+			int fd = tp->sleep_fd ? tp->sleep_fd(c, &pending) : -1;
+			if (fd >= 0 && !pending) {
 				pf[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+				slept[k] = true;
 			}
+		}
+		int tp_end = n;
+		if (pending) {
+			if (me)
+				atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
+			atomic_store_explicit(&c->exec_polling, 0, memory_order_relaxed);
+			spin_until = now_ns() + spin_ns;
+			continue;
 		}
 		for (int i = 0; i < c->nranks && n < 3 * 64; i++) {
 			struct peer *p = &c->peers[i];
@@ -576,7 +583,7 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 		if (pr > 0) {
 			for (int k = 0; k < n; k++)
 				if (pf[k].revents && pf[k].fd != c->doorbell_fd && k != wake_idx &&
-				    k != rdma_idx)
+				    (k < tp_first || k >= tp_end))
 					ctl_pending = true;
 			if (c->doorbell_fd >= 0 && pf[0].revents) {
 				uint64_t v;
@@ -589,8 +596,9 @@ npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 				(void)rn;
 			}
 		}
-		if (rdma_idx >= 0)
-			rdma_after_sleep(c);
+		for (int k = 0; k < NTRANSPORTS; k++)
+			if (slept[k] && transports[k]->after_sleep)
+				transports[k]->after_sleep(c);
 		if (ctl_pending)
 			comm_poll_control(c, 0);
 		t = now_ns();

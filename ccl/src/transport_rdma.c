@@ -580,4 +580,6 @@ const struct transport_ops rdma_transport = {
 	.progress_send = rdma_progress_send,
 	.progress_recv = rdma_progress_recv,
 	.poll_fd = rdma_poll_fd,
+	.sleep_fd = rdma_sleep_fd,
+	.after_sleep = rdma_after_sleep,
 };
