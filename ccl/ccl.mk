@@ -14,13 +14,21 @@
 
 CCL_DIR := $(CURDIR)/ccl
 CCL_OBJDIR := $(BUILD)/obj/ccl
-CCL_SRCS := $(wildcard $(CCL_DIR)/src/*.c)
+# ccl/src in layers, each calling only the ones below it:
+#   api/ (public calls, communicators) -> queue/ (requests, the exec role)
+#   -> dispatch/ (sequencing, algorithm choice, cost model) -> algo/
+#   (collectives on messages or shared memory, kernels) -> transport/ (shm,
+#   TCP, RDMA behind struct transport_ops; the wait loop, failure diagnosis)
+#   -> base/ (sockets, shared regions, config, status); setup/ (bootstrap,
+#   launchers) builds a communicator's transports; model/ is the cluster
+#   model load on top of the collectives.
+CCL_SRCS := $(wildcard $(CCL_DIR)/src/*/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
 CCL_LIB := $(LIBDIR)/libnpccl.so
 CCL_ALIB := $(LIBDIR)/libnpccl.a
-# shared memory goes through libnpushm (ccl/src/shm_region.c)
+# shared memory goes through libnpushm (ccl/src/base/shm_region.c)
 CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
-CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
+CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
 CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
 CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test \
@@ -35,13 +43,13 @@ HARNESS_BINS += $(CCL_TEST_BINS)
 
 USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
 
-$(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
+$(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h $(CCL_DIR)/src/*/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_CFLAGS) -c $< -o $@
 
 # the kernels are plain loops left to the vectoriser: -O2's cheap cost model
 # refuses loops whose arguments may alias, -O3 versions them
-$(CCL_OBJDIR)/reduce_kernels.o $(CCL_OBJDIR)/copy_kernels.o: CCL_CFLAGS += -O3
+$(CCL_OBJDIR)/algo/reduce_kernels.o $(CCL_OBJDIR)/algo/copy_kernels.o: CCL_CFLAGS += -O3
 
 $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "shm_region.h"
+#include "base/shm_region.h"
 
 #define NPCCL_HIDDEN __attribute__((visibility("hidden")))
 #define CACHELINE 64
@@ -622,7 +622,10 @@ NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct co
 NPCCL_HIDDEN npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a);
 NPCCL_HIDDEN npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
+/* CMA probe: publish this rank's probe word (false: CMA not applicable),
+ * then, once every local rank has, read the peers' (1: all readable) */
+NPCCL_HIDDEN bool cma_probe_begin(struct npccl_comm *c);
+NPCCL_HIDDEN int32_t cma_probe_peers(struct npccl_comm *c);
 /* canonical-order reductions (algo_canonical.c): AllReduce, ReduceScatter, Reduce */
 NPCCL_HIDDEN npccl_status_t canon_reduce(struct npccl_comm *c, const struct group *g,
 					 const struct coll_args *a);

@@ -2,7 +2,7 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * comm.c - communicator lifetime: init from a unique id, split, destroy,
- * abort, getters and settings, persistent scratch buffers.
+ * abort, getters and settings (the scratch buffers: algo/scratch.c).
  *
  * Contracts: init either returns a fully connected communicator (cost model
  * measured and agreed) or NULL with a message; destroy and abort accept NULL
@@ -109,6 +109,25 @@ static npccl_status_t build_groups(struct npccl_comm *c)
 	return NPCCL_OK;
 }
 
+/*
+ * Whether every local rank can read its peers' memory (single-copy
+ * collectives, algo_cma.c): each publishes a probe word, reads its peers'
+ * once all have (a barrier), and the ranks agree (MIN).
+ */
+static npccl_status_t cma_agree(struct npccl_comm *c)
+{
+	if (!cma_probe_begin(c))
+		return NPCCL_OK;
+	npccl_status_t st = coll_internal(c, NPCCL_COLL_BARRIER, NULL, NULL, 0, NPCCL_UINT8,
+					  NPCCL_SUM);
+	if (st)
+		return st;
+	int32_t ok = cma_probe_peers(c), all = 0;
+	st = coll_internal(c, NPCCL_COLL_ALLREDUCE, &ok, &all, 1, NPCCL_INT32, NPCCL_MIN);
+	c->cma_ok = st == NPCCL_OK && all == 1;
+	return st;
+}
+
 npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot_src *src,
 				int rank, char *err, size_t errlen)
 {
@@ -162,7 +181,7 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 	if (st == NPCCL_OK) {
 		st = costmodel_measure(c);
 		if (st == NPCCL_OK)
-			st = cma_probe(c);
+			st = cma_agree(c);
 		if (st != NPCCL_OK)
 			snprintf(err, errlen, "rank %d: measuring the cost model failed: %s", rank,
 				 c->errmsg[0] ? c->errmsg : npccl_strerror(st));
@@ -359,37 +378,6 @@ npccl_status_t npccl_comm_cost_model(npccl_comm_t c, npccl_cost_model_t *out)
 		return NPCCL_ERR_INVALID_ARG;
 	*out = c->model;
 	return NPCCL_OK;
-}
-
-/* Persistent scratch, grown to a power of two and prefaulted once, so no
- * call pays first-touch page faults for temporaries after the first. */
-static char *grow(char **buf, size_t *size, size_t bytes)
-{
-	if (bytes <= *size)
-		return *buf;
-	size_t n = 1 << 16;
-	while (n < bytes)
-		n <<= 1;
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-		       -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, n, MADV_HUGEPAGE);
-	if (*buf)
-		munmap(*buf, *size);
-	*buf = p;
-	*size = n;
-	return p;
-}
-
-char *comm_scratch(struct npccl_comm *c, size_t bytes)
-{
-	return grow(&c->scratch, &c->scratch_size, bytes);
-}
-
-char *comm_scratch2(struct npccl_comm *c, size_t bytes)
-{
-	return grow(&c->scratch2, &c->scratch2_size, bytes);
 }
 
 /* ---- split ---------------------------------------------------------------- */

@@ -13,7 +13,7 @@
  * npccl buffers for RDMA, rdma_regcache.c, and publishes cluster-loaded
  * models, model_share.c.)
  */
-#include "shm_region.h"
+#include "base/shm_region.h"
 #include "npushm.h"
 #include "npushm_rdma.h"
 

@@ -11,8 +11,8 @@
  *
  * Usable where the kernel lets a rank read its peers' memory (same user,
  * same pid namespace, ptrace access allowed: no restrictive Yama scope, no
- * seccomp filter against the calls): cma_probe() checks that at init on
- * every rank, and the result is agreed, so all ranks choose alike. Each
+ * seccomp filter against the calls): cma_probe_begin() and cma_probe_peers() check that at init on
+ * every rank, and comm.c agrees the result, so all ranks choose alike. Each
  * call publishes its buffers' addresses in the control block, then `staged`
  * (with the step hash, as the shm fast path, so mismatched calls are caught);
  * a rank copies, then publishes `reduced` and waits for every peer's
@@ -221,18 +221,20 @@ npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *
 /* At init: can this rank read every local peer's memory? Each rank
  * publishes the address of a word holding its pid; everyone reads the
  * others' and the verdict is agreed (MIN over the ranks). */
-npccl_status_t cma_probe(struct npccl_comm *c)
+bool cma_probe_begin(struct npccl_comm *c)
 {
 	c->cma_ok = false;
 	if (c->nhosts != 1 || c->nlocal < 2 || npccl_config()->disable_cma)
-		return NPCCL_OK;
+		return false;
 	c->cma_word = (uint64_t)getpid();
 	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)&c->cma_word;
-	int32_t ok = 1, all = 0;
-	/* the addresses are in place once everyone passed this barrier */
-	npccl_status_t st = coll_internal(c, NPCCL_COLL_BARRIER, NULL, NULL, 0, NPCCL_UINT8, NPCCL_SUM);
-	if (st)
-		return st;
+	return true;
+}
+
+int32_t cma_probe_peers(struct npccl_comm *c)
+{
+	int32_t ok = 1;
+
 	for (int k = 0; k < c->nlocal && ok; k++) {
 		int rank = c->local_ranks[k];
 		if (k == c->local_index)
@@ -249,7 +251,5 @@ npccl_status_t cma_probe(struct npccl_comm *c)
 				  "(%s): single-copy collectives off, FIFO copies instead", c->rank,
 				  rank, errno ? strerror(errno) : "other pid namespace or value");
 	}
-	st = coll_internal(c, NPCCL_COLL_ALLREDUCE, &ok, &all, 1, NPCCL_INT32, NPCCL_MIN);
-	c->cma_ok = st == NPCCL_OK && all == 1;
-	return st;
+	return ok;
 }

@@ -28,7 +28,7 @@
  * writing into it. A registration that fails is remembered for
  * npccl_mem_alloc buffers (copied from then on), logged for others.
  */
-#include "rdma.h"
+#include "transport/rdma.h"
 #include "npushm.h"
 #include "npushm_rdma.h"
 #include "npushm_watch.h"

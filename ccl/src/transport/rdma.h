@@ -31,7 +31,7 @@
 #define NPCCL_RDMA_H
 
 #include "npccl_internal.h"
-#include "rdma_verbs.h"
+#include "transport/rdma_verbs.h"
 
 #define RDMA_MAX_SLOTS 16
 #define RDMA_RQ_DEPTH 64	/* receives posted per queue pair */

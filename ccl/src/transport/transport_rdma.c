@@ -11,7 +11,7 @@
  * completion (queue pair in the error state), a protocol violation, a
  * mismatched header, and a peer whose control channel closed (gone).
  */
-#include "rdma.h"
+#include "transport/rdma.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  * for the peer to be ready too, and closes that socket (the control socket
  * stays: liveness, diagnosis, verdicts).
  */
-#include "rdma.h"
+#include "transport/rdma.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
