@@ -5,8 +5,10 @@
  * npccl_comm_set_deterministic), printing TAP.
  *
  *   ccl-det-test [--tcp] [--api] [--ranks A-B]   forked ranks on this host
- *   ccl-det-test env                             a rank started by a launcher
- *                                                (netns hosts); prints
+ *   ccl-det-test env [--quick]                   a rank started by a launcher
+ *                                                (netns hosts; --quick: the
+ *                                                model's algorithm only, 3
+ *                                                sizes, for the VM); prints
  *                                                "detcheck rank R/P hosts H ok|FAIL ..."
  *
  * Every rank runs AllReduce (out of place and in place), ReduceScatter and
@@ -47,6 +49,7 @@ struct rank_result {
 };
 
 static struct rank_result *res;
+static int quick;	/* env --quick: the model's algorithm only, 3 sizes (slow VMs) */
 
 static const npccl_dtype_t dts[] = { NPCCL_FLOAT32, NPCCL_FLOAT64, NPCCL_FLOAT16,
 				     NPCCL_BFLOAT16 };
@@ -177,8 +180,11 @@ static int det_rank(npccl_comm_t comm, int me, int p, int api, struct rank_resul
 				int root = (int)(salt % (unsigned)p);
 				salt++;
 				reference(dt, ref, tmp, n, p, salt);
+				if (quick && s == 1)
+					continue;
 				for (int a = 0; a < NPCCL_NUM_ALGOS; a++) {
-					if (a && !npccl_algo_supported(comm, coll, (npccl_algo_t)a))
+					if (a && (quick || !npccl_algo_supported(comm, coll,
+										   (npccl_algo_t)a)))
 						continue;
 					for (int inplace = 0; inplace < 2; inplace++) {
 						if (inplace && (coll != NPCCL_COLL_ALLREDUCE || a))
@@ -366,8 +372,10 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && !strcmp(argv[1], "env"))
+	if (argc > 1 && !strcmp(argv[1], "env")) {
+		quick = argc > 2 && !strcmp(argv[2], "--quick");
 		return cmd_env();
+	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--tcp")) {
 			tcp = 1;
