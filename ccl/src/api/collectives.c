@@ -108,22 +108,6 @@ static npccl_status_t allreduce_post(const void *sendbuf, void *recvbuf, size_t 
 				     -1, req);
 }
 
-npccl_status_t npccl_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-			       npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return allreduce_post(sendbuf, recvbuf, count, dtype, op, c, NULL);
-}
-
-npccl_status_t npccl_allreduce_async(const void *sendbuf, void *recvbuf, size_t count,
-				     npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t c,
-				     npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return allreduce_post(sendbuf, recvbuf, count, dtype, op, c, req);
-}
-
 static npccl_status_t reduce_scatter_post(const void *sendbuf, void *recvbuf, size_t recvcount,
 					  npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t c,
 					  npccl_request_t *req)
@@ -142,22 +126,6 @@ static npccl_status_t reduce_scatter_post(const void *sendbuf, void *recvbuf, si
 			   -1, req);
 }
 
-npccl_status_t npccl_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-				    npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return reduce_scatter_post(sendbuf, recvbuf, recvcount, dtype, op, c, NULL);
-}
-
-npccl_status_t npccl_reduce_scatter_async(const void *sendbuf, void *recvbuf, size_t recvcount,
-					  npccl_dtype_t dtype, npccl_redop_t op, npccl_comm_t c,
-					  npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return reduce_scatter_post(sendbuf, recvbuf, recvcount, dtype, op, c, req);
-}
-
 static npccl_status_t allgather_post(const void *sendbuf, void *recvbuf, size_t sendcount,
 				     npccl_dtype_t dtype, npccl_comm_t c, npccl_request_t *req)
 {
@@ -173,21 +141,6 @@ static npccl_status_t allgather_post(const void *sendbuf, void *recvbuf, size_t 
 						     "sendbuf == recvbuf + rank*sendcount");
 	return submit_coll(c, NPCCL_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, NPCCL_SUM,
 			   -1, req);
-}
-
-npccl_status_t npccl_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-			       npccl_dtype_t dtype, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return allgather_post(sendbuf, recvbuf, sendcount, dtype, c, NULL);
-}
-
-npccl_status_t npccl_allgather_async(const void *sendbuf, void *recvbuf, size_t sendcount,
-				     npccl_dtype_t dtype, npccl_comm_t c, npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return allgather_post(sendbuf, recvbuf, sendcount, dtype, c, req);
 }
 
 static npccl_status_t broadcast_post(const void *sendbuf, void *recvbuf, size_t count,
@@ -208,22 +161,6 @@ static npccl_status_t broadcast_post(const void *sendbuf, void *recvbuf, size_t 
 			   req);
 }
 
-npccl_status_t npccl_broadcast(const void *sendbuf, void *recvbuf, size_t count,
-			       npccl_dtype_t dtype, int root, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return broadcast_post(sendbuf, recvbuf, count, dtype, root, c, NULL);
-}
-
-npccl_status_t npccl_broadcast_async(const void *sendbuf, void *recvbuf, size_t count,
-				     npccl_dtype_t dtype, int root, npccl_comm_t c,
-				     npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return broadcast_post(sendbuf, recvbuf, count, dtype, root, c, req);
-}
-
 static npccl_status_t reduce_post(const void *sendbuf, void *recvbuf, size_t count,
 				  npccl_dtype_t dtype, npccl_redop_t op, int root, npccl_comm_t c,
 				  npccl_request_t *req)
@@ -239,22 +176,6 @@ static npccl_status_t reduce_post(const void *sendbuf, void *recvbuf, size_t cou
 	if (c->rank == root && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 		return arg_error(c, "reduce: %s", "buffers overlap without being equal");
 	return submit_coll(c, NPCCL_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, req);
-}
-
-npccl_status_t npccl_reduce(const void *sendbuf, void *recvbuf, size_t count, npccl_dtype_t dtype,
-			    npccl_redop_t op, int root, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return reduce_post(sendbuf, recvbuf, count, dtype, op, root, c, NULL);
-}
-
-npccl_status_t npccl_reduce_async(const void *sendbuf, void *recvbuf, size_t count,
-				  npccl_dtype_t dtype, npccl_redop_t op, int root, npccl_comm_t c,
-				  npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return reduce_post(sendbuf, recvbuf, count, dtype, op, root, c, req);
 }
 
 static npccl_status_t gather_post(const void *sendbuf, void *recvbuf, size_t sendcount,
@@ -277,22 +198,6 @@ static npccl_status_t gather_post(const void *sendbuf, void *recvbuf, size_t sen
 			   root, req);
 }
 
-npccl_status_t npccl_gather(const void *sendbuf, void *recvbuf, size_t sendcount,
-			    npccl_dtype_t dtype, int root, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return gather_post(sendbuf, recvbuf, sendcount, dtype, root, c, NULL);
-}
-
-npccl_status_t npccl_gather_async(const void *sendbuf, void *recvbuf, size_t sendcount,
-				  npccl_dtype_t dtype, int root, npccl_comm_t c,
-				  npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return gather_post(sendbuf, recvbuf, sendcount, dtype, root, c, req);
-}
-
 static npccl_status_t scatter_post(const void *sendbuf, void *recvbuf, size_t recvcount,
 				   npccl_dtype_t dtype, int root, npccl_comm_t c,
 				   npccl_request_t *req)
@@ -313,22 +218,6 @@ static npccl_status_t scatter_post(const void *sendbuf, void *recvbuf, size_t re
 			   root, req);
 }
 
-npccl_status_t npccl_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-			     npccl_dtype_t dtype, int root, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return scatter_post(sendbuf, recvbuf, recvcount, dtype, root, c, NULL);
-}
-
-npccl_status_t npccl_scatter_async(const void *sendbuf, void *recvbuf, size_t recvcount,
-				   npccl_dtype_t dtype, int root, npccl_comm_t c,
-				   npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return scatter_post(sendbuf, recvbuf, recvcount, dtype, root, c, req);
-}
-
 static npccl_status_t alltoall_post(const void *sendbuf, void *recvbuf, size_t count,
 				    npccl_dtype_t dtype, npccl_comm_t c, npccl_request_t *req)
 {
@@ -344,20 +233,43 @@ static npccl_status_t alltoall_post(const void *sendbuf, void *recvbuf, size_t c
 			   req);
 }
 
-npccl_status_t npccl_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-			      npccl_dtype_t dtype, npccl_comm_t c)
-{
-	CHECK_COMM(c);
-	return alltoall_post(sendbuf, recvbuf, count, dtype, c, NULL);
-}
+/*
+ * The public collectives: one row each gives the blocking call and its
+ * _async form, which differ only in the request (NULL: run now, blocking)
+ * and in checking that the caller passed somewhere to return it.
+ */
+#define UNPAREN(...) __VA_ARGS__
+#define COLL_CALLS(name, params, args)                                                 \
+	npccl_status_t npccl_##name(UNPAREN params, npccl_comm_t c)                    \
+	{                                                                              \
+		CHECK_COMM(c);                                                         \
+		return name##_post(UNPAREN args, c, NULL);                             \
+	}                                                                              \
+	npccl_status_t npccl_##name##_async(UNPAREN params, npccl_comm_t c,            \
+					    npccl_request_t *req)                      \
+	{                                                                              \
+		CHECK_COMM(c);                                                         \
+		CHECK_REQ(c, req);                                                     \
+		return name##_post(UNPAREN args, c, req);                              \
+	}
 
-npccl_status_t npccl_alltoall_async(const void *sendbuf, void *recvbuf, size_t count,
-				    npccl_dtype_t dtype, npccl_comm_t c, npccl_request_t *req)
-{
-	CHECK_COMM(c);
-	CHECK_REQ(c, req);
-	return alltoall_post(sendbuf, recvbuf, count, dtype, c, req);
-}
+#define BUFS const void *sendbuf, void *recvbuf
+COLL_CALLS(allreduce, (BUFS, size_t count, npccl_dtype_t dtype, npccl_redop_t op),
+	   (sendbuf, recvbuf, count, dtype, op))
+COLL_CALLS(reduce_scatter, (BUFS, size_t recvcount, npccl_dtype_t dtype, npccl_redop_t op),
+	   (sendbuf, recvbuf, recvcount, dtype, op))
+COLL_CALLS(allgather, (BUFS, size_t sendcount, npccl_dtype_t dtype),
+	   (sendbuf, recvbuf, sendcount, dtype))
+COLL_CALLS(broadcast, (BUFS, size_t count, npccl_dtype_t dtype, int root),
+	   (sendbuf, recvbuf, count, dtype, root))
+COLL_CALLS(reduce, (BUFS, size_t count, npccl_dtype_t dtype, npccl_redop_t op, int root),
+	   (sendbuf, recvbuf, count, dtype, op, root))
+COLL_CALLS(gather, (BUFS, size_t sendcount, npccl_dtype_t dtype, int root),
+	   (sendbuf, recvbuf, sendcount, dtype, root))
+COLL_CALLS(scatter, (BUFS, size_t recvcount, npccl_dtype_t dtype, int root),
+	   (sendbuf, recvbuf, recvcount, dtype, root))
+COLL_CALLS(alltoall, (BUFS, size_t count, npccl_dtype_t dtype), (sendbuf, recvbuf, count, dtype))
+#undef BUFS
 
 npccl_status_t npccl_barrier(npccl_comm_t c)
 {
