@@ -49,7 +49,7 @@ $(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h $(CCL_DIR)/s
 
 # the kernels are plain loops left to the vectoriser: -O2's cheap cost model
 # refuses loops whose arguments may alias, -O3 versions them
-$(CCL_OBJDIR)/algo/reduce_kernels.o $(CCL_OBJDIR)/algo/copy_kernels.o: CCL_CFLAGS += -O3
+$(CCL_OBJDIR)/base/reduce_kernels.o $(CCL_OBJDIR)/base/copy_kernels.o: CCL_CFLAGS += -O3
 
 $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,8 @@
  * any transport.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <stdlib.h>
 

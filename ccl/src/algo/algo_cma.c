@@ -19,6 +19,8 @@
  * `reduced`: nobody's buffer is released while a peer may still read it.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <errno.h>
 #include <stdio.h>

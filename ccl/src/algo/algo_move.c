@@ -9,6 +9,8 @@
  * Scatter and AllToAll; in-place buffers follow npccl.h.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <string.h>
 

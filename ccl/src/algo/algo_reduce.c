@@ -10,6 +10,8 @@
  * rank's input) plus the communicator's persistent scratch buffers.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <string.h>
 

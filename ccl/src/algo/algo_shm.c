@@ -20,6 +20,8 @@
  * mismatched call fails at once instead of at the deadline.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <string.h>
 

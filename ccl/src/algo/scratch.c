@@ -5,6 +5,8 @@
  * communicator (exec role only; unmapped with the communicator).
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 
 #include <sys/mman.h>
 

@@ -7,6 +7,11 @@
  * order; when its turn comes, dispatch.c runs it.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
+#include "queue/queue.h"
+#include "setup/setup.h"
 
 #include <stdio.h>
 #include <string.h>

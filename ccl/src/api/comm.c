@@ -12,6 +12,11 @@
  * first) and completes the requests still pending with NPCCL_ERR_ABORTED.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
+#include "queue/queue.h"
+#include "setup/setup.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

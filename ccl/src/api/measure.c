@@ -10,6 +10,11 @@
  * a MAX AllReduce so every rank predicts the same (dispatch/costmodel.c).
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
+#include "queue/queue.h"
+#include "setup/setup.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -11,6 +11,9 @@
  * modelled as copies in parallel.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
 
 #include <math.h>
 #include <pthread.h>

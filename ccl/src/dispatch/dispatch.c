@@ -10,6 +10,9 @@
  * itself needs (at communicator setup) the same way, without the queue.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -26,6 +26,11 @@
  * published; before phase 4 no real name exists anywhere.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
+#include "queue/queue.h"
+#include "setup/setup.h"
 #include "npushm.h"
 
 #include <errno.h>

@@ -25,6 +25,10 @@
  * and the communicator's reference are gone.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "dispatch/dispatch.h"
+#include "queue/queue.h"
 
 #include <errno.h>
 #include <stdio.h>

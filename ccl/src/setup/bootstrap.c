@@ -14,6 +14,9 @@
  * rejected with a clear error instead of corrupting this one.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "setup/setup.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

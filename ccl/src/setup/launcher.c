@@ -21,6 +21,9 @@
  * the size, so that ranks given different sizes are told so).
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
+#include "setup/setup.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

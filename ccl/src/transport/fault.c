@@ -14,6 +14,7 @@
  * namespace), peers in a different call (mismatch) or still behind.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -16,6 +16,7 @@
  * still helps diagnose a failure elsewhere.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -29,6 +29,7 @@
  * npccl_mem_alloc buffers (copied from then on), logged for others.
  */
 #include "transport/rdma.h"
+#include "transport/transport.h"
 #include "npushm.h"
 #include "npushm_rdma.h"
 #include "npushm_watch.h"

@@ -19,6 +19,7 @@
  * stays: liveness, diagnosis, verdicts).
  */
 #include "transport/rdma.h"
+#include "transport/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

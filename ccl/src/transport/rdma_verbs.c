@@ -8,6 +8,7 @@
  * communicator then uses TCP between hosts unless NPCCL_TRANSPORT=rdma.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 #include "transport/rdma_verbs.h"
 
 #include <dlfcn.h>

@@ -19,6 +19,7 @@
  * Nothing here runs on the data path except the lookups.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 
 #include <stdio.h>
 #include <stdlib.h>

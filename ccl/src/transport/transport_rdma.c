@@ -12,6 +12,7 @@
  * mismatched header, and a peer whose control channel closed (gone).
  */
 #include "transport/rdma.h"
+#include "transport/transport.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -15,6 +15,7 @@
  * the header of the first piece exactly as the TCP transport does.
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -11,6 +11,7 @@
  * and are reduced as they arrive. No one-sided operations (RDMA only).
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
 
 #include <errno.h>
 #include <poll.h>
