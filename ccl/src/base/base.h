@@ -2,12 +2,11 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * base.h - the bottom layer's calls (base/): logging, status and per-thread
- * errors, configuration, host identity, sockets, copy and reduction kernels. Included by
- * npccl_internal.h: every layer may use it.
+ * errors, configuration, host identity, sockets, copy and reduction
+ * kernels. Included by npccl_internal.h: every layer may use it.
  */
 #ifndef NPCCL_BASE_H
 #define NPCCL_BASE_H
-
 
 /* ---- logging and errors (status.c) ------------------------------------ */
 NPCCL_HIDDEN void npccl_log(npccl_log_level_t level, const char *fmt, ...)
@@ -18,31 +17,6 @@ static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
-/* ---- bulk copies (copy_kernels.c) --------------------------------------- */
-NPCCL_HIDDEN void copy_cached(void *dst, const void *src, size_t n);
-/* non-temporal stores; copy_stream_fence() before publishing the data */
-NPCCL_HIDDEN void copy_stream(void *dst, const void *src, size_t n);
-NPCCL_HIDDEN void copy_stream_fence(void);
-
-/* ---- reductions (reduce_kernels.c) ------------------------------------- */
-/* dst[i] = dst[i] op src[i] */
-NPCCL_HIDDEN void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst,
-				 const void *src, size_t n);
-/* dst[i] = a[i] op b[i] (dst may equal a or b) */
-NPCCL_HIDDEN void reduce_into(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *a,
-			      const void *b, size_t n);
-/* Every dsts[d][i] = srcs[0][i] op srcs[1][i] op ... (in that order), i < n,
- * through an L1-sized block; destination d gets streaming stores when bit d
- * of nt_mask is set. A destination may equal a source exactly. */
-NPCCL_HIDDEN void reduce_multi(npccl_dtype_t dt, npccl_redop_t op, void *const *dsts, int ndst,
-			       uint64_t nt_mask, const void *const *srcs, int nsrc, size_t n);
-/* dst[i] /= divisor (AVG finalisation) */
-NPCCL_HIDDEN void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor);
-NPCCL_HIDDEN float f16_to_f32(uint16_t h);
-NPCCL_HIDDEN uint16_t f32_to_f16(float f);
-NPCCL_HIDDEN float bf16_to_f32(uint16_t h);
-NPCCL_HIDDEN uint16_t f32_to_bf16(float f);
-
 #endif
 }
 
