@@ -303,6 +303,9 @@ NPCCL_API npccl_status_t npccl_explain(npccl_comm_t comm, npccl_coll_t coll, siz
 /** Cost-model constants measured at init (agreed by all ranks). */
 typedef struct npccl_cost_model {
 	double shm_alpha_us, shm_beta_us_per_mb;	/* latency; inverse bandwidth */
+	/* between hosts, measured over the transport that joins rank 0 and the
+	 * first rank of another host (TCP or RDMA: npccl_explain's transport
+	 * says which); defaults when there is one host */
 	double tcp_alpha_us, tcp_beta_us_per_mb;
 	double gamma_us_per_mb;				/* reduction (f32 sum) */
 } npccl_cost_model_t;
