@@ -115,7 +115,9 @@ check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
 
 CHECK_SUITES += ccl ccl-netns ccl-python ccl-rdma
 .PHONY: check-ccl check-ccl-netns check-ccl-full check-ccl-rdma
-check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+# the cluster model load's tests run npccl-load and the npushm command
+CCL_LOAD_BINS := $(BINDIR)/npccl-load $(LIBNPUSHM_CLI)
+check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(CCL_LOAD_BINS)
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
@@ -123,7 +125,7 @@ check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
 
 # soft-RoCE hosts in the test VM: the collectives, faults and the cluster
 # model load over the RDMA transport, npushm_region_reg_mr (ccl/tests/rdma/)
-check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(LIBNPUSHM_RDMA_TEST) modules
+check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(CCL_LOAD_BINS) $(LIBNPUSHM_RDMA_TEST) modules
 	@tools/run-suite ccl-rdma $(CCL_DIR)/tests/rdma/run-rdma-vm.sh
 
 check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)
