@@ -57,10 +57,13 @@ $(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
 LIBNPUSHM_CLI_SRCS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.c)
 LIBNPUSHM_CLI_HDRS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.h)
 
-$(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO) $(CURDIR)/VERSION
+# load --dtype packs weights with libnptensor (cli/pack.c)
+$(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO) $(LIBDIR)/libnptensor.so \
+		$(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(LIBNPUSHM_CLI_SRCS) -L$(LIBDIR) -lnpushm \
-		$(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/tensor/include \
+		-DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(LIBNPUSHM_CLI_SRCS) \
+		-L$(LIBDIR) -lnpushm -lnptensor $(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
 
 # ---------------------------------------------------------------- the tests
 # One program per tests/test_*.c, on the kernel's kselftest_harness.h (make

@@ -70,7 +70,7 @@ $(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)
 
 .PHONY: check-tensor-blocks
 check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
-	@tools/run-suite tensor-blocks $(TENSOR_BLOCKS_TEST)
+	@tools/run-suite tensor-blocks $(TENSOR_DIR)/tests/run-blocks.sh $(TENSOR_BLOCKS_TEST)
 
 .PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench tensor-reduce-bench
 check-tensor-c: $(TENSOR_TEST)
@@ -89,3 +89,17 @@ tensor-bench: $(TENSOR_LIB)
 
 tensor-reduce-bench: $(TENSOR_LIB)
 	BUILD=$(BUILD) $(CURDIR)/bench/tensor/reduce_run.sh $(if $(OLD),-o $(OLD))
+
+# npt-gemm-bench: GFLOP/s of the GEMM on BERT's linear shapes against the FMA
+# peak of the same run (a measuring tool, not a test): make gemm-bench
+GEMM_BENCH := $(BINDIR)/npt-gemm-bench
+USER_TARGETS += $(GEMM_BENCH)
+
+$(GEMM_BENCH): $(TENSOR_DIR)/tools/gemm_bench.c $(TENSOR_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -O2 -I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) \
+		-lnptensor -Wl,-rpath,$(LIBDIR) -lpthread
+
+.PHONY: gemm-bench
+gemm-bench: $(GEMM_BENCH)
+	$(GEMM_BENCH) $(GEMM_BENCH_ARGS)

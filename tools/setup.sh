@@ -8,8 +8,9 @@
 #   setup.sh --missing SET        print the set's missing packages; exit 1 if any
 #
 # Sets, each including the one before:
-#   build  what plain `make` needs (compiler, libnl, json-c, xxhash, OpenBLAS, DLPack,
-#          the verbs headers: libnpushm and libnpccl load libibverbs at run time)
+#   build  what plain `make` needs (compiler, libnl, json-c, xxhash, OpenBLAS, oneDNN,
+#          DLPack, the verbs headers: libnpushm and libnpccl load libibverbs at run
+#          time, libnptensor loads oneDNN's libdnnl2 at run time)
 #   demo   what `make demo` needs on top (Python with NumPy and PyTorch, xxhsum)
 #   check  what `make check` needs on top (the test kernel and qemu, the kernel
 #          source for checkpatch and the kselftest harness, sparse, rdma-core, the
@@ -24,7 +25,7 @@ set -eu
 
 BUILD=${BUILD:-$(pwd)/build}
 PKGS_BUILD="build-essential pkg-config libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libjson-c-dev
-libxxhash-dev libopenblas-dev libdlpack-dev libibverbs-dev"
+libxxhash-dev libopenblas-dev libdnnl-dev libdlpack-dev libibverbs-dev"
 PKGS_DEMO="python3 python3-numpy python3-torch xxhash"
 PKGS_CHECK="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static kmod cpio iproute2
 sparse rdma-core ibverbs-utils ibverbs-providers python3-numexpr python3-pytest openmpi-bin

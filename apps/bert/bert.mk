@@ -44,11 +44,13 @@ $(BERT_ALIB): $(BERT_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(BERT_OBJS)
 
-$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIB) \
-		$(CURDIR)/VERSION
+# --dtype packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
+$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c \
+		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(BERT_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' -I$(LIBNPUSHM_DIR)/demo -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
-		$(LIBNPUSHM_DIR)/demo/memstat.c $(BERT_LIBS)
+	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' -I$(LIBNPUSHM_DIR)/demo \
+		-I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
+		$(LIBNPUSHM_DIR)/demo/memstat.c $(LIBNPUSHM_DIR)/cli/pack.c $(BERT_LIBS)
 
 $(BERT_GEN): $(BERT_DIR)/tools/gen_model.c
 	@mkdir -p $(dir $@)

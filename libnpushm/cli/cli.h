@@ -23,6 +23,7 @@ struct cli_opts {
 	bool all;
 	npushm_backend_t backend;
 	const char *name;
+	const char *dtype;	/* load --dtype: NULL (plain) or "f32" (packed linear weights) */
 	unsigned mode;
 	const char **args;	/* positional arguments after the command */
 	int nargs;
@@ -44,6 +45,8 @@ npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc);
 const char *cli_size(unsigned long long bytes, char *buf, unsigned len);
 /* "NOT_FOUND" and so on. */
 const char *cli_status_name(npushm_status_t st);
+
+#include "pack.h"
 
 /* progress.c: a progress bar on stderr, drawn only when it is a terminal. */
 struct cli_progress;

@@ -34,7 +34,7 @@ int cmd_info(const struct cli_opts *o)
 	npushm_model_t *m = NULL;
 	npushm_dev_t *dev;
 	npushm_status_t st;
-	char a[32], b[32], shape[256];
+	char a[32], b[32], shape[256], lay[NPUSHM_LAYOUT_TAG_MAX + 32];
 	int rc = 0;
 
 	dev = cli_open_dev(o, &rc);
@@ -72,15 +72,34 @@ int cmd_info(const struct cli_opts *o)
 			json_object_array_add(ts, t);
 		}
 		json_object_object_add(j, "tensors", ts);
+		ts = json_object_new_array();
+		for (size_t i = 0; i < npushm_model_layout_count(m); i++) {
+			struct json_object *t = json_object_new_object();
+			npushm_layout_t l;
+			char hex[33];
+
+			npushm_model_layout_at(m, i, &l);
+			for (int k = 0; k < 16; k++)
+				snprintf(hex + 2 * k, 3, "%02x", l.hash[k]);
+			json_object_object_add(t, "tensor", json_object_new_string(l.tensor));
+			json_object_object_add(t, "tag", json_object_new_string(l.tag));
+			json_object_object_add(t, "offset", json_object_new_uint64(l.offset));
+			json_object_object_add(t, "nbytes", json_object_new_uint64(l.nbytes));
+			json_object_object_add(t, "hash", json_object_new_string(hex));
+			json_object_array_add(ts, t);
+		}
+		json_object_object_add(j, "layouts", ts);
 		cli_print_json(j);
 		goto out;
 	}
-	printf("model     %s\nbackend   %s\nhash      %s (XXH3-128 over 8 MiB blocks)\nsource    %s (%llu bytes)\n"
-	       "region    %llu, %s\ntensors   %zu\nmetadata  %s\n\n",
+	printf("model     %s\nbackend   %s\nhash      %s (%s)\nsource    %s (%llu bytes)\n"
+	       "region    %llu, %s\ntensors   %zu\nlayouts   %s\nmetadata  %s\n\n",
 	       o->args[0], npushm_backend_name(npushm_dev_backend(dev)), mi.hash_hex,
+	       npushm_model_layout_count(m) ? "XXH3-128 of the file's hash and the packed layouts" :
+	       "XXH3-128 over 8 MiB blocks",
 	       cli_size(mi.source_size, a, sizeof(a)), (unsigned long long)mi.source_size,
 	       (unsigned long long)mi.region_id, cli_size(mi.region_size, b, sizeof(b)),
-	       mi.tensor_count, mi.metadata_json);
+	       mi.tensor_count, cli_layouts_summary(m, lay, sizeof(lay)), mi.metadata_json);
 	printf("%-48s %-7s %-20s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "OFFSET", "BYTES");
 	for (size_t i = 0; i < mi.tensor_count; i++) {
 		npushm_tensor_t t;
@@ -89,6 +108,15 @@ int cmd_info(const struct cli_opts *o)
 		shape_text(&t, shape, sizeof(shape));
 		printf("%-48s %-7s %-20s %12llu %12llu\n", t.name, npushm_dtype_name(t.dtype), shape,
 		       (unsigned long long)t.offset, (unsigned long long)t.nbytes);
+	}
+	if (npushm_model_layout_count(m))
+		printf("\n%-48s %-60s %12s %12s\n", "PACKED LAYOUT OF", "TAG", "OFFSET", "BYTES");
+	for (size_t i = 0; i < npushm_model_layout_count(m); i++) {
+		npushm_layout_t l;
+
+		npushm_model_layout_at(m, i, &l);
+		printf("%-48s %-60s %12llu %12llu\n", l.tensor, l.tag, (unsigned long long)l.offset,
+		       (unsigned long long)l.nbytes);
 	}
 out:
 	npushm_model_detach(m);

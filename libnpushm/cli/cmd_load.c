@@ -32,6 +32,7 @@ int cmd_load(const struct cli_opts *o)
 	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0);
 	lo.progress = cli_progress_cb;
 	lo.progress_arg = bar;
+	lo.packer = o->dtype ? cli_packer(o->dtype) : NULL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	st = npushm_model_load(dev, o->args[0], o->name, &lo, &res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -50,6 +51,7 @@ int cmd_load(const struct cli_opts *o)
 		json_object_object_add(j, "region_size", json_object_new_uint64(res.region_size));
 		json_object_object_add(j, "region_id", json_object_new_uint64(res.region_id));
 		json_object_object_add(j, "hash", json_object_new_string(res.hash_hex));
+		json_object_object_add(j, "dtype", json_object_new_string(o->dtype ? o->dtype : "as stored"));
 		json_object_object_add(j, "deduplicated", json_object_new_boolean(res.deduplicated));
 		json_object_object_add(j, "already_loaded", json_object_new_boolean(res.already_loaded));
 		json_object_object_add(j, "seconds", json_object_new_double(secs));

@@ -63,14 +63,14 @@ int cmd_ls(const struct cli_opts *o)
 	if (o->json)
 		jregions = json_object_new_array();
 	else
-		printf("%-32s %-6s %10s %-16s %7s %6s %5s %8s\n", "NAME", "KIND", "SIZE", "HASH", "TENSORS",
-		       "SEALED", "PROCS", "PINNED");
+		printf("%-32s %-6s %10s %-16s %7s %6s %5s %8s %s\n", "NAME", "KIND", "SIZE", "HASH",
+		       "TENSORS", "SEALED", "PROCS", "PINNED", "LAYOUTS");
 	for (size_t i = 0; i < npushm_region_list_count(list); i++) {
 		const npushm_region_entry_t *e = npushm_region_list_at(list, i);
 		const char *name = main_name(e);
 		npushm_model_t *m = NULL;
 		npushm_model_info_t mi = { 0 };
-		char names[512] = "", sz[32], procs[16], pinned[32];
+		char names[512] = "", sz[32], procs[16], pinned[32], lay[NPUSHM_LAYOUT_TAG_MAX + 32];
 		npushm_status_t ast = NPUSHM_ERR_NOT_FOUND;
 		size_t used = 0;
 
@@ -130,6 +130,8 @@ int cmd_ls(const struct cli_opts *o)
 				json_object_object_add(jm, "hash", json_object_new_string(mi.hash_hex));
 				json_object_object_add(jm, "tensors", json_object_new_uint64(mi.tensor_count));
 				json_object_object_add(jm, "source_size", json_object_new_uint64(mi.source_size));
+				json_object_object_add(jm, "layouts", json_object_new_uint64(npushm_model_layout_count(m)));
+				json_object_object_add(jm, "layouts_made_by", json_object_new_string(cli_layouts_summary(m, lay, sizeof(lay))));
 				json_object_object_add(j, "model", jm);
 			} else {
 				json_object_object_add(j, "model", NULL);
@@ -148,10 +150,11 @@ int cmd_ls(const struct cli_opts *o)
 				snprintf(pinned, sizeof(pinned), "?");
 			else
 				cli_size(e->pinned_bytes, pinned, sizeof(pinned));
-			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s\n", names[0] ? names : name ? name : "(no name)",
+			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s %s\n", names[0] ? names : name ? name : "(no name)",
 			       m ? "model" : ast == NPUSHM_ERR_ACCESS ? "region*" : "region", cli_size(e->size, sz, sizeof(sz)),
 			       m ? mi.hash_hex : "-", tensors,
-			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned);
+			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned,
+			       m ? cli_layouts_summary(m, lay, sizeof(lay)) : "-");
 		}
 		npushm_model_detach(m);
 	}

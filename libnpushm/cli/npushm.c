@@ -29,7 +29,8 @@ static const char usage[] =
 	"       npushm --help | --version\n"
 	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--mode 0640] [--no-dedup] [--replace] [--quiet]\n"
+	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode 0640] [--no-dedup]\n"
+	"                 [--replace] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
 	"                 still mapped too)\n"
@@ -53,8 +54,8 @@ struct cmd_help {
 
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
-	  "usage: npushm load FILE.safetensors --name NAME [--mode MODE] [--no-dedup]\n"
-	  "                   [--replace] [--quiet] [--json]\n"
+	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode MODE]\n"
+	  "                   [--no-dedup] [--replace] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
 	  "as NAME (with the alias xxh3:HASH). Atomic: the name appears only once the\n"
@@ -63,6 +64,15 @@ static const struct cmd_help cmd_helps[] = {
 	  "before copying, unless --replace.\n"
 	  "\n"
 	  "  --name NAME   the name workers attach by (required)\n"
+	  "  --dtype f32   also store the linear layers' weights (2-D float32 '*.weight'\n"
+	  "                tensors outside the embeddings) packed for this machine's GEMM\n"
+	  "                (oneDNN's layout for this CPU), used in place by every worker\n"
+	  "                on the same kind of CPU; the model's hash then covers them\n"
+	  "  --dtype bf16  the same rounded to bfloat16 where the CPU has AVX512_BF16\n"
+	  "                (elsewhere nothing is packed); inputs rounded to bf16 too\n"
+	  "  --dtype int8  the same with the weights quantised to int8 per output channel\n"
+	  "                (scale = max |row| / 127); the engine then runs those layers in\n"
+	  "                int8 (inputs quantised per row, exact int32 sums, VNNI if any)\n"
 	  "  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
 	  "  --no-dedup    always make a new copy, even of content already published\n"
 	  "  --replace     if NAME holds other content, move NAME to the new model\n"
@@ -268,6 +278,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "no-dedup", no_argument, NULL, 'D' },
 		{ "replace", no_argument, NULL, 'R' },
+		{ "dtype", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -291,7 +302,7 @@ int main(int argc, char **argv)
 	}
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jn:m:DRqab:hV", longopts, NULL)) != -1 || optind < argc) {
+	while ((c = getopt_long(argc, argv, "+:jn:m:DRqab:hVt:", longopts, NULL)) != -1 || optind < argc) {
 		if (c == -1) {
 			/* A positional argument: the command or its operands. */
 			if (!cmd)
@@ -307,6 +318,13 @@ int main(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		case 'D': o.no_dedup = true; break;
 		case 'R': o.replace = true; break;
+		case 't':
+			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8"))
+				return usage_error("--dtype '%s': use f32 (linear weights packed for this "
+						   "CPU's GEMM), bf16 (rounded to bfloat16) or int8 "
+						   "(quantised per output channel)", optarg);
+			o.dtype = optarg;
+			break;
 		case 'a': o.all = true; break;
 		case 'h': help = true; break;
 		case 'V': version = true; break;
@@ -354,8 +372,8 @@ int main(int argc, char **argv)
 	}
 	if (!o.quiet && !getenv("NPUSHM_LOG"))
 		npushm_log_set(hold_warning, NULL, NPUSHM_LOG_WARN);
-	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace))
-		return usage_error("%s", "--name, --mode, --no-dedup and --replace belong to load");
+	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace || o.dtype))
+		return usage_error("%s", "--name, --dtype, --mode, --no-dedup and --replace belong to load");
 	if (o.all && strcmp(cmd, "ls") && strcmp(cmd, "list"))
 		return usage_error("%s", "--all belongs to ls");
 	if (!strcmp(cmd, "load")) {

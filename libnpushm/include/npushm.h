@@ -424,7 +424,8 @@ typedef struct npushm_tensor {
 typedef struct npushm_model npushm_model_t;
 
 typedef struct npushm_model_info {
-	uint8_t hash[16];	/* content hash of the source file, big-endian (docs/weights.md) */
+	uint8_t hash[16];	/* content hash of the source file (and of the packed layouts
+				 * if any), big-endian (docs/weights.md) */
 	char hash_hex[33];
 	uint64_t source_size;	/* bytes of the source file */
 	uint64_t region_size;
@@ -451,12 +452,35 @@ typedef void (*npushm_progress_fn)(void *arg, npushm_load_stage_t stage, uint64_
 #define NPUSHM_LOAD_REPLACE	(1U << 1)	/* since 1.2: a name holding other content is
 						 * moved to the new model atomically */
 
+/* Bytes of a packed layout's tag, NUL included. */
+#define NPUSHM_LAYOUT_TAG_MAX	256
+
+/*
+ * Since 1.3: packed layouts, extra copies of tensors in the layout a GEMM
+ * library wants (libnptensor's npt_pack_*), made once by the loader and
+ * stored in the model next to the plain tensors. For each tensor, @size
+ * says how many bytes its layout takes (0: none) and writes its tag
+ * (NUL-terminated, < NPUSHM_LAYOUT_TAG_MAX bytes; the tensor's data is not
+ * readable yet, t->data is NULL); after the copy, @pack writes the layout
+ * into @dst (64-byte aligned, @nbytes) from @t (data readable), returning
+ * 0, or -1 with a reason in @why. Called from the loading thread.
+ */
+typedef struct npushm_packer {
+	uint64_t (*size)(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX]);
+	int (*pack)(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
+		    uint64_t nbytes, char *why, size_t why_size);
+	void *arg;
+} npushm_packer_t;
+
 typedef struct npushm_load_opts {
 	uint32_t mode;		/* permission bits of the name, 0: 0640 */
 	uint32_t flags;		/* NPUSHM_LOAD_* */
 	npushm_progress_fn progress;	/* may be NULL */
 	void *progress_arg;
-	uint32_t reserved[8];	/* zero */
+	/* since 1.3, may be NULL: packed layouts to store (the model's hash then
+	 * covers them; see npushm_model_load) */
+	const npushm_packer_t *packer;
+	uint32_t reserved[6];	/* zero */
 } npushm_load_opts_t;
 
 typedef struct npushm_load_result {
@@ -485,6 +509,11 @@ typedef struct npushm_load_result {
  * once (result->already_loaded; idempotent); when it holds anything else
  * EXISTS, unless NPUSHM_LOAD_REPLACE, which loads the file and then moves
  * the name to it atomically (workers attached to the old model keep it).
+ * With @opts->packer, the layouts it asks for are packed after the copy and
+ * stored after the tensors, and the model's hash (result, info, the alias)
+ * is the content hash of the tensors and the layouts (docs/weights.md): a
+ * packed model is never taken for the plain one, and the "already loaded"
+ * shortcut does not apply (a taken name is EXISTS unless replacing).
  * @result [out] may be NULL.
  */
 NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path, const char *name,
@@ -526,6 +555,26 @@ NPUSHM_API npushm_status_t npushm_model_tensor_at(const npushm_model_t *model, s
 /* @t [out]. NOT_FOUND (message names the tensor and the model). */
 NPUSHM_API npushm_status_t npushm_model_tensor_find(const npushm_model_t *model, const char *name,
 						    npushm_tensor_t *t);
+
+/* Since 1.3: a packed layout stored with a model (npushm_packer_t). */
+typedef struct npushm_layout {
+	const char *tensor;	/* the plain tensor's name */
+	size_t tensor_index;	/* its position in the name-sorted table */
+	const char *tag;	/* what made it: library, version, ISA, shape, blocking */
+	const void *data;	/* NPUSHM_TENSOR_ALIGN-aligned, read-only */
+	uint64_t nbytes;
+	uint64_t offset;	/* of data in the region */
+	uint8_t hash[16];	/* XXH3-128 of the bytes, big-endian */
+} npushm_layout_t;
+
+/* Number of packed layouts @model carries (0 for a plain model). */
+NPUSHM_API size_t npushm_model_layout_count(const npushm_model_t *model);
+/* @l [out]; INVALID if @index is out of range. Strings live as long as @model. */
+NPUSHM_API npushm_status_t npushm_model_layout_at(const npushm_model_t *model, size_t index,
+						  npushm_layout_t *l);
+/* The first layout of tensor @name; NOT_FOUND when it has none. @l [out]. */
+NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *model, const char *name,
+						    npushm_layout_t *l);
 /* The read-only mapping of the whole region (manifest included). */
 NPUSHM_API const void *npushm_model_base(const npushm_model_t *model);
 

@@ -48,6 +48,71 @@ static bool range_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t lo, u
 	return off >= lo && end <= hi;
 }
 
+/* version 2: the layout table, its tags, and every layout's bytes after the tensors */
+static npushm_status_t check_layouts(const void *base, const struct npi_manifest_hdr *h,
+				     struct npi_manifest_view *v)
+{
+	uint64_t tags_at, tags_size, prev_end = h->data_end;
+
+	if (h->version == NPI_MANIFEST_VERSION) {
+		if (h->layouts_offset || h->layouts_count)
+			return CORRUPT("a version 1 manifest lists packed layouts");
+		return NPUSHM_OK;
+	}
+	if (h->layouts_count == 0 || h->layouts_count > NPI_LAYOUTS_MAX || h->layouts_offset % 8 ||
+	    !range_ok(h->layouts_offset, h->layouts_count, sizeof(struct npi_manifest_layout),
+		      sizeof(*h), h->manifest_size))
+		return CORRUPT("the manifest's layout table is empty, misaligned or outside the manifest");
+	v->layouts = (const void *)((const char *)base + h->layouts_offset);
+	tags_at = h->layouts_offset + h->layouts_count * sizeof(struct npi_manifest_layout);
+	tags_size = h->manifest_size - tags_at;
+	v->layout_tags = (const char *)base + tags_at;
+	for (uint64_t i = 0; i < h->layouts_count; i++) {
+		const struct npi_manifest_layout *l = &v->layouts[i];
+		const char *tag;
+		uint64_t end;
+
+		if (l->flags || l->tensor_index >= h->tensor_count ||
+		    !range_ok(l->tag_offset, (uint64_t)l->tag_len + 1, 1, 0, tags_size) ||
+		    l->tag_len == 0 || l->tag_len >= NPI_LAYOUT_TAG_MAX)
+			return CORRUPT("packed layout %llu names no tensor or has no valid tag",
+				       (unsigned long long)i);
+		tag = v->layout_tags + l->tag_offset;
+		if (tag[l->tag_len] != '\0' || memchr(tag, '\0', l->tag_len))
+			return CORRUPT("packed layout %llu's tag is not a NUL-terminated string",
+				       (unsigned long long)i);
+		if (l->offset % NPUSHM_TENSOR_ALIGN || l->offset < prev_end ||
+		    __builtin_add_overflow(l->offset, l->nbytes, &end) || end > h->region_size)
+			return CORRUPT("packed layout '%s' of tensor %llu lies outside the region, "
+				       "overlaps another or is misaligned", tag,
+				       (unsigned long long)l->tensor_index);
+		prev_end = end;
+	}
+	return NPUSHM_OK;
+}
+
+void npi_manifest_content_hash(const uint8_t source_hash[16], size_t n, const char *const *names,
+			       const char *const *tags, const uint8_t (*hashes)[16], uint8_t out[16])
+{
+	XXH3_state_t *st = XXH3_createState();
+	XXH128_canonical_t c;
+
+	if (!st) {
+		memset(out, 0, 16);
+		return;
+	}
+	XXH3_128bits_reset(st);
+	XXH3_128bits_update(st, source_hash, 16);
+	for (size_t i = 0; i < n; i++) {
+		XXH3_128bits_update(st, names[i], strlen(names[i]) + 1);
+		XXH3_128bits_update(st, tags[i], strlen(tags[i]) + 1);
+		XXH3_128bits_update(st, hashes[i], 16);
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+	memcpy(out, c.digest, 16);
+	XXH3_freeState(st);
+}
+
 npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_manifest_view *v)
 {
 	const struct npi_manifest_hdr *h = base;
@@ -56,9 +121,9 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 	memset(v, 0, sizeof(*v));
 	if (size < sizeof(*h) || memcmp(h->magic, NPI_MANIFEST_MAGIC, 8))
 		return CORRUPT("the region holds no npushm model (no manifest at its start)");
-	if (h->version != NPI_MANIFEST_VERSION)
-		return CORRUPT("the model's manifest has version %u but this library reads version %u; reload the model with this npushm",
-			       h->version, NPI_MANIFEST_VERSION);
+	if (h->version != NPI_MANIFEST_VERSION && h->version != NPI_MANIFEST_VERSION_LAYOUTS)
+		return CORRUPT("the model's manifest has version %u but this library reads versions %u and %u; reload the model with this npushm",
+			       h->version, NPI_MANIFEST_VERSION, NPI_MANIFEST_VERSION_LAYOUTS);
 	if (h->hdr_size != sizeof(*h))
 		return CORRUPT("the manifest header is %u bytes, expected %zu", h->hdr_size, sizeof(*h));
 	ms = h->manifest_size;
@@ -128,7 +193,7 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 			return CORRUPT("tensor '%s': its data [%llu, +%llu) is misaligned or outside the data area",
 				       name, (unsigned long long)t->offset, (unsigned long long)t->nbytes);
 	}
-	return NPUSHM_OK;
+	return check_layouts(base, h, v);
 }
 
 void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, size_t i,

@@ -11,7 +11,17 @@
  *   dims_offset       int64_t[dims_count]: per tensor, shape then strides
  *   strings_offset    tensor names, each NUL-terminated
  *   metadata_offset   __metadata__ as JSON, NUL-terminated
+ *   layouts_offset    (version 2) struct npi_manifest_layout[layouts_count],
+ *                     then their tags, each NUL-terminated
  *   data_offset...    tensor data, each tensor at a 64-byte aligned offset
+ *   data_end...       (version 2) the packed layouts' bytes, 64-byte aligned
+ *
+ * Version 2 is written only for a model that carries packed layouts (extra
+ * copies of tensors in the layout a GEMM library wants, npushm_packer_t); it
+ * then records the source file's own hash in source_hash, and hash becomes
+ * the content hash of everything the model holds: XXH3-128 of the source
+ * hash followed by, per layout in table order, the tensor's name, a NUL, the
+ * tag, a NUL and the XXH3-128 of the layout's bytes (npi_manifest_content_hash).
  *
  * manifest_hash is XXH3-64 of bytes [0, manifest_size) with the field itself
  * zero: a reader detects a damaged or foreign manifest in O(manifest), never
@@ -23,7 +33,10 @@
 #include "npushm.h"
 
 #define NPI_MANIFEST_MAGIC "NPUSHMWT"
-#define NPI_MANIFEST_VERSION 1
+#define NPI_MANIFEST_VERSION 1		/* plain tensors only */
+#define NPI_MANIFEST_VERSION_LAYOUTS 2	/* with packed layouts */
+#define NPI_LAYOUT_TAG_MAX 256		/* bytes of a tag, NUL included */
+#define NPI_LAYOUTS_MAX 65536
 
 struct npi_manifest_hdr {
 	char magic[8];
@@ -43,8 +56,20 @@ struct npi_manifest_hdr {
 	uint64_t strings_size;
 	uint64_t metadata_offset;
 	uint64_t metadata_size;
-	uint64_t reserved[4];
+	uint64_t layouts_offset;	/* version 2; 0 in version 1 */
+	uint64_t layouts_count;
+	uint8_t source_hash[16];	/* version 2: the source file's hash */
 	uint64_t manifest_hash;
+};
+
+struct npi_manifest_layout {
+	uint64_t tensor_index;	/* in the name-sorted tensor table */
+	uint64_t tag_offset;	/* relative to the end of the layout table */
+	uint32_t tag_len;	/* without the NUL */
+	uint32_t flags;		/* zero */
+	uint64_t offset;	/* of the bytes in the region */
+	uint64_t nbytes;
+	uint8_t hash[16];	/* XXH3-128 of the bytes, big-endian */
 };
 
 struct npi_manifest_tensor {
@@ -65,6 +90,8 @@ struct npi_manifest_view {
 	const int64_t *dims;
 	const char *strings;
 	const char *metadata;
+	const struct npi_manifest_layout *layouts;	/* NULL in version 1 */
+	const char *layout_tags;
 };
 
 /*
@@ -74,6 +101,12 @@ struct npi_manifest_view {
 npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_manifest_view *view);
 /* The hash as stored (big-endian XXH3-128). */
 uint64_t npi_manifest_hash_of(const void *manifest, uint64_t manifest_size);
+/*
+ * The content hash of a model with layouts (above) into @out. @names and @tags
+ * give each layout's tensor name and tag; @hashes their bytes' hashes.
+ */
+void npi_manifest_content_hash(const uint8_t source_hash[16], size_t n, const char *const *names,
+			       const char *const *tags, const uint8_t (*hashes)[16], uint8_t out[16]);
 /* Fill @t from entry @i of @v. */
 void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, size_t i,
 			 npushm_tensor_t *t);

@@ -17,9 +17,67 @@
 #include "manifest.h"
 #include "model_load.h"
 
-npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page)
+void npi_load_tensor_view(const struct npi_st_header *h, size_t i, const void *data,
+			  int64_t *strides, npushm_tensor_t *t)
+{
+	const struct npi_st_tensor *s = &h->tensors[i];
+	int64_t stride = 1;
+
+	for (int d = (int)s->ndim - 1; d >= 0; d--) {
+		strides[d] = stride;
+		stride *= s->shape[d];
+	}
+	memset(t, 0, sizeof(*t));
+	t->name = s->name;
+	t->name_len = s->name_len;
+	t->dtype = s->dtype;
+	t->ndim = s->ndim;
+	t->shape = s->shape;
+	t->strides = strides;
+	t->data = data;
+	t->nbytes = s->nbytes;
+	t->index = i;
+}
+
+/* ask @packer which tensors get a layout: l->packed, l->tags_size */
+static npushm_status_t plan_packed(const struct npi_st_header *h, struct layout *l,
+				   const npushm_packer_t *packer)
+{
+	int64_t strides[NPUSHM_TENSOR_MAX_DIMS];
+	npushm_tensor_t t;
+
+	l->packed = calloc(h->count + 1, sizeof(*l->packed));
+	if (!l->packed)
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the layout plan");
+	for (size_t i = 0; i < h->count; i++) {
+		struct packed *p = &l->packed[l->npacked];
+		size_t len;
+
+		npi_load_tensor_view(h, i, NULL, strides, &t);
+		p->tag[0] = '\0';
+		p->nbytes = packer->size(packer->arg, &t, p->tag);
+		if (!p->nbytes)
+			continue;
+		len = strnlen(p->tag, sizeof(p->tag));
+		if (len == 0 || len == sizeof(p->tag) || p->nbytes > (1ull << 48))
+			return npi_fail(NPUSHM_ERR_INVALID, 0, "the packer gave tensor '%s' %s",
+					h->tensors[i].name, len ? "an unterminated tag" :
+					p->nbytes > (1ull << 48) ? "an absurd size" : "no tag");
+		p->file_index = i;
+		l->tags_size += len + 1;
+		l->npacked++;
+	}
+	if (l->npacked > NPI_LAYOUTS_MAX)
+		return npi_fail(NPUSHM_ERR_INVALID, 0, "the packer asked for %zu layouts; at most %d",
+				l->npacked, NPI_LAYOUTS_MAX);
+	return NPUSHM_OK;
+}
+
+npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page,
+			      const npushm_packer_t *packer)
 {
 	uint64_t cursor, names = 0;
+	npushm_status_t st;
 
 	l->dims_count = 0;
 	for (size_t i = 0; i < h->count; i++) {
@@ -30,6 +88,15 @@ npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, u
 	l->metadata_size = strlen(h->metadata_json) + 1;
 	cursor = sizeof(struct npi_manifest_hdr) + h->count * sizeof(struct npi_manifest_tensor) +
 		 l->dims_count * sizeof(int64_t) + l->strings_size + l->metadata_size;
+	if (packer && packer->size) {
+		if ((st = plan_packed(h, l, packer)))
+			return st;
+		if (l->npacked) {
+			npi_align_up(cursor, 8, &cursor);
+			l->layouts_offset = cursor;
+			cursor += l->npacked * sizeof(struct npi_manifest_layout) + l->tags_size;
+		}
+	}
 	l->manifest_size = cursor;
 	npi_align_up(cursor, NPUSHM_TENSOR_ALIGN, &cursor);
 	l->data_offset = cursor;
@@ -43,6 +110,12 @@ npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, u
 		cursor += h->tensors[i].nbytes;
 	}
 	l->data_end = cursor;
+	for (size_t i = 0; i < l->npacked; i++) {
+		npi_align_up(cursor, NPUSHM_TENSOR_ALIGN, &cursor);
+		l->packed[i].offset = cursor;
+		if (__builtin_add_overflow(cursor, l->packed[i].nbytes, &cursor))
+			return npi_fail(NPUSHM_ERR_INVALID, 0, "the packed model is too large");
+	}
 	if (!npi_align_up(cursor ? cursor : 1, page, &l->region_size))
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "the model is too large");
 	return NPUSHM_OK;
@@ -57,8 +130,10 @@ static int by_name(const void *a, const void *b)
 
 /* Build the manifest (without the hash fields' final values) in memory. */
 npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct layout *l,
-				      uint64_t source_size, const uint8_t hash[16], uint8_t **out)
+				  uint64_t source_size, const uint8_t source_hash[16],
+				  const uint8_t hash[16], uint8_t **out)
 {
+	size_t *sorted_index = calloc(h->count + 1, sizeof(size_t));
 	struct npi_manifest_hdr *mh;
 	struct npi_manifest_tensor *mt;
 	const struct npi_st_tensor **sorted;
@@ -68,9 +143,10 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 	char *strings;
 
 	sorted = calloc(h->count + 1, sizeof(*sorted));
-	if (!buf || !sorted) {
+	if (!buf || !sorted || !sorted_index) {
 		free(buf);
 		free(sorted);
+		free(sorted_index);
 		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the manifest");
 	}
 	mh = (void *)buf;
@@ -104,6 +180,7 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 		size_t file_index = (size_t)(t - h->tensors);
 		int64_t stride = 1;
 
+		sorted_index[file_index] = i;
 		mt[i].name_offset = str_at;
 		mt[i].name_len = (uint32_t)t->name_len;
 		mt[i].dtype = (uint16_t)t->dtype;
@@ -121,7 +198,31 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 		}
 		dims_at += 2 * (uint64_t)t->ndim;
 	}
+	if (l->npacked) {
+		struct npi_manifest_layout *ml = (void *)(buf + l->layouts_offset);
+		char *tags = (char *)(ml + l->npacked);
+		uint64_t tag_at = 0;
+
+		mh->version = NPI_MANIFEST_VERSION_LAYOUTS;
+		mh->layouts_offset = l->layouts_offset;
+		mh->layouts_count = l->npacked;
+		memcpy(mh->source_hash, source_hash, 16);
+		for (size_t i = 0; i < l->npacked; i++) {
+			const struct packed *p = &l->packed[i];
+			size_t len = strlen(p->tag);
+
+			ml[i].tensor_index = sorted_index[p->file_index];
+			ml[i].tag_offset = tag_at;
+			ml[i].tag_len = (uint32_t)len;
+			ml[i].offset = p->offset;
+			ml[i].nbytes = p->nbytes;
+			memcpy(ml[i].hash, p->hash, 16);
+			memcpy(tags + tag_at, p->tag, len + 1);
+			tag_at += len + 1;
+		}
+	}
 	free(sorted);
+	free(sorted_index);
 	mh->manifest_hash = npi_manifest_hash_of(buf, l->manifest_size);
 	*out = buf;
 	return NPUSHM_OK;

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "content_hash.h"
 #include "manifest.h"
 #include "model.h"
@@ -93,6 +95,72 @@ static npushm_status_t start_copy(struct load *ld)
 
 static bool replacing(const struct load *ld);
 static npushm_status_t name_taken(const struct load *ld, const char *what);
+
+static const npushm_packer_t *packer_of(const struct load *ld)
+{
+	return ld->opts && ld->opts->packer && ld->opts->packer->size ? ld->opts->packer : NULL;
+}
+
+/*
+ * After the copy: the packer writes each layout after the tensors, through
+ * a writable mapping of the still unsealed region; each layout's bytes are
+ * hashed, and the model's hash becomes the content hash of the file's and
+ * the layouts' (manifest.h).
+ */
+static npushm_status_t pack_layouts(struct load *ld)
+{
+	const npushm_packer_t *pk = packer_of(ld);
+	int64_t strides[NPUSHM_TENSOR_MAX_DIMS];
+	const char **names = NULL, **tags = NULL;
+	uint8_t (*hashes)[16] = NULL;
+	npushm_status_t st = NPUSHM_OK;
+	npushm_tensor_t t;
+	char why[256];
+
+	if (!ld->l.npacked)
+		return NPUSHM_OK;
+	if (!pk->pack)
+		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_load: the packer has no pack function");
+	if (!ld->map && (st = npushm_region_map(ld->r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &ld->map)))
+		return st;
+	names = calloc(ld->l.npacked, sizeof(*names));
+	tags = calloc(ld->l.npacked, sizeof(*tags));
+	hashes = calloc(ld->l.npacked, sizeof(*hashes));
+	if (!names || !tags || !hashes) {
+		st = npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the layouts' hashes");
+		goto out;
+	}
+	for (size_t i = 0; i < ld->l.npacked; i++) {
+		struct packed *p = &ld->l.packed[i];
+		char *dst = (char *)ld->map + p->offset;
+		XXH128_canonical_t c;
+
+		npi_load_progress(ld, NPUSHM_LOAD_SEAL, i, ld->l.npacked);
+		npi_load_tensor_view(ld->h, p->file_index,
+				     (const char *)ld->map + ld->l.dst[p->file_index], strides, &t);
+		why[0] = '\0';
+		if (pk->pack(pk->arg, &t, p->tag, dst, p->nbytes, why, sizeof(why))) {
+			st = npi_fail(NPUSHM_ERR_INVALID, 0, "cannot load '%s': packing tensor '%s' "
+				      "as '%s' failed: %s", ld->path, t.name, p->tag,
+				      why[0] ? why : "the packer gave no reason");
+			goto out;
+		}
+		XXH128_canonicalFromHash(&c, XXH3_128bits(dst, p->nbytes));
+		memcpy(p->hash, c.digest, 16);
+		memcpy(hashes[i], c.digest, 16);
+		names[i] = t.name;
+		tags[i] = p->tag;
+	}
+	memcpy(ld->source_hash, ld->hash, 16);
+	npi_manifest_content_hash(ld->source_hash, ld->l.npacked, names, tags,
+				  (const uint8_t (*)[16])hashes, ld->hash);
+	npi_hex(ld->hash, 16, ld->hash_hex);
+out:
+	free(names);
+	free(tags);
+	free(hashes);
+	return st;
+}
 
 static uint32_t publish_flags(const struct load *ld)
 {
@@ -202,6 +270,8 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 		what = " (not as a model loaded by npushm)";
 		goto taken;
 	}
+	if (packer_of(ld))
+		goto taken;	/* packed layouts: no "already loaded" shortcut */
 	want = dev->backend == NPUSHM_BACKEND_POSIX ? ld->mode & ~0222u : ld->mode;
 	if (v.hdr->source_size != (uint64_t)ld->st0.st_size) {
 		what = " with other content (a file of another size)";
@@ -397,14 +467,14 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		npi_load_progress(&ld, NPUSHM_LOAD_DONE, 1, 1);
 		goto out;
 	}
-	st = npi_load_plan(ld.h, &ld.l, dev->page_size);
+	st = npi_load_plan(ld.h, &ld.l, dev->page_size, packer_of(&ld));
 	if (st)
 		goto out;
 	st = npushm_region_alloc(dev, ld.l.region_size, NPUSHM_ALLOC_LAZY, &ld.r);
 	if (!st)
 		st = start_copy(&ld);
 	if ((st == NPUSHM_ERR_NO_SPACE || st == NPUSHM_ERR_QUOTA) &&
-	    !(opts && (opts->flags & NPUSHM_LOAD_NO_DEDUP))) {
+	    !(opts && (opts->flags & NPUSHM_LOAD_NO_DEDUP)) && !packer_of(&ld)) {
 		st = reuse_without_room(&ld, dev, result);
 		goto out;
 	}
@@ -415,8 +485,13 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 			      path);
 		goto out;
 	}
+	memcpy(ld.source_hash, ld.hash, 16);
+	st = pack_layouts(&ld);
+	if (st)
+		goto out;
 	npi_load_progress(&ld, NPUSHM_LOAD_SEAL, 0, 1);
-	st = npi_load_manifest(ld.h, &ld.l, (uint64_t)ld.st0.st_size, ld.hash, &manifest);
+	st = npi_load_manifest(ld.h, &ld.l, (uint64_t)ld.st0.st_size, ld.source_hash, ld.hash,
+			       &manifest);
 	if (st)
 		goto out;
 	st = npi_load_put(ld.r, ld.map, manifest, ld.l.manifest_size, 0);
@@ -452,6 +527,7 @@ out:
 		npushm_region_unmap(ld.r, ld.map);
 	npushm_region_close(ld.r);
 	free(ld.l.dst);
+	free(ld.l.packed);
 	npi_st_free(ld.h);
 	free(ld.prefix);
 	if (ld.fd >= 0)

@@ -17,6 +17,14 @@
 #define LOAD_CHUNK (1u << 20)		/* bytes per read; fits in L2 */
 #define LOAD_SLOTS 4			/* chunks in flight between reader and writer */
 
+/* one packed layout to make (npushm_packer_t), in region order */
+struct packed {
+	size_t file_index;		/* of its tensor in the header */
+	char tag[NPUSHM_LAYOUT_TAG_MAX];
+	uint64_t offset, nbytes;
+	uint8_t hash[16];
+};
+
 struct layout {
 	uint64_t manifest_size;
 	uint64_t data_offset;
@@ -26,6 +34,10 @@ struct layout {
 	uint64_t dims_count;
 	uint64_t strings_size;
 	uint64_t metadata_size;
+	struct packed *packed;		/* npacked entries, after the tensors */
+	size_t npacked;
+	uint64_t layouts_offset;	/* in the manifest: the table, then the tags */
+	uint64_t tags_size;
 };
 
 struct load {
@@ -40,7 +52,8 @@ struct load {
 	struct layout l;
 	npushm_region_t *r;
 	void *map;
-	uint8_t hash[16];
+	uint8_t hash[16];		/* the model's: the file's, or with layouts the content hash */
+	uint8_t source_hash[16];	/* the file's */
 	char hash_hex[33];
 	uint64_t used_id, used_size;	/* the region the name ended up on */
 };
@@ -50,9 +63,15 @@ void npi_load_progress(const struct load *ld, npushm_load_stage_t stage, uint64_
 		       uint64_t total);
 
 /* model_layout.c: where everything goes, and the manifest bytes (caller frees @out). */
-npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page);
+npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page,
+			      const npushm_packer_t *packer);
+/* @hash: the model's (the file's, or the content hash with layouts); @source_hash the file's */
 npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct layout *l,
-				  uint64_t source_size, const uint8_t hash[16], uint8_t **out);
+				  uint64_t source_size, const uint8_t source_hash[16],
+				  const uint8_t hash[16], uint8_t **out);
+/* npushm_tensor_t of tensor @i of @h (file order) at @data; @strides: room for its ndim */
+void npi_load_tensor_view(const struct npi_st_header *h, size_t i, const void *data,
+			  int64_t *strides, npushm_tensor_t *t);
 /* Write @len bytes at region offset @off, through the handle or the mapping @map. */
 npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, size_t len,
 			     uint64_t off);

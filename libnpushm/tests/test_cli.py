@@ -107,7 +107,8 @@ def test_load_info_ls_rm_json_agree_with_the_file():
     check(len(mine) == 1, "ls lists the model once")
     r = mine[0]
     check(r["sealed"] and r["persistent"] and r["id"] == res["region_id"])
-    check(r["model"] == {"hash": res["hash"], "tensors": 6, "source_size": res["source_size"]})
+    check(r["model"] == {"hash": res["hash"], "tensors": 6, "source_size": res["source_size"],
+                         "layouts": 0, "layouts_made_by": "-"})
     check(r["mappers"] == 0, "nobody maps it (ls does not count itself)")
     check(r["pinned_bytes"] == (0 if KMOD else None), "pinned bytes %r" % r["pinned_bytes"])
     check(any(n["hash_alias"] and n["name"] == "xxh3:" + res["hash"] for n in r["names"]))
@@ -213,6 +214,57 @@ def test_big_load_on_small_pages_says_how_to_go_faster():
     created.discard(name)
 
 
+def test_load_dtype_f32_packs_the_linear_weights():
+    """load --dtype f32: 2-D float32 '*.weight' tensors outside the embeddings get a
+    layout packed for this CPU (libnptensor/oneDNN); ls and info show them; the hash
+    is not the file's."""
+    rng = random.Random(4)
+    raw = {
+        "embeddings.weight": ("F32", [50, 16], struct.pack("<800f", *[rng.gauss(0, 1) for _ in range(800)])),
+        "dense.weight": ("F32", [32, 16], struct.pack("<512f", *[rng.gauss(0, 1) for _ in range(512)])),
+        "dense.bias": ("F32", [32], struct.pack("<32f", *[rng.gauss(0, 1) for _ in range(32)])),
+    }
+    path = os.path.join(TMP, "dense.safetensors")
+    ref.write_raw(path, raw, metadata={"format": "pt"})
+    name = PFX + "dense"
+    res = load(path, name, "--dtype", "f32")
+    check(res["dtype"] == "f32")
+    info, _ = cli_json("info", name)
+    if not info["layouts"]:
+        # the GEMM runs on OpenBLAS here (no libdnnl2): nothing to pack, the plain model
+        check(res["hash"] == cli("hash", path).stdout.split()[0])
+    else:
+        check([l["tensor"] for l in info["layouts"]] == ["dense.weight"], info["layouts"])
+        lay = info["layouts"][0]
+        check(lay["tag"].startswith("onednn-") and "/f32/k16.n32/" in lay["tag"], lay["tag"])
+        check(lay["offset"] % 64 == 0 and lay["nbytes"] >= 32 * 16 * 4 and len(lay["hash"]) == 32)
+        check(res["hash"] != cli("hash", path).stdout.split()[0], "the hash covers the layouts")
+        ls, _ = cli_json("ls")
+        mine = [r for r in ls["regions"] if any(n["name"] == name for n in r["names"])]
+        check(mine and mine[0]["model"]["layouts"] == 1, mine)
+        check(mine[0]["model"]["layouts_made_by"].startswith("1 onednn-"), mine)
+        p = cli("info", name)
+        check("PACKED LAYOUT OF" in p.stdout and lay["tag"] in p.stdout, p.stdout)
+    if info["layouts"]:
+        # int8: the same weight quantised (scales + s8 panels), another model, another hash
+        name8 = PFX + "dense8"
+        res8 = load(path, name8, "--dtype", "int8")
+        info8, _ = cli_json("info", name8)
+        check([l["tensor"] for l in info8["layouts"]] == ["dense.weight"], info8["layouts"])
+        tag8 = info8["layouts"][0]["tag"]
+        check("/s8/k16.n32/" in tag8 and tag8.endswith("/scales-per-n"), tag8)
+        check(info8["layouts"][0]["nbytes"] >= 32 * 16 + 32 * 4)
+        check(res8["hash"] not in (res["hash"], cli("hash", path).stdout.split()[0]))
+        cli("rm", name8)
+        created.discard(name8)
+    p = cli("load", path, "--name", name, "--dtype", "f16", expect=2)
+    check("--dtype 'f16'" in p.stderr and "bf16" in p.stderr and "int8" in p.stderr, p.stderr)
+    p = cli("ls", "--dtype", "f32", expect=2)
+    check("belong to load" in p.stderr, p.stderr)
+    cli("rm", name)
+    created.discard(name)
+
+
 def test_text_output():
     path = model_file("t.safetensors", seed=3)
     name = PFX + "t"
@@ -224,8 +276,8 @@ def test_text_output():
     line = [l for l in p.stdout.splitlines() if l.startswith(name)]
     check(line and " model " in line[0] and " yes " in line[0], p.stdout)
     check(p.stdout.splitlines()[0].split() == ["NAME", "KIND", "SIZE", "HASH", "TENSORS", "SEALED",
-                                                "PROCS", "PINNED"], p.stdout)
-    check(line[0].rstrip().endswith(" 0 B" if KMOD else " ?"), "pinned column: %r" % line[0])
+                                                "PROCS", "PINNED", "LAYOUTS"], p.stdout)
+    check(line[0].rstrip().endswith(" 0 B -" if KMOD else " ? -"), "pinned, layouts: %r" % line[0])
     p = cli("info", name)
     check("embeddings.weight" in p.stdout and "[50, 16]" in p.stdout and "F32" in p.stdout, p.stdout)
     p = cli("rm", name)

@@ -9,7 +9,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -890,7 +892,9 @@ TEST(model_manifest_validation_catches_each_inconsistency)
 	copy[200] ^= 1;
 	CHECK_ST_MSG(npi_manifest_check(copy, size, &v), NPUSHM_ERR_CORRUPT, "checksum");
 	DAMAGE(h_->magic[0] = 'X', "no npushm model");
-	DAMAGE(h_->version = 2, "version 2");
+	DAMAGE(h_->version = 3, "version 3");
+	DAMAGE(h_->version = 2, "layout table is empty");
+	DAMAGE(h_->layouts_count = 1, "version 1 manifest lists packed layouts");
 	DAMAGE(h_->hdr_size = 8, "header is 8 bytes");
 	DAMAGE(h_->manifest_size = size + 1, "claims");
 	DAMAGE(h_->data_end = size + 4096, "data area");
@@ -910,6 +914,143 @@ TEST(model_manifest_validation_catches_each_inconsistency)
 #undef DAMAGE
 	free(copy);
 	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	th_free_model(t, 3);
+	npushm_dev_close(dev);
+}
+
+/* a packer for the tests: every F32 tensor gets a layout of its bytes reversed */
+struct rev_packer {
+	int calls;
+	int fail;		/* pack() fails */
+};
+
+static uint64_t rev_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
+{
+	(void)arg;
+	if (t->dtype != NPUSHM_DTYPE_F32 || t->data)
+		return 0;	/* t->data must be NULL before the copy */
+	snprintf(tag, NPUSHM_LAYOUT_TAG_MAX, "test-reversed/v1/%s", t->name);
+	return t->nbytes;
+}
+
+static int rev_pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
+		    uint64_t nbytes, char *why, size_t why_size)
+{
+	struct rev_packer *p = arg;
+
+	p->calls++;
+	if (p->fail) {
+		snprintf(why, why_size, "the test packer refuses %s", tag);
+		return -1;
+	}
+	for (uint64_t i = 0; i < nbytes; i++)
+		((uint8_t *)dst)[i] = ((const uint8_t *)t->data)[nbytes - 1 - i];
+	return 0;
+}
+
+/*
+ * Packed layouts: stored after the tensors, listed in the manifest, hashed,
+ * and the model's hash is the content hash of the file's hash and theirs; a
+ * failing packer publishes nothing; a damaged layout table is CORRUPT.
+ */
+TEST(model_packed_layouts_stored_hashed_and_validated)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("pk"), *bad = th_name("pkbad");
+	struct th_tensor t[3] = {
+		{ .name = "w", .dtype = "F32", .ndim = 2, .shape = { 4, 6 } },
+		{ .name = "ids", .dtype = "I64", .ndim = 1, .shape = { 3 } },
+		{ .name = "b", .dtype = "F32", .ndim = 1, .shape = { 4 } },
+	};
+	const char *path = path_in_tmp("pk.safetensors");
+	struct rev_packer rp = { 0 };
+	const npushm_packer_t packer = { rev_size, rev_pack, &rp };
+	npushm_load_opts_t lo = { .packer = &packer };
+	npushm_load_result_t res;
+	uint8_t file_hash[16], hashes[2][16], want[16];
+	const char *names[2], *tags[2];
+	struct npi_manifest_view v;
+	npushm_model_info_t mi;
+	npushm_layout_t l;
+	npushm_model_t *m;
+	uint8_t *copy;
+
+	th_write_model(path, t, 3, NULL, 11);
+	REQUIRE_OK(npushm_file_hash(path, file_hash, NULL));
+	REQUIRE_OK(npushm_model_load(dev, path, name, &lo, &res));
+	CHECK(rp.calls == 2);
+	CHECK(memcmp(res.hash, file_hash, 16) != 0);
+	REQUIRE_OK(npushm_model_attach_dev(dev, name, &m));
+	npushm_model_info(m, &mi);
+	CHECK(memcmp(mi.hash, res.hash, 16) == 0);
+	REQUIRE(npushm_model_layout_count(m) == 2);
+	/* sorted by region offset: file order, w then b */
+	for (int i = 0; i < 2; i++) {
+		struct th_tensor *src = i == 0 ? &t[0] : &t[2];
+		XXH128_canonical_t c;
+
+		REQUIRE_OK(npushm_model_layout_at(m, (size_t)i, &l));
+		CHECK(!strcmp(l.tensor, src->name));
+		CHECK(!strncmp(l.tag, "test-reversed/v1/", 17));
+		CHECK(l.nbytes == src->nbytes && l.offset % 64 == 0 && l.offset >= mi.data_size);
+		for (size_t k = 0; k < l.nbytes; k++)
+			if (((const uint8_t *)l.data)[k] != src->data[l.nbytes - 1 - k])
+				th_check_failed(__FILE__, __LINE__, "layout %d byte %zu", i, k);
+		XXH128_canonicalFromHash(&c, XXH3_128bits(l.data, l.nbytes));
+		CHECK(memcmp(l.hash, c.digest, 16) == 0);
+		memcpy(hashes[i], c.digest, 16);
+		names[i] = l.tensor;
+		tags[i] = l.tag;
+	}
+	npi_manifest_content_hash(file_hash, 2, names, tags, (const uint8_t (*)[16])hashes, want);
+	CHECK(memcmp(want, res.hash, 16) == 0);
+	CHECK_ST(npushm_model_layout_find(m, "b", &l), NPUSHM_OK);
+	CHECK(!strcmp(l.tensor, "b"));
+	CHECK_ST_MSG(npushm_model_layout_find(m, "ids", &l), NPUSHM_ERR_NOT_FOUND, "no packed layout");
+	CHECK_ST(npushm_model_layout_at(m, 2, &l), NPUSHM_ERR_INVALID);
+	/* the manifest: version 2, the file's own hash kept */
+	{
+		const struct npi_manifest_hdr *h = npushm_model_base(m);
+
+		CHECK(h->version == 2 && memcmp(h->source_hash, file_hash, 16) == 0);
+	}
+	/* a damaged layout table */
+	copy = malloc(mi.region_size);
+	REQUIRE(copy);
+#define LDAMAGE(stmt, want)                                                                  \
+	do {                                                                                 \
+		struct npi_manifest_hdr *h_ = (void *)copy;                                  \
+		struct npi_manifest_layout *l_;                                              \
+		memcpy(copy, npushm_model_base(m), mi.region_size);                          \
+		l_ = (void *)(copy + h_->layouts_offset);                                    \
+		(void)l_;                                                                    \
+		stmt;                                                                        \
+		h_->manifest_hash = npi_manifest_hash_of(copy, h_->manifest_size);           \
+		CHECK_ST_MSG(npi_manifest_check(copy, mi.region_size, &v), NPUSHM_ERR_CORRUPT,  \
+			     want);                                                          \
+	} while (0)
+	LDAMAGE(l_[0].tensor_index = 3, "names no tensor");
+	LDAMAGE(l_[0].flags = 1, "names no tensor");
+	LDAMAGE(l_[1].tag_offset = 1ULL << 40, "no valid tag");
+	LDAMAGE(l_[0].offset = h_->data_offset, "overlaps");
+	LDAMAGE(l_[1].offset = l_[0].offset, "overlaps");
+	LDAMAGE(l_[1].nbytes = 1ULL << 50, "outside the region");
+	LDAMAGE(l_[0].offset += 8, "misaligned");
+	LDAMAGE(h_->layouts_offset += 4, "misaligned");
+	LDAMAGE(h_->layouts_count = 0, "empty");
+	LDAMAGE(((char *)(l_ + 2))[l_[0].tag_len] = 'x', "not a NUL-terminated");
+#undef LDAMAGE
+	free(copy);
+	/* with a packer the name is never "already loaded": taken */
+	CHECK_ST_MSG(npushm_model_load(dev, path, name, &lo, NULL), NPUSHM_ERR_EXISTS,
+		     "already published");
+	npushm_model_detach(m);
+	/* a packer that fails: nothing published, the reason in the message */
+	rp.fail = 1;
+	CHECK_ST_MSG(npushm_model_load(dev, path, bad, &lo, NULL), NPUSHM_ERR_INVALID,
+		     "the test packer refuses test-reversed/v1/w");
+	CHECK_ST(npushm_model_attach_dev(dev, bad, &m), NPUSHM_ERR_NOT_FOUND);
 	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
 	th_free_model(t, 3);
 	npushm_dev_close(dev);

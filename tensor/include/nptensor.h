@@ -340,6 +340,58 @@ NPT_API npt_status_t npt_tensor_eval_into(npt_tensor_t *src, npt_tensor_t *out);
 NPT_API npt_status_t npt_set_num_threads(int n);
 NPT_API int npt_get_num_threads(void);
 
+/* ---- packed weights ----------------------------------------------------------
+ * A linear weight [N, K] (float32) can be stored once in the GEMM's own layout
+ * (in float32, or quantised to int8)
+ * (oneDNN's blocked panels for this CPU), for example by a model loader into
+ * shared memory, and used in place by npt_linear in every process. A layout
+ * is named by a tag that spells out what the bytes depend on (library and
+ * version, CPU ISA, shape, blocking); a process uses packed bytes only if its
+ * own tag for that weight is the same string. */
+#define NPT_PACK_TAG_MAX 256
+
+/**
+ * The layout this library and CPU pack an [n, k] weight into, in precision
+ * dt: NPT_F32 (the same values in the GEMM's layout), NPT_BF16 (rounded to
+ * bfloat16; the product rounds its input to bf16 too and accumulates in
+ * float32; only where oneDNN has bf16 kernels, AVX512_BF16) or NPT_I8 (int8
+ * weights, symmetric per output channel: scale[n] = max |w[n, :]| / 127; the
+ * product then quantises its input per row, symmetric int8, and accumulates
+ * exactly in int32, with VNNI where the CPU has it). Gives its tag
+ * (NUL-terminated, at most tag_size bytes) and its size in bytes.
+ * NPT_E_UNSUPPORTED when there is nothing to pack (the GEMM runs on
+ * OpenBLAS, or oneDNN keeps this shape plain). Thread-safe.
+ */
+NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *tag,
+				    size_t tag_size, size_t *nbytes);
+/**
+ * Write w ([N, K] float32, any strides; evaluated if lazy) into dst
+ * (64-byte aligned, nbytes as npt_pack_query said) in layout tag, which must
+ * be this library's tag for the shape (NPT_E_INVAL otherwise). dst is the
+ * caller's; nothing is kept. Thread-safe.
+ */
+NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst, size_t nbytes);
+/**
+ * Let npt_linear read weight w from packed bytes (64-byte aligned, read in
+ * place, never copied or written; they must outlive w). Refused with
+ * NPT_E_UNSUPPORTED and a message naming both layouts when tag is not what
+ * this CPU and library would make for w (another CPU, another oneDNN): w is
+ * then used plain, as before the call. tag and data both NULL detaches.
+ * Only w itself uses them (views of w are plain). Thread-safe.
+ */
+NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, const void *data,
+					   size_t nbytes);
+
+/**
+ * The f32 GEMM behind npt_matmul and npt_linear, as text: "onednn 2.6.3
+ * brg:avx512_core" (oneDNN's kernel for this CPU, the last one it picked) or
+ * "openblas" (oneDNN unusable here, or NPT_GEMM=openblas). Chosen at the
+ * first GEMM from the CPU's features, never from OPENBLAS_CORETYPE; a shape
+ * for which oneDNN has only its reference code goes to OpenBLAS. The string
+ * is static and changes with later calls; thread-safe.
+ */
+NPT_API const char *npt_gemm_backend(void);
+
 /** How a broadcast operand is expanded. */
 typedef enum npt_expand_mode {
 	NPT_EXPAND_AUTO = 0,    /**< FUSED for elementwise consumers, MATERIALIZE only

@@ -5,7 +5,9 @@
  * entry (scaled dot-product attention, as torch's without dropout).
  *
  * Each batch entry (for a transformer: one sequence and one head) is one
- * task: its scores [Sq, Sk] are computed by one single-threaded sgemm into a
+ * task: its scores [Sq, Sk] are computed by one single-threaded GEMM
+ * (gemm.c's npt_gemm_f32_here: oneDNN on one thread, the scale as its
+ * post-op, else OpenBLAS's sgemm) into a
  * per-thread scratch block that stays in L1/L2, biased (the additive mask),
  * turned into probabilities in place (row max, vectorised exp and sum from
  * act_vec.c, one division per element) and multiplied by v straight into the
@@ -14,6 +16,7 @@
  * descheduled thread holds up one entry, not half of them), with OpenBLAS set
  * to one thread for the duration (it is set back after), so each entry is
  * computed by the same single-threaded kernels whatever the thread count.
+ * Every thread uses oneDNN primitives of its own (per-thread caches).
  * With NPT_ATTN_HEADS_LAST the result of entry (..., head) lands at
  * [..., :, head, :] (ldc = heads * dv), the merged-heads layout the output
  * projection reads: no copy.
@@ -153,7 +156,7 @@ typedef struct {
 	atomic_int nomem;
 } attn_job_t;
 
-static void one(const attn_job_t *j, int64_t bi, float *sc)
+static void one(attn_job_t *j, int64_t bi, float *sc, int tid)
 {
 	int64_t qo = 0, ko = 0, vo = 0, bo = 0, rem = bi, Sq = j->Sq, Sk = j->Sk, ldc;
 	const int nd = j->q->ndim;
@@ -184,10 +187,20 @@ static void one(const attn_job_t *j, int64_t bi, float *sc)
 			return;
 		memset(sc, 0, (size_t)(Sq * Sk) * sizeof(float));
 	} else {
-		cblas_sgemm(CblasRowMajor, j->mq.trans ? CblasTrans : CblasNoTrans,
-			    j->mk.trans ? CblasNoTrans : CblasTrans, Sq, Sk, j->d, j->scale,
-			    (const float *)npt_tensor_ptr(j->q) + qo, j->mq.ld,
-			    (const float *)npt_tensor_ptr(j->k) + ko, j->mk.ld, 0.0f, sc, Sk);
+		npt_gemm_t g = {
+			.M = Sq, .N = Sk, .K = j->d, .lda = j->mq.ld, .ldb = j->mk.ld, .ldc = Sk,
+			.ta = j->mq.trans, .tb = !j->mk.trans, .alpha = j->scale,
+			.a = (const float *)npt_tensor_ptr(j->q) + qo,
+			.b = (const float *)npt_tensor_ptr(j->k) + ko, .c = sc,
+		};
+
+		if (g.alpha == 0.0f) {
+			/* a zero scale: every score is 0 (alpha 0 would mean 1 below) */
+			memset(sc, 0, (size_t)(Sq * Sk) * sizeof(float));
+		} else if (npt_gemm_f32_here(&g, tid)) {
+			atomic_store(&j->nomem, 1);
+			return;
+		}
 	}
 	for (int64_t i = 0; i < Sq; i++) {
 		float *row = sc + i * Sk, m = -INFINITY, s;
@@ -214,9 +227,14 @@ static void one(const attn_job_t *j, int64_t bi, float *sc)
 		for (int64_t c = 0; c < Sk; c++)
 			row[c] = row[c] / s;
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, j->mv.trans ? CblasTrans : CblasNoTrans, Sq,
-		    j->dv, Sk, 1.0f, sc, Sk, (const float *)npt_tensor_ptr(j->v) + vo, j->mv.ld,
-		    0.0f, o, ldc);
+	npt_gemm_t g2 = {
+		.M = Sq, .N = j->dv, .K = Sk, .lda = Sk, .ldb = j->mv.ld, .ldc = ldc,
+		.ta = 0, .tb = j->mv.trans, .a = sc,
+		.b = (const float *)npt_tensor_ptr(j->v) + vo, .c = o,
+	};
+
+	if (j->dv > 0 && npt_gemm_f32_here(&g2, tid))
+		atomic_store(&j->nomem, 1);
 }
 
 /* one thread: take entries until none is left (a descheduled thread delays
@@ -229,13 +247,12 @@ static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
 
 	(void)begin;
 	(void)end;
-	(void)tid;
 	if (!sc) {
 		atomic_store(&j->nomem, 1);
 		return;
 	}
 	while ((bi = atomic_fetch_add(&j->next, 1)) < j->nb)
-		one(j, bi, sc);
+		one(j, bi, sc, tid);
 	free(sc);
 }
 

@@ -102,6 +102,10 @@ struct npt_tensor {
 	int broadcast;        /* made by broadcast_to/expand: read-only (NumPy) */
 	uint64_t mark;        /* evaluation epoch that fused this tensor (eval.c) */
 	npt_tensor_t *lazy_prev, *lazy_next; /* live lazy tensors (eval.c) */
+	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
+	void *packed_md;      /* its oneDNN memory descriptor (owned) */
+	const float *packed_scales; /* int8 layouts: the N weight scales, else NULL */
+	int packed_dt;        /* NPT_F32, NPT_BF16 or NPT_I8 when packed */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];
 };
@@ -269,5 +273,38 @@ NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias
 /* x[i] = exp(x[i] - m) for i < n, f32, vectorised; returns the sum */
 NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
 NPT_HIDDEN npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst);
+
+/* ---- gemm.c: c = act(op(a) @ op(b) + bias), f32, row-major, cblas's conventions ----
+ * ta/tb as CblasTrans; bias is n contiguous floats or NULL; act an npt_activation_t.
+ * packed/packed_desc: weights in oneDNN's layout (packed_desc a dnnl_memory_desc_t
+ * for [K, N]) used instead of b when both are set. m, n, k > 0. */
+typedef struct {
+	int64_t M, N, K, lda, ldb, ldc;
+	int ta, tb, act;
+	float alpha;          /* scales the product (with no bias); 0 means 1 */
+	const float *a, *b, *bias;
+	float *c;
+	const void *packed, *packed_desc;
+	/* int8 weights (packed s8): a quantised per row into aq [M, K] with ascale [M];
+	 * c = act(aq @ w8^T * ascale[m] * wscale[n] + bias); a stays for the fallback */
+	const int8_t *aq;
+	const float *ascale, *wscale;
+	/* bf16 weights (packed bf16): a rounded to bf16 into abf [M, K] */
+	const uint16_t *abf;
+} npt_gemm_t;
+
+NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);
+/* the same on the calling thread alone, for kernels running in the pool (thread @tid):
+ * oneDNN on one OpenMP thread, else cblas_sgemm (the caller keeps OpenBLAS on one thread) */
+NPT_HIDDEN npt_status_t npt_gemm_f32_here(const npt_gemm_t *g, int tid);
+/* quant.c: q = round(x / scale[m]) per row, scale[m] = max |x[m, :]| / 127 */
+NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx,
+				     int8_t *q, float *scale);
+/* gemm.c's oneDNN table and engine for pack.c; NULL when the GEMM is on OpenBLAS */
+NPT_HIDDEN const void *npt_gemm_onednn(void **engine);
+/* pack.c: bytes from the start of a packed weight to its column @n0 (a multiple
+ * of 64), and the descriptor of columns [n0, n0 + n) into *md (a dnnl_memory_desc_t) */
+NPT_HIDDEN int64_t npt_pack_col_offset(const void *md, int64_t n0);
+NPT_HIDDEN void npt_pack_slice_md(const void *md, int64_t n, void *out);
 
 #endif

@@ -10,18 +10,22 @@
  * (row-parallel split) of one, is used without a copy. x is [..., in]; its
  * leading dims are one run of rows when their strides allow (a contiguous
  * tensor, or a strided row view such as hidden[:, 0, :]), so BLAS reads it in
- * place too. One cblas_sgemm computes x @ weight^T into the output, then one
- * parallel pass over the rows adds the bias and applies the activation
- * (act_vec.c) while each row is in cache.
+ * place too. One GEMM (gemm.c: oneDNN's matmul with the bias and the
+ * activation as post-ops, or cblas_sgemm and a parallel epilogue pass)
+ * computes act(x @ weight^T + bias) into the output.
  *
- * Contracts: f32 only. Operands BLAS cannot address (stride 0, negative
+ * A weight with packed int8 layout (pack.c) runs in int8: x is quantised
+ * per row (quant.c), the product accumulates exactly in int32 and the
+ * scales, bias and activation are applied on the way out (gemm.c). One
+ * with a bf16 layout rounds x to bf16 and accumulates in float32.
+ *
+ * Contracts: f32 tensors only. Operands BLAS cannot address (stride 0, negative
  * strides, no unit stride) are copied first, reported like matmul's copies
  * and refused in NPT_EXPAND_VIEW mode. A fusion boundary (its inputs are
  * evaluated first).
  */
 #include "internal.h"
 
-#include <cblas.h>
 #include <string.h>
 
 NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tensor_t *bias,
@@ -156,27 +160,13 @@ npt_status_t npt_blas_operand(const char *op, npt_tensor_t *t, const char *what,
 	return NPT_OK;
 }
 
-typedef struct {
-	float *y;
-	const float *bias;
-	int64_t n;
-	int act;
-} epi_job_t;
-
-static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
-{
-	const epi_job_t *j = arg;
-
-	(void)tid;
-	for (int64_t r = begin; r < end; r++)
-		npt_act_rows_f32(j->act, j->n, j->y + r * j->n, j->bias);
-}
-
 npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 {
 	npt_tensor_t *x = t->node->in[0], *w = t->node->in[1];
 	npt_tensor_t *bias = t->node->nin > 2 ? t->node->in[2] : NULL;
 	npt_tensor_t *cx = NULL, *cw = NULL, *cb = NULL;
+	char *qbuf = NULL;
+	size_t qcap = 0;
 	int64_t K = w->shape[1], N = w->shape[0], M = npt_tensor_numel(dst) / (N ? N : 1);
 	int64_t lda = 1, ldb = 1;
 	npt_status_t s = NPT_OK;
@@ -204,19 +194,51 @@ npt_status_t npt_run_linear(npt_tensor_t *t, npt_tensor_t *dst)
 			goto out;
 		bias = cb;
 	}
-	if (K == 0)
+	if (K == 0) {
 		memset(y, 0, (size_t)(M * N) * sizeof(float));
-	else
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans, M, N, K,
-			    1.0f, (const float *)npt_tensor_ptr(x), lda,
-			    (const float *)npt_tensor_ptr(w), ldb, 0.0f, y, N);
-	if (bias || t->node->op != NPT_ACT_NONE) {
-		epi_job_t j = { y, bias ? (const float *)npt_tensor_ptr(bias) : NULL, N,
-				t->node->op };
+		for (int64_t r = 0; r < M && (bias || t->node->op != NPT_ACT_NONE); r++)
+			npt_act_rows_f32(t->node->op, N, y + r * N,
+					 bias ? (const float *)npt_tensor_ptr(bias) : NULL);
+	} else {
+		npt_tensor_t *w0 = t->node->in[1];
+		npt_gemm_t g = {
+			.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N,
+			.ta = 0, .tb = trans, .act = t->node->op,
+			.packed = w0->packed, .packed_desc = w0->packed_md,
+			.wscale = w0->packed_scales,
+			.a = (const float *)npt_tensor_ptr(x),
+			.b = (const float *)npt_tensor_ptr(w), .c = y,
+			.bias = bias ? (const float *)npt_tensor_ptr(bias) : NULL,
+		};
 
-		npt_parallel_for(M, 16384 / N + 1, epilogue_task, &j);
+		if (w0->packed_scales) {
+			/* int8 weights: the input quantised per row, into scratch */
+			size_t qb = ((size_t)(M * K) + 63) / 64 * 64;
+
+			qbuf = npt_scratch_alloc(qb + (size_t)M * sizeof(float), &qcap);
+			if (!qbuf) {
+				s = npt_fail(NPT_E_NOMEM, "linear: out of memory for the int8 input");
+				goto out;
+			}
+			g.aq = (const int8_t *)qbuf;
+			g.ascale = (const float *)(qbuf + qb);
+			npt_quantize_rows_s8(g.a, M, K, lda, (int8_t *)qbuf, (float *)(qbuf + qb));
+		}
+		if (w0->packed_dt == NPT_BF16) {
+			/* bf16 weights: the input rounded to bf16 (nearest even), into scratch */
+			qbuf = npt_scratch_alloc((size_t)(M * K) * 2, &qcap);
+			if (!qbuf) {
+				s = npt_fail(NPT_E_NOMEM, "linear: out of memory for the bf16 input");
+				goto out;
+			}
+			g.abf = (const uint16_t *)qbuf;
+			for (int64_t r = 0; r < M; r++)
+				npt_conv(NPT_F32, NPT_BF16)(K, qbuf + r * K * 2, 1, g.a + r * lda, 1);
+		}
+		s = npt_gemm_f32(&g);
 	}
 out:
+	npt_scratch_free(qbuf, qcap);
 	npt_tensor_free(cx);
 	npt_tensor_free(cw);
 	npt_tensor_free(cb);

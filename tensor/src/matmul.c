@@ -2,9 +2,9 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * matmul.c - NumPy matmul: 1-D operands promoted and the added dims
- * removed, batch dims broadcast; f32/f64 on OpenBLAS (cblas_?gemm per batch,
- * any operand with one unit stride passed without a copy, transposed when
- * needed), f16/bf16 through f32 GEMM rounded once on store, integer and bool
+ * removed, batch dims broadcast; f32 on gemm.c (oneDNN, else OpenBLAS) and f64
+ * on OpenBLAS (one GEMM per batch, any operand with one unit stride passed
+ * without a copy, transposed when needed), f16/bf16 through f32 GEMM rounded once on store, integer and bool
  * through a reference loop (integers wrap as NumPy's; bool is or-of-and).
  *
  * Contracts: operands BLAS cannot address (stride 0 from broadcasting,
@@ -212,9 +212,14 @@ npt_status_t npt_run_matmul(npt_tensor_t *t, npt_tensor_t *dst)
 		if (K == 0) {
 			memset(pc, 0, M * N * (blas ? gsz : npt_dtype_size(dt)));
 		} else if (gdt == NPT_F32) {
-			cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-				    tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, (const float *)pa,
-				    lda, (const float *)pb, ldb, 0.0f, (float *)pc, N);
+			npt_gemm_t g = {
+				.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = N,
+				.ta = ta, .tb = tb, .act = NPT_ACT_NONE,
+				.a = (const float *)pa, .b = (const float *)pb, .c = (float *)pc,
+			};
+
+			if ((s = npt_gemm_f32(&g)))
+				goto out;
 		} else if (gdt == NPT_F64) {
 			cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 				    tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0, (const double *)pa,

@@ -230,6 +230,7 @@ NPT_API void npt_tensor_free(npt_tensor_t *t)
 			free(node);
 		}
 		npt_buffer_release(d->buf);
+		free(d->packed_md);
 		free(d);
 	}
 	if (stack != local)

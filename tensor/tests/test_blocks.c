@@ -11,8 +11,10 @@
  * depend on the thread count; and every refusal (shapes, dtypes, flags,
  * out-of-bounds indices) with its message.
  */
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,326 @@ TEST(linear_matches_reference_on_views)
 	npt_tensor_free(x);
 	npt_tensor_free(w);
 	npt_tensor_free(wt);
+	npt_tensor_free(b);
+}
+
+/*
+ * The GEMM backend: oneDNN whenever libdnnl.so.2 opens (unless NPT_GEMM says
+ * openblas), whatever OPENBLAS_CORETYPE says; then a product with BERT's
+ * inner sizes (K = 768 and 3072, N = 2304 and 768, rows not a multiple of
+ * any block), bias and GELU, against the double reference.
+ */
+TEST(linear_gemm_backend_and_large_shapes)
+{
+	const char *want = getenv("NPT_GEMM"), *got;
+	void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+	static const int64_t sh[2][3] = { { 7, 2304, 768 }, { 3, 768, 3072 } };
+	npt_tensor_t *y;
+
+	for (int i = 0; i < 2; i++) {
+		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
+		int64_t bs[1] = { sh[i][1] };
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs);
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+		double e = linear_error(x, w, b, NPT_ACT_GELU, y);
+
+		ASSERT_TRUE(e < 2e-6) {
+			TH_LOG("[%lld, %lld] x [%lld, %lld]^T: relative error %g on %s",
+			       (long long)xs[0], (long long)xs[1], (long long)ws[0],
+			       (long long)ws[1], e, npt_gemm_backend());
+		}
+		npt_tensor_free(y);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
+	got = npt_gemm_backend();
+	TH_LOG("GEMM backend: %s", got);
+	if (want && !strcmp(want, "openblas")) {
+		ASSERT_STREQ("openblas", got);
+	} else if (dnnl) {
+		ASSERT_EQ(0, strncmp(got, "onednn 2.", 9)) {
+			TH_LOG("libdnnl.so.2 opens here but the GEMM runs on %s", got);
+		}
+	}
+	if (dnnl)
+		dlclose(dnnl);
+	if (!dnnl && !(want && !strcmp(want, "openblas")))
+		SKIP(return, "libdnnl.so.2 is not installed: the OpenBLAS path was tested");
+}
+
+/*
+ * Packed weights: packed once, attached, the plain copy then overwritten with
+ * garbage, and linear still matches the reference computed before: the
+ * product reads the packed bytes in place, at 1 and 2 threads, N a multiple
+ * of the column block and not. A tag from another CPU is refused with both
+ * tags named and the plain weight is used.
+ */
+TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
+{
+	static const int64_t sh[2][3] = { { 9, 200, 96 }, { 33, 768, 768 } };
+	const char *mode = getenv("NPT_GEMM");
+	char tag[NPT_PACK_TAG_MAX], bad[NPT_PACK_TAG_MAX + 16];
+	size_t nbytes = 0;
+
+	if (mode && !strcmp(mode, "openblas")) {
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "OpenBLAS"));
+		return;
+	}
+	if (npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "nothing to pack here: %s", npt_last_error());
+	for (int i = 0; i < 2; i++) {
+		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
+		int64_t bs[1] = { sh[i][1] }, n = sh[i][1], k = sh[i][2];
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs), *keep, *y;
+		float *wp, *packed;
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_pack_query(NPT_F32, n, k, tag, sizeof(tag), &nbytes));
+		ASSERT_EQ(0, strncmp(tag, "onednn-", 7));
+		ASSERT_TRUE(nbytes >= (size_t)(n * k) * sizeof(float));
+		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		/* the reference needs the plain values: keep a copy, then spoil w */
+		ASSERT_EQ(NPT_OK, npt_tensor_contiguous(w, &keep));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(keep));
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		npt_tensor_data(w, (void **)&wp);
+		for (int64_t e = 0; e < n * k; e++)
+			wp[e] = NAN;
+		for (int threads = 1; threads <= 2; threads++) {
+			ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			double e = linear_error(x, keep, b, NPT_ACT_GELU, y);
+
+			ASSERT_TRUE(e < 2e-6) {
+				TH_LOG("[%lld, %lld] packed, %d threads: relative error %g",
+				       (long long)n, (long long)k, threads, e);
+			}
+			npt_tensor_free(y);
+		}
+		/* wrong size, misaligned, wrong shape */
+		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, packed, nbytes - 4));
+		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, (char *)packed + 4, nbytes));
+		ASSERT_EQ(NPT_E_SHAPE, npt_tensor_set_packed(b, tag, packed, nbytes));
+		ASSERT_EQ(NPT_E_INVAL, npt_pack_weight(keep, "onednn-0.0.0/x", packed, nbytes));
+		/* a tag another CPU would write: refused, both named, w stays plain */
+		char *isa = strchr(tag, '/');
+
+		ASSERT_NE(NULL, isa);
+		snprintf(bad, sizeof(bad), "%.*s/avx2_vnni%s", (int)(isa - tag), tag,
+			 strchr(isa + 1, '/'));
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, NULL, NULL, 0));
+		npt_tensor_free(w);
+		w = keep;
+		keep = NULL;
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_set_packed(w, bad, packed, nbytes));
+		ASSERT_NE(NULL, strstr(npt_last_error(), bad));
+		ASSERT_NE(NULL, strstr(npt_last_error(), tag));
+		memset(packed, 0xff, nbytes);   /* NaNs if anything read it */
+		ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+		ASSERT_TRUE(linear_error(x, w, b, NPT_ACT_NONE, y) < 2e-6);
+		npt_tensor_free(y);
+		free(packed);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+}
+
+/*
+ * int8 weights: quantised per output channel at packing, the input per row
+ * at each product, int32 sums. Two checks per element: against the same
+ * arithmetic replayed here in double (the exact integer sum, the scales as
+ * the library computes them in float): within 1e-6 of the magnitude; and
+ * against the float64 product of the unquantised values: within the bound
+ * the two roundings allow, sum_k |x| sw/2 + |w| sa/2 + 3 sa sw/4 (sa, sw the
+ * row's and the channel's scale), times 1.13 for GELU (its steepest slope).
+ */
+static int8_t q8(float v, float inv)
+{
+	float r = nearbyintf(v * inv);
+
+	return (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+}
+
+TEST(linear_int8_weights_exact_sums_and_quantisation_bound)
+{
+	static const int64_t sh[2][3] = { { 9, 200, 96 }, { 40, 768, 768 } };
+	const char *mode = getenv("NPT_GEMM");
+	char tag[NPT_PACK_TAG_MAX];
+	size_t nbytes;
+
+	if (mode && !strcmp(mode, "openblas")) {
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_query(NPT_I8, 200, 96, tag, sizeof(tag), &nbytes));
+		return;
+	}
+	if (npt_pack_query(NPT_I8, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "no int8 layout here: %s", npt_last_error());
+	ASSERT_NE(NULL, strstr(tag, "/s8/"));
+	for (int i = 0; i < 2; i++) {
+		int64_t M = sh[i][0], N = sh[i][1], K = sh[i][2];
+		int64_t xs[2] = { M, K }, ws[2] = { N, K }, bs[1] = { N };
+		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs), *y;
+		float *px, *pw, *pb, *py, *packed;
+		double worst_exact = 0, worst_bound = 0, any_err = 0;
+
+		ASSERT_NE(NULL, b);
+		ASSERT_EQ(NPT_OK, npt_pack_query(NPT_I8, N, K, tag, sizeof(tag), &nbytes));
+		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+		npt_tensor_data(x, (void **)&px);
+		npt_tensor_data(w, (void **)&pw);
+		npt_tensor_data(b, (void **)&pb);
+		for (int a = 0; a < 2; a++) {
+			npt_activation_t act = a ? NPT_ACT_GELU : NPT_ACT_NONE;
+
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, act, &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			npt_tensor_data(y, (void **)&py);
+			for (int64_t m = 0; m < M; m++) {
+				float xa = 0, sa, inv;
+
+				for (int64_t k = 0; k < K; k++)
+					xa = fmaxf(xa, fabsf(px[m * K + k]));
+				sa = xa > 0 ? xa / 127.0f : 1.0f;
+				inv = 1.0f / sa;
+				for (int64_t n = 0; n < N; n++) {
+					float wa = 0, sw;
+					int64_t acc = 0;
+					double exact = 0, mag = fabs(pb[n]), bound = 0;
+
+					for (int64_t k = 0; k < K; k++)
+						wa = fmaxf(wa, fabsf(pw[n * K + k]));
+					sw = wa > 0 ? wa / 127.0f : 1.0f;
+					for (int64_t k = 0; k < K; k++) {
+						float xv = px[m * K + k], wv = pw[n * K + k];
+						float wq = nearbyintf(wv / sw);
+
+						acc += (int64_t)q8(xv, inv) * (int64_t)(int8_t)wq;
+						exact += (double)xv * wv;
+						mag += fabs((double)xv * wv);
+						bound += fabs(xv) * sw / 2 + fabs(wv) * sa / 2 +
+							 0.75 * sa * sw;
+					}
+					double replay = (double)((float)acc * (sa * sw)) + pb[n];
+
+					exact += pb[n];
+					if (act == NPT_ACT_GELU) {
+						replay = 0.5 * replay * (1 + erf(replay / sqrt(2.0)));
+						exact = 0.5 * exact * (1 + erf(exact / sqrt(2.0)));
+						bound *= 1.13;
+					}
+					double got = py[m * N + n];
+
+					worst_exact = fmax(worst_exact, fabs(got - replay) / (mag + 1e-30));
+					worst_bound = fmax(worst_bound, fabs(got - exact) /
+							   (bound + 1e-6 * mag + 1e-30));
+					any_err = fmax(any_err, fabs(got - exact) / (mag + 1e-30));
+				}
+			}
+			TH_LOG("[%lld, %lld] x [%lld, %lld] int8, act %d: %.2g of the magnitude from "
+			       "the replayed int8 arithmetic, error %.2g of the magnitude = %.2f of "
+			       "the quantisation bound", (long long)M, (long long)K, (long long)K,
+			       (long long)N, a, worst_exact, any_err, worst_bound);
+			ASSERT_TRUE(worst_exact < 1e-6);
+			ASSERT_TRUE(worst_bound <= 1.0);
+			ASSERT_TRUE(any_err > 1e-5);   /* it did run in int8 */
+			npt_tensor_free(y);
+		}
+		free(packed);
+		npt_tensor_free(x);
+		npt_tensor_free(w);
+		npt_tensor_free(b);
+	}
+}
+
+/*
+ * bf16 weights: rounded to bfloat16 (nearest even) at packing, the input at
+ * each product, float32 sums. Against the products of the rounded values
+ * summed in double: within 1e-5 of the magnitude (float32 summation); and
+ * against the float64 product of the unrounded values: within 2^-8 of the
+ * magnitude (each rounding is at most 2^-9 relative).
+ */
+static double bf16_round(float v)
+{
+	uint32_t u;
+	float r;
+
+	memcpy(&u, &v, sizeof(u));
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&r, &u, sizeof(r));
+	return r;
+}
+
+TEST(linear_bf16_weights_rounded_once)
+{
+	const char *mode = getenv("NPT_GEMM");
+	int64_t M = 33, N = 200, K = 96, xs[2] = { 33, 96 }, ws[2] = { 200, 96 }, bs[1] = { 200 };
+	char tag[NPT_PACK_TAG_MAX];
+	size_t nbytes;
+	npt_tensor_t *x, *w, *b, *y;
+	float *px, *pw, *pb, *py, *packed;
+	double worst_replay = 0, worst = 0;
+
+	if (mode && !strcmp(mode, "openblas"))
+		return;
+	if (npt_pack_query(NPT_BF16, N, K, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "no bf16 kernels here (AVX512_BF16): %s", npt_last_error());
+	ASSERT_NE(NULL, strstr(tag, "/bf16/"));
+	x = randn(2, xs);
+	w = randn(2, ws);
+	b = randn(1, bs);
+	ASSERT_NE(NULL, b);
+	packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	ASSERT_NE(NULL, packed);
+	ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+		TH_LOG("%s", npt_last_error());
+	}
+	ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	npt_tensor_data(x, (void **)&px);
+	npt_tensor_data(w, (void **)&pw);
+	npt_tensor_data(b, (void **)&pb);
+	npt_tensor_data(y, (void **)&py);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double replay = pb[n], exact = pb[n], mag = fabs(pb[n]);
+
+			for (int64_t k = 0; k < K; k++) {
+				replay += bf16_round(px[m * K + k]) * bf16_round(pw[n * K + k]);
+				exact += (double)px[m * K + k] * pw[n * K + k];
+				mag += fabs((double)px[m * K + k] * pw[n * K + k]);
+			}
+			worst_replay = fmax(worst_replay, fabs(py[m * N + n] - replay) / mag);
+			worst = fmax(worst, fabs(py[m * N + n] - exact) / mag);
+		}
+	TH_LOG("bf16: %.2g of the magnitude from the rounded values' sums, %.2g from the exact "
+	       "product", worst_replay, worst);
+	ASSERT_TRUE(worst_replay < 1e-5);
+	ASSERT_TRUE(worst < 1.0 / 256);
+	ASSERT_TRUE(worst > 1e-6);   /* it did round */
+	npt_tensor_free(y);
+	free(packed);
+	npt_tensor_free(x);
+	npt_tensor_free(w);
 	npt_tensor_free(b);
 }
 

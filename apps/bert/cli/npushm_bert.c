@@ -36,10 +36,11 @@
 #include "npushm.h"
 #include "nptensor.h"
 #include "npy.h"
+#include "pack.h"
 #include "stream.h"
 
 struct args {
-	const char *model, *ids, *types, *mask, *text, *out, *stream_s;
+	const char *model, *ids, *types, *mask, *text, *out, *stream_s, *dtype;
 	int heads, tp, threads, repeat, info, profile, memory, keep, hold, json, pad_id;
 	double eps;
 	stream_spec_t stream;
@@ -85,6 +86,10 @@ static void usage(FILE *f)
 		"  --profile           print where the time went\n"
 		"  --memory            print the memory figures (shared weights, workspace, RSS/PSS)\n"
 		"  --keep              keep a model loaded from a file published after the run\n"
+		"  --dtype f32|bf16|int8  (a .safetensors MODEL) also store the linear weights\n"
+		"                      packed for this CPU's GEMM (bf16: rounded; int8: quantised\n"
+		"                      per output channel, inputs per row), as `npushm load\n"
+		"                      --dtype` does\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                      stdin, serve, report, then wait for end of input\n"
 		"  --version           print the version and exit\n"
@@ -141,7 +146,8 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_TYPES, O_MASK, O_TEXT, O_OUT, O_STREAM, O_HEADS, O_TP, O_THREADS,
-	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD, O_VERSION };
+	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD, O_VERSION,
+	       O_DTYPE };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS }, { "types", required_argument, NULL, O_TYPES },
 		{ "mask", required_argument, NULL, O_MASK }, { "text", required_argument, NULL, O_TEXT },
@@ -154,6 +160,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "json", no_argument, NULL, O_JSON }, { "eps", required_argument, NULL, O_EPS },
 		{ "pad-id", required_argument, NULL, O_PAD }, { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
+		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -197,6 +204,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_PROFILE: a->profile = 1; break;
 		case O_MEMORY: a->memory = 1; break;
 		case O_KEEP: a->keep = 1; break;
+		case O_DTYPE:
+			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") &&
+			    strcmp(optarg, "int8")) {
+				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
+					"CPU), bf16 (rounded to bfloat16) or int8 (quantised per output "
+					"channel)\n", prog, optarg);
+				return -1;
+			}
+			a->dtype = optarg;
+			break;
 		case O_HOLD: a->hold = 1; break;
 		case O_JSON: a->json = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -731,11 +748,25 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 	}
 	npushm_model_detach(m);	/* the engine holds its own references */
 	m = NULL;
+	{
+		int used, total;
+		const char *why = npbert_packed_weights(bert, &used, &total);
+
+		if (why && rank == 0)
+			fprintf(stderr, "%s: %d of %d packed weights not used: %s\n", prog,
+				total - used, total, why);
+	}
 	npbert_get_config(bert, &c);
 	npbert_get_memory(bert, &mem);
 	if (a->info) {
-		if (rank == 0)
+		int used, total;
+
+		npbert_packed_weights(bert, &used, &total);
+		if (rank == 0) {
 			print_info(&c, &mem, a->model);
+			printf("packed linear weights read in place: %d of %d (%s)\n", used, total,
+			       npt_gemm_backend());
+		}
 		rc = 0;
 		goto out;
 	}
@@ -768,19 +799,23 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 			if (errno == ENOENT || !S_ISREG(sb.st_mode))
 				return die("%s: no such file (and a model name has no '/')", a->model);
 		}
+		if (a->dtype)
+			return die("--dtype applies to a .safetensors MODEL; a loaded model carries "
+				   "what `npushm load --dtype` stored for it");
 		snprintf(name, len, "%s", a->model);
 		return 0;
 	}
 	if (npushm_file_hash(a->model, hash, hex))
 		return die("%s", npushm_last_error());
-	snprintf(name, len, "npushm-bert.%.16s", hex);
+	snprintf(name, len, "npushm-bert.%.16s%s%s", hex, a->dtype ? "." : "",
+		 a->dtype ? a->dtype : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
 		npushm_model_detach(m);
 		return 0;	/* already loaded (e.g. --keep earlier) */
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return die("%s", npushm_last_error());
-	npushm_load_opts_t lo = { .mode = 0600 };
+	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL };
 
 	if (npushm_model_load(dev, a->model, name, &lo, NULL)) {
 		die("%s", npushm_last_error());

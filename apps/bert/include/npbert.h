@@ -194,6 +194,16 @@ typedef struct npbert_memory {
 /* @mem [out]. */
 NPBERT_API void npbert_get_memory(const npbert_t *bert, npbert_memory_t *mem);
 
+/*
+ * Packed linear weights (a model loaded with `npushm load --dtype f32`): how
+ * many the model carries (@total) and how many this engine reads packed, in
+ * place (@used; none with tensor parallelism, whose slices are plain). NULL
+ * when every one is used or there are none, else one line saying why the
+ * first was not (another CPU or library made it): the engine then reads the
+ * plain weights, with the same results. Either pointer may be NULL.
+ */
+NPBERT_API const char *npbert_packed_weights(const npbert_t *bert, int *used, int *total);
+
 /* Where the time of the runs since creation (or the last reset) went, in
  * seconds of wall time on this rank. */
 typedef struct npbert_profile {

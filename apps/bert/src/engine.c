@@ -173,6 +173,15 @@ NPBERT_API void npbert_get_memory(const npbert_t *e, npbert_memory_t *m)
 		*m = e->mem;
 }
 
+NPBERT_API const char *npbert_packed_weights(const npbert_t *e, int *used, int *total)
+{
+	if (used)
+		*used = e ? e->w.packed_used : 0;
+	if (total)
+		*total = e ? e->w.packed_total : 0;
+	return e && e->w.packed_used < e->w.packed_total ? e->w.packed_why : NULL;
+}
+
 NPBERT_API void npbert_get_profile(const npbert_t *e, npbert_profile_t *p)
 {
 	if (e && p)

@@ -49,6 +49,9 @@ typedef struct {
 	npt_tensor_t *word, *pos, *type, *eln_w, *eln_b, *pool_w, *pool_b;
 	npb_layer_t *layers;
 	uint64_t bytes;		/* bytes of the views this rank reads */
+	int packed_total;	/* linear weights the model carries packed layouts for */
+	int packed_used;	/* of those, read packed (the rest plain) */
+	char packed_why[640];	/* why the first one was not used, "" if all were */
 } npb_weights_t;
 
 NPB_HIDDEN npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l,

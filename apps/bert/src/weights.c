@@ -11,8 +11,15 @@
  * first dense, and the matching COLUMNS of the attention output and FFN
  * output weights (strided views the GEMM reads in place). Those two layers'
  * biases are kept by rank 0 only, so the AllReduce adds them once.
+ *
+ * Packed layouts: when the model carries one for a linear weight (`npushm
+ * load --dtype f32`) and the engine runs unsplit, the weight is read from
+ * it in place (npt_tensor_set_packed); a layout this CPU or library did not
+ * make is refused by libnptensor and the plain weight is used, the first
+ * refusal kept for npbert_packed_weights().
  */
 #include <dlpack/dlpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +42,23 @@ static npbert_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_t
 	return NPBERT_OK;
 }
 
+/* read linear weight @t from its packed layout in @m, if it has one this process can use */
+static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
+		       npb_weights_t *w)
+{
+	npushm_layout_t l;
+
+	if (npushm_model_layout_find(m, src->name, &l))
+		return;
+	w->packed_total++;
+	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
+		w->packed_used++;
+		return;
+	}
+	if (!w->packed_why[0])
+		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
+}
+
 /* replace *t by its slice [start, stop) along axis */
 static npbert_status_t cut(npt_tensor_t **t, int axis, int64_t start, int64_t stop)
 {
@@ -54,8 +78,9 @@ static uint64_t bytes(const npt_tensor_t *t)
 }
 
 static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r, int n, int64_t Hl,
-			     int64_t Fl, npb_layer_t *w, uint64_t *total)
+			     int64_t Fl, npb_layer_t *w, npb_weights_t *all)
 {
+	uint64_t *total = &all->bytes;
 	npbert_status_t st;
 	const npushm_tensor_t *src[] = { &s->q_w, &s->q_b, &s->k_w, &s->k_b, &s->v_w, &s->v_b,
 					 &s->o_w, &s->o_b, &s->ln1_w, &s->ln1_b, &s->i_w, &s->i_b,
@@ -67,6 +92,14 @@ static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r,
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
 		if ((st = import(m, src[i], dst[i])))
 			return st;
+	if (n == 1) {
+		use_packed(m, &s->q_w, w->q_w, all);
+		use_packed(m, &s->k_w, w->k_w, all);
+		use_packed(m, &s->v_w, w->v_w, all);
+		use_packed(m, &s->o_w, w->o_w, all);
+		use_packed(m, &s->i_w, w->i_w, all);
+		use_packed(m, &s->d_w, w->d_w, all);
+	}
 	if (n > 1) {
 		int64_t a = r * Hl, b = a + Hl, f = r * Fl, g = f + Fl;
 
@@ -108,8 +141,10 @@ npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, npb_w
 		   bytes(w->eln_b) + bytes(w->pool_w) + bytes(w->pool_b);
 	for (int i = 0; i < c->layers; i++)
 		if ((st = layer(m, &l->layers[i], r, n, c->hidden / n, c->ffn / n, &w->layers[i],
-				&w->bytes)))
+				w)))
 			return st;
+	if (c->has_pooler && n == 1)
+		use_packed(m, &l->pool_w, w->pool_w, w);
 	return NPBERT_OK;
 }
 

@@ -46,6 +46,9 @@ def workdir():
 
 # name -> npushm-bert-gen arguments
 MODELS = {
+    # the int8 accuracy test's larger model (hidden 512, FFN 2048)
+    "big": ["--layers", "2", "--hidden", "512", "--heads", "8", "--ffn", "2048", "--vocab", "100",
+            "--positions", "32", "--seed", "5"],
     "tiny": ["--layers", "2", "--hidden", "64", "--heads", "4", "--ffn", "256", "--vocab", "100",
              "--positions", "32"],
     # heads and FFN divide by 3 (and 2)

@@ -7,8 +7,11 @@
  * padding invariance, the workspace reused across requests (no fresh memory
  * once warm, no implicit copy ever), the weights read in place (the
  * process's private memory grows by far less than the weights while its
- * shared-memory residency grows by them), a model without a pooler, and the
- * profile counters. Numerical agreement with PyTorch is test_bert.py's job.
+ * shared-memory residency grows by them), a model without a pooler, the
+ * profile counters, and packed weights (npushm_packer_t with libnptensor's
+ * layouts): read in place with the results of the plain weights, a layout
+ * from another CPU refused in one line and the plain weights used, and the
+ * model's hash covering the packed bytes. Numerical agreement with PyTorch is test_bert.py's job.
  *
  * Models come from $BERT_TEST_DIR (run-tests.sh writes them with
  * npushm-bert-gen): tiny.safetensors (2 layers, hidden 64, 4 heads, FFN 256,
@@ -24,6 +27,7 @@
 
 #include "kselftest_harness.h"
 #include "npbert.h"
+#include "nptensor.h"
 
 static const char *model_path(const char *file, char *buf, size_t len)
 {
@@ -33,25 +37,31 @@ static const char *model_path(const char *file, char *buf, size_t len)
 	return buf;
 }
 
-/* load FILE under a unique name and attach it; 0 or -1 */
-static int load(const char *file, char *name, size_t len, npushm_model_t **m)
+/* load FILE under a unique name (with @packer's layouts) and attach it; 0 or -1 */
+static int load_packed(const char *file, const npushm_packer_t *packer, char *name, size_t len,
+		       npushm_model_t **m, npushm_load_result_t *res)
 {
 	static int seq;
 	char path[4096];
 	npushm_dev_t *dev;
-	npushm_load_opts_t lo = { .mode = 0600 };
+	npushm_load_opts_t lo = { .mode = 0600, .packer = packer };
 	int rc = -1;
 
 	snprintf(name, len, "npbert-test.%d.%d", (int)getpid(), seq++);
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return -1;
-	if (!npushm_model_load(dev, model_path(file, path, sizeof(path)), name, &lo, NULL) &&
+	if (!npushm_model_load(dev, model_path(file, path, sizeof(path)), name, &lo, res) &&
 	    !npushm_model_attach(name, m))
 		rc = 0;
 	else
 		fprintf(stderr, "# load %s: %s\n", path, npushm_last_error());
 	npushm_dev_close(dev);
 	return rc;
+}
+
+static int load(const char *file, char *name, size_t len, npushm_model_t **m)
+{
+	return load_packed(file, NULL, name, len, m, NULL);
 }
 
 static void unload(const char *name)
@@ -350,8 +360,9 @@ TEST(no_pooler)
 
 /* The weights are read in place: running the engine over 25 MB of dense
  * weights makes the process resident on them through the shared mapping
- * (RssShmem), while its private memory grows by the activations and the
- * libraries' own buffers only (OpenBLAS packing buffers, thread stacks). */
+ * (RssShmem), while a second engine's private memory grows by the
+ * activations and the libraries' own buffers only (scratchpads, thread
+ * stacks); the first makes the GEMM kernels for these shapes. */
 TEST(weights_read_in_place)
 {
 	enum { B = 2, S = 16, H = 512 };
@@ -368,8 +379,15 @@ TEST(weights_read_in_place)
 	for (int j = 0; j < B * S; j++)
 		ids[j] = 1 + j;
 	ASSERT_EQ(0, load("big.safetensors", name, sizeof(name), &m));
-	anon0 = smaps("Anonymous");
 	shm0 = smaps("Rss") - smaps("Anonymous");
+	/* a first engine makes the GEMM's kernels for these shapes (JIT code and
+	 * its tables, per process and not per model; under ASan also the
+	 * allocator's quarantine of what that freed): its private memory is not
+	 * counted, the pages of the shared mapping it reads are */
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
+	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+	npbert_destroy(b);
+	anon0 = smaps("Anonymous");
 	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
 	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
 	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
@@ -390,6 +408,233 @@ TEST(weights_read_in_place)
 	npbert_destroy(b);
 	npushm_model_detach(m);
 	unload(name);
+}
+
+/* ------------------------------------------------------------ packed weights */
+
+/* mode of the test packer: real layouts, real tags with one byte changed, or
+ * another CPU's tag over bytes that are all NaN */
+enum { PACK_REAL, PACK_FLIP, PACK_FOREIGN };
+
+static uint64_t test_pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
+{
+	int mode = *(const int *)arg;
+	size_t n = 0;
+	char *isa, *rest, buf[NPUSHM_LAYOUT_TAG_MAX];
+
+	if (t->dtype != NPUSHM_DTYPE_F32 || t->ndim != 2 || !strstr(t->name, ".weight") ||
+	    strstr(t->name, "embeddings") ||
+	    npt_pack_query(NPT_F32, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &n))
+		return 0;
+	if (mode == PACK_FOREIGN && (isa = strchr(tag, '/')) && (rest = strchr(isa + 1, '/'))) {
+		snprintf(buf, sizeof(buf), "%.*s/avx2_vnni%s", (int)(isa - tag), tag, rest);
+		memcpy(tag, buf, sizeof(buf));
+	}
+	return n;
+}
+
+static int test_pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
+		     uint64_t nbytes, char *why, size_t why_size)
+{
+	int mode = *(const int *)arg;
+	npt_tensor_t *w = NULL;
+	npt_status_t s;
+
+	if (mode == PACK_FOREIGN) {
+		memset(dst, 0xff, nbytes);
+		return 0;
+	}
+	s = npt_tensor_from_data((void *)t->data, NPT_F32, 2, t->shape, NULL, NPT_BORROW_READONLY,
+				 NULL, NULL, &w);
+	if (!s)
+		s = npt_pack_weight(w, tag, dst, nbytes);
+	npt_tensor_free(w);
+	if (s) {
+		snprintf(why, why_size, "%s", npt_last_error());
+		return -1;
+	}
+	if (mode == PACK_FLIP)
+		((unsigned char *)dst)[nbytes / 2] ^= 1;
+	return 0;
+}
+
+FIXTURE(packed) {
+	char plain_name[96];
+	npushm_model_t *plain;
+	npbert_t *ref;
+	float *hidden, *pooled;
+};
+
+enum { PB = 2, PS = 16, PH = 512 };
+
+static void fill_ids(int64_t *ids)
+{
+	for (int j = 0; j < PB * PS; j++)
+		ids[j] = 1 + (j * 7) % 99;
+}
+
+FIXTURE_SETUP(packed)
+{
+	int64_t ids[PB * PS];
+	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
+	char tag[NPT_PACK_TAG_MAX];
+	size_t n;
+
+	if (npt_pack_query(NPT_F32, 512, 512, tag, sizeof(tag), &n) == NPT_E_UNSUPPORTED)
+		SKIP(return, "no packed layouts on this machine: %s", npt_last_error());
+	fill_ids(ids);
+	self->hidden = calloc(PB * PS * PH, sizeof(float));
+	self->pooled = calloc(PB * PH, sizeof(float));
+	ASSERT_NE(NULL, self->pooled);
+	ASSERT_EQ(0, load("big.safetensors", self->plain_name, sizeof(self->plain_name),
+			  &self->plain));
+	ASSERT_EQ(NPBERT_OK, npbert_create(self->plain, NULL, &self->ref));
+	ASSERT_EQ(NPBERT_OK, npbert_run(self->ref, &in, self->hidden, self->pooled));
+}
+
+FIXTURE_TEARDOWN(packed)
+{
+	npbert_destroy(self->ref);
+	npushm_model_detach(self->plain);
+	if (self->plain_name[0])
+		unload(self->plain_name);
+	free(self->hidden);
+	free(self->pooled);
+}
+
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double err = 0, mag = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		err = fmax(err, fabs((double)a[i] - b[i]));
+		mag = fmax(mag, fabs((double)b[i]));
+	}
+	return err / (mag + 1e-30);
+}
+
+/* read packed in place: same results, private memory does not grow by the weights */
+TEST_F(packed, read_in_place_with_the_plain_results)
+{
+	static const int mode = PACK_REAL;
+	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
+	int64_t ids[PB * PS];
+	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
+	static float hidden[PB * PS * PH], pooled[PB * PH];
+	uint64_t dense = 2ull * (4 * PH * PH + 2 * PH * 2048) * 4;
+	npushm_load_result_t res;
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b;
+	long anon0, anon1, shm0, shm1;
+	int used, total;
+
+	fill_ids(ids);
+	ASSERT_EQ(0, load_packed("big.safetensors", &pk, name, sizeof(name), &m, &res));
+	ASSERT_EQ(13, npushm_model_layout_count(m));
+	anon0 = smaps("Anonymous");
+	shm0 = smaps("Rss") - smaps("Anonymous");
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
+	ASSERT_EQ(NULL, npbert_packed_weights(b, &used, &total)) {
+		TH_LOG("%s", npbert_packed_weights(b, NULL, NULL));
+	}
+	ASSERT_EQ(13, total);
+	ASSERT_EQ(13, used);
+	for (int threads = 1; threads <= 2; threads++) {
+		ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
+		ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+		double eh = max_rel_diff(hidden, self->hidden, PB * PS * PH);
+		double ep = max_rel_diff(pooled, self->pooled, PB * PH);
+
+		TH_LOG("%d threads: packed vs plain, hidden %.2g, pooled %.2g of the largest", threads,
+		       eh, ep);
+		ASSERT_TRUE(eh < 1e-5 && ep < 1e-5);
+	}
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+	anon1 = smaps("Anonymous");
+	shm1 = smaps("Rss") - smaps("Anonymous");
+	TH_LOG("private +%ld kB, shared resident +%ld kB (dense weights %llu kB)", anon1 - anon0,
+	       shm1 - shm0, (unsigned long long)dense >> 10);
+	/* the packed bytes were read through the shared mapping, not copied, and
+	 * the plain copies of the packed weights were not read too */
+	ASSERT_LE((long)(dense * 9 / 10 / 1024), shm1 - shm0);
+	ASSERT_GT((long)(dense * 3 / 2 / 1024), shm1 - shm0);
+	ASSERT_GT((long)(dense / 2 / 1024), anon1 - anon0);
+	npbert_destroy(b);
+	npushm_model_detach(m);
+	unload(name);
+}
+
+/* a layout another CPU made is refused in one line; the plain weights give the same bits */
+TEST_F(packed, foreign_layout_refused_and_plain_used)
+{
+	static const int mode = PACK_FOREIGN;
+	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
+	int64_t ids[PB * PS];
+	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
+	static float hidden[PB * PS * PH], pooled[PB * PH];
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b;
+	const char *why;
+	int used, total;
+
+	fill_ids(ids);
+	ASSERT_EQ(0, load_packed("big.safetensors", &pk, name, sizeof(name), &m, NULL));
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
+	why = npbert_packed_weights(b, &used, &total);
+	ASSERT_NE(NULL, why);
+	TH_LOG("%s", why);
+	ASSERT_EQ(13, total);
+	ASSERT_EQ(0, used);
+	ASSERT_NE(NULL, strstr(why, "avx2_vnni"));
+	ASSERT_NE(NULL, strstr(why, "plain weights are used"));
+	ASSERT_EQ(NULL, strchr(why, '\n'));
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+	ASSERT_EQ(0, memcmp(hidden, self->hidden, sizeof(hidden)));
+	ASSERT_EQ(0, memcmp(pooled, self->pooled, sizeof(pooled)));
+	npbert_destroy(b);
+	npushm_model_detach(m);
+	unload(name);
+}
+
+/* the hash covers the packed bytes: one changed byte, another hash; the same bytes, the same */
+TEST_F(packed, hash_covers_the_packed_bytes)
+{
+	static const int real = PACK_REAL, flip = PACK_FLIP;
+	const npushm_packer_t pr = { test_pack_size, test_pack, (void *)&real };
+	const npushm_packer_t pf = { test_pack_size, test_pack, (void *)&flip };
+	npushm_load_result_t r1, r2, r3;
+	npushm_model_info_t plain;
+	char n1[96], n2[96], n3[96];
+	npushm_model_t *m1, *m2, *m3;
+	npushm_layout_t l1, l2;
+
+	npushm_model_info(self->plain, &plain);
+	ASSERT_EQ(0, load_packed("big.safetensors", &pr, n1, sizeof(n1), &m1, &r1));
+	ASSERT_EQ(0, load_packed("big.safetensors", &pf, n2, sizeof(n2), &m2, &r2));
+	ASSERT_EQ(0, load_packed("big.safetensors", &pr, n3, sizeof(n3), &m3, &r3));
+	TH_LOG("plain %s, packed %s, one byte changed %s", plain.hash_hex, r1.hash_hex,
+	       r2.hash_hex);
+	ASSERT_NE(0, memcmp(plain.hash, r1.hash, 16));
+	ASSERT_NE(0, memcmp(r1.hash, r2.hash, 16));
+	ASSERT_FALSE(r2.deduplicated);
+	/* identical packing: the same hash, and the published copy is reused */
+	ASSERT_EQ(0, memcmp(r1.hash, r3.hash, 16));
+	ASSERT_TRUE(r3.deduplicated);
+	ASSERT_EQ(NPUSHM_OK, npushm_model_layout_find(m1, "pooler.dense.weight", &l1));
+	ASSERT_EQ(NPUSHM_OK, npushm_model_layout_find(m2, "pooler.dense.weight", &l2));
+	ASSERT_STREQ(l1.tag, l2.tag);
+	ASSERT_NE(0, memcmp(l1.hash, l2.hash, 16));
+	ASSERT_EQ(NPUSHM_ERR_NOT_FOUND, npushm_model_layout_find(m1, "pooler.dense.bias", &l1));
+	ASSERT_EQ(0, npushm_model_layout_count(self->plain));
+	npushm_model_detach(m1);
+	npushm_model_detach(m2);
+	npushm_model_detach(m3);
+	unload(n1);
+	unload(n2);
+	unload(n3);
 }
 
 TEST_HARNESS_MAIN

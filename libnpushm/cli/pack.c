@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * pack.c - the packer behind `npushm load --dtype f32`: which tensors get a
+ * layout packed for this machine's GEMM, and the packing itself, both from
+ * libnptensor (npt_pack_query, npt_pack_weight: oneDNN's blocked layout for
+ * this CPU, tagged with library, version, ISA, shape and blocking).
+ *
+ * Packed: 2-D float32 tensors named "*.weight" outside the embeddings (what
+ * a transformer's linear layers read through npt_linear), when libnptensor
+ * has a layout for the shape: in float32 (--dtype f32), rounded to bfloat16
+ * (--dtype bf16) or quantised to int8 per output channel (--dtype int8). Everything else stays plain only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <nptensor.h>
+
+#include "pack.h"
+
+static int wanted(const npushm_tensor_t *t)
+{
+	size_t n = t->name_len;
+
+	return t->dtype == NPUSHM_DTYPE_F32 && t->ndim == 2 && n > 7 &&
+	       !strcmp(t->name + n - 7, ".weight") && !strstr(t->name, "embeddings");
+}
+
+static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
+{
+	size_t nbytes = 0;
+
+	if (!wanted(t) || npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
+					 NPUSHM_LAYOUT_TAG_MAX, &nbytes))
+		return 0;
+	return nbytes;
+}
+
+static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst, uint64_t nbytes,
+		char *why, size_t why_size)
+{
+	npt_tensor_t *w = NULL;
+	npt_status_t s;
+
+	(void)arg;
+	s = npt_tensor_from_data((void *)t->data, NPT_F32, 2, t->shape, NULL, NPT_BORROW_READONLY,
+				 NULL, NULL, &w);
+	if (!s)
+		s = npt_pack_weight(w, tag, dst, (size_t)nbytes);
+	if (s)
+		snprintf(why, why_size, "%s", npt_last_error());
+	npt_tensor_free(w);
+	return s ? -1 : 0;
+}
+
+const npushm_packer_t *cli_packer(const char *dtype)
+{
+	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8;
+	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
+	static const npushm_packer_t pb = { .size = pack_size, .pack = pack, .arg = (void *)&bf16 };
+	static const npushm_packer_t pi = { .size = pack_size, .pack = pack, .arg = (void *)&i8 };
+
+	if (!strcmp(dtype, "f32"))
+		return &pf;
+	if (!strcmp(dtype, "bf16"))
+		return &pb;
+	return !strcmp(dtype, "int8") ? &pi : NULL;
+}
+
+const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len)
+{
+	size_t n = npushm_model_layout_count(m), plen = 0;
+	const char *first = NULL;
+	npushm_layout_t l;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *slash;
+
+		if (npushm_model_layout_at(m, i, &l))
+			continue;
+		if (!first) {
+			first = l.tag;
+			slash = strchr(first, '/');
+			slash = slash ? strchr(slash + 1, '/') : NULL;
+			plen = slash ? (size_t)(slash - first) : strlen(first);
+		} else if (strncmp(first, l.tag, plen) || (l.tag[plen] && l.tag[plen] != '/')) {
+			snprintf(buf, len, "%zu mixed", n);
+			return buf;
+		}
+	}
+	if (!first)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%zu %.*s", n, (int)plen, first);
+	return buf;
+}

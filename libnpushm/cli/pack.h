@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * pack.h - the packer of `npushm load --dtype f32` (pack.c, libnptensor's
+ * oneDNN layouts), also compiled into npushm-bert for its --dtype.
+ */
+#ifndef NPUSHM_CLI_PACK_H
+#define NPUSHM_CLI_PACK_H
+
+#include <stddef.h>
+
+#include "npushm.h"
+
+/* the packer for @dtype ("f32", "bf16" or "int8"; NULL for anything else): 2-D
+ * float32 '*.weight' tensors outside the embeddings */
+const npushm_packer_t *cli_packer(const char *dtype);
+/* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what
+ * made them: their tags up to the second '/'; "mixed" if they differ), "-" if none */
+const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * gemm.c - the f32 GEMM behind matmul and linear: C = act(op(A) @ op(B) +
+ * bias), on oneDNN's matmul primitive when it has a real kernel for this CPU,
+ * else on OpenBLAS.
+ *
+ * oneDNN picks its kernels from the CPU (brgemm on AVX-512, its jit sgemm on
+ * AVX2, ...) whatever OPENBLAS_CORETYPE says; a primitive whose
+ * implementation is oneDNN's reference code ("ref:...") is not used and the
+ * call goes to cblas_sgemm instead, which is also the portable fallback
+ * when oneDNN cannot create a primitive at all. NPT_GEMM=openblas forces
+ * OpenBLAS, NPT_GEMM=onednn forces oneDNN even with a reference kernel
+ * (tests compare both); the default is auto.
+ *
+ * Primitives are made once per shape and kept in a small cache per pool
+ * thread (keyed by every field of the call and the OpenMP thread count,
+ * which oneDNN's blocking depends on), as oneDNN's own guide says; memory
+ * objects are kept with the primitive and only their data handles change
+ * per call. Bias and activation run as the primitive's post-ops (GELU in
+ * erf form, tanh, ReLU), so the output is written once.
+ *
+ * Threads: with more than one, the library's pool splits the output's
+ * columns into panels of GEMM_NBLK (rows, with packed weights) and each
+ * thread runs oneDNN on one OpenMP thread over its range (NPT_GEMM_OMP=1:
+ * one primitive on OpenMP with all the threads instead). K is never split, but oneDNN may pick
+ * another kernel for a panel than for the whole product, so results can
+ * differ in the last bits between thread counts.
+ *
+ * Contracts: called under the evaluation lock (one GEMM at a time; each
+ * thread's cache has its own lock anyway). A and B have a unit stride in
+ * one dimension and a leading dimension >= the other (what cblas accepts);
+ * C is row-major with ldc >= N; bias is N contiguous floats or NULL;
+ * M, N, K > 0.
+ */
+#include "internal.h"
+#include "onednn.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEMM_CACHE 128
+
+typedef struct {
+	int64_t M, N, K, lda, ldb, ldc;
+	int ta, tb, bias, act, threads, s8, bf16;
+	float alpha;
+	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
+} gemm_key_t;
+
+typedef struct {
+	gemm_key_t key;
+	int used;
+	int blas;            /* oneDNN has only a reference kernel: use OpenBLAS */
+	dnnl_primitive_t prim;
+	dnnl_memory_t src, wei, bia, dst, scratch;
+	size_t scratch_bytes;
+} gemm_entry_t;
+
+/* one per pool thread: its primitives and its stream (streams are not shared) */
+typedef struct {
+	pthread_mutex_t lock;
+	dnnl_stream_t stream;
+	gemm_entry_t e[GEMM_CACHE];
+	int next;
+	void *scratch;       /* oneDNN's scratchpad for this thread's primitives, kept */
+	size_t scratch_cap;
+} gemm_cache_t;
+
+#define GEMM_MAX_THREADS 256
+#define GEMM_NBLK 64         /* columns per panel when threads split a product */
+#define GEMM_MROWS 8         /* fewest rows per thread when they split packed products */
+
+static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+static const npt_dnnl_t *D;
+static dnnl_engine_t gemm_engine;
+static int gemm_mode;        /* 0 auto, 1 onednn, 2 openblas */
+static int gemm_omp;         /* NPT_GEMM_OMP=1: oneDNN's own threads */
+static gemm_cache_t *gemm_caches[GEMM_MAX_THREADS];
+static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
+
+static void gemm_init(void)
+{
+	const char *e = getenv("NPT_GEMM");
+
+	if (e && !strcmp(e, "openblas"))
+		gemm_mode = 2;
+	else if (e && !strcmp(e, "onednn"))
+		gemm_mode = 1;
+	if (gemm_mode == 2)
+		return;
+	if (!(D = npt_dnnl_load())) {
+		npt_log(NPT_LOG_INFO, "gemm: OpenBLAS: %s", npt_dnnl_why());
+		return;
+	}
+	e = getenv("NPT_GEMM_OMP");
+	gemm_omp = e && !strcmp(e, "1");
+	/* oneDNN prints nothing unless DNNL_VERBOSE asks it to */
+	if (D->dnnl_engine_create(&gemm_engine, dnnl_cpu, 0) != dnnl_success) {
+		gemm_engine = NULL;
+		npt_log(NPT_LOG_WARN, "gemm: oneDNN has no CPU engine here; using OpenBLAS");
+	}
+}
+
+/* thread @tid's cache, made at its first use; NULL when out of memory */
+static gemm_cache_t *cache_of(int tid)
+{
+	gemm_cache_t *c;
+
+	if (tid < 0 || tid >= GEMM_MAX_THREADS)
+		return NULL;
+	pthread_mutex_lock(&gemm_lock);
+	c = gemm_caches[tid];
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		pthread_mutex_init(&c->lock, NULL);
+		if (D->dnnl_stream_create(&c->stream, gemm_engine, dnnl_stream_default_flags)) {
+			free(c);
+			c = NULL;
+		}
+		gemm_caches[tid] = c;
+	}
+	pthread_mutex_unlock(&gemm_lock);
+	return c;
+}
+
+static void entry_clear(gemm_entry_t *e)
+{
+	D->dnnl_memory_destroy(e->src);
+	D->dnnl_memory_destroy(e->wei);
+	D->dnnl_memory_destroy(e->bia);
+	D->dnnl_memory_destroy(e->dst);
+	D->dnnl_memory_destroy(e->scratch);
+	D->dnnl_primitive_destroy(e->prim);
+	memset(e, 0, sizeof(*e));
+}
+
+static dnnl_alg_kind_t act_alg(int act)
+{
+	switch (act) {
+	case NPT_ACT_GELU: return dnnl_eltwise_gelu_erf;
+	case NPT_ACT_TANH: return dnnl_eltwise_tanh;
+	case NPT_ACT_RELU: return dnnl_eltwise_relu;
+	default: return dnnl_alg_kind_undef;
+	}
+}
+
+/* the primitive for @k into @e; 0, or -1 when oneDNN cannot make one */
+static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_entry_t *e)
+{
+	dnnl_dims_t sd = { k->M, k->K }, wd = { k->K, k->N }, dd = { k->M, k->N }, bd = { 1, k->N };
+	dnnl_dims_t ss = { k->ta ? 1 : k->lda, k->ta ? k->lda : 1 };
+	dnnl_dims_t ws = { k->tb ? 1 : k->ldb, k->tb ? k->ldb : 1 };
+	dnnl_dims_t ds = { k->ldc, 1 }, bs = { k->N, 1 };
+	dnnl_memory_desc_t src, wei, dst, bia;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_matmul_desc_t md;
+	const char *impl = "";
+	int ret = -1;
+
+	if (D->dnnl_memory_desc_init_by_strides(&src, 2, sd, k->s8 ? dnnl_s8 :
+						    k->bf16 ? dnnl_bf16 : dnnl_f32, ss) ||
+	    D->dnnl_memory_desc_init_by_strides(&dst, 2, dd, k->s8 ? dnnl_s32 : dnnl_f32, ds) ||
+	    D->dnnl_memory_desc_init_by_strides(&bia, 2, bd, dnnl_f32, bs))
+		return -1;
+	if (wmd)
+		wei = *wmd;
+	else if (D->dnnl_memory_desc_init_by_strides(&wei, 2, wd, dnnl_f32, ws))
+		return -1;
+	if (D->dnnl_matmul_desc_init(&md, &src, &wei, k->bias ? &bia : NULL, &dst) ||
+	    D->dnnl_primitive_attr_create(&attr))
+		return -1;
+	/* the scratchpad is ours (one per thread, kept): no allocation per product */
+	if (D->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+		goto out_attr;
+	if (k->act != NPT_ACT_NONE || k->alpha != 1.0f) {
+		if (D->dnnl_post_ops_create(&po) ||
+		    (k->alpha != 1.0f &&
+		     D->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, k->alpha, 0.0f)) ||
+		    (k->act != NPT_ACT_NONE &&
+		     D->dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(k->act), 0.0f, 0.0f)) ||
+		    D->dnnl_primitive_attr_set_post_ops(attr, po))
+			goto out_attr;
+	}
+	if (D->dnnl_primitive_desc_create(&pd, &md, attr, gemm_engine, NULL)) {
+		npt_log(NPT_LOG_DEBUG, "gemm: oneDNN has no matmul for [%lld, %lld] x [%lld, %lld]%s",
+			(long long)k->M, (long long)k->K, (long long)k->K, (long long)k->N,
+			wmd ? " with packed weights" : "");
+		goto out_attr;
+	}
+	D->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+	pthread_mutex_lock(&gemm_lock);
+	snprintf(gemm_impl, sizeof(gemm_impl), "%s", impl);
+	pthread_mutex_unlock(&gemm_lock);
+	if (!strncmp(impl, "ref", 3) && gemm_mode != 1) {
+		npt_log(NPT_LOG_DEBUG, "gemm: oneDNN has only %s for [%lld, %lld] x [%lld, %lld]%s",
+			impl, (long long)k->M, (long long)k->K, (long long)k->K, (long long)k->N,
+			wmd ? " with packed weights" : "");
+		e->blas = 1;
+		ret = 0;
+		goto out_pd;
+	}
+	if (D->dnnl_primitive_create(&e->prim, pd))
+		goto out_pd;
+	const dnnl_memory_desc_t *smd = D->dnnl_primitive_desc_query_md(pd,
+									 dnnl_query_scratchpad_md, 0);
+
+	e->scratch_bytes = smd ? D->dnnl_memory_desc_get_size(smd) : 0;
+	if (D->dnnl_memory_create(&e->src, &src, gemm_engine, DNNL_MEMORY_NONE) ||
+	    D->dnnl_memory_create(&e->wei, &wei, gemm_engine, DNNL_MEMORY_NONE) ||
+	    D->dnnl_memory_create(&e->dst, &dst, gemm_engine, DNNL_MEMORY_NONE) ||
+	    (k->bias && D->dnnl_memory_create(&e->bia, &bia, gemm_engine, DNNL_MEMORY_NONE)) ||
+	    (e->scratch_bytes &&
+	     D->dnnl_memory_create(&e->scratch, smd, gemm_engine, DNNL_MEMORY_NONE))) {
+		entry_clear(e);
+		goto out_pd;
+	}
+	ret = 0;
+out_pd:
+	D->dnnl_primitive_desc_destroy(pd);
+out_attr:
+	D->dnnl_post_ops_destroy(po);
+	D->dnnl_primitive_attr_destroy(attr);
+	return ret;
+}
+
+/* the cached entry for @k, made on a miss; NULL when oneDNN is not usable */
+static gemm_entry_t *entry_get(gemm_cache_t *c, const gemm_key_t *k,
+			       const dnnl_memory_desc_t *wmd)
+{
+	gemm_entry_t *e;
+
+	for (int i = 0; i < GEMM_CACHE; i++)
+		if (c->e[i].used && !memcmp(&c->e[i].key, k, sizeof(*k)))
+			return &c->e[i];
+	e = &c->e[c->next];
+	c->next = (c->next + 1) % GEMM_CACHE;
+	if (e->used)
+		entry_clear(e);
+	if (entry_make(k, wmd, e))
+		return NULL;
+	e->key = *k;
+	e->used = 1;
+	return e;
+}
+
+static void blas_epilogue(float *c, int64_t M, int64_t N, int64_t ldc, const float *bias, int act)
+{
+	if (!bias && act == NPT_ACT_NONE)
+		return;
+	for (int64_t r = 0; r < M; r++)
+		npt_act_rows_f32(act, N, c + r * ldc, bias);
+}
+
+typedef struct {
+	float *c;
+	const float *bias;
+	int64_t n, ldc;
+	int act;
+} epi_job_t;
+
+static void epilogue_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const epi_job_t *j = arg;
+
+	(void)tid;
+	blas_epilogue(j->c + begin * j->ldc, end - begin, j->n, j->ldc, j->bias, j->act);
+}
+
+static void run_blas(const npt_gemm_t *g)
+{
+	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K,
+		    g->alpha != 0.0f ? g->alpha : 1.0f, g->a, g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
+	if (g->bias || g->act != NPT_ACT_NONE) {
+		epi_job_t j = { g->c, g->bias, g->N, g->ldc, g->act };
+
+		npt_parallel_for(g->M, 16384 / g->N + 1, epilogue_task, &j);
+	}
+}
+
+/* one product on @c's primitives, oneDNN on @omp threads; 1 = it needs OpenBLAS */
+static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
+{
+	dnnl_memory_desc_t wmd;
+	gemm_key_t k;
+	gemm_entry_t *e;
+	dnnl_status_t ds;
+
+	memset(&k, 0, sizeof(k));
+	k.M = g->M;
+	k.N = g->N;
+	k.K = g->K;
+	k.lda = g->aq || g->abf ? g->K : g->lda;
+	k.s8 = g->aq != NULL;
+	k.bf16 = g->abf != NULL;
+	k.ldb = g->packed ? 0 : g->ldb;
+	k.ldc = g->ldc;
+	k.ta = g->ta;
+	k.tb = g->packed ? 0 : g->tb;
+	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
+	k.act = g->aq ? NPT_ACT_NONE : g->act;
+	k.alpha = g->alpha != 0.0f ? g->alpha : 1.0f;
+	k.threads = omp;
+	if (g->packed) {
+		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
+							 ->format_desc.blocking;
+
+		if (g->aq || g->abf)
+			wmd = *(const dnnl_memory_desc_t *)g->packed_desc;
+		else
+			npt_pack_slice_md(g->packed_desc, g->N, &wmd);
+		k.wblk[0] = wmd.padded_dims[0];
+		k.wblk[1] = b->strides[0];
+		k.wblk[2] = b->strides[1];
+		k.wblk[3] = b->inner_blks[0];
+		k.wblk[4] = b->inner_blks[1];
+	}
+	D->omp_set_num_threads(omp);
+	pthread_mutex_lock(&c->lock);
+	e = entry_get(c, &k, g->packed ? &wmd : NULL);
+	if (!e || e->blas) {
+		pthread_mutex_unlock(&c->lock);
+		return 1;
+	}
+	if (e->scratch_bytes > c->scratch_cap) {
+		void *n = aligned_alloc(64, (e->scratch_bytes + 63) / 64 * 64);
+
+		if (!n) {
+			pthread_mutex_unlock(&c->lock);
+			*st = npt_fail(NPT_E_NOMEM, "gemm: out of memory for oneDNN's scratchpad "
+				       "(%zu bytes)", e->scratch_bytes);
+			return 0;
+		}
+		free(c->scratch);
+		c->scratch = n;
+		c->scratch_cap = e->scratch_bytes;
+	}
+	dnnl_exec_arg_t args[5] = {
+		{ DNNL_ARG_SRC, e->src }, { DNNL_ARG_WEIGHTS, e->wei }, { DNNL_ARG_DST, e->dst },
+		{ DNNL_ARG_SCRATCHPAD, e->scratch }, { DNNL_ARG_BIAS, e->bia },
+	};
+	int nargs = 3;
+
+	if (e->scratch_bytes) {
+		D->dnnl_memory_set_data_handle(e->scratch, c->scratch);
+		nargs = 4;
+	}
+	if (k.bias)
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, e->bia };
+
+	D->dnnl_memory_set_data_handle(e->src, g->aq ? (void *)g->aq : g->abf ? (void *)g->abf :
+				       (void *)g->a);
+	D->dnnl_memory_set_data_handle(e->wei, (void *)(g->packed ? g->packed : g->b));
+	D->dnnl_memory_set_data_handle(e->dst, g->c);
+	if (k.bias)
+		D->dnnl_memory_set_data_handle(e->bia, (void *)g->bias);
+	ds = D->dnnl_primitive_execute(e->prim, c->stream, nargs, args);
+	if (!ds)
+		ds = D->dnnl_stream_wait(c->stream);
+	pthread_mutex_unlock(&c->lock);
+	if (ds)
+		*st = npt_fail(NPT_E_NOMEM, "gemm: oneDNN's matmul of [%lld, %lld] x [%lld, %lld] "
+			       "failed (status %d, usually out of memory)", (long long)g->M,
+			       (long long)g->K, (long long)g->K, (long long)g->N, (int)ds);
+	return 0;
+}
+
+typedef struct {
+	const npt_gemm_t *g;
+	atomic_int blas;
+	atomic_int failed;
+	npt_status_t st;
+} split_job_t;
+
+/* one thread's part of a split product, on that thread's cache */
+static void run_part(split_job_t *j, const npt_gemm_t *sub, int tid)
+{
+	gemm_cache_t *c = cache_of(tid);
+	npt_status_t st = NPT_OK;
+
+	if (!c || run_one(c, sub, 1, &st))
+		atomic_store(&j->blas, 1);
+	else if (st && !atomic_exchange(&j->failed, 1))
+		j->st = st;
+}
+
+/* columns [begin, end) * GEMM_NBLK of the product, oneDNN on this thread alone */
+static void split_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	const npt_gemm_t *g = j->g;
+	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
+	npt_gemm_t sub = *g;
+
+	sub.N = n1 - n0;
+	sub.b = g->b + (g->tb ? n0 * g->ldb : n0);
+	sub.c = g->c + n0;
+	sub.bias = g->bias ? g->bias + n0 : NULL;
+	run_part(j, &sub, tid);
+}
+
+/* int8: rows [m0, m1) of c hold int32 sums; make them act(sum * ascale[m] * wscale[n] + bias) */
+static void s8_epilogue(const npt_gemm_t *g, int64_t m0, int64_t m1)
+{
+	for (int64_t r = m0; r < m1; r++) {
+		float *row = g->c + r * g->ldc, as = g->ascale[r];
+
+		for (int64_t n = 0; n < g->N; n++) {
+			int32_t v;
+
+			memcpy(&v, &row[n], sizeof(v));
+			row[n] = (float)v * (as * g->wscale[n]);
+		}
+		if (g->bias || g->act != NPT_ACT_NONE)
+			npt_act_rows_f32(g->act, g->N, row, g->bias);
+	}
+}
+
+/* rows [begin, end) of a product with packed weights (oneDNN's blocked
+ * kernels take no output wider than the product, so packed products split
+ * rows, each thread reading all of the packed weight) */
+static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	const npt_gemm_t *g = j->g;
+	npt_gemm_t sub = *g;
+
+	sub.M = end - begin;
+	sub.a = g->a + (g->ta ? begin : begin * g->lda);
+	sub.c = g->c + begin * g->ldc;
+	if (g->aq) {
+		sub.aq = g->aq + begin * g->K;
+		sub.ascale = g->ascale + begin;
+	}
+	if (g->abf)
+		sub.abf = g->abf + begin * g->K;
+	run_part(j, &sub, tid);
+	if (g->aq && !atomic_load(&j->blas) && !atomic_load(&j->failed))
+		s8_epilogue(&sub, 0, sub.M);
+}
+
+npt_status_t npt_gemm_f32(const npt_gemm_t *g)
+{
+	int threads = npt_pool_threads();
+	npt_status_t st = NPT_OK;
+	npt_gemm_t plain;
+	gemm_cache_t *c;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (!gemm_engine) {
+		run_blas(g);
+		return NPT_OK;
+	}
+	/*
+	 * More than one thread: the library's pool splits the columns and each
+	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
+	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
+	 * threads instead, to compare. Products with packed weights split rows.
+	 */
+	if (threads > 1 && !gemm_omp && (g->packed ? g->M >= 2 * GEMM_MROWS :
+					 g->N >= 2 * GEMM_NBLK)) {
+		split_job_t j = { .g = g };
+
+		if (g->packed)
+			npt_parallel_for(g->M, GEMM_MROWS, rows_task, &j);
+		else
+			npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
+		if (atomic_load(&j.failed))
+			return j.st;
+		if (!atomic_load(&j.blas))
+			return NPT_OK;
+	} else if ((c = cache_of(0)) && !run_one(c, g, threads, &st)) {
+		if (!st && g->aq)
+			s8_epilogue(g, 0, g->M);
+		return st;
+	}
+	if (!g->packed) {
+		run_blas(g);
+		return NPT_OK;
+	}
+	/* oneDNN would not take the packed layout for this product: the plain weight */
+	npt_log(NPT_LOG_INFO, "gemm: oneDNN has no kernel for the packed weight in a [%lld, %lld] "
+		"x [%lld, %lld] product; using the plain weight", (long long)g->M,
+		(long long)g->K, (long long)g->K, (long long)g->N);
+	plain = *g;
+	plain.packed = plain.packed_desc = NULL;
+	plain.aq = NULL;
+	plain.abf = NULL;
+	return npt_gemm_f32(&plain);
+}
+
+npt_status_t npt_gemm_f32_here(const npt_gemm_t *g, int tid)
+{
+	npt_status_t st = NPT_OK;
+	gemm_cache_t *c;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (gemm_engine && !g->aq && !g->abf && (c = cache_of(tid)) && !run_one(c, g, 1, &st))
+		return st;
+	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+		    g->tb ? CblasTrans : CblasNoTrans, g->M, g->N, g->K,
+		    g->alpha != 0.0f ? g->alpha : 1.0f, g->a, g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
+	if (g->bias || g->act != NPT_ACT_NONE)
+		blas_epilogue(g->c, g->M, g->N, g->ldc, g->bias, g->act);
+	return NPT_OK;
+}
+
+const void *npt_gemm_onednn(void **engine)
+{
+	pthread_once(&gemm_once, gemm_init);
+	*engine = gemm_engine;
+	return gemm_engine ? D : NULL;
+}
+
+NPT_API const char *npt_gemm_backend(void)
+{
+	static char name[128];
+	const dnnl_version_t *v;
+
+	pthread_once(&gemm_once, gemm_init);
+	if (!gemm_engine)
+		return "openblas";
+	v = D->dnnl_version();
+	pthread_mutex_lock(&gemm_lock);
+	snprintf(name, sizeof(name), "onednn %d.%d.%d%s%s", v->major, v->minor, v->patch,
+		 gemm_impl[0] ? " " : "", gemm_impl);
+	pthread_mutex_unlock(&gemm_lock);
+	return name;
+}

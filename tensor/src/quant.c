@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * quant.c - dynamic int8 quantisation of a linear layer's input, per row:
+ * scale[m] = max_k |x[m, k]| / 127 (1 for a row of zeros), q = round(x /
+ * scale) in [-127, 127], round half to even (nearbyintf in the default
+ * rounding mode). The product then accumulates q against the int8 weights
+ * exactly in int32 (gemm.c), so its only errors are the two roundings.
+ *
+ * Contracts: x is M rows of K floats, row stride ldx, unit column stride;
+ * q is M * K bytes, row-major; rows are independent (threads split rows).
+ * A NaN or infinity in a row makes its scale NaN, so the row's outputs are
+ * NaN (a float product would give NaN or infinities).
+ */
+#include "internal.h"
+
+#include <math.h>
+
+typedef struct {
+	const float *x;
+	int64_t K, ldx;
+	int8_t *q;
+	float *scale;
+} quant_job_t;
+
+NPT_SIMD static void quant_row(const float *x, int64_t K, int8_t *q, float *scale)
+{
+	float amax = 0, inv;
+
+	for (int64_t k = 0; k < K; k++)
+		amax = fmaxf(amax, fabsf(x[k]));
+	if (!isfinite(amax)) {
+		for (int64_t k = 0; k < K; k++)
+			q[k] = 0;
+		*scale = NAN;
+		return;
+	}
+	*scale = amax > 0 ? amax / 127.0f : 1.0f;
+	inv = 1.0f / *scale;
+	for (int64_t k = 0; k < K; k++) {
+		float v = nearbyintf(x[k] * inv);
+
+		q[k] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+	}
+}
+
+static void quant_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const quant_job_t *j = arg;
+
+	(void)tid;
+	for (int64_t r = begin; r < end; r++)
+		quant_row(j->x + r * j->ldx, j->K, j->q + r * j->K, j->scale + r);
+}
+
+void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx, int8_t *q,
+			  float *scale)
+{
+	quant_job_t j = { x, K, ldx, q, scale };
+
+	npt_parallel_for(M, 65536 / (K ? K : 1) + 1, quant_task, &j);
+}
