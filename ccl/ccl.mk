@@ -14,16 +14,25 @@
 
 CCL_DIR := $(CURDIR)/ccl
 CCL_OBJDIR := $(BUILD)/obj/ccl
-CCL_SRCS := $(wildcard $(CCL_DIR)/src/*.c)
+# ccl/src in layers, each calling only the ones below it:
+#   api/ (public calls, communicators) -> queue/ (requests, the exec role)
+#   -> dispatch/ (sequencing, algorithm choice, cost model) -> algo/
+#   (collectives on messages or shared memory, kernels) -> transport/ (shm,
+#   TCP, RDMA behind struct transport_ops; the wait loop, failure diagnosis)
+#   -> base/ (sockets, shared regions, config, status); setup/ (bootstrap,
+#   launchers) builds a communicator's transports; model/ is the cluster
+#   model load on top of the collectives.
+CCL_SRCS := $(wildcard $(CCL_DIR)/src/*/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
 CCL_LIB := $(LIBDIR)/libnpccl.so
 CCL_ALIB := $(LIBDIR)/libnpccl.a
-# shared memory goes through libnpushm (ccl/src/shm_region.c)
+# shared memory goes through libnpushm (ccl/src/base/shm_region.c)
 CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
-CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CURDIR)/libnpushm/include \
+CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
 CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
-CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test
+CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test \
+	$(BINDIR)/ccl-det-test
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
 # The tests report through the kernel's kselftest.h (ccl/tests/ccl_tap.h), which
 # make setup extracts beside kselftest_harness.h: plain make without it leaves
@@ -34,13 +43,13 @@ HARNESS_BINS += $(CCL_TEST_BINS)
 
 USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
 
-$(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h) $(CCL_DIR)/include/npccl.h
+$(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h $(CCL_DIR)/src/*/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_CFLAGS) -c $< -o $@
 
 # the kernels are plain loops left to the vectoriser: -O2's cheap cost model
 # refuses loops whose arguments may alias, -O3 versions them
-$(CCL_OBJDIR)/reduce_kernels.o $(CCL_OBJDIR)/copy_kernels.o: CCL_CFLAGS += -O3
+$(CCL_OBJDIR)/base/reduce_kernels.o $(CCL_OBJDIR)/base/copy_kernels.o: CCL_CFLAGS += -O3
 
 $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 	@mkdir -p $(dir $@)
@@ -57,6 +66,10 @@ $(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
 $(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+
+$(BINDIR)/ccl-det-test: $(CCL_DIR)/tests/ccl_det_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
@@ -102,7 +115,9 @@ check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
 
 CHECK_SUITES += ccl ccl-netns ccl-python ccl-rdma
 .PHONY: check-ccl check-ccl-netns check-ccl-full check-ccl-rdma
-check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf
+# the cluster model load's tests run npccl-load and the npushm command
+CCL_LOAD_BINS := $(BINDIR)/npccl-load $(LIBNPUSHM_CLI)
+check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(CCL_LOAD_BINS)
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
@@ -110,7 +125,7 @@ check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
 
 # soft-RoCE hosts in the test VM: the collectives, faults and the cluster
 # model load over the RDMA transport, npushm_region_reg_mr (ccl/tests/rdma/)
-check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(LIBNPUSHM_RDMA_TEST) modules
+check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(CCL_LOAD_BINS) $(LIBNPUSHM_RDMA_TEST) modules
 	@tools/run-suite ccl-rdma $(CCL_DIR)/tests/rdma/run-rdma-vm.sh
 
 check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)

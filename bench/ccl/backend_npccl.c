@@ -153,13 +153,20 @@ const char *bk_algo(enum bk_coll coll, size_t count, enum bk_dtype dt)
 
 const char *bk_info(void)
 {
-	static char buf[200];
+	static char buf[256];
 	npccl_cost_model_t m;
 	if (npccl_comm_cost_model(comm, &m))
 		return "";
-	snprintf(buf, sizeof(buf), "cost model: shm alpha %.2f us, beta %.1f us/MB; tcp alpha "
+	/* the between-host constants are measured over the transport in use */
+	npccl_explanation_t ex;
+	int nh = 1, h = 0;
+	npccl_comm_hosts(comm, &nh, &h);
+	const char *net = nh < 2 ? "between hosts (one host: defaults)"
+			  : npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1, NPCCL_FLOAT32, &ex) == NPCCL_OK &&
+				    strstr(ex.transport, "rdma") ? "rdma" : "tcp";
+	snprintf(buf, sizeof(buf), "cost model: shm alpha %.2f us, beta %.1f us/MB; %s alpha "
 		 "%.1f us, beta %.1f us/MB; gamma %.1f us/MB", m.shm_alpha_us, m.shm_beta_us_per_mb,
-		 m.tcp_alpha_us, m.tcp_beta_us_per_mb, m.gamma_us_per_mb);
+		 net, m.tcp_alpha_us, m.tcp_beta_us_per_mb, m.gamma_us_per_mb);
 	return buf;
 }
 

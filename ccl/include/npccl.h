@@ -146,6 +146,9 @@ typedef enum npccl_algo {
 	NPCCL_ALGO_HIER,	/* several hosts: intra-host reduce-scatter, inter-host, intra-host allgather */
 	NPCCL_ALGO_CMA,		/* one host: each rank copies straight from its peers' private
 				 * buffers (process_vm_readv), where the kernel allows it */
+	NPCCL_ALGO_CANONICAL,	/* reductions in one canonical order per element (rank 0, 1,
+				 * ..., p-1): the deterministic mode's algorithm; never
+				 * picked by the cost model */
 	NPCCL_NUM_ALGOS
 } npccl_algo_t;
 
@@ -272,6 +275,17 @@ NPCCL_API npccl_status_t npccl_comm_set_timeout(npccl_comm_t comm, int timeout_m
  * the collective has no such algorithm on this communicator. */
 NPCCL_API npccl_status_t npccl_comm_set_algo(npccl_comm_t comm, npccl_coll_t coll,
 					     npccl_algo_t algo);
+/** Deterministic reductions (`on` != 0; default NPCCL_DETERMINISTIC, else
+ * off): from the next call on, AllReduce, ReduceScatter and Reduce on
+ * floating-point data run NPCCL_ALGO_CANONICAL (AllReduce on one host: SHM,
+ * which reduces in the same order) whatever algorithm is forced or
+ * modelled, so each result element is ((x0 op x1) op x2) ... op x(p-1)
+ * over the ranks' inputs in rank order, with the same kernels: bitwise the
+ * same for every algorithm setting, transport, message size, arrival order
+ * and placement of ranks on hosts, and on every rank. (Integer reductions
+ * are exact in any order and keep their algorithms.) Must be called with
+ * the same value on every rank, between calls. */
+NPCCL_API npccl_status_t npccl_comm_set_deterministic(npccl_comm_t comm, int on);
 /** Whether `algo` can run `coll` on `comm` (e.g. SHM needs a single host). */
 NPCCL_API int npccl_algo_supported(npccl_comm_t comm, npccl_coll_t coll, npccl_algo_t algo);
 
@@ -289,6 +303,9 @@ NPCCL_API npccl_status_t npccl_explain(npccl_comm_t comm, npccl_coll_t coll, siz
 /** Cost-model constants measured at init (agreed by all ranks). */
 typedef struct npccl_cost_model {
 	double shm_alpha_us, shm_beta_us_per_mb;	/* latency; inverse bandwidth */
+	/* between hosts, measured over the transport that joins rank 0 and the
+	 * first rank of another host (TCP or RDMA: npccl_explain's transport
+	 * says which); defaults when there is one host */
 	double tcp_alpha_us, tcp_beta_us_per_mb;
 	double gamma_us_per_mb;				/* reduction (f32 sum) */
 } npccl_cost_model_t;

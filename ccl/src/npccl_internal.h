@@ -3,7 +3,9 @@
 /*
  * npccl_internal.h - structures shared by the ccl sources: the communicator,
  * peers, point-to-point requests, the wire header, the shared-memory control
- * block, and the internal functions each file provides.
+ * block. The functions are declared per layer: base/base.h (included here),
+ * transport/transport.h, algo/algo.h, dispatch/dispatch.h, queue/queue.h,
+ * setup/setup.h; a file includes its own layer's header and those below.
  *
  * Contracts: the communicator's state belongs to the thread holding its
  * exec role (request.c), one at a time; every blocking loop goes through comm_wait() so deadlines, dead peers and
@@ -23,7 +25,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "shm_region.h"
+#include "base/shm_region.h"
 
 #define NPCCL_HIDDEN __attribute__((visibility("hidden")))
 #define CACHELINE 64
@@ -31,60 +33,10 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* ---- logging and errors (status.c) ------------------------------------ */
-NPCCL_HIDDEN void npccl_log(npccl_log_level_t level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-NPCCL_HIDDEN uint64_t now_ns(void);
-/* spin-wait hint */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-/* ---- configuration from the environment (config.c) -------------------- */
-struct npccl_config {
-	int timeout_ms;
-	int bootstrap_timeout_ms;
-	bool disable_shm;
-	bool disable_cma;	/* NPCCL_DISABLE_CMA: no single-copy collectives */
-	size_t shm_slot_bytes;	/* p2p FIFO slot payload */
-	int shm_slots;		/* p2p FIFO depth */
-	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */
-	size_t fp_direct_max;	/* at or below: each rank reduces everything */
-	size_t shm_nt_min;	/* from here on: streaming stores to the output */
-	int stage_nt;		/* staging slots written with streaming stores:
-				 * -1 auto (probe), 0 never, 1 always */
-	size_t probe_min;	/* messages from here on probe the core distance */
-	size_t pipeline_chunk;	/* tree/chain pipelining chunk */
-	int spin_us;		/* busy-wait before sleeping */
-	npccl_algo_t algo[NPCCL_NUM_COLLS];
-	char fault[128];	/* NPCCL_FAULT_INJECT, for tests */
-	/* between hosts (NPCCL_TRANSPORT): TRANSPORT_AUTO uses RDMA where both
-	 * ends have a device, TCP otherwise */
-	int transport;
-	char transport_str[32];	/* NPCCL_TRANSPORT as given */
-	char ib_dev[64];	/* NPCCL_IB_DEV: device[:port], "" = first active */
-	int ib_gid_index;	/* NPCCL_IB_GID_INDEX, -1 = a RoCE v2 IPv4 GID */
-	int ib_timeout;		/* NPCCL_IB_TIMEOUT: 4.096 us * 2^x per retry */
-	int ib_retry;		/* NPCCL_IB_RETRY_CNT */
-	int rdma_slots;		/* NPCCL_RDMA_SLOTS: FIFO slots per direction */
-	bool rdma_zcopy;	/* NPCCL_RDMA_ZCOPY: registered buffers without copies */
-	size_t rdma_cache_bytes;	/* NPCCL_RDMA_CACHE_BYTES: caller buffers kept registered */
-};
-enum { TRANSPORT_AUTO, TRANSPORT_TCP, TRANSPORT_RDMA, TRANSPORT_INVALID };
-NPCCL_HIDDEN const struct npccl_config *npccl_config(void);
-NPCCL_HIDDEN void npccl_config_reload(void);
-NPCCL_HIDDEN npccl_algo_t npccl_algo_from_name(const char *name);
-
-/* ---- host identity (hostid.c) ------------------------------------------ */
-struct host_identity {
-	uint64_t host_id;	/* boot id + network namespace: same value = shm reachable */
-	uint64_t pidns_id;	/* pid namespace inode: same value = pids comparable */
-	char hostname[40];
-};
-NPCCL_HIDDEN void host_identity_get(struct host_identity *out);
+/* the bottom layer, usable everywhere; the others have a header each:
+ * transport/transport.h, algo/algo.h, dispatch/dispatch.h, queue/queue.h,
+ * setup/setup.h */
+#include "base/base.h"
 
 /* ---- wire format ------------------------------------------------------- */
 #define WIRE_MAGIC 0x4e50434cu	/* "NPCL" */
@@ -228,6 +180,11 @@ struct transport_ops {
 	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
 	/* file descriptor and poll events to sleep on for `p`, -1 if none */
 	int (*poll_fd)(struct peer *p, short *events);
+	/* optional, communicator-wide: a descriptor to sleep on for all of this
+	 * transport's peers (-1 if none; *pending: work completed meanwhile,
+	 * do not sleep), and what to do after the sleep */
+	int (*sleep_fd)(struct npccl_comm *c, bool *pending);
+	void (*after_sleep)(struct npccl_comm *c);
 };
 NPCCL_HIDDEN extern const struct transport_ops tcp_transport;
 NPCCL_HIDDEN extern const struct transport_ops shm_transport;
@@ -257,6 +214,9 @@ struct shm_ctl {
 	_Alignas(CACHELINE) uint64_t cma_sbuf, cma_rbuf, cma_probe;
 	/* core-distance probe (ping-pong between local ranks 0 and 1) */
 	_Alignas(CACHELINE) atomic_uint_fast64_t probe;
+	/* the last call this rank completed (a survivor reads it after this
+	 * rank died: did it finish the call the survivor is in?) */
+	_Alignas(CACHELINE) atomic_uint_fast64_t done_seq;
 	_Alignas(CACHELINE) char pad[CACHELINE];
 };
 
@@ -303,6 +263,7 @@ struct op {
 	int root;		/* collectives with a root; -1 otherwise */
 	int peer;		/* point to point */
 	npccl_algo_t forced;	/* npccl_comm_set_algo when the call was made */
+	bool deterministic;	/* npccl_comm_set_deterministic when the call was made */
 	int timeout_ms;		/* npccl_comm_set_timeout when the call was made */
 	void **out_ptr;		/* npccl_mem_alloc */
 };
@@ -325,35 +286,6 @@ struct npccl_request {
 	uint64_t deadline_ns;
 	char err[800];
 };
-
-NPCCL_HIDDEN npccl_status_t req_submit(struct npccl_comm *c, const struct op *op,
-				       npccl_request_t *out);
-NPCCL_HIDDEN npccl_status_t req_queue_init(struct npccl_comm *c);
-/* waits for every queued call and pending message (destroy) */
-NPCCL_HIDDEN void req_drain(struct npccl_comm *c);
-/* stops the worker and completes everything still queued or pending with
- * `st` (destroy, abort); false if the worker did not stop within 2 s */
-NPCCL_HIDDEN bool req_shutdown(struct npccl_comm *c, npccl_status_t st, const char *why);
-NPCCL_HIDDEN void req_queue_free(struct npccl_comm *c);
-/* the exec role's current call is running and more may be waiting */
-NPCCL_HIDDEN bool req_queue_nonempty(struct npccl_comm *c);
-/* groups (request.c): >0 while npccl_group_start is open in this thread */
-NPCCL_HIDDEN int group_depth(void);
-NPCCL_HIDDEN npccl_status_t group_record(struct npccl_comm *c, const struct op *op);
-NPCCL_HIDDEN int group_suspend(void);
-NPCCL_HIDDEN void group_resume(int depth);
-/* posts `n` point-to-point ops together and waits for all of them */
-NPCCL_HIDDEN npccl_status_t req_run_batch(struct npccl_comm *c, const struct op *ops, int n);
-NPCCL_HIDDEN npccl_status_t shm_mem_alloc_run(struct npccl_comm *c, size_t bytes, void **ptr);
-NPCCL_HIDDEN npccl_status_t shm_mem_free_run(struct npccl_comm *c, void *ptr);
-/* runs one op (collectives.c) with the exec role: fills r->status/r->err for
- * collectives; posts point-to-point messages (r->ireq) */
-NPCCL_HIDDEN void op_run(struct npccl_comm *c, struct npccl_request *r);
-/* per-thread error text (status.c) */
-NPCCL_HIDDEN void tls_error_clear(struct npccl_comm *c);
-NPCCL_HIDDEN void tls_error_set(struct npccl_comm *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-NPCCL_HIDDEN void tls_error_forget(struct npccl_comm *c);
 
 /* ---- the communicator --------------------------------------------------- */
 struct npccl_comm {
@@ -386,6 +318,7 @@ struct npccl_comm {
 	uint64_t completed_seq;
 	int waiting_on;
 	uint64_t deadline_ns;
+	uint64_t dead_seen_seq, dead_seen_ns;	/* a peer died in call dead_seen_seq, seen then */
 	int timeout_ms;		/* setting for later calls (q_lock) */
 	int op_timeout_ms;	/* the running call's */
 	atomic_int aborting;
@@ -413,6 +346,7 @@ struct npccl_comm {
 	/* algorithm choice; last choice per collective cached (same on all ranks) */
 	npccl_cost_model_t model;
 	npccl_algo_t forced[NPCCL_NUM_COLLS];
+	bool deterministic;	/* npccl_comm_set_deterministic (q_lock) */
 	size_t choice_bytes[NPCCL_NUM_COLLS];
 	npccl_algo_t choice[NPCCL_NUM_COLLS];
 	uint64_t fp_seen_reduced[64];	/* last seen peers' `reduced`, by local index */
@@ -456,248 +390,5 @@ struct npccl_comm {
 	int fault_rank;
 };
 
-
-/* ---- progress engine (progress.c) -------------------------------------- */
-NPCCL_HIDDEN struct req *p2p_post_send(struct npccl_comm *c, int peer, const void *buf,
-				       size_t len);
-NPCCL_HIDDEN struct req *p2p_post_recv(struct npccl_comm *c, int peer, void *buf, size_t len);
-NPCCL_HIDDEN struct req *p2p_post_recv_reduce(struct npccl_comm *c, int peer, void *buf,
-					      size_t len, npccl_dtype_t dt, npccl_redop_t op);
-/* buf[i] = src[i] op received[i] (src may equal buf) */
-NPCCL_HIDDEN struct req *p2p_post_recv_reduce_from(struct npccl_comm *c, int peer, void *buf,
-						   const void *src, size_t len, npccl_dtype_t dt,
-						   npccl_redop_t op);
-NPCCL_HIDDEN npccl_status_t p2p_wait(struct npccl_comm *c, struct req **r, int n);
-NPCCL_HIDDEN npccl_status_t p2p_wait_all(struct npccl_comm *c);
-NPCCL_HIDDEN npccl_status_t p2p_sendrecv(struct npccl_comm *c, int dst, const void *sbuf,
-					 size_t slen, int src, void *rbuf, size_t rlen);
-NPCCL_HIDDEN void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len);
-/* wait until ready(arg) is true, handling control messages and deadline */
-NPCCL_HIDDEN npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
-				      int waiting_on);
-NPCCL_HIDDEN void doorbell_ring(struct npccl_comm *c, int rank);
-NPCCL_HIDDEN void doorbell_ring_all_local(struct npccl_comm *c);
-NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms);
-/* whether p's control channel closed (waiting up to timeout_ms for it, and
- * handling what arrives meanwhile): its process is gone, not just a stream */
-NPCCL_HIDDEN bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms);
-/* advance every per-peer queue; the failure status if a transport failed */
-NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
-
-/* ---- failure handling (fault.c) ---------------------------------------- */
-NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit,
-				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-NPCCL_HIDDEN void comm_broadcast_abort(struct npccl_comm *c, int culprit);
-NPCCL_HIDDEN npccl_status_t comm_diagnose_timeout(struct npccl_comm *c);
-/* A local peer's process state from /proc: 'T' stopped, 'Z'/'X' exited, 0 unknown. */
-NPCCL_HIDDEN char peer_proc_state(struct npccl_comm *c, int rank);
-NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how);
-NPCCL_HIDDEN void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m);
-NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit,
-				int status, const char *text);
-/* a control message carrying descriptor fd (SCM_RIGHTS) and hdr.len = len;
- * 0 or -errno */
-NPCCL_HIDDEN int comm_send_ctl_fd(struct npccl_comm *c, struct peer *p, int type, uint64_t len,
-				  int fd);
-NPCCL_HIDDEN void op_desc_format(const struct op_desc *d, char *buf, size_t len);
-/* the operation a received header describes */
-NPCCL_HIDDEN void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d);
-/* a valid received data header h against the expected e: 0, or -1 with the
- * communicator failed (the mismatched call or length named) */
-NPCCL_HIDDEN int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
-				 const struct wire_hdr *e);
-NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_t len);
-NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
-					  const struct op_desc *theirs);
-NPCCL_HIDDEN bool fault_should_fire(struct npccl_comm *c, int kind);
-enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
-       FAULT_SLOW_ALPHA,	/* the first fault_seq shm latency measurements of fault_rank
-			 * read 100 ms more (costmodel.c) */
-       FAULT_SETUP_KILL,	/* fault_rank's process is killed (SIGKILL) as it starts
-			 * the shared-memory setup (transport_shm.c) */
-       FAULT_SETUP_FAIL,	/* fault_rank's shared-memory setup fails at once; the
-			 * process lives on */
-       FAULT_QP_ERROR,	/* fault_rank moves its RDMA queue pairs to the error
-			 * state in collective #fault_seq */
-       FAULT_LOAD_KILL,	/* fault_rank's process is killed (SIGKILL) before chunk
-			 * #fault_seq of an npccl_model_load (model_share.c) */
-       FAULT_LOAD_CORRUPT	/* fault_rank damages one byte of chunk #fault_seq of an
-			 * npccl_model_load after receiving it */ };
-
-/* ---- npccl_mem_alloc buffers (shm_mem.c) ------------------------------- */
-struct shm_mem {
-	uint64_t id;		/* allocation number: the same on every rank */
-	size_t size;		/* bytes the caller asked for (same on every rank) */
-	char *base;		/* this rank's buffer */
-	struct shm_region *region;	/* this rank's region */
-	struct shm_region **peer_region;	/* [nlocal]: peers' regions, NULL for me */
-	char **addr;		/* [nlocal]: every local rank's buffer as mapped here */
-};
-/* the allocation holding [p, p + len) and the offset of p, or NULL */
-NPCCL_HIDDEN struct shm_mem *shm_mem_find(struct npccl_comm *c, const void *p, size_t len,
-					  size_t *off);
-NPCCL_HIDDEN struct shm_mem *shm_mem_by_id(struct npccl_comm *c, uint64_t id);
-/* control channel: a FRAME_REGION message arrived from p (takes its fd) */
-NPCCL_HIDDEN void shm_mem_region_msg(struct npccl_comm *c, struct peer *p,
-				     const struct ctl_msg *m);
-NPCCL_HIDDEN void shm_mem_free_all(struct npccl_comm *c);
-
-/* ---- bulk copies (copy_kernels.c) --------------------------------------- */
-NPCCL_HIDDEN void copy_cached(void *dst, const void *src, size_t n);
-/* non-temporal stores; copy_stream_fence() before publishing the data */
-NPCCL_HIDDEN void copy_stream(void *dst, const void *src, size_t n);
-NPCCL_HIDDEN void copy_stream_fence(void);
-
-/* ---- reductions (reduce_kernels.c) ------------------------------------- */
-/* dst[i] = dst[i] op src[i] */
-NPCCL_HIDDEN void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst,
-				 const void *src, size_t n);
-/* dst[i] = a[i] op b[i] (dst may equal a or b) */
-NPCCL_HIDDEN void reduce_into(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *a,
-			      const void *b, size_t n);
-/* Every dsts[d][i] = srcs[0][i] op srcs[1][i] op ... (in that order), i < n,
- * through an L1-sized block; destination d gets streaming stores when bit d
- * of nt_mask is set. A destination may equal a source exactly. */
-NPCCL_HIDDEN void reduce_multi(npccl_dtype_t dt, npccl_redop_t op, void *const *dsts, int ndst,
-			       uint64_t nt_mask, const void *const *srcs, int nsrc, size_t n);
-/* dst[i] /= divisor (AVG finalisation) */
-NPCCL_HIDDEN void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor);
-NPCCL_HIDDEN float f16_to_f32(uint16_t h);
-NPCCL_HIDDEN uint16_t f32_to_f16(float f);
-NPCCL_HIDDEN float bf16_to_f32(uint16_t h);
-NPCCL_HIDDEN uint16_t f32_to_bf16(float f);
-
-/* ---- algorithms --------------------------------------------------------- */
-struct coll_args {
-	npccl_coll_t coll;
-	const char *sbuf;
-	char *rbuf;
-	size_t count;		/* elements: per rank block for AG/RS/gather/scatter/a2a */
-	npccl_dtype_t dtype;
-	npccl_redop_t op;	/* AVG is run as SUM, then scaled */
-	int root;
-	size_t esize;
-	npccl_algo_t algo;
-};
-
-NPCCL_HIDDEN void block_range(size_t n, int parts, int i, size_t *off, size_t *len);
-NPCCL_HIDDEN char *comm_scratch(struct npccl_comm *c, size_t bytes);
-NPCCL_HIDDEN char *comm_scratch2(struct npccl_comm *c, size_t bytes);
-
-/* input in a->sbuf (may equal a->rbuf), result in a->rbuf */
-NPCCL_HIDDEN npccl_status_t algo_allreduce(struct npccl_comm *c, const struct group *g,
-					   const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_allgather(struct npccl_comm *c, const struct group *g,
-					   const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_reduce_scatter(struct npccl_comm *c, const struct group *g,
-						const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_broadcast(struct npccl_comm *c, const struct group *g,
-					   const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_reduce(struct npccl_comm *c, const struct group *g,
-					const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_gather(struct npccl_comm *c, const struct group *g,
-					const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_scatter(struct npccl_comm *c, const struct group *g,
-					 const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_alltoall(struct npccl_comm *c, const struct group *g,
-					  const struct coll_args *a, npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t algo_barrier(struct npccl_comm *c, const struct group *g,
-					 npccl_algo_t algo);
-NPCCL_HIDDEN npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t shm_barrier(struct npccl_comm *c);
-NPCCL_HIDDEN npccl_status_t hier_allreduce(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a);
-NPCCL_HIDDEN npccl_status_t cma_probe(struct npccl_comm *c);
-NPCCL_HIDDEN void p2p_free_all_reqs(struct npccl_comm *c);
-
-/* ---- operation bracket (collectives.c) ---------------------------------- */
-/* Starts a collective-like operation `code` (deadline, sequence number,
- * descriptor published for the mismatch checks); op_end() finishes it. */
-NPCCL_HIDDEN npccl_status_t comm_op_begin(struct npccl_comm *c, uint8_t code, uint64_t count);
-NPCCL_HIDDEN npccl_status_t comm_op_end(struct npccl_comm *c, npccl_status_t st);
-
-/* ---- cost model (costmodel.c) ------------------------------------------ */
-NPCCL_HIDDEN npccl_status_t costmodel_measure(struct npccl_comm *c);
-NPCCL_HIDDEN npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t coll,
-					   size_t bytes, double *predicted_us);
-NPCCL_HIDDEN double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll,
-				      npccl_algo_t algo, size_t bytes);
-NPCCL_HIDDEN bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t algo);
-
-/* ---- bootstrap (bootstrap.c, launcher.c) -------------------------------- */
-struct unique_id_wire {
-	char tag[8];		/* "NPCCLID1" */
-	uint64_t magic;		/* communicator tag */
-	uint32_t ipv4;		/* network order */
-	uint16_t port;		/* network order */
-	uint16_t flags;
-};
-NPCCL_HIDDEN npccl_status_t unique_id_create(uint32_t ipv4_be, uint16_t port_be, int listen_fd,
-					     uint64_t magic, npccl_unique_id_t *id, char *err,
-					     size_t errlen);
-/* where a communicator's ranks find each other: a unique id (the TCP
- * rendezvous root) or a caller's key-value store */
-struct boot_src {
-	const npccl_unique_id_t *id;
-	const npccl_kv_store_t *kv;
-	const char *prefix;
-	int timeout_ms;
-};
-NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src,
-					  char *err, size_t errlen);
-NPCCL_HIDDEN npccl_status_t launcher_resolve(int *rank, int *nranks, npccl_unique_id_t *id,
-					     int *listen_fd_for_root, char *err, size_t errlen);
-NPCCL_HIDDEN npccl_status_t comm_init_common(npccl_comm_t *out, int nranks,
-					     const struct boot_src *src, int rank, char *err,
-					     size_t errlen);
-
-/* ---- sockets (sock.c) --------------------------------------------------- */
-NPCCL_HIDDEN int sock_listen_tcp(uint32_t ipv4_be, uint16_t port_be, char *err, size_t errlen);
-NPCCL_HIDDEN int sock_connect_tcp(uint32_t ipv4_be, uint16_t port_be, uint64_t deadline_ns,
-				  char *err, size_t errlen);
-NPCCL_HIDDEN int sock_write_full(int fd, const void *buf, size_t len, uint64_t deadline_ns);
-NPCCL_HIDDEN int sock_read_full(int fd, void *buf, size_t len, uint64_t deadline_ns);
-NPCCL_HIDDEN int sock_accept(int lfd, uint64_t deadline_ns);
-NPCCL_HIDDEN void sock_tune_data(int fd);
-NPCCL_HIDDEN int sock_set_nonblock(int fd, bool on);
-NPCCL_HIDDEN const char *ipv4_str(uint32_t ipv4_be, char *buf);
-NPCCL_HIDDEN int parse_host_port(const char *s, uint32_t *ipv4_be, uint16_t *port_be);
-NPCCL_HIDDEN int send_fds(int sock, const void *data, size_t len, const int *fds, int nfds);
-NPCCL_HIDDEN int recv_fds(int sock, void *data, size_t len, int *fds, int maxfds,
-			  uint64_t deadline_ns);
-
-/* ---- RDMA verbs transport (rdma_setup.c, transport_rdma.c, rdma_regcache.c) */
-/* Before the address exchange: looks for a device as NPCCL_TRANSPORT and
- * NPCCL_IB_DEV say and sets PEER_F_* in *flags; fails only when
- * NPCCL_TRANSPORT=rdma and there is none. */
-NPCCL_HIDDEN npccl_status_t rdma_probe(struct npccl_comm *c, uint16_t *flags, char *err,
-				       size_t errlen);
-/* After the address exchange: NPCCL_TRANSPORT=rdma on any rank needs RDMA
- * between every pair of hosts (same verdict on every rank). */
-NPCCL_HIDDEN npccl_status_t rdma_check_table(struct npccl_comm *c, char *err, size_t errlen);
-/* With the TCP connections up: queue pairs to the remote peers whose ends
- * both have a device, connected through their data sockets (then closed);
- * those peers get rdma_transport. Releases the device if no peer uses it. */
-NPCCL_HIDDEN npccl_status_t rdma_connect(struct npccl_comm *c, char *err, size_t errlen);
-/* destroy: waits (at most timeout_ms) until this rank's writes completed,
- * so what it sent is in the peers' memory before it says goodbye */
-NPCCL_HIDDEN void rdma_flush(struct npccl_comm *c, int timeout_ms);
-NPCCL_HIDDEN void rdma_teardown(struct npccl_comm *c);
-/* comm_wait: the completion channel to sleep on (armed), -1 if none;
- * *pending when completions arrived meanwhile (do not sleep) */
-NPCCL_HIDDEN int rdma_sleep_fd(struct npccl_comm *c, bool *pending);
-NPCCL_HIDDEN void rdma_after_sleep(struct npccl_comm *c);
-/* npccl_mem_free and destroy: forget the registration of an allocation */
-NPCCL_HIDDEN void rdma_mem_forget(struct npccl_comm *c, const void *base);
-/* "rdma0" or NULL */
-NPCCL_HIDDEN const char *rdma_device(struct npccl_comm *c);
-
-/* ---- shm transport setup (transport_shm.c) ------------------------------ */
-NPCCL_HIDDEN npccl_status_t shm_listen(struct npccl_comm *c, char *err, size_t errlen);
-NPCCL_HIDDEN void shm_layout_compute(struct shm_layout *l, int nlocal);
-NPCCL_HIDDEN npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen);
-NPCCL_HIDDEN void shm_teardown(struct npccl_comm *c);
 
 #endif

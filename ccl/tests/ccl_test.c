@@ -65,6 +65,8 @@ struct shared {
 	char names[MAXT][96];
 	struct result res[MAXR][MAXT];
 	atomic_int past_init[MAXR];	/* fault tests: the rank has its communicator */
+	atomic_int past_first[MAXR];	/* late-kill: the rank finished its first call */
+	atomic_int late_back;		/* late-kill: the late rank entered npccl again */
 };
 
 static struct shared *sh;
@@ -645,6 +647,34 @@ static int fault_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 		}
 		if (st == NPCCL_OK)
 			st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+	} else if (!strncmp(nm, "late-kill", 9)) {
+		/*
+		 * Rank 0 stays outside npccl (up to 15 s, until the waiting rank
+		 * has its result) while rank 1 waits in a barrier or AllReduce and
+		 * the victim is killed: rank 1 must name the dead victim, not wait
+		 * for the deadline and blame the late rank 0.
+		 */
+		int ar = !strcmp(nm, "late-kill-allreduce");
+		st = npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm);
+		atomic_store(&sh->past_first[me], 1);
+		if (st == NPCCL_OK && me == 0) {
+			double until = now_ms() + 15000;
+			while (!sh->res[1][0].done && now_ms() < until)
+				usleep(2000);
+			atomic_store(&sh->late_back, 1);
+		}
+		if (st == NPCCL_OK)
+			st = ar ? npccl_allreduce(buf, buf, n, NPCCL_FLOAT32, NPCCL_SUM, comm)
+				: npccl_barrier(comm);
+		/* rank 0's part may have completed from what was sent: its next call fails */
+		if (st == NPCCL_OK)
+			st = npccl_barrier(comm);
+		sh->res[me][0].elapsed_ms = now_ms() - t0;
+		record(me, st, comm, me == 1 && atomic_load(&sh->late_back) ?
+					     "(reported after rank 0 came back) " : NULL);
+		npccl_comm_destroy(comm);
+		free(buf);
+		return 0;
 	} else {
 		/* kill9, sigstop, corrupt, truncate: loop until something fails */
 		for (int it = 0; it < 100000 && st == NPCCL_OK; it++)
@@ -694,7 +724,8 @@ static int run_fault(const struct fault_case *fc)
 		setenv("NPCCL_BOOTSTRAP_TIMEOUT_MS", "30000", 1);
 	struct fault_arg a = { fc->name, fc->victim, fc->count };
 	pid_t pids[MAXR];
-	int killer = !strcmp(fc->name, "kill9") || !strcmp(fc->name, "sigstop");
+	int late = !strncmp(fc->name, "late-kill", 9);
+	int killer = !strcmp(fc->name, "kill9") || !strcmp(fc->name, "sigstop") || late;
 	double t0 = now_ms();
 	pid_t drv = 0;
 	if (killer) {
@@ -741,6 +772,14 @@ static int run_fault(const struct fault_case *fc)
 			if (ready < fc->p)
 				usleep(1000);
 		}
+		/* late-kill: once every rank finished its first call */
+		while (late && ready < 2 * fc->p && now_ms() < ready_by) {
+			ready = fc->p;
+			for (int r = 0; r < fc->p; r++)
+				ready += atomic_load(&sh->past_first[r]);
+			if (ready < 2 * fc->p)
+				usleep(1000);
+		}
 		usleep(200000);
 		kill(pids[fc->victim], kctx.sig);
 		double end = now_ms() + fc->timeout_ms * 3 + 10000;
@@ -773,6 +812,9 @@ static int run_fault(const struct fault_case *fc)
 			   strstr(res->msg, fc->expect_text) != NULL;
 		if (setupkill)
 			good &= res->elapsed_ms < fc->timeout_ms;
+		/* the rank that waited knew before the late rank came back */
+		if (late && r == 1)
+			good &= !strstr(res->msg, "after rank 0 came back");
 		if (!strncmp(fc->name, "abort", 5) && r == fc->victim)
 			good = res->done && res->status == NPCCL_ERR_ABORTED;
 		printf("# rank %d: %s after %.0f ms: %s\n", r,
@@ -796,6 +838,11 @@ static const struct fault_case fault_cases[] = {
 	{ "kill9", 2, 1, 1 << 22, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 1", 5000 },
 	{ "kill9", 2, 0, 1 << 22, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 0", 5000 },
 	{ "kill9", 3, 2, 1 << 21, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 5000 },
+	/* rank 0 busy outside npccl while rank 2 is killed: rank 1 names rank 2 at once */
+	{ "late-kill-barrier", 3, 2, 1000, 0, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 20000 },
+	{ "late-kill-barrier", 3, 2, 1000, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 20000 },
+	{ "late-kill-allreduce", 3, 2, 1 << 16, 0, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 20000 },
+	{ "late-kill-allreduce", 3, 2, 1 << 16, 1, NULL, NPCCL_ERR_PEER_DEAD, "rank 2", 20000 },
 	{ "sigstop", 4, 1, 1 << 16, 0, NULL, NPCCL_ERR_TIMEOUT, "rank 1", 1500 },
 	{ "sigstop", 3, 2, 1 << 16, 1, NULL, NPCCL_ERR_TIMEOUT, "rank 2", 1500 },
 	{ "mismatch-count", 3, 1, 1000, 0, NULL, NPCCL_ERR_MISMATCH, "rank 1", 3000 },

@@ -9,6 +9,8 @@
  * block partitioning, names and status texts. Prints TAP (ccl_tap.h).
  */
 #include "npccl_internal.h"
+#include "transport/transport.h"
+#include "algo/algo.h"
 #include "ccl_testlib.h"
 
 #include <math.h>

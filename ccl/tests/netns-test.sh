@@ -5,7 +5,8 @@
 # namespaces joined through a bridge (in its own namespace) by veth pairs,
 # addressed from 198.18.0.0/15, ranks in each, started with launcher-style
 # environment variables. Checks every collective (and the hierarchical
-# AllReduce) across hosts, and that killing a rank on one host makes every
+# AllReduce) across hosts, deterministic reductions under two placements,
+# and that killing a rank on one host makes every
 # rank on the other hosts fail naming it. Everything it creates carries a
 # per-run prefix and is removed on exit. Needs root (skips otherwise).
 BIN=${1:?usage: netns-test.sh BINDIR}
@@ -60,21 +61,28 @@ done
 ok "created 4 network namespaces joined by veth pairs through a bridge (198.18.0.1-4)"
 
 port=$((30000 + $$ % 20000))
-# run_job NAME EXPECT_HOSTS "h1 h1 h2 h2 ...": one rank per word, in that host
-run_job() {
-	name=$1 hosts=$2 layout=$3
+# launch_ranks NAME TIMEOUT "h1 h1 h2 ..." CMD...: one rank per word, in that
+# host, output in $out/NAME.RANK; sets world, and good=1 if every rank exited 0
+launch_ranks() {
+	lname=$1 ltmo=$2 llayout=$3
+	shift 3
 	port=$((port + 1))
-	world=$(echo $layout | wc -w)
+	world=$(echo $llayout | wc -w)
 	r=0 pids=""
-	for h in $layout; do
+	for h in $llayout; do
 		RANK=$r WORLD_SIZE=$world MASTER_ADDR=198.18.0.1 MASTER_PORT=$port \
-			NPCCL_TIMEOUT_MS=20000 timeout -k 5 120 \
-			ip netns exec "${P}h$h" "$BIN/ccl-test" env-worker >"$out/$name.$r" 2>&1 &
+			NPCCL_TIMEOUT_MS=20000 timeout -k 5 "$ltmo" \
+			ip netns exec "${P}h$h" "$@" >"$out/$lname.$r" 2>&1 &
 		pids="$pids $!"
 		r=$((r + 1))
 	done
 	good=1
 	for p in $pids; do wait "$p" || good=0; done
+}
+# run_job NAME EXPECT_HOSTS "h1 h1 h2 h2 ...": every collective checked
+run_job() {
+	name=$1 hosts=$2 layout=$3
+	launch_ranks "$name" 120 "$layout" "$BIN/ccl-test" env-worker
 	nok=$(cat "$out/$name".* | grep -c "^envcheck rank .* hosts $hosts ok")
 	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
 		ok "$name: $world ranks on $hosts hosts, every collective correct ($(grep -h 'predicted' "$out/$name".* | sed 's/.*| //' | cut -c1-110))"
@@ -89,6 +97,22 @@ run_job "2 hosts x 2 ranks (shm + TCP, hierarchical)" 2 "1 1 2 2"
 run_job "3 hosts x 2 ranks, interleaved rank order" 3 "1 2 3 1 2 3"
 run_job "4 hosts x 2 ranks (8 ranks on 2 cores)" 4 "1 1 2 2 3 3 4 4"
 run_job "2 hosts with 1 and 2 ranks (non-uniform)" 2 "1 2 2"
+
+# deterministic reductions: the same bits (the canonical-order reference) whatever the
+# placement of the ranks on hosts (hierarchical, interleaved)
+det_job() {
+	name=$1 layout=$2
+	launch_ranks "$name" 180 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env
+	nok=$(cat "$out/$name".* | grep -c "^detcheck rank .* ok")
+	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
+		ok "deterministic $name: every rank's AllReduce/ReduceScatter/Reduce bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/$name.0" | cut -c1-100))"
+	else
+		notok "deterministic $name ($nok of $world ranks ok)"
+		cat "$out/$name".* | sed 's/^/# /' | tail -8
+	fi
+}
+det_job "2 hosts x 2 ranks" "1 1 2 2"
+det_job "3 hosts x 2 ranks interleaved" "1 2 3 1 2 3"
 
 # kill -9 a rank on host 2 while 4 ranks on 2 hosts run AllReduce
 port=$((port + 1))

@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
-# API/bootstrap negatives, fault injection, non-blocking calls, threads,
+# API/bootstrap negatives, fault injection, deterministic reductions (bits
+# against the canonical-order reference, shm and TCP), non-blocking calls, threads,
 # groups and key-value bootstrap (shm and TCP), the cluster model load
 # (npccl_model_load across three TCP "hosts"), and launches by real mpirun
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
@@ -36,6 +37,8 @@ run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
 run misc 120 "$BIN/ccl-test" misc
 run shm 150 "$BIN/ccl-test" shm
 run faults 180 "$BIN/ccl-test" fault
+run det-shm 150 "$BIN/ccl-det-test" --ranks 2-5
+run det-tcp 150 "$BIN/ccl-det-test" --tcp --api --ranks 2-4
 run async 150 "$BIN/ccl-async-test"
 run async-tcp 150 "$BIN/ccl-async-test" --tcp
 run model-load 150 "$root/ccl/tests/model-load-test.sh" "$BIN"

@@ -12,6 +12,9 @@
 // results out of temporaries where needed, completes the Work and its
 // c10::ivalue::Future (what DistributedDataParallel waits on). Work::wait()
 // runs the communicator's queue in the calling thread when nobody else does.
+// Futures complete on threads of their own (Completer), never on the thread
+// that ran npccl's queue: a Future.then callback may issue a collective and
+// wait for it (torch's PowerSGD hook does).
 //
 // Tensors: CPU, dense; non-contiguous tensors go through contiguous
 // temporaries. Reductions need a dtype npccl reduces (int8, uint8, int32,
@@ -29,9 +32,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "npccl.h"
@@ -199,6 +206,69 @@ Tensor typed(const Tensor &raw, int64_t numel, at::ScalarType st)
 	return numel ? b.view(st) : at::empty({ 0 }, at::TensorOptions().dtype(st));
 }
 
+// Runs future completions (and so their then-callbacks) off npccl's
+// threads. A callback that blocks (waiting for a later collective, whose
+// future is completed here too) holds up only its own thread: whenever more
+// completions are queued than threads are idle, another thread starts. Idle
+// threads end after 10 s. Never destroyed (threads may outlive statics).
+class Completer {
+public:
+	static Completer &get()
+	{
+		static Completer *c = new Completer();
+		return *c;
+	}
+
+	void post(std::function<void()> fn)
+	{
+		std::lock_guard<std::mutex> g(m_);
+		q_.push_back(std::move(fn));
+		if (q_.size() > idle_) {
+			try {
+				std::thread(&Completer::run, this).detach();
+				return;
+			} catch (const std::system_error &) {
+				if (!idle_ && !running_) {
+					// no thread at all: complete here rather than never
+					auto f = std::move(q_.front());
+					q_.pop_front();
+					f();
+					return;
+				}
+			}
+		}
+		cv_.notify_one();
+	}
+
+private:
+	void run()
+	{
+		std::unique_lock<std::mutex> lock(m_);
+		running_++;
+		for (;;) {
+			if (q_.empty()) {
+				idle_++;
+				bool got = cv_.wait_for(lock, std::chrono::seconds(10),
+							[&] { return !q_.empty(); });
+				idle_--;
+				if (!got)
+					break;
+			}
+			auto fn = std::move(q_.front());
+			q_.pop_front();
+			lock.unlock();
+			fn();
+			lock.lock();
+		}
+		running_--;
+	}
+
+	std::mutex m_;
+	std::condition_variable cv_;
+	std::deque<std::function<void()>> q_;
+	size_t idle_ = 0, running_ = 0;
+};
+
 class NpcclWork : public c10d::Work {
 public:
 	NpcclWork(OpType type, std::shared_ptr<Comm> comm, std::string name,
@@ -347,10 +417,14 @@ private:
 				pool_->put(t);
 		pooled_.clear();
 		finish(ex);
-		if (ex)
-			future_->setError(ex);
-		else
-			future_->markCompleted(c10::IValue(outputs_));
+		auto fut = future_;
+		std::vector<Tensor> outs = outputs_;
+		Completer::get().post([fut, outs, ex]() {
+			if (ex)
+				fut->setError(ex);
+			else
+				fut->markCompleted(c10::IValue(outs));
+		});
 	}
 
 	std::shared_ptr<Comm> comm_;
@@ -851,6 +925,15 @@ public:
 					at::TensorOptions().dtype(at::kByte).device(at::kCPU));
 	}
 
+	// npccl_comm_set_deterministic on the collectives' communicator (every
+	// rank of the group, same value, between calls).
+	void set_deterministic(bool on)
+	{
+		npccl_status_t s = npccl_comm_set_deterministic(coll_->comm, on ? 1 : 0);
+		if (s != NPCCL_OK)
+			fail("set_deterministic", status_text(s, npccl_comm_last_error(coll_->comm)));
+	}
+
 	std::string describe() const
 	{
 		npccl_explanation_t ex;
@@ -966,6 +1049,8 @@ PYBIND11_MODULE(_npccl_torch, m)
 		     py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
 		     py::call_guard<py::gil_scoped_release>())
 		.def("_alloc_shared", &ProcessGroupNpccl::alloc_shared, py::arg("bytes"),
+		     py::call_guard<py::gil_scoped_release>())
+		.def("_set_deterministic", &ProcessGroupNpccl::set_deterministic, py::arg("on"),
 		     py::call_guard<py::gil_scoped_release>())
 		.def("_describe", &ProcessGroupNpccl::describe);
 }

@@ -10,6 +10,7 @@ Importing this module registers the backend (PyTorch 1.13, CPU tensors):
     dist.all_reduce(t)                                        # every op, async_op=True too
     g = dist.new_group([0, 2], backend="npccl")
     buf = npushm.ccl_torch.shared_tensor((1 << 20,), torch.float32)   # zero-copy AllReduce
+    npushm.ccl_torch.set_deterministic(True)   # bitwise reproducible reductions
 
 Each process group bootstraps through the Store torch hands it (no other
 rendezvous) and owns two npccl communicators: collectives, and send/recv.
@@ -20,7 +21,9 @@ splits), all_to_all, barrier, send/recv/isend/irecv/batch_isend_irecv; every
 dtype for data movement, int8/uint8/int32/int64/float16/bfloat16/float32/
 float64 (and bool with MIN/MAX/PRODUCT) for reductions; contiguous or not.
 Work objects support wait (with timeout), is_completed and get_future (so
-DistributedDataParallel works). Anything else raises RuntimeError naming the
+DistributedDataParallel works, communication hooks such as PowerSGD included:
+futures complete off npccl's threads, so a Future.then callback may issue a
+collective and wait for it). Anything else raises RuntimeError naming the
 operation and the reason (other ReduceOps, tags, receive from any source,
 GPU tensors). A process's failure (a killed rank) makes the others' calls
 raise with the culprit's rank in the message, within milliseconds.
@@ -104,6 +107,17 @@ def shared_tensor(shape, dtype=torch.float32, group=None):
     pg = _npccl_group(group, "shared_tensor")
     raw = pg._alloc_shared(max(numel * esize, 1))
     return raw[:numel * esize].view(dtype).view(shape)
+
+
+def set_deterministic(on=True, group=None):
+    """Deterministic reductions for `group` (default: the default group):
+    all_reduce, reduce_scatter and reduce of floating-point tensors give the
+    same bits whatever the size, algorithm, transport, arrival order and
+    placement of ranks on hosts, on every rank (each element summed in rank
+    order; see docs/ccl.md). Every rank of the group calls it with the same
+    value, between collectives. NPCCL_DETERMINISTIC=1 in the environment
+    turns it on for every group from the start."""
+    _npccl_group(group, "set_deterministic")._set_deterministic(bool(on))
 
 
 def describe(group=None):

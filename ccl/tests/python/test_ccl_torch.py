@@ -3,7 +3,9 @@
 """test_ccl_torch.py - the torch.distributed backend "npccl" (npushm.ccl_torch), with 2 and 3
 processes: every op x dtype x size (0, 1, odd, MiB) sync and async, in place and not, default
 group and a subgroup, compared with gloo in the same processes (torch_worker.py); three DDP
-steps; a killed rank; clear errors for what npccl cannot do; a TCP-only run."""
+steps; DDP with the PowerSGD hook and then-callbacks that wait on collectives; a killed rank,
+also while another rank is busy outside torch; clear errors for what npccl cannot do; a TCP-only
+run."""
 import json
 import os
 import socket
@@ -60,8 +62,8 @@ def launch(scenario, P, timeout=900):
     return _cache[key]
 
 
-def check(scenario, P, case, ranks=None):
-    res, logs = launch(scenario, P)
+def check(scenario, P, case, ranks=None, timeout=900):
+    res, logs = launch(scenario, P, timeout)
     ranks = range(P) if ranks is None else ranks
     for r in ranks:
         assert r in res, "rank %d wrote no result; its output:\n%s" % (r, logs[r][-3000:])
@@ -93,6 +95,28 @@ def test_ddp_three_steps_identical_replicas(P):
 
 def test_killed_rank_is_named_within_the_timeout():
     check("kill", 3, "kill", ranks=[0, 1])
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_ddp_powersgd_hook_finishes_like_gloo(P):
+    # deadlocked when a then-callback's wait ran on npccl's completion thread
+    check("powersgd", P, "powersgd", timeout=240)
+
+
+@pytest.mark.parametrize("case", ["then-wait future", "then-wait work", "then-wait chained"])
+def test_then_callback_waits_on_another_collective(case):
+    check("then-wait", 2, case, timeout=120)
+
+
+@pytest.mark.parametrize("case", ["deterministic %s n=%d" % (d, n)
+                                  for d in ("float32", "float64", "float16", "bfloat16")
+                                  for n in (3, 1000, 300007)] + ["deterministic control"])
+def test_deterministic_reductions_bitwise_rank_order(case):
+    check("deterministic", 3, case, timeout=240)
+
+
+def test_killed_rank_named_while_another_is_busy_outside_torch():
+    check("late-kill", 3, "late-kill", ranks=[0, 1], timeout=120)
 
 
 @pytest.mark.parametrize("case", ["ReduceOp.BAND", "reduction on int16", "send with a tag",

@@ -11,7 +11,13 @@ inputs and compared: integers equal, floats within tolerance; a local reference 
 lacks the dtype or op), matrix-tcp (a float32/int64 subset with NPCCL_DISABLE_SHM=1),
 ddp (three DistributedDataParallel steps: replicas identical and equal to full-batch
 training), kill (the last rank kills itself mid-collective; the others must raise naming it),
-errors (what npccl cannot do raises RuntimeError naming the op and the reason).
+errors (what npccl cannot do raises RuntimeError naming the op and the reason),
+powersgd (DDP with torch's PowerSGD hook, whose Future.then callbacks issue collectives and
+wait for them, beside the same run on gloo), then-wait (a minimal then-callback that waits on
+a second collective, through the future and through the Work), late-kill (3 ranks: rank 0
+busy outside torch, rank 1 in a barrier, rank 2 killed: rank 1 must raise naming rank 2
+before rank 0 comes back), deterministic (npushm.ccl_torch.set_deterministic: reductions of
+float32/float64/float16/bfloat16 bitwise equal to the rank-order reference).
 Each rank writes OUTDIR/SCENARIO.RANK.json: {case: [ok, message]}.
 """
 import functools
@@ -423,6 +429,157 @@ def scenario_kill(res):
         res["kill"] = [good, "raised after %.3f s: %s" % (dt, msg.splitlines()[0][:400])]
 
 
+def _ddp_model(seed):
+    import torch.nn as nn
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                         nn.Linear(64, 8))
+
+
+def scenario_powersgd(res):
+    import torch.nn as nn
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    rank, P = dist.get_rank(), dist.get_world_size()
+    gloo = dist.new_group(backend="gloo")
+    runs = {}
+    for name, pg in (("npccl", None), ("gloo", gloo)):
+        ddp = DDP(_ddp_model(0), process_group=pg)
+        # compress from the third step on, every layer (rank-1 approximations)
+        state = powerSGD.PowerSGDState(process_group=pg, matrix_approximation_rank=1,
+                                       start_powerSGD_iter=2, min_compression_rate=0.5)
+        ddp.register_comm_hook(state, powerSGD.powerSGD_hook)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+        for step in range(6):
+            gen = torch.Generator().manual_seed(2000 + 10 * step + rank)
+            x, y = torch.randn(16, 64, generator=gen), torch.randn(16, 8, generator=gen)
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        runs[name] = torch.cat([p.detach().reshape(-1) for p in ddp.module.parameters()])
+    flat = runs["npccl"]
+    allp = [torch.zeros_like(flat) for _ in range(P)]
+    dist.all_gather(allp, flat)
+    same = all(torch.equal(allp[0], a) for a in allp)
+    diff = (flat - runs["gloo"]).abs().max().item()
+    res["powersgd"] = [same and diff < 1e-4,
+                       "replicas %s, max difference to gloo's run %.2e" %
+                       ("identical" if same else "differ", diff)]
+
+
+def scenario_then_wait(res):
+    P = dist.get_world_size()
+    a = torch.ones(1000)
+
+    def via_future(fut):
+        b = torch.full((1000,), 2.0)
+        dist.all_reduce(b, async_op=True).get_future().wait()
+        return fut.value()[0] + b
+
+    def via_work(fut):
+        b = torch.full((1000,), 3.0)
+        dist.all_reduce(b, async_op=True).wait()
+        return fut.value()[0] + b
+
+    for name, cb, extra in (("then-wait future", via_future, 2), ("then-wait work", via_work, 3)):
+        a.fill_(1)
+        out = dist.all_reduce(a, async_op=True).get_future().then(cb).wait()
+        want = torch.full((1000,), float(P + extra * P))
+        res[name] = [bool(torch.equal(out, want)), str(out[:3].tolist())]
+    # chained: a callback's collective completes while the first callback still runs
+    c = torch.ones(10)
+    f = dist.all_reduce(c, async_op=True).get_future()
+    f2 = f.then(lambda fu: dist.all_reduce(fu.value()[0], async_op=True).get_future().wait()[0])
+    out = f2.then(lambda fu: dist.all_reduce(fu.value(), async_op=True).get_future().wait()[0]).wait()
+    res["then-wait chained"] = [bool(torch.equal(out, torch.full((10,), float(P ** 3)))),
+                                str(out[:3].tolist())]
+
+
+def scenario_late_kill(res, outdir):
+    rank = dist.get_rank()
+    back, named = os.path.join(outdir, "late-back"), os.path.join(outdir, "late-named")
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    if rank == 2:
+        dist.barrier(async_op=True)
+        time.sleep(0.3)
+        os.kill(os.getpid(), 9)
+    if rank == 0:
+        end = time.perf_counter() + 15
+        while not os.path.exists(named) and time.perf_counter() < end:
+            time.sleep(0.01)            # busy outside npccl
+        open(back, "w").close()
+    t0 = time.perf_counter()
+    try:
+        dist.barrier()
+        dist.barrier()
+        res["late-kill"] = [False, "no error"]
+    except RuntimeError as e:
+        late = os.path.exists(back)
+        if rank == 1:
+            open(named, "w").close()
+        msg = str(e).splitlines()[0][:400]
+        good = "rank 2" in msg and not (rank == 1 and late)
+        res["late-kill"] = [good, "raised after %.3f s%s: %s" % (
+            time.perf_counter() - t0, " (after rank 0 came back)" if late else "", msg)]
+
+
+def _det_inputs(rank, n, dt, salt):
+    g = torch.Generator().manual_seed(7919 * salt + rank)
+    x = (torch.rand(n, generator=g, dtype=torch.float64) - 0.5) * \
+        torch.pow(2.0, torch.randint(-8, 9, (n,), generator=g).double())
+    return x.to(dt)
+
+
+def _det_reference(P, n, dt, salt):
+    # the canonical order: ((x0 + x1) + x2) ..., each step rounded to the dtype
+    # (float16/bfloat16 added in float32), as docs/ccl.md states
+    acc = _det_inputs(0, n, dt, salt)
+    for r in range(1, P):
+        x = _det_inputs(r, n, dt, salt)
+        acc = (acc.float() + x.float()).to(dt) if dt in (torch.float16, torch.bfloat16) else acc + x
+    return acc
+
+
+def scenario_deterministic(res):
+    import npushm.ccl_torch as ct
+    rank, P = dist.get_rank(), dist.get_world_size()
+    ct.set_deterministic(True)
+    salt = 0
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        for n in (3, 1000, 300007):
+            salt += 1
+            want = _det_reference(P, n, dt, salt)
+            bits = lambda t: t.view(torch.int16 if t.element_size() == 2 else
+                                    torch.int32 if t.element_size() == 4 else torch.int64)
+            t = _det_inputs(rank, n, dt, salt)
+            dist.all_reduce(t)
+            ok = torch.equal(bits(t), bits(want))
+            t = _det_inputs(rank, n, dt, salt)
+            dist.all_reduce(t, async_op=True).wait()
+            ok = ok and torch.equal(bits(t), bits(want))
+            m = n - n % P
+            out = torch.empty(m // P, dtype=dt)
+            dist.reduce_scatter_tensor(out, _det_inputs(rank, n, dt, salt)[:m].contiguous())
+            ok = ok and torch.equal(bits(out), bits(want[rank * (m // P):(rank + 1) * (m // P)]))
+            t = _det_inputs(rank, n, dt, salt)
+            dist.reduce(t, dst=salt % P)
+            if rank == salt % P:
+                ok = ok and torch.equal(bits(t), bits(want))
+            res["deterministic %s n=%d" % (str(dt).split(".")[1], n)] = [
+                bool(ok), "all_reduce (sync, async), reduce_scatter_tensor, reduce: %s" %
+                ("bits equal the rank-order reference" if ok else "bits differ")]
+    # control: without the mode some result differs (inputs order-sensitive)
+    ct.set_deterministic(False)
+    differ = 0
+    for n in (1000, 300007):
+        salt += 1
+        t = _det_inputs(rank, n, torch.float32, salt)
+        dist.all_reduce(t)
+        differ += not torch.equal(t, _det_reference(P, n, torch.float32, salt))
+    res["deterministic control"] = [differ > 0, "%d of 2 default-mode results differ" % differ]
+
+
 def scenario_errors(res):
     rank, P = dist.get_rank(), dist.get_world_size()
     t = torch.ones(4)
@@ -463,15 +620,21 @@ def main():
         faulthandler.dump_traceback_later(float(os.environ["NPCCL_PY_TRACEBACK_AFTER"]))
     if scenario == "matrix-tcp":
         os.environ["NPCCL_DISABLE_SHM"] = "1"
+    if scenario == "deterministic":
+        # forced algorithms whose order is not the rank order: the mode must
+        # override them, and the control (mode off) must then differ
+        os.environ["NPCCL_ALGO"] = "allreduce=ring,reduce_scatter=ring,reduce=ring"
     import npushm.ccl_torch  # noqa: F401  registers "npccl"
     from datetime import timedelta
     rank = int(os.environ["RANK"])
     res = {}
-    timeout = timedelta(seconds=20 if scenario == "kill" else 120)
+    timeout = timedelta(seconds=20 if scenario in ("kill", "late-kill") else 120)
     try:
         dist.init_process_group("npccl", timeout=timeout)
         {"matrix": scenario_matrix, "matrix-tcp": lambda r: scenario_matrix(r, tcp=True),
-         "ddp": scenario_ddp, "kill": scenario_kill, "errors": scenario_errors}[scenario](res)
+         "ddp": scenario_ddp, "kill": scenario_kill, "errors": scenario_errors,
+         "deterministic": scenario_deterministic, "powersgd": scenario_powersgd, "then-wait": scenario_then_wait,
+         "late-kill": lambda r: scenario_late_kill(r, outdir)}[scenario](res)
     except Exception:
         res["worker"] = [False, traceback.format_exc()[-1500:]]
     with open(os.path.join(outdir, "%s.%d.json" % (scenario, rank)), "w") as f:

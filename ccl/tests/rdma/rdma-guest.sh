@@ -114,6 +114,24 @@ else
 fi
 echo "# hier: $(since "$t0") s"
 
+# 2b. deterministic reductions over RDMA, 2 hosts x 2 ranks (shm inside, RDMA
+#     between); every result's bits equal the rank-order reference computed by
+#     the test (--quick: the model's algorithm, 3 sizes: TCG is slow; the full
+#     set runs natively in suites ccl and ccl-netns)
+for layout in "1 1 2 2"; do
+	t0=$(up)
+	world=$(echo $layout | wc -w)
+	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env --quick
+	nok=$(cat "$out/det-$world".[0-9] | grep -c "^detcheck rank .* ok")
+	if [ "$nok" = "$world" ]; then
+		ok "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
+	else
+		notok "deterministic reductions over RDMA, hosts '$layout' ($nok of $world ranks ok)"
+		cat "$out/det-$world".[0-9] | sed 's/^/# /' | tail -8
+	fi
+	echo "# det $layout: $(since "$t0") s"
+done
+
 # 3. npccl_mem_alloc buffers: zero copy, registration cache invalidated by npccl_mem_free
 t0=$(up)
 launch zc 200 "1 2" "$BIN/ccl-test" env-zc
