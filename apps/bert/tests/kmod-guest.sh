@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-export NPT_GEMM=openblas # oneDNN JIT gave wrong results in the TCG guest (found 2026-12-03, open in issue 21)
 # SPDX-FileCopyrightText: 2026 The npushm authors
+export NPT_GEMM=openblas # oneDNN JIT gave wrong results in the TCG guest (found 2026-12-03, open in issue 21)
 # kmod-guest.sh - inside the test VM, with npushm.ko loaded (run-kmod-vm.sh):
 # the BERT engine on the kmod backend. Loads the test models into module
 # regions, runs npushm-bert on every case of IN/cases.txt (outputs, exit
