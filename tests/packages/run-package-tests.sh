@@ -12,6 +12,9 @@
 #
 #   run-package-tests.sh
 set -u
+# make and dpkg-buildpackage run as a user would start them, not as part of
+# the make that runs this suite (whose jobserver they cannot use)
+unset MAKEFLAGS MFLAGS MAKELEVEL
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$root/build}
 VERSION=$(cat "$root/VERSION")
@@ -105,14 +108,16 @@ dk=$work/dkms
 ko=$dk/npushm/$VERSION/$abi/$(uname -m)/module/npushm.ko
 mkdir -p "$dk"
 t0=$(date +%s)
-{
+# a subshell: a failed step ends the block, not the script (the result below
+# reports it)
+(
 	[ -n "$abi" ] || { echo "no test kernel: run make setup"; exit 1; }
 	dkms add -m npushm -v "$VERSION" --sourcetree "$x/usr/src" --dkmstree "$dk" &&
 	# sign_file: no module signing (it would create a MOK key pair on the host)
 	sign_file=/nonexistent dkms build -m npushm -v "$VERSION" -k "$abi" --sourcetree "$x/usr/src" \
 		--dkmstree "$dk" -j "$(nproc)" &&
 	modinfo -F version "$ko" | grep -qx "$VERSION" && modinfo -F vermagic "$ko" | grep -q "^$abi "
-} > "$log/dkms.log" 2>&1
+) > "$log/dkms.log" 2>&1
 st=$?
 t1=$(date +%s)
 result $st "dkms build -k $abi builds npushm.ko $VERSION from npushm-dkms ($((t1 - t0)) s)" "$log/dkms.log"
