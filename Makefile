@@ -3,8 +3,9 @@
 # npushm top-level Makefile.
 #
 #   make            build the userspace libraries, tools and tests (build/); the
-#                   C tests written with the kselftest harness (module selftests,
-#                   libnptensor's) only after make setup (they need the harness)
+#                   C tests written with the kselftest harness (the module's
+#                   selftests, the C tests of libnpushm, libnptensor, libnpccl
+#                   and libnpbert) only after make setup (they need the harness)
 #   make modules    build kmod/npushm.ko against KDIR
 #   make check      set up, build everything, run static checks and every
 #                   test suite (VM selftests included); ends "N passed, N failed"
@@ -58,7 +59,8 @@ include tools/install.mk
 
 # Plain "make" builds what can be built with the packages of "tools/setup.sh
 # build"; the C test programs written with the kselftest harness (HARNESS_BINS:
-# the module's selftests, libnptensor's C tests) also need the harness that
+# the module's selftests, the C tests of libnpushm, libnptensor, libnpccl and
+# libnpbert) also need the harness that
 # "make setup" extracts from linux-source-6.1: without it they are left out,
 # with a note (make check always has it).
 SELFTEST_HARNESS_FOUND := $(wildcard $(SELFTEST_HARNESS)/kselftest_harness.h)
@@ -74,7 +76,7 @@ JOBS = $$(case " $$MAKEFLAGS " in *" -j"*) ;; *) echo -j$$(nproc) ;; esac)
 user: build-deps
 	@$(MAKE) --no-print-directory $(JOBS) $(USER_BUILDABLE)
 ifeq ($(SELFTEST_HARNESS_FOUND),)
-	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, the C tests of libnptensor, libnpccl and libnpbert): run 'make setup' (as root) for them"
+	@echo "make: built all but the test programs that use the kselftest harness (the module's selftests, the C tests of libnpushm, libnptensor, libnpccl and libnpbert): run 'make setup' (as root) for them"
 endif
 
 build-deps:

@@ -7,7 +7,7 @@
  *
  *   npushm-bert [options] MODEL
  *
- * MODEL is the name of a model loaded with `npushm load FILE NAME` (shared
+ * MODEL is the name of a model loaded with `npushm load FILE --name NAME` (shared
  * by every process that attaches it), or a path to a .safetensors file,
  * which is then loaded for this run and removed afterwards unless --keep.
  * The batch comes from .npy files (--ids, --types, --mask), from a text
@@ -63,8 +63,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: npushm-bert [options] MODEL\n"
 		"Run a BERT encoder on a model shared through npushm (weights read in place).\n\n"
-		"MODEL                 a model loaded with `npushm load FILE NAME`, or a .safetensors\n"
-		"                      file (loaded for this run, removed afterwards unless --keep)\n"
+		"MODEL                 a model loaded with `npushm load FILE --name NAME`, or a\n"
+		"                      .safetensors file (loaded for this run, removed afterwards\n"
+		"                      unless --keep)\n"
 		"input, one of:\n"
 		"  --ids FILE.npy      token ids [batch, seq_len] (integers)\n"
 		"    --types FILE.npy  token type ids [batch, seq_len] (default all 0)\n"
