@@ -35,9 +35,8 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-. "$root/tools/tap-parts.sh"
-PART_HINT="sanitizer report above?"
-trap 'rm -rf "$tap_parts_tmp"' EXIT
+. "$root/tools/tap.sh"
+TAP_PART_HINT="sanitizer report above?"
 
 for t in "$SAN_BUILD"/libnpushm/test_*; do
 	part libnpushm env NPUSHM_BACKEND=posix "$t"
@@ -52,5 +51,4 @@ shm=/dev/shm/npushm-san-bert.$$
 mkdir -m 0700 "$shm"
 part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/bin/npbert-test"
 rm -rf "$shm"
-echo "1..$count"
-[ "$failed" = 0 ]
+tap_end

@@ -13,9 +13,9 @@ BIN=${1:?usage: run-ccl-tests.sh BINDIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-n=0 fail=0
+. "$root/tools/tap.sh"
 
-# run PART TIMEOUT CMD...: fold the part's TAP into ours (tools/tap-part)
+# run PART TIMEOUT CMD...: fold the part's TAP into ours (tools/tap.sh)
 run() {
 	part=$1 tmo=$2
 	shift 2
@@ -23,9 +23,7 @@ run() {
 	rc=$?
 	note="part $part"
 	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	"$root/tools/tap-part" "$n" "" "$rc" "$out/state" "$note" <"$out/$part.out"
-	set -- $(cat "$out/state")
-	n=$((n + $1)) fail=$((fail + $2))
+	tap_fold "" "$rc" "$note" <"$out/$part.out"
 	if [ "$rc" != 0 ]; then
 		sed 's/^/# /' "$out/$part.err" | tail -20
 	fi
@@ -60,7 +58,7 @@ for mpi in openmpi mpich; do
 	if [ "$rc" = 0 ] && [ "$good" = 3 ]; then
 		echo "ok $n - launch by mpirun.$mpi -np 3: init from its environment, collectives correct"
 	else
-		fail=$((fail + 1))
+		failed=$((failed + 1))
 		echo "not ok $n - launch by mpirun.$mpi -np 3 (exit $rc, $good of 3 ranks ok)"
 		sed 's/^/# /' "$out/$mpi.out" | tail -20
 	fi
@@ -80,21 +78,17 @@ n=$((n + 1))
 if [ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]; then
 	echo "ok $n - torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks"
 else
-	fail=$((fail + 1))
+	failed=$((failed + 1))
 	echo "not ok $n - torchrun-style environment, 4 ranks"
 	cat "$out"/torch.* | sed 's/^/# /' | tail -20
 fi
-# result OK DESCRIPTION [FILES...]: one TAP line; the files as diagnostics on failure
-result() {
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then
-		echo "ok $n - $2"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n - $2"
-		shift 2
-		cat "$@" 2>/dev/null | sed 's/^/# /' | tail -20
-	fi
+# check OK DESCRIPTION [FILES...]: one result, passing when OK is 1; the
+# files as diagnostics on failure (tools/tap.sh's result)
+check() {
+	_ok=$1
+	shift
+	[ "$_ok" = 1 ]
+	result $? "$@"
 }
 
 # ranks started with different sizes are told so, on both sides (file and TCP rendezvous)
@@ -114,15 +108,15 @@ mismatch() {
 		"$out/mm.0" "$out/mm.2" | wc -l)" = 2 ] && grep -q '^envcheck FAIL init' "$out/mm.1"
 }
 mismatch NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=size-mismatch && ok=1 || ok=0
-result $ok "file rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
+check $ok "file rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
 mismatch NPCCL_ROOT_ADDR=127.0.0.1:$((port + 1)) && ok=1 || ok=0
-result $ok "TCP rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
+check $ok "TCP rendezvous: ranks given 3 and 4 ranks report the size mismatch on both sides" "$out"/mm.*
 
 # the file rendezvous timeout names NPCCL_JOB_ID
 NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=nobody-writes NPCCL_RANK=1 NPCCL_NRANKS=2 \
 	NPCCL_BOOTSTRAP_TIMEOUT_MS=500 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/jobid" 2>&1
 grep -q "NPCCL_JOB_ID (here 'nobody-writes')" "$out/jobid" && ok=1 || ok=0
-result $ok "file rendezvous: the timeout names NPCCL_JOB_ID and the file" "$out/jobid"
+check $ok "file rendezvous: the timeout names NPCCL_JOB_ID and the file" "$out/jobid"
 
 # rank 0 killed after writing the file: the next run of the job (its other rank
 # started first) is not misled by the stale file, and no file stays behind
@@ -144,7 +138,7 @@ NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=0 NPCCL_NRANKS=2 \
 wait $w
 [ $stale = 1 ] && [ "$(cat "$out"/next.* | grep -c '^envcheck rank .* ok')" = 2 ] &&
 	[ -z "$(ls -A "$rdv")" ] && ok=1 || ok=0
-result $ok "file rendezvous: a file left by a killed rank 0 is replaced and removed by the next run" \
+check $ok "file rendezvous: a file left by a killed rank 0 is replaced and removed by the next run" \
 	"$out"/next.* "$out/killed.0"
 
 # ccl-perf: --help and --version, exit statuses, bad values refused before any rank starts
@@ -156,7 +150,7 @@ version=$(cat "$root/VERSION")
 [ $? = 2 ] && grep -q "allreduse' is not one of the collectives" "$out/perf.bad" || ok=0
 "$BIN/ccl-perf" -n 2 --frobnicate >>"$out/perf.bad" 2>&1
 [ $? = 2 ] || ok=0
-result $ok "ccl-perf --help (options, exit statuses), --version, bad values exit 2" \
+check $ok "ccl-perf --help (options, exit statuses), --version, bad values exit 2" \
 	"$out/perf.help" "$out/perf.bad"
 
 # the examples of the header's tutorial and of docs/ccl.md compile as written
@@ -177,7 +171,7 @@ sed -n '/^ \* Tutorial/,/^ \* Ranks on the same host/s/^ \*     //p' "$root/ccl/
 awk '/^```c/ { on = 1; next } /^```/ { if (on) exit } on' "$root/docs/ccl.md" >"$out/docs-example"
 examples "$out/tutorial" >"$out/tutorial.log" 2>&1 && grep -q npccl_comm_init_env "$out/tutorial" &&
 	examples "$out/docs-example" >>"$out/tutorial.log" 2>&1 && ok=1 || ok=0
-result $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall -Werror)" \
+check $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall -Werror)" \
 	"$out/tutorial.log"
 
 # NPCCL_TRANSPORT: a bad value fails communicator creation; rdma without a device
@@ -189,7 +183,7 @@ n=$((n + 1))
 if grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"; then
 	echo "ok $n - NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are"
 else
-	fail=$((fail + 1))
+	failed=$((failed + 1))
 	echo "not ok $n - NPCCL_TRANSPORT=rdmaa was not refused"
 	sed 's/^/# /' "$out/badtransport.0" | tail -5
 fi
@@ -208,10 +202,10 @@ else
 	if [ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]; then
 		echo "ok $n - NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)"
 	else
-		fail=$((fail + 1))
+		failed=$((failed + 1))
 		echo "not ok $n - NPCCL_TRANSPORT=rdma without devices was not refused on both ranks"
 		cat "$out"/needrdma.[01] | sed 's/^/# /' | tail -6
 	fi
 fi
 echo "1..$n"
-[ "$fail" = 0 ]
+[ "$failed" = 0 ]

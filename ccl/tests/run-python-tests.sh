@@ -19,13 +19,10 @@ timeout -k 10 1200 "$PY" -m pytest -q -p no:cacheprovider "$here/python" >"$out/
 rc=$?
 sed 's/^/# /' "$out/log" | tail -40
 echo "# pytest exit status $rc after $(($(date +%s) - t0)) s"
+. "$root/tools/tap.sh"
 if [ -s "$out/tap" ]; then
-	"$root/tools/tap-part" 0 "" "$rc" "$out/state" <"$out/tap"
+	tap_fold "" "$rc" "" <"$out/tap"
 else
-	echo "not ok 1 - pytest ran no test (exit status $rc)"
-	echo "1..1"
-	exit 1
+	result 1 "pytest ran no test (exit status $rc)"
 fi
-set -- $(cat "$out/state")
-echo "1..$1"
-[ "$rc" = 0 ] && [ "$2" = 0 ]
+tap_end && [ "$rc" = 0 ]

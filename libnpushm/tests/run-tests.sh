@@ -24,9 +24,9 @@ export BUILD NPUSHM_BACKEND
 [ "$NPUSHM_BACKEND" = kmod ] && unset NPUSHM_SHM_DIR
 cd "$root" || exit 1
 
-. "$root/tools/tap-parts.sh"
-PART_TIMES=1
-cleanup() { rm -rf "$tap_parts_tmp"; [ -n "${shmdir:-}" ] && rm -rf "$shmdir"; }
+. "$root/tools/tap.sh"
+TAP_PART_TIMES=1
+cleanup() { [ -n "${shmdir:-}" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
 
 echo "# libnpushm tests, backend $NPUSHM_BACKEND"
@@ -47,12 +47,9 @@ part python env PYTHONPATH="$root/python" "$root/tools/run-pytest.sh" "$here/tes
 
 # Nothing may be left behind: no region visible to `npushm ls`, no tmpfs file.
 left=$("$BUILD/bin/npushm" ls --json | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["regions"]; print(" ".join(n["name"] for x in r for n in x["names"]) or ("%d unnamed" % len(r) if r else ""))')
-count=$((count + 1))
 if [ -z "$left" ] && { [ -z "${shmdir:-}" ] || [ -z "$(ls -A "$shmdir")" ]; }; then
-	echo "ok $count - nothing left behind (no region, no shared-memory file)"
+	result 0 "nothing left behind (no region, no shared-memory file)"
 else
-	echo "not ok $count - left behind: $left $(ls -A "${shmdir:-/nonexistent}" 2>/dev/null)"
-	failed=$((failed + 1))
+	result 1 "nothing left behind: $left $(ls -A "${shmdir:-/nonexistent}" 2>/dev/null)"
 fi
-echo "1..$count"
-[ "$failed" = 0 ]
+tap_end

@@ -28,15 +28,13 @@ work=$BUILD/install-test
 D=$work/destdir
 D2=$work/destdir-local
 log=$work/log
-n=0
-fail=0
 rm -rf "$work"
 mkdir -p "$work" "$log"
 shmdir=$(mktemp -d /dev/shm/npushm-install-test.XXXXXX)
 trap 'rm -rf "$shmdir"' EXIT
 echo "1..27"
 
-. "$root/tools/tap-result.sh"
+. "$root/tools/tap.sh"
 
 # ---------------------------------------------------------------- install
 $MAKE -C "$root" --no-print-directory install DESTDIR="$D" PREFIX=/usr > "$log/install.log" 2>&1
@@ -234,4 +232,4 @@ result $? "make uninstall leaves no file, link or npushm directory behind (the b
 } > "$log/local.log" 2>&1
 result $? "the default prefix installs under /usr/local (multiarch libdir, Debian's local dist-packages) and uninstalls" \
 	"$log/local.log"
-exit $fail
+[ "$failed" = 0 ]

@@ -25,17 +25,9 @@ in=$BUILD/vm/bert-in
 out=$BUILD/vm/bert
 rm -rf "$in" "$out"
 mkdir -p "$in" "$out"
-state=$(mktemp)
 tmp=$(mktemp)
-trap 'rm -f "$state" "$tmp"' EXIT
-count=0
-failed=0
-fold() {
-	"$root/tools/tap-part" "$count" "$1" "$2" "$state" < "$tmp"
-	set -- $(cat "$state")
-	count=$((count + $1))
-	failed=$((failed + $2))
-}
+trap 'rm -f "$tmp"' EXIT
+. "$root/tools/tap.sh"
 
 "$PY" "$here/kmod_cases.py" prepare "$in" "$models" > "$tmp" 2>&1
 rc=$?
@@ -52,7 +44,7 @@ vmrc=$?
 [ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
 
 "$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
-fold numerics $?
+tap_fold numerics $? "" < "$tmp"
 
 {
 	echo "1..2"
@@ -71,21 +63,15 @@ fold numerics $?
 		echo "not ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
 	fi
 } > "$tmp"
-fold refusals 0
+tap_fold refusals 0 "" < "$tmp"
 
 if [ -f "$out/c.tap" ]; then
 	cp "$out/c.tap" "$tmp"
-	fold "c (kmod)" "$(cat "$out/c.rc" 2>/dev/null || echo 1)"
+	tap_fold "c (kmod)" "$(cat "$out/c.rc" 2>/dev/null || echo 1)" "" < "$tmp"
 else
 	echo "# no C test output came back from the VM" > "$tmp"
-	fold "c (kmod)" 1
+	tap_fold "c (kmod)" 1 "" < "$tmp"
 fi
-count=$((count + 1))
-if [ "$vmrc" = 0 ]; then
-	echo "ok $count - the VM ran to the end and the module unloaded cleanly"
-else
-	echo "not ok $count - the VM ran to the end and the module unloaded cleanly (status $vmrc)"
-	failed=$((failed + 1))
-fi
-echo "1..$count"
-[ "$failed" = 0 ]
+[ "$vmrc" = 0 ]
+result $? "the VM ran to the end and the module unloaded cleanly (status $vmrc)"
+tap_end

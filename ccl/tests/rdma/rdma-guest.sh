@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 BUILD=${BUILD:-$root/build}
 out=$(mktemp -d /tmp/rdma-tests.XXXXXX)
-n=0 fail=0
+. "$root/tools/tap.sh"
 . "$here/topology.sh"
 cleanup() {
 	topo_down
@@ -28,7 +28,7 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 # seconds since boot (the clock the guest keeps best under emulation)
 up() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(up)" 'BEGIN { printf "%.1f", b - a }'; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 # part NAME TIMEOUT CMD...: fold the part's TAP into ours
 part() {
 	pname=$1 tmo=$2
@@ -38,9 +38,7 @@ part() {
 	rc=$?
 	note="part $pname"
 	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	"$root/tools/tap-part" "$n" "$pname" "$rc" "$out/state" "$note" <"$out/$pname.out"
-	set -- $(cat "$out/state")
-	n=$((n + $1)) fail=$((fail + $2))
+	tap_fold "$pname" "$rc" "$note" <"$out/$pname.out"
 	[ "$rc" != 0 ] && sed 's/^/# /' "$out/$pname.err" | tail -20
 	echo "# part $pname: $(since "$t0") s"
 }
@@ -81,10 +79,9 @@ tap_job() {
 	t0=$(up)
 	rc=0
 	for f in "$out/$jname".*.rc; do [ "$(cat "$f")" = 0 ] || rc=$(cat "$f"); done
-	"$root/tools/tap-part" "$n" "$jname" "$rc" "$out/state" "job $jname" <"$out/$jname.0"
-	set -- $(cat "$out/state")
-	n=$((n + $1)) fail=$((fail + $2))
-	if [ "$2" != 0 ] || [ "$rc" != 0 ]; then
+	before=$failed
+	tap_fold "$jname" "$rc" "job $jname" <"$out/$jname.0"
+	if [ "$failed" != "$before" ] || [ "$rc" != 0 ]; then
 		for f in "$out/$jname".[1-9]; do sed 's/^/# /' "$f" | tail -8; done
 	fi
 }
@@ -247,4 +244,4 @@ echo "# cluster load: $(since "$t0") s"
 
 echo "# total: $(since 0) s since boot"
 echo "1..$n"
-[ "$fail" = 0 ]
+[ "$failed" = 0 ]
