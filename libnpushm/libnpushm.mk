@@ -2,12 +2,10 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
 #
-#   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests,
-#                            the demo and benchmark programs
+#   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests
+#                            and the benchmark program
 #   make check-libnpushm     the test suite on the posix backend, natively
 #   make check-libnpushm-kmod  the same suite on the kmod backend, in the VM
-#   make run-weights-demo    the shared-weights demo (4 workers attach a BERT-base-sized
-#                            model and read it); NPUSHM_BACKEND=kmod runs it in the VM
 #   make fuzz                libFuzzer on the safetensors header parser
 #                            (LIBNPUSHM_FUZZ_SECONDS, default 600)
 #   make bench-weights       the shared-weights benchmark (bench/weights/)
@@ -116,44 +114,17 @@ check-libnpushm: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm-kmod libnpushm/tests/run-kmod-vm.sh
 
-# --------------------------------------------------------------------- demo
-# make run-weights-demo: the shared-weights demo (make demo is the BERT serving
-# demo of apps/bert). Posix backend by default; NPUSHM_BACKEND=kmod runs it in the VM with the module
-# (pool of 1 GiB, no uid quota, 3 GiB of guest memory).
-LIBNPUSHM_DEMO := $(BINDIR)/npushm-demo
-LIBNPUSHM_DEMO_MODEL := $(BUILD)/demo/bert-base.safetensors
-LIBNPUSHM_DEMO_SRCS := $(wildcard $(LIBNPUSHM_DIR)/demo/*.c)
-USER_TARGETS += $(LIBNPUSHM_DEMO)
-
-$(LIBNPUSHM_DEMO): $(LIBNPUSHM_DEMO_SRCS) $(wildcard $(LIBNPUSHM_DIR)/demo/*.h) $(LIBNPUSHM_SO)
-	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -o $@ $(LIBNPUSHM_DEMO_SRCS) -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH)
-
-.PHONY: run-weights-demo
-run-weights-demo: $(LIBNPUSHM_DEMO)
-	@mkdir -p $(BUILD)/demo
-ifeq ($(NPUSHM_BACKEND),kmod)
-	@test -f kmod/npushm.ko || { echo "run-weights-demo: kmod/npushm.ko is not built; run make modules" >&2; exit 1; }
-	@$(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL) --generate-only
-	@echo "run-weights-demo: booting the VM with the npushm module (this takes a minute under TCG)..."
-	@mkdir -p $(BUILD)/vm/demo && rm -f $(BUILD)/vm/demo/demo.txt
-	@VM_QUIET=1 selftests/vm/run-vm.sh -m 3G -t 900 -o $(BUILD)/vm/demo -- \
-		env NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0" selftests/vm/with-module.sh \
-		sh -c 'NPUSHM_BACKEND=kmod $(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL) > $(BUILD)/vm/demo/demo.txt 2>&1'; \
-		rc=$$?; cat $(BUILD)/vm/demo/demo.txt; exit $$rc
-else
-	@NPUSHM_BACKEND=$${NPUSHM_BACKEND:-posix} $(LIBNPUSHM_DEMO) --model $(LIBNPUSHM_DEMO_MODEL)
-endif
-
 # ---------------------------------------------------------------- benchmark
 LIBNPUSHM_BENCH := $(BINDIR)/npushm-bench-weights
 USER_TARGETS += $(LIBNPUSHM_BENCH)
 
-$(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_DIR)/demo/memstat.c \
-		$(LIBNPUSHM_DIR)/demo/memstat.h $(LIBNPUSHM_SO)
+# memstat.c: npushm-bert's memory figures (apps/bert/cli)
+LIBNPUSHM_MEMSTAT_DIR := $(CURDIR)/apps/bert/cli
+$(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_MEMSTAT_DIR)/memstat.c \
+		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.h $(LIBNPUSHM_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_DIR)/demo -o $@ $(CURDIR)/bench/weights/weights_bench.c \
-		$(LIBNPUSHM_DIR)/demo/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm -pthread
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_MEMSTAT_DIR) -o $@ $(CURDIR)/bench/weights/weights_bench.c \
+		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm -pthread
 
 .PHONY: bench-weights
 bench-weights: $(LIBNPUSHM_BENCH)

@@ -49,12 +49,12 @@ $(BERT_ALIB): $(BERT_OBJS)
 	rm -f $@ && ar rcs $@ $(BERT_OBJS)
 
 # --dtype packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
-$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) $(LIBNPUSHM_DIR)/demo/memstat.c \
+$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) \
 		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(BERT_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' -I$(LIBNPUSHM_DIR)/demo \
+	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
 		-I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
-		$(LIBNPUSHM_DIR)/demo/memstat.c $(LIBNPUSHM_DIR)/cli/pack.c $(BERT_LIBS) -pthread
+		$(LIBNPUSHM_DIR)/cli/pack.c $(BERT_LIBS) -pthread
 
 $(BERT_GEN): $(BERT_DIR)/tools/gen_model.c
 	@mkdir -p $(dir $@)

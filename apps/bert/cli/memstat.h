@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * memstat.h - memory figures for the demo and the benchmark: per-process
+ * memstat.h - memory figures for npushm-bert --stats and the shared-weights
+ * benchmark (bench/weights, which builds this file too): per-process
  * RSS/PSS from /proc/PID/smaps_rollup and the system-wide Shmem/AnonPages
  * from /proc/meminfo (MemAvailable is too noisy on these machines).
  */
