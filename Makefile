@@ -43,6 +43,11 @@ USER_TARGETS :=
 CHECK_SUITES :=
 HARNESS_BINS :=
 
+# Linked into every test program: --help and --version answered before any
+# test runs (tests/common/test_usage.c).
+TEST_USAGE := $(CURDIR)/tests/common/test_usage.c
+TEST_USAGE_LINK = $(TEST_USAGE) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"'
+
 .PHONY: all modules setup check check-suites demo clean static-check
 all: user
 
@@ -56,6 +61,7 @@ include tools/sanitizers.mk
 include apps/bert/bert.mk
 include tools/licences.mk
 include tools/install.mk
+include tests/programs/programs.mk
 
 # Plain "make" builds what can be built with the packages of "tools/setup.sh
 # build"; the C test programs written with the kselftest harness (HARNESS_BINS:
@@ -103,7 +109,7 @@ VM_KDIR = /usr/src/linux-headers-$$(cat $(BUILD)/kernel/abi)
 # 8 minutes (the debug lane adds 6 when its kernel is cached); a clean CI
 # machine adds 4-6 minutes of apt installs and the build.
 CHECK_JOBS ?= $(shell n=$$(nproc); [ "$$n" -ge 2 ] && echo 2 || echo 1)
-CHECK_LONGEST := debug-lane ccl-rdma sanitizers packages ccl libnpushm-kmod module ccl-python bert-kmod bert static
+CHECK_LONGEST := debug-lane ccl-rdma sanitizers packages ccl libnpushm-kmod module ccl-python programs bert-kmod bert static
 CHECK_ORDER = $(filter $(CHECK_SUITES),$(CHECK_LONGEST)) $(filter-out $(CHECK_LONGEST),$(CHECK_SUITES))
 
 check:

@@ -61,21 +61,21 @@ $(CCL_ALIB): $(CCL_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(CCL_OBJS)
 
-$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
+$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
+$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-det-test: $(CCL_DIR)/tests/ccl_det_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB)
+$(BINDIR)/ccl-det-test: $(CCL_DIR)/tests/ccl_det_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
+	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_OBJS) $(CCL_NPUSHM_SO)
+$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_OBJS) $(CCL_NPUSHM_SO) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< \
+	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< $(TEST_USAGE_LINK) \
 		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)
 
 # npccl-load: one model load for a cluster (npccl_model_load)

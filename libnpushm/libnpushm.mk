@@ -73,12 +73,12 @@ HARNESS_BINS += $(LIBNPUSHM_TESTS)
 
 # Linked statically so the tests can reach the parser and the manifest checker.
 $(LIBNPUSHM_TESTDIR)/test_%: $(LIBNPUSHM_DIR)/tests/test_%.c $(LIBNPUSHM_DIR)/tests/harness.c \
-		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A)
+		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A) $(TEST_USAGE)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "libnpushm: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -I$(SELFTEST_HARNESS) \
-		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $< $(LIBNPUSHM_DIR)/tests/harness.c \
+		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $< $(LIBNPUSHM_DIR)/tests/harness.c $(TEST_USAGE_LINK) \
 		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
 
 # ------------------------------------------------------------------- fuzzing
@@ -121,9 +121,10 @@ USER_TARGETS += $(LIBNPUSHM_BENCH)
 # memstat.c: npushm-bert's memory figures (apps/bert/cli)
 LIBNPUSHM_MEMSTAT_DIR := $(CURDIR)/apps/bert/cli
 $(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_MEMSTAT_DIR)/memstat.c \
-		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.h $(LIBNPUSHM_SO)
+		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.h $(LIBNPUSHM_SO) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_MEMSTAT_DIR) -o $@ $(CURDIR)/bench/weights/weights_bench.c \
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_MEMSTAT_DIR) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' \
+		-o $@ $(CURDIR)/bench/weights/weights_bench.c \
 		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm -pthread
 
 .PHONY: bench-weights
@@ -141,7 +142,7 @@ USER_TARGETS += $(LIBNPUSHM_RDMA_TEST)
 endif
 
 $(LIBNPUSHM_RDMA_TEST): $(LIBNPUSHM_DIR)/tests/rdma/rdma_reg_test.c $(LIBNPUSHM_DIR)/include/npushm_rdma.h \
-		$(LIBNPUSHM_SO)
+		$(LIBNPUSHM_SO) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -Wno-sign-compare -I$(LIBNPUSHM_HARNESS) -o $@ $< -L$(LIBDIR) -lnpushm -libverbs \
+	$(CC) $(LIBNPUSHM_CFLAGS) -Wno-sign-compare -I$(LIBNPUSHM_HARNESS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpushm -libverbs \
 		$(LIBNPUSHM_TEST_RPATH)

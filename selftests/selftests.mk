@@ -37,17 +37,17 @@ USER_TARGETS += $(SELFTEST_BINS_ALL)
 .PHONY: selftests
 selftests: $(SELFTEST_BINS_ALL)
 
-$(SELFTEST_FAULTS): $(CURDIR)/selftests/npushm_faults.c $(wildcard $(CURDIR)/selftests/*.h) \
+$(SELFTEST_FAULTS): $(CURDIR)/selftests/npushm_faults.c $(wildcard $(CURDIR)/selftests/*.h) $(TEST_USAGE) \
 		$(CURDIR)/selftests/debug/fail_nth.h $(CURDIR)/include/uapi/linux/npushm.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_npushm_faults)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) $(SELFTEST_LDLIBS_npushm_faults)
 
 $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
-		$(CURDIR)/include/uapi/linux/npushm.h $(CURDIR)/kmod/test/npushm_test_uapi.h
+		$(CURDIR)/include/uapi/linux/npushm.h $(CURDIR)/kmod/test/npushm_test_uapi.h $(TEST_USAGE)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "selftests: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS_$*)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) $(SELFTEST_LDLIBS_$*)
 
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules

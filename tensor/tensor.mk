@@ -45,11 +45,11 @@ $(TENSOR_ALIB): $(TENSOR_OBJS)
 
 # The C tests use the kernel's kselftest_harness.h (make setup extracts it).
 HARNESS_BINS += $(TENSOR_TEST)
-$(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB)
+$(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB) $(TEST_USAGE)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) -o $@ $< \
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -I$(TENSOR_DIR)/include -I$(SELFTEST_HARNESS) -o $@ $< $(TEST_USAGE_LINK) \
 		-L$(LIBDIR) -lnptensor -Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 -include $(TENSOR_OBJS:.o=.d)
@@ -60,12 +60,12 @@ USER_TARGETS += $(TENSOR_BLOCKS_TEST)
 HARNESS_BINS += $(TENSOR_BLOCKS_TEST)
 CHECK_SUITES += tensor-blocks
 
-$(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB)
+$(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB) $(TEST_USAGE)
 	@test -f $(BUILD)/linux-source/tools/testing/selftests/kselftest_harness.h || \
 		{ echo "tensor: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-sign-compare -I$(TENSOR_DIR)/include \
-		-I$(BUILD)/linux-source/tools/testing/selftests -o $@ $< -L$(LIBDIR) -lnptensor \
+		-I$(BUILD)/linux-source/tools/testing/selftests -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnptensor \
 		-Wl,-rpath,$(LIBDIR) -lm -lpthread
 
 .PHONY: check-tensor-blocks
@@ -95,9 +95,10 @@ tensor-reduce-bench: $(TENSOR_LIB)
 GEMM_BENCH := $(BINDIR)/npt-gemm-bench
 USER_TARGETS += $(GEMM_BENCH)
 
-$(GEMM_BENCH): $(TENSOR_DIR)/tools/gemm_bench.c $(TENSOR_LIB)
+$(GEMM_BENCH): $(TENSOR_DIR)/tools/gemm_bench.c $(TENSOR_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -O2 -I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) \
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -O2 -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' \
+		-I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) \
 		-lnptensor -Wl,-rpath,$(LIBDIR) -lpthread
 
 .PHONY: gemm-bench

@@ -56,16 +56,16 @@ $(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) \
 		-I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
 		$(LIBNPUSHM_DIR)/cli/pack.c $(BERT_LIBS) -pthread
 
-$(BERT_GEN): $(BERT_DIR)/tools/gen_model.c
+$(BERT_GEN): $(BERT_DIR)/tools/gen_model.c $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(BERT_CFLAGS) -o $@ $<
+	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $<
 
 # The C API tests use kselftest_harness.h (extracted by tools/setup.sh).
-$(BERT_TEST): $(BERT_DIR)/tests/test_npbert.c $(BERT_LIB)
+$(BERT_TEST): $(BERT_DIR)/tests/test_npbert.c $(BERT_LIB) $(TEST_USAGE)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "bert: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(BERT_CFLAGS) -Wno-sign-compare -I$(SELFTEST_HARNESS) -o $@ $< $(BERT_LIBS) -lpthread
+	$(CC) $(BERT_CFLAGS) -Wno-sign-compare -I$(SELFTEST_HARNESS) -o $@ $< $(TEST_USAGE_LINK) $(BERT_LIBS) -lpthread
 
 -include $(BERT_OBJS:.o=.d)
 

@@ -585,6 +585,7 @@ int main(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' }, { "size", required_argument, NULL, 's' },
 		{ "max-workers", required_argument, NULL, 'w' }, { "quick", no_argument, NULL, 'q' },
 		{ "only", required_argument, NULL, 'o' }, { "attach-sizes", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = "/tmp";
@@ -604,10 +605,14 @@ int main(int argc, char **argv)
 		case 'q': quick = true; break;
 		case 'o': only = optarg; break;
 		case 'a': attach_sizes = optarg; break;
+		case 'V': printf("npushm-bench-weights (npushm) %s\n", NPUSHM_VERSION); return 0;
+		case 'h':
 		default:
-			fprintf(stderr, "usage: npushm-bench-weights [--dir DIR] [--size MiB] [--max-workers N] [--quick]\n"
-				"                            [--only load|attach|memory] [--attach-sizes 1,16,...]\n");
-			return 2;
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: npushm-bench-weights [--dir DIR] [--size MiB] [--max-workers N] [--quick]\n"
+				"                            [--only load|attach|memory] [--attach-sizes 1,16,...]\n"
+				"N workers sharing one model vs private copies and file mmap (bench/weights).\n");
+			return c == 'h' ? 0 : 2;
 		}
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))

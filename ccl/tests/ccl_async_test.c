@@ -642,6 +642,12 @@ static void run_kv(int p, int mode)
 	    now_ms() - t0);
 }
 
+/* --help (tests/common/test_usage.c) */
+const char npushm_test_usage[] =
+	"[--tcp]\n"
+	"Non-blocking collectives, threads, groups and key-value bootstrap, TAP on stdout\n"
+	"(make check-ccl runs it); --tcp: over TCP instead of shared memory.\n";
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);

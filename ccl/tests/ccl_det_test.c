@@ -366,6 +366,12 @@ static int cmd_env(void)
 	return ok ? 0 : 1;
 }
 
+/* --help (tests/common/test_usage.c) */
+const char npushm_test_usage[] =
+	"[--tcp] [--api] [--ranks A-B] | env [--quick]\n"
+	"Deterministic reductions: bits against the canonical-order reference, TAP on stdout\n"
+	"(make check-ccl runs it); env: one rank started by a launcher.\n";
+
 int main(int argc, char **argv)
 {
 	int lo = 2, hi = 5, tcp = 0, api = 0, failed = 0;

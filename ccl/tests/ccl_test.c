@@ -1940,6 +1940,16 @@ static int cmd_env_fault(int argc, char **argv)
 	return 0;
 }
 
+/* --help (tests/common/test_usage.c) */
+const char npushm_test_usage[] =
+	"COMMAND [ARGS]\n"
+	"ccl's collective tests, TAP on stdout (make check-ccl runs them). Commands:\n"
+	"  matrix [--full] [--tcp] [--ranks A-B]  every collective x dtype x count\n"
+	"  fault | misc | shm                      fault injection, API negatives, shared memory\n"
+	"  env-worker | env-loop | env-matrix | env-zc | env-usercache | env-fault NAME\n"
+	"                                          one rank started by a launcher (RANK, WORLD_SIZE,\n"
+	"                                          MASTER_ADDR, MASTER_PORT)\n";
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -218,7 +218,8 @@ int main(int argc, char **argv)
 		{ "vocab", required_argument, NULL, 'v' }, { "positions", required_argument, NULL, 'p' },
 		{ "type-vocab", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' },
 		{ "prefix", required_argument, NULL, 'P' }, { "no-pooler", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct cfg c = { 12, 768, 12, 3072, 30522, 512, 2, 42, "", 1 };
 	int o, err;
@@ -245,6 +246,7 @@ int main(int argc, char **argv)
 			continue;
 		case 'N': c.pooler = 0; continue;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("npushm-bert-gen (npushm) %s\n", NPUSHM_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 		errno = 0;
