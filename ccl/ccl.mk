@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# ccl.mk - build and test rules for ccl/ (collectives: libnpccl, tests, ccl-perf).
+# ccl.mk - build and test rules for ccl/ (collectives: libnpccl, its tests, npccl-load;
+# ccl-perf, installed as npccl-perf, is built by bench/bench.mk).
 #
 #   make                      builds build/lib/libnpccl.so and the test programs
 #   make check-ccl            unit + collective matrix + fault + negative tests
@@ -41,7 +42,7 @@ CCL_TEST_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -pthread -Wl,--
 	-I$(BUILD)/linux-source/tools/testing/selftests
 HARNESS_BINS += $(CCL_TEST_BINS)
 
-USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
+USER_TARGETS += $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/npccl-load
 
 $(CCL_OBJDIR)/%.o: $(CCL_DIR)/src/%.c $(wildcard $(CCL_DIR)/src/*.h $(CCL_DIR)/src/*/*.h) $(CCL_DIR)/include/npccl.h
 	@mkdir -p $(dir $@)
@@ -83,14 +84,6 @@ $(BINDIR)/npccl-load: $(CCL_DIR)/tools/npccl_load.c $(CCL_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $< \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib'
-
-# ccl-perf: the benchmark harness with the npccl backend
-CCL_BENCH_DIR := $(CURDIR)/bench/ccl
-$(BINDIR)/ccl-perf: $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend.h \
-		$(CCL_BENCH_DIR)/backend_npccl.c $(CCL_LIB) $(CURDIR)/VERSION
-	@mkdir -p $(dir $@)
-	$(CC) $(CCL_TEST_CFLAGS) -O2 -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(CCL_BENCH_DIR)/perf.c $(CCL_BENCH_DIR)/backend_npccl.c \
-		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 # ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
 CCL_PY_DIR := $(CURDIR)/python/npushm

@@ -17,12 +17,3 @@ CHECK_SUITES += static
 check-static:
 	@tools/run-suite static selftests/static-checks.sh
 
-# Benchmark (not a test): npushm regions vs memfd and POSIX shm, in the VM.
-KMOD_BENCH := $(BUILD)/bench/npushm_bench
-$(KMOD_BENCH): $(CURDIR)/bench/kmod/npushm_bench.c $(CURDIR)/include/uapi/linux/npushm.h
-	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -Wall -D_GNU_SOURCE -I$(CURDIR)/include/uapi -o $@ $<
-
-.PHONY: bench-kmod
-bench-kmod: $(KMOD_BENCH) modules
-	@bench/kmod/run.sh

@@ -3,12 +3,11 @@
 # libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
 #
 #   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests
-#                            and the benchmark program
+#                            (the benchmark program: bench/bench.mk)
 #   make check-libnpushm     the test suite on the posix backend, natively
 #   make check-libnpushm-kmod  the same suite on the kmod backend, in the VM
 #   make fuzz                libFuzzer on the safetensors header parser
 #                            (LIBNPUSHM_FUZZ_SECONDS, default 600)
-#   make bench-weights       the shared-weights benchmark (bench/weights/)
 
 LIBNPUSHM_DIR := $(CURDIR)/libnpushm
 LIBNPUSHM_OBJDIR := $(BUILD)/obj/libnpushm
@@ -113,23 +112,6 @@ check-libnpushm: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm libnpushm/tests/run-tests.sh
 check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm-kmod libnpushm/tests/run-kmod-vm.sh
-
-# ---------------------------------------------------------------- benchmark
-LIBNPUSHM_BENCH := $(BINDIR)/npushm-bench-weights
-USER_TARGETS += $(LIBNPUSHM_BENCH)
-
-# memstat.c: npushm-bert's memory figures (apps/bert/cli)
-LIBNPUSHM_MEMSTAT_DIR := $(CURDIR)/apps/bert/cli
-$(LIBNPUSHM_BENCH): $(CURDIR)/bench/weights/weights_bench.c $(LIBNPUSHM_MEMSTAT_DIR)/memstat.c \
-		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.h $(LIBNPUSHM_SO) $(CURDIR)/VERSION
-	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -I$(LIBNPUSHM_MEMSTAT_DIR) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' \
-		-o $@ $(CURDIR)/bench/weights/weights_bench.c \
-		$(LIBNPUSHM_MEMSTAT_DIR)/memstat.c -L$(LIBDIR) -lnpushm $(LIBNPUSHM_RPATH) -lm -pthread
-
-.PHONY: bench-weights
-bench-weights: $(LIBNPUSHM_BENCH)
-	@bench/weights/run.sh
 
 # ------------------------------------------------------ RDMA registration test
 # npushm_region_reg_mr on a real device: run in the test VM by the rdma suite

@@ -8,9 +8,6 @@
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make check-tensor-blocks  take, linear, attention against naive references (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
-#   make tensor-bench         the benchmark of bench/tensor (not part of check)
-#   make tensor-reduce-bench  reductions, layernorm, softmax in both reproducibility
-#                             modes (bench/tensor/reduce_run.sh; OLD=lib.so compares)
 
 TENSOR_DIR := $(CURDIR)/tensor
 TENSOR_OBJDIR := $(BUILD)/obj/tensor
@@ -72,7 +69,7 @@ $(TENSOR_BLOCKS_TEST): $(TENSOR_DIR)/tests/test_blocks.c $(TENSOR_LIB) $(TEST_US
 check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
 	@tools/run-suite tensor-blocks $(TENSOR_DIR)/tests/run-blocks.sh $(TENSOR_BLOCKS_TEST)
 
-.PHONY: check-tensor-c check-tensor-numpy tensor-sweep tensor-bench tensor-reduce-bench
+.PHONY: check-tensor-c check-tensor-numpy tensor-sweep
 check-tensor-c: $(TENSOR_TEST)
 	@tools/run-suite tensor-c $(TENSOR_TEST)
 
@@ -84,14 +81,9 @@ tensor-sweep: $(TENSOR_LIB)
 	env PYTHONPATH=$(CURDIR)/python NPUSHM_LIBDIR=$(LIBDIR) \
 		NPT_TEST_CASES=$${NPT_TEST_CASES:-20000} /usr/bin/python3 $(TENSOR_DIR)/tests/test_numpy.py
 
-tensor-bench: $(TENSOR_LIB)
-	$(CURDIR)/bench/tensor/run.sh
-
-tensor-reduce-bench: $(TENSOR_LIB)
-	BUILD=$(BUILD) $(CURDIR)/bench/tensor/reduce_run.sh $(if $(OLD),-o $(OLD))
-
 # npt-gemm-bench: GFLOP/s of the GEMM on BERT's linear shapes against the FMA
-# peak of the same run (a measuring tool, not a test): make gemm-bench
+# peak of the same run (a measuring tool, not a test): make bench-gemm
+# (bench/bench.mk)
 GEMM_BENCH := $(BINDIR)/npt-gemm-bench
 USER_TARGETS += $(GEMM_BENCH)
 
@@ -100,7 +92,3 @@ $(GEMM_BENCH): $(TENSOR_DIR)/tools/gemm_bench.c $(TENSOR_LIB) $(CURDIR)/VERSION
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -O2 -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' \
 		-I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) \
 		-lnptensor -Wl,-rpath,$(LIBDIR) -lpthread
-
-.PHONY: gemm-bench
-gemm-bench: $(GEMM_BENCH)
-	$(GEMM_BENCH) $(GEMM_BENCH_ARGS)

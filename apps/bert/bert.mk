@@ -10,7 +10,6 @@
 #   make run-demo         the serving demo (make demo = setup + build + this);
 #                         NPUSHM_BACKEND=kmod runs it in the VM with the module;
 #                         BERT_DEMO_ARGS="--workers 2 ..." passes options to demo.py
-#   make bench-bert       the benchmark against PyTorch (bench/bert/)
 
 BERT_DIR := $(CURDIR)/apps/bert
 BERT_OBJDIR := $(BUILD)/obj/bert
@@ -70,15 +69,12 @@ $(BERT_TEST): $(BERT_DIR)/tests/test_npbert.c $(BERT_LIB) $(TEST_USAGE)
 -include $(BERT_OBJS:.o=.d)
 
 CHECK_SUITES += bert bert-kmod
-.PHONY: check-bert check-bert-kmod bench-bert
+.PHONY: check-bert check-bert-kmod
 check-bert: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST) $(LIBNPUSHM_CLI)
 	@tools/run-suite bert apps/bert/tests/run-tests.sh
 
 check-bert-kmod: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(BERT_TEST) $(LIBNPUSHM_CLI)
 	@tools/run-suite bert-kmod apps/bert/tests/run-kmod-vm.sh
-
-bench-bert: $(BERT_LIB) $(BERT_CLI) $(BERT_GEN) $(LIBNPUSHM_CLI)
-	@bench/bert/run.sh
 
 # ---------------------------------------------------------------------- demo
 # make demo (top level) = setup + build + run-demo. Posix backend natively;

@@ -8,7 +8,7 @@
 # ceiling; several rounds (processes), each case's times given as ranges.
 #
 #   bench/tensor/reduce_run.sh [-o OLD_LIB.so] [-t THREADS] [-r ROUNDS] [-s SECONDS]
-#   make tensor-reduce-bench
+#   make bench-tensor-reduce
 #
 # OLD_LIB.so is another libnptensor.so (for example one built from an older commit).
 set -eu

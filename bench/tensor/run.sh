@@ -4,7 +4,7 @@
 # run.sh - the tensor benchmark: four cases of issue 4 against NumPy, numexpr,
 # PyTorch and a STREAM-style add, same thread count for everyone, one run.
 #
-#   bench/tensor/run.sh            (or: make tensor-bench)
+#   bench/tensor/run.sh            (or: make bench-tensor)
 #   NPT_BENCH_THREADS=1 bench/tensor/run.sh
 #
 # Unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (see DESIGN.md) and pins every
