@@ -452,8 +452,12 @@ static void case_abort(int me, int p, npccl_comm_t comm, const void *arg)
 {
 	float x = 1;
 	if (me != 0) {
-		usleep(200000);
-		return;	/* never joins the collectives; destroy follows */
+		/* never joins the collectives; destroy follows once rank 0 has
+		 * aborted (a fixed sleep lost the race on a loaded machine: the
+		 * peer's exit then failed the requests before the abort did) */
+		for (int i = 0; i < 20000 && !sh->done[0]; i++)
+			usleep(1000);
+		return;
 	}
 	npccl_request_t r[3];
 	for (int k = 0; k < 3; k++)
