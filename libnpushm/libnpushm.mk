@@ -111,7 +111,8 @@ CHECK_SUITES += libnpushm libnpushm-kmod
 check-libnpushm: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm libnpushm/tests/run-tests.sh
 check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
-	@tools/run-suite libnpushm-kmod libnpushm/tests/run-kmod-vm.sh
+	@tools/run-suite libnpushm-kmod selftests/vm/vm-suite.sh libnpushm -t $${LIBNPUSHM_VM_TIMEOUT:-400} -- \
+		env NPUSHM_BACKEND=kmod libnpushm/tests/run-tests.sh
 
 # ------------------------------------------------------ RDMA registration test
 # npushm_region_reg_mr on a real device: run in the test VM by the rdma suite

@@ -11,7 +11,7 @@
 #
 # Backend posix (default): the Python parts get a private directory under
 # /dev/shm as NPUSHM_SHM_DIR, removed afterwards. Backend kmod: run it where
-# the module is loaded and its instance mounted (run-kmod-vm.sh does so in the VM).
+# the module is loaded and its instance mounted (make check-libnpushm-kmod does so in the VM: selftests/vm/vm-suite.sh).
 # Exit status 1 if any test failed.
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -37,10 +37,12 @@ if [ $rc != 0 ]; then
 	echo "1..1"
 	exit 1
 fi
-VM_QUIET=1 selftests/vm/run-vm.sh -o "$out" -t "${BERT_VM_TIMEOUT:-400}" -- \
-	selftests/vm/with-module.sh "$here/kmod-guest.sh" "$in" "$models" "$out"
+# the guest writes its results into $out (= the VM's result share), its
+# output to $out/bert.tap (comments below when the run failed)
+selftests/vm/vm-suite.sh bert -t "${BERT_VM_TIMEOUT:-400}" -- "$here/kmod-guest.sh" "$in" "$models" "$out" \
+	> "$tmp" 2>&1
 vmrc=$?
-[ "$vmrc" = 0 ] || echo "# the VM run ended with status $vmrc (see $out/console.log)"
+[ "$vmrc" = 0 ] || sed 's/^/# /' "$tmp" | tail -20
 [ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
 
 "$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
