@@ -119,7 +119,7 @@ check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
 # soft-RoCE hosts in the test VM: the collectives, faults and the cluster
 # model load over the RDMA transport, npushm_region_reg_mr (ccl/tests/rdma/)
 check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(CCL_LOAD_BINS) $(LIBNPUSHM_RDMA_TEST) modules
-	@tools/run-suite ccl-rdma selftests/vm/vm-suite.sh ccl-rdma -t $${CCL_RDMA_VM_TIMEOUT:-600} -- \
+	@tools/run-suite ccl-rdma selftests/vm/vm-suite.sh ccl-rdma -t $${CCL_RDMA_VM_TIMEOUT:-1200} -- \
 		ccl/tests/rdma/rdma-guest.sh $(BINDIR)
 
 check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)
