@@ -110,7 +110,7 @@ VM_KDIR = /usr/src/linux-headers-$$(cat $(BUILD)/kernel/abi)
 # 8 minutes (the debug lane adds 6 when its kernel is cached); a clean CI
 # machine adds 4-6 minutes of apt installs and the build.
 CHECK_JOBS ?= $(shell n=$$(nproc); [ "$$n" -ge 2 ] && echo 2 || echo 1)
-CHECK_LONGEST := debug-lane ccl-rdma sanitizers packages ccl libnpushm-kmod module ccl-python programs bert-kmod bert static
+CHECK_LONGEST := debug-lane ccl-rdma ccl-python libnpushm-kmod ccl packages module sanitizers bert-kmod static bert programs
 CHECK_ORDER = $(filter $(CHECK_SUITES),$(CHECK_LONGEST)) $(filter-out $(CHECK_LONGEST),$(CHECK_SUITES))
 
 check:
