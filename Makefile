@@ -106,9 +106,10 @@ VM_KDIR = /usr/src/linux-headers-$$(cat $(BUILD)/kernel/abi)
 # the machine), the longest first so that both lanes end together; each
 # suite's output is printed whole when it ends (make -Otarget) and kept in
 # build/tap/SUITE.tap. CHECK_JOBS=1 runs them one after the other, as listed.
-# On a 2-core machine with the packages installed the suites take about
-# 8 minutes (the debug lane adds 6 when its kernel is cached); a clean CI
-# machine adds 4-6 minutes of apt installs and the build.
+# Measured (README, "Tests"): a clean clone on a 2-core machine with the
+# packages installed, debug lane off, under a load of 5-16 from other jobs:
+# 17 minutes, build included; a fresh machine adds its apt installs, a cached
+# debug kernel adds the debug lane (7 minutes serially).
 CHECK_JOBS ?= $(shell n=$$(nproc); [ "$$n" -ge 2 ] && echo 2 || echo 1)
 CHECK_LONGEST := debug-lane ccl-rdma ccl-python libnpushm-kmod ccl packages module sanitizers bert-kmod static bert programs
 CHECK_ORDER = $(filter $(CHECK_SUITES),$(CHECK_LONGEST)) $(filter-out $(CHECK_LONGEST),$(CHECK_SUITES))
