@@ -40,6 +40,8 @@ KDIR ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then echo /lib/module
 export KDIR
 
 USER_TARGETS :=
+# built by make check with everything else, before the suites (not by make)
+CHECK_PREBUILD :=
 CHECK_SUITES :=
 HARNESS_BINS :=
 
@@ -116,7 +118,7 @@ CHECK_ORDER = $(filter $(CHECK_SUITES),$(CHECK_LONGEST)) $(filter-out $(CHECK_LO
 
 check:
 	@tools/setup.sh
-	@$(MAKE) --no-print-directory $(JOBS) all modules KDIR=$(VM_KDIR)
+	@$(MAKE) --no-print-directory $(JOBS) all modules $(CHECK_PREBUILD) KDIR=$(VM_KDIR)
 	@rm -rf $(BUILD)/tap
 	@$(MAKE) --no-print-directory -k -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHECK_JOBS)),-Otarget) \
 		$(addprefix check-,$(CHECK_ORDER)) KDIR=$(VM_KDIR) || true

@@ -99,6 +99,8 @@ $(CCL_TORCH_SO): $(CCL_PY_DIR)/_npccl_torch.cpp $(CCL_DIR)/include/npccl.h $(CCL
 
 .PHONY: ccl-torch check-ccl-python check-ccl-python-full
 ccl-torch: $(CCL_TORCH_SO)
+# in make check's build step, so that suite ccl-python does not wait for it
+CHECK_PREBUILD += $(CCL_TORCH_SO)
 
 check-ccl-python: $(CCL_LIB) $(CCL_TORCH_SO)
 	@tools/run-suite ccl-python $(CCL_DIR)/tests/run-python-tests.sh
