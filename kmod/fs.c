@@ -61,7 +61,6 @@ MODULE_PARM_DESC(userns_mounts,
 		 "Instances may be mounted in user namespaces other than the initial one and size regions there (default N)");
 
 static struct vfsmount *npushm_anon_mnt;
-static atomic64_t npushm_next_ino = ATOMIC64_INIT(0);
 
 static const struct super_operations npushm_sops;
 static const struct inode_operations npushm_dir_iops;
@@ -142,6 +141,7 @@ void npushm_sb_release_bytes(struct super_block *sb, u64 bytes)
 static struct inode *npushm_get_inode(struct super_block *sb,
 				      const struct inode *dir, umode_t mode)
 {
+	unsigned long index;
 	struct inode *inode;
 	int ret;
 
@@ -153,7 +153,7 @@ static struct inode *npushm_get_inode(struct super_block *sb,
 		npushm_free_inode_slot(sb);
 		return ERR_PTR(-ENOMEM);
 	}
-	inode->i_ino = atomic64_inc_return(&npushm_next_ino);
+	inode->i_ino = npushm_id_next(&index);
 	inode_init_owner(&init_user_ns, inode, dir, mode);
 	inode->i_atime = current_time(inode);
 	inode->i_mtime = inode->i_atime;
@@ -860,6 +860,7 @@ static struct file_system_type npushm_anon_fs_type = {
  */
 int npushm_fs_init(void)
 {
+	npushm_id_init();
 	npushm_anon_mnt = kern_mount(&npushm_anon_fs_type);
 	return PTR_ERR_OR_ZERO(npushm_anon_mnt);
 }

@@ -162,8 +162,9 @@ static void npushm_nl_put_region(struct npushm_region *region)
 
 /*
  * The next region from *@pos that @cred may see, taken, or NULL; *@pos is
- * its id. The global lock is held only to find it: filling its message (a
- * scan of its pages for pins, an allocation) runs without, so creation and
+ * its index (creation order: regions made during a dump come after it).
+ * The global lock is held only to find it: filling its message (a scan of
+ * its pages for pins, an allocation) runs without, so creation and
  * eviction elsewhere never wait for a dump.
  */
 static struct npushm_region *npushm_nl_next_region(unsigned long *pos,
@@ -225,6 +226,7 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 	struct super_block *drop = NULL;
 	struct npushm_region *region;
 	struct sk_buff *msg;
+	u64 index;
 	int ret;
 
 	if (GENL_REQ_ATTR_CHECK(info, NPUSHM_A_REGION_ID)) {
@@ -237,8 +239,8 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out_put_cred;
 	}
 	mutex_lock(&npushm_regions_lock);
-	region = xa_load(&npushm_regions,
-			 nla_get_u64(info->attrs[NPUSHM_A_REGION_ID]));
+	index = npushm_id_to_index(nla_get_u64(info->attrs[NPUSHM_A_REGION_ID]));
+	region = index <= ULONG_MAX ? xa_load(&npushm_regions, index) : NULL;
 	if (!region || !npushm_nl_visible(region, cred, admin) ||
 	    !npushm_nl_get_region(region, &drop))
 		region = NULL;

@@ -57,7 +57,9 @@ extern const struct npushm_provider npushm_sysmem_provider;
 /**
  * struct npushm_region - the device memory behind one region file
  * @inode: the file's inode (the region is its i_private)
- * @id: unique id, the inode number, never reused while the module is loaded
+ * @id: the inode number: unique, never reused while the module is loaded,
+ *	carrying no count (region_id.c)
+ * @index: its key in npushm_regions, the counter behind @id (never shown)
  * @lock: protects the fields below
  * @size: bytes, a multiple of PAGE_SIZE; 0 until sized
  * @npages: @size in pages
@@ -80,6 +82,7 @@ extern const struct npushm_provider npushm_sysmem_provider;
 struct npushm_region {
 	struct inode *inode;
 	u64 id;
+	unsigned long index;
 
 	struct mutex lock;		/* protects size..readers */
 	size_t size;
@@ -174,6 +177,11 @@ int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
 			  void *ctx);
 int npushm_pool_init(void);
 void npushm_pool_exit(void);
+
+/* region_id.c */
+void npushm_id_init(void);
+u64 npushm_id_next(unsigned long *index);
+u64 npushm_id_to_index(u64 id);
 
 /* region.c */
 extern struct mutex npushm_regions_lock;

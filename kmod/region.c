@@ -55,8 +55,7 @@ DEFINE_XARRAY(npushm_regions);
  * npushm_region_init - set up the region of a new regular-file inode
  * @region: the region (the inode's private data), zeroed with its lock and
  *	list initialised
- * @inode: the inode; its i_ino, unique while the module is loaded, is the
- *	region's id
+ * @inode: the inode; its i_ino, from npushm_id_next(), is the region's id
  *
  * Return: 0 or -ENOMEM.
  */
@@ -68,8 +67,9 @@ int npushm_region_init(struct npushm_region *region, struct inode *inode)
 	region->account = npushm_account_uid(inode->i_uid);
 	region->provider = &npushm_sysmem_provider;
 	region->id = inode->i_ino;
+	region->index = npushm_id_to_index(region->id);
 	mutex_lock(&npushm_regions_lock);
-	ret = xa_insert(&npushm_regions, region->id, region, GFP_KERNEL);
+	ret = xa_insert(&npushm_regions, region->index, region, GFP_KERNEL);
 	mutex_unlock(&npushm_regions_lock);
 	return ret;
 }
@@ -127,7 +127,7 @@ static void npushm_region_free_pages(struct npushm_region *region,
 void npushm_region_destroy(struct npushm_region *region)
 {
 	mutex_lock(&npushm_regions_lock);
-	xa_erase(&npushm_regions, region->id);
+	xa_erase(&npushm_regions, region->index);
 	mutex_unlock(&npushm_regions_lock);
 	WARN_ON(region->nr_vmas || region->handles || region->dmabufs);
 	if (region->size)
