@@ -560,6 +560,8 @@ static int npushm_show_options(struct seq_file *m, struct dentry *root)
 		seq_printf(m, ",uid=%u", from_kuid_munged(&init_user_ns, sbi->uid));
 	if (!gid_eq(sbi->gid, GLOBAL_ROOT_GID))
 		seq_printf(m, ",gid=%u", from_kgid_munged(&init_user_ns, sbi->gid));
+	if (sbi->provider != &npushm_sysmem_provider)
+		seq_printf(m, ",provider=%s", sbi->provider->name);
 	return 0;
 }
 
@@ -589,6 +591,7 @@ struct npushm_fs_context {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	struct npushm_provider *provider;
 	unsigned int seen;
 };
 
@@ -601,6 +604,7 @@ enum npushm_param {
 	NPUSHM_OPT_MODE,
 	NPUSHM_OPT_UID,
 	NPUSHM_OPT_GID,
+	NPUSHM_OPT_PROVIDER,
 };
 
 static const struct fs_parameter_spec npushm_fs_parameters[] = {
@@ -609,6 +613,7 @@ static const struct fs_parameter_spec npushm_fs_parameters[] = {
 	fsparam_u32oct("mode", NPUSHM_OPT_MODE),
 	fsparam_u32("uid", NPUSHM_OPT_UID),
 	fsparam_u32("gid", NPUSHM_OPT_GID),
+	fsparam_string("provider", NPUSHM_OPT_PROVIDER),
 	{}
 };
 
@@ -666,6 +671,13 @@ static int npushm_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (!gid_valid(ctx->gid))
 			return invalf(fc, "npushm: gid=%u has no mapping", result.uint_32);
 		return 0;
+	case NPUSHM_OPT_PROVIDER:
+		npushm_provider_put(ctx->provider);
+		ctx->provider = npushm_provider_get(param->string);
+		if (!ctx->provider)
+			return invalf(fc, "npushm: provider=%s: not registered (sysmem is)",
+				      param->string);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -693,6 +705,8 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->mode = ctx->mode;
 	sbi->uid = ctx->uid;
 	sbi->gid = ctx->gid;
+	sbi->provider = ctx->provider ?: &npushm_sysmem_provider;
+	ctx->provider = NULL;
 	sb->s_fs_info = sbi;
 	sb->s_maxbytes = NPUSHM_MAX_SIZE;
 	sb->s_blocksize = PAGE_SIZE;
@@ -762,6 +776,9 @@ static int npushm_reconfigure(struct fs_context *fc)
 	if ((ctx->seen & NPUSHM_SEEN_INODES) && !ctx->nr_inodes &&
 	    fc->root->d_sb->s_user_ns != &init_user_ns)
 		return invalfc(fc, "npushm: nr_inodes=0 not in a user namespace");
+	if (ctx->provider && ctx->provider != sbi->provider)
+		return invalfc(fc, "npushm: provider=%s: the instance keeps provider %s",
+			       ctx->provider->name, sbi->provider->name);
 	if ((fc->sb_flags_mask & SB_RDONLY) && (fc->sb_flags & SB_RDONLY) &&
 	    !sb_rdonly(fc->root->d_sb) && npushm_sb_has_writers(fc->root->d_sb)) {
 		errorfc(fc, "npushm: a writable mapping or dma-buf export exists");
@@ -788,7 +805,11 @@ static int npushm_reconfigure(struct fs_context *fc)
 
 static void npushm_free_fc(struct fs_context *fc)
 {
-	kfree(fc->fs_private);
+	struct npushm_fs_context *ctx = fc->fs_private;
+
+	if (ctx)
+		npushm_provider_put(ctx->provider);
+	kfree(ctx);
 }
 
 static const struct fs_context_operations npushm_context_ops = {
@@ -832,8 +853,12 @@ static int npushm_anon_init_fs_context(struct fs_context *fc)
 
 static void npushm_kill_sb(struct super_block *sb)
 {
+	struct npushm_sb *sbi = NPUSHM_SB(sb);
+
 	kill_litter_super(sb);
-	kfree(sb->s_fs_info);
+	if (sbi)
+		npushm_provider_put(sbi->provider);
+	kfree(sbi);
 }
 
 static struct file_system_type npushm_fs_type = {

@@ -25,6 +25,7 @@
  * inotify or fanotify, which check the watcher's access to it.
  */
 #include <linux/cred.h>
+#include <linux/device.h>
 #include <linux/kdev_t.h>
 #include <linux/net.h>
 #include <linux/xarray.h>
@@ -60,6 +61,17 @@ static bool npushm_nl_visible(const struct npushm_region *region,
 			      const struct cred *cred, bool admin)
 {
 	return admin || uid_eq(region->inode->i_uid, cred->euid);
+}
+
+/* A provider's name and device. Return: 0 or -EMSGSIZE. */
+static int npushm_nl_put_provider_name(struct sk_buff *skb,
+				       const struct npushm_provider *provider)
+{
+	if (nla_put_string(skb, NPUSHM_A_PROVIDER_NAME, provider->name) ||
+	    (provider->dev && nla_put_string(skb, NPUSHM_A_PROVIDER_DEVICE,
+					     dev_name(provider->dev))))
+		return -EMSGSIZE;
+	return 0;
 }
 
 /* Put one region message into @skb. Return: 0 or -EMSGSIZE. */
@@ -102,7 +114,8 @@ static int npushm_nl_fill_region(struct sk_buff *skb, struct npushm_region *regi
 	     nla_put_u32(skb, NPUSHM_A_REGION_CHARGED_UID,
 			 from_kuid_munged(userns, region->charged))) ||
 	    nla_put_u32(skb, NPUSHM_A_REGION_DEV,
-			new_encode_dev(inode->i_sb->s_dev))) {
+			new_encode_dev(inode->i_sb->s_dev)) ||
+	    npushm_nl_put_provider_name(skb, region->provider)) {
 		mutex_unlock(&region->lock);
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
@@ -341,6 +354,58 @@ static int npushm_nl_uid_dumpit(struct sk_buff *skb, struct netlink_callback *cb
 	return skb->len;
 }
 
+struct npushm_nl_provider_put {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	bool global;
+};
+
+static int npushm_nl_put_provider(void *arg, const struct npushm_provider *p,
+				  u64 used)
+{
+	struct npushm_nl_provider_put *put = arg;
+	struct sk_buff *skb = put->skb;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(put->cb->skb).portid,
+			  put->cb->nlh->nlmsg_seq, &npushm_nl_family,
+			  NLM_F_MULTI, NPUSHM_CMD_PROVIDER_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (npushm_nl_put_provider_name(skb, p) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_CAPACITY, p->capacity,
+			      NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_CHUNK_SIZE,
+			      PAGE_SIZE << p->chunk_order, NPUSHM_A_PAD) ||
+	    (put->global &&
+	     nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_IN_USE, used,
+			       NPUSHM_A_PAD))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* A provider's bytes in use are a pool-wide figure: initial namespaces only. */
+static int npushm_nl_provider_dumpit(struct sk_buff *skb,
+				     struct netlink_callback *cb)
+{
+	struct npushm_nl_dump *ctx = (void *)cb->ctx;
+	struct npushm_nl_provider_put put = {
+		.skb = skb,
+		.cb = cb,
+		.global = (ctx->cred->user_ns == &init_user_ns &&
+			   sock_net(cb->skb->sk) == &init_net) || ctx->admin,
+	};
+	int ret;
+
+	ret = npushm_provider_for_each(&ctx->pos, npushm_nl_put_provider, &put);
+	if (ret && !skb->len)
+		return ret;
+	return skb->len;
+}
+
 static const struct genl_ops npushm_nl_ops[] = {
 	{
 		.cmd = NPUSHM_CMD_REGION_GET,
@@ -357,6 +422,12 @@ static const struct genl_ops npushm_nl_ops[] = {
 		.cmd = NPUSHM_CMD_UID_GET,
 		.start = npushm_nl_dump_start,
 		.dumpit = npushm_nl_uid_dumpit,
+		.done = npushm_nl_dump_done,
+	},
+	{
+		.cmd = NPUSHM_CMD_PROVIDER_GET,
+		.start = npushm_nl_dump_start,
+		.dumpit = npushm_nl_provider_dumpit,
 		.done = npushm_nl_dump_done,
 	},
 };

@@ -27,6 +27,8 @@
 #include <linux/uidgid.h>
 #include <uapi/linux/npushm.h>
 
+#include "npushm_provider.h"
+
 struct file;
 struct page;
 struct sk_buff;
@@ -34,25 +36,22 @@ struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
-/**
- * struct npushm_provider - where a region's memory comes from
- * @name: short name, for logs
- * @chunk_order: page order of the physically contiguous chunks it prefers
- * @alloc: fill @pages[0..@n) with zeroed pages; 0 or -errno (-ENOMEM
- *	rather than invoking the OOM killer, -EINTR when killed)
- * @free: give back @n pages; the caller holds the only reference to each
- *
- * The system-memory provider backs regions with kernel pages; a real
- * device (a PCI BAR, an accelerator driver) plugs in here.
- */
-struct npushm_provider {
-	const char *name;
-	unsigned int chunk_order;
-	int (*alloc)(struct page **pages, unsigned long n);
-	void (*free)(struct page **pages, unsigned long n);
-};
+extern struct npushm_provider npushm_sysmem_provider;
 
-extern const struct npushm_provider npushm_sysmem_provider;
+/* provider.c */
+struct npushm_provider *npushm_provider_get(const char *name);
+void npushm_provider_hold(struct npushm_provider *provider);
+void npushm_provider_put(struct npushm_provider *provider);
+int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
+			  unsigned long n);
+void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
+			  unsigned long n);
+int npushm_provider_for_each(unsigned long *pos,
+			     int (*put)(void *ctx, const struct npushm_provider *p,
+					u64 used),
+			     void *ctx);
+int npushm_provider_init(void);
+void npushm_provider_exit(void);
 
 /**
  * struct npushm_region - the device memory behind one region file
@@ -88,7 +87,7 @@ struct npushm_region {
 	size_t size;
 	unsigned long npages;
 	struct page **pages;
-	const struct npushm_provider *provider;
+	struct npushm_provider *provider;
 	kuid_t charged;
 	kuid_t account;
 	bool anonymous;
@@ -111,6 +110,7 @@ struct npushm_region {
  * @mode: mode= of the root directory
  * @uid: uid= of the root directory
  * @gid: gid= of the root directory
+ * @provider: provider= (referenced), where every region's memory comes from
  */
 struct npushm_sb {
 	spinlock_t lock;		/* protects used_bytes, free_inodes */
@@ -121,6 +121,7 @@ struct npushm_sb {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	struct npushm_provider *provider;
 };
 
 /**
@@ -167,7 +168,7 @@ void npushm_pool_count_failure(void);
 bool npushm_pool_global_visible(void);
 void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global);
 void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
-			unsigned long n, const struct npushm_provider *provider);
+			unsigned long n, struct npushm_provider *provider);
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
 			   kuid_t uid, bool global);
 int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,

@@ -24,7 +24,8 @@
 
 #define NPUSHM_SYSMEM_ORDER	9
 
-static void npushm_sysmem_free(struct page **pages, unsigned long n)
+static void npushm_sysmem_free(struct npushm_provider *provider,
+			       struct page **pages, unsigned long n)
 {
 	unsigned long i;
 
@@ -35,7 +36,8 @@ static void npushm_sysmem_free(struct page **pages, unsigned long n)
 	}
 }
 
-static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
+static int npushm_sysmem_alloc(struct npushm_provider *provider,
+			       struct page **pages, unsigned long npages)
 {
 	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT |
 			  __GFP_NOWARN | __GFP_RETRY_MAYFAIL;
@@ -70,11 +72,12 @@ static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
 	return 0;
 
 out_free:
-	npushm_sysmem_free(pages, done);
+	npushm_sysmem_free(provider, pages, done);
 	return ret;
 }
 
-const struct npushm_provider npushm_sysmem_provider = {
+/* Part of npushm.ko itself: no owner, so it holds no reference on it. */
+struct npushm_provider npushm_sysmem_provider = {
 	.name = "sysmem",
 	.chunk_order = NPUSHM_SYSMEM_ORDER,
 	.alloc = npushm_sysmem_alloc,

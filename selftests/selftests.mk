@@ -20,6 +20,7 @@ SELFTEST_CFLAGS := -O1 -g -Wall -D_GNU_SOURCE -pthread -I$(SELFTEST_HARNESS) \
 SELFTEST_LIBNL := $(shell pkg-config --cflags --libs libnl-genl-3.0 2>/dev/null)
 SELFTEST_LDLIBS_npushm_netlink_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
+SELFTEST_LDLIBS_npushm_provider_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_stress_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_reload := $(SELFTEST_LIBNL)
 
