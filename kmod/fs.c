@@ -43,6 +43,7 @@
 #include <linux/iversion.h>
 #include <linux/module.h>
 #include <linux/mount.h>
+#include <linux/nodemask.h>
 #include <linux/pagemap.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -562,6 +563,8 @@ static int npushm_show_options(struct seq_file *m, struct dentry *root)
 		seq_printf(m, ",gid=%u", from_kgid_munged(&init_user_ns, sbi->gid));
 	if (sbi->provider != &npushm_sysmem_provider)
 		seq_printf(m, ",provider=%s", sbi->provider->name);
+	if (sbi->allow_cpus)
+		seq_puts(m, ",allow_cpus");
 	return 0;
 }
 
@@ -592,6 +595,7 @@ struct npushm_fs_context {
 	kuid_t uid;
 	kgid_t gid;
 	struct npushm_provider *provider;
+	bool allow_cpus;
 	unsigned int seen;
 };
 
@@ -605,6 +609,7 @@ enum npushm_param {
 	NPUSHM_OPT_UID,
 	NPUSHM_OPT_GID,
 	NPUSHM_OPT_PROVIDER,
+	NPUSHM_OPT_ALLOW_CPUS,
 };
 
 static const struct fs_parameter_spec npushm_fs_parameters[] = {
@@ -614,6 +619,7 @@ static const struct fs_parameter_spec npushm_fs_parameters[] = {
 	fsparam_u32("uid", NPUSHM_OPT_UID),
 	fsparam_u32("gid", NPUSHM_OPT_GID),
 	fsparam_string("provider", NPUSHM_OPT_PROVIDER),
+	fsparam_flag("allow_cpus", NPUSHM_OPT_ALLOW_CPUS),
 	{}
 };
 
@@ -678,6 +684,9 @@ static int npushm_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalf(fc, "npushm: provider=%s: not registered (sysmem is)",
 				      param->string);
 		return 0;
+	case NPUSHM_OPT_ALLOW_CPUS:
+		ctx->allow_cpus = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -706,6 +715,7 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->uid = ctx->uid;
 	sbi->gid = ctx->gid;
 	sbi->provider = ctx->provider ?: &npushm_sysmem_provider;
+	sbi->allow_cpus = ctx->allow_cpus;
 	ctx->provider = NULL;
 	sb->s_fs_info = sbi;
 	sb->s_maxbytes = NPUSHM_MAX_SIZE;
@@ -727,7 +737,12 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 static int npushm_get_tree(struct fs_context *fc)
 {
 	struct npushm_fs_context *ctx = fc->fs_private;
+	int nid;
 
+	nid = ctx->provider ? npushm_provider_node(ctx->provider) : NUMA_NO_NODE;
+	if (nid != NUMA_NO_NODE && node_state(nid, N_CPU) && !ctx->allow_cpus)
+		return invalfc(fc, "npushm: provider=%s: node %d has CPUs: add allow_cpus",
+			       ctx->provider->name, nid);
 	if (fc->user_ns != &init_user_ns) {
 		if (!READ_ONCE(npushm_userns_mounts)) {
 			errorfc(fc, "npushm: user-namespace mounts are off (userns_mounts)");

@@ -36,7 +36,15 @@ struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
+/* provider_sysmem.c */
 extern struct npushm_provider npushm_sysmem_provider;
+int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid);
+void npushm_pages_free(struct page **pages, unsigned long n);
+
+/* provider_node.c */
+int npushm_provider_node(const struct npushm_provider *provider);
+int npushm_node_providers_init(void);
+void npushm_node_providers_exit(void);
 
 /* provider.c */
 struct npushm_provider *npushm_provider_get(const char *name);
@@ -111,6 +119,7 @@ struct npushm_region {
  * @uid: uid= of the root directory
  * @gid: gid= of the root directory
  * @provider: provider= (referenced), where every region's memory comes from
+ * @allow_cpus: allow_cpus: a node provider's node may have CPUs
  */
 struct npushm_sb {
 	spinlock_t lock;		/* protects used_bytes, free_inodes */
@@ -122,6 +131,7 @@ struct npushm_sb {
 	kuid_t uid;
 	kgid_t gid;
 	struct npushm_provider *provider;
+	bool allow_cpus;
 };
 
 /**

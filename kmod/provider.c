@@ -203,17 +203,25 @@ int npushm_provider_for_each(unsigned long *pos,
 }
 
 /**
- * npushm_provider_init - register the system-memory provider
+ * npushm_provider_init - register the system-memory and NUMA node providers
  *
  * Return: 0 or -errno.
  */
 int npushm_provider_init(void)
 {
-	return npushm_provider_register(&npushm_sysmem_provider);
+	int ret = npushm_provider_register(&npushm_sysmem_provider);
+
+	if (ret)
+		return ret;
+	ret = npushm_node_providers_init();
+	if (ret)
+		npushm_provider_unregister(&npushm_sysmem_provider);
+	return ret;
 }
 
-/** npushm_provider_exit - unregister it */
+/** npushm_provider_exit - unregister them */
 void npushm_provider_exit(void)
 {
+	npushm_node_providers_exit();
 	npushm_provider_unregister(&npushm_sysmem_provider);
 }

@@ -7,7 +7,11 @@
  * another module (npushm_test_provider.ko, next to NPUSHM_KO's test/
  * importer) backing regions: sized within its own capacity only, mapped,
  * sealed, exported, reported by INFO, /proc/self/mountinfo and netlink, its
- * module held while an instance uses it, and every page given back.
+ * module held while an instance uses it, and every page given back. And
+ * the NUMA node providers: "node:N" places every page on node N (checked
+ * with move_pages(2)), a full node is ENOMEM and never memory elsewhere, a
+ * node with CPUs needs allow_cpus. The module suite's VM has a memory-only
+ * node 1 (VM_NUMA_NODE1).
  */
 #include <linux/mount.h>
 #include <sys/mman.h>
@@ -206,7 +210,7 @@ TEST_F(npushm, registered_provider_backs_regions)
 	struct npushm_region_info info;
 	struct providers p = { "" };
 	int a, b, buf, ret, root;
-	char dir[64], *m;
+	char dir[64], *m, rname[32] = "";
 	uint64_t id;
 
 	ret = provider_load();
@@ -236,12 +240,8 @@ TEST_F(npushm, registered_provider_backs_regions)
 	EXPECT_TRUE(p.in_use_seen);
 	EXPECT_EQ(1024 * KiB, p.in_use_of_test);
 	id = info.id;
-	{
-		char name[32] = "";
-
-		ASSERT_EQ(0, nl_request(NPUSHM_CMD_REGION_GET, 0, &id, on_region_provider, name));
-		EXPECT_STREQ("test", name);
-	}
+	ASSERT_EQ(0, nl_request(NPUSHM_CMD_REGION_GET, 0, &id, on_region_provider, rname));
+	EXPECT_STREQ("test", rname);
 	/* mapped, written, sealed, exported like any region */
 	m = mmap(NULL, 768 * KiB, PROT_READ | PROT_WRITE, MAP_SHARED, a, 0);
 	ASSERT_NE(MAP_FAILED, m);
@@ -272,6 +272,160 @@ TEST_F(npushm, registered_provider_backs_regions)
 	EXPECT_EQ(0, ret);
 	/* unregistered with its module */
 	EXPECT_EQ(-EINVAL, npu_mount(dir, "provider=test"));
+}
+
+/* A node with memory and no CPUs (as qemu -numa gives), or -1. */
+static int memory_only_node(void)
+{
+	char path[96], buf[64];
+	int nid;
+
+	for (nid = 0; nid < 64; nid++) {
+		FILE *f;
+		size_t n;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", nid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		if (buf[0] == '\n' || !buf[0])
+			return nid;
+	}
+	return -1;
+}
+
+/* MemFree of node @nid, bytes. */
+static uint64_t node_free(int nid)
+{
+	char path[96], line[128];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", nid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Node %*d MemFree: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/* Pages of @p..@p+@len not on node @nid (move_pages(2) in query mode), or -1. */
+static long pages_off_node(void *p, size_t len, int nid)
+{
+	size_t n = len / 4096, i;
+	void **pages = calloc(n, sizeof(*pages));
+	int *status = calloc(n, sizeof(*status));
+	long off = 0;
+
+	if (!pages || !status)
+		return -1;
+	for (i = 0; i < n; i++)
+		pages[i] = (char *)p + i * 4096;
+	if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
+		off = -1;
+	for (i = 0; off >= 0 && i < n; i++)
+		off += status[i] != nid;
+	free(pages);
+	free(status);
+	return off;
+}
+
+/* Map region @fd of @len bytes, touch it, count its pages off node @nid. */
+static long region_off_node(int fd, size_t len, int nid)
+{
+	char *m = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	long off;
+
+	if (m == MAP_FAILED)
+		return -1;
+	off = pages_off_node(m, len, nid);
+	munmap(m, len);
+	return off;
+}
+
+#define MiB (1024 * KiB)
+
+TEST_F(npushm, node_provider_places_pages_on_its_node_only)
+{
+	int nid = memory_only_node(), root, fd, big, more, s;
+	struct npushm_region_info info;
+	char dir[64], opt[64];
+	uint64_t fill;
+
+	if (nid < 0)
+		SKIP(return, "no memory-only NUMA node (qemu -numa, VM_NUMA_NODE1)");
+	snprintf(opt, sizeof(opt), "provider=node:%d", nid);
+	ASSERT_EQ(0, npu_mount(dir, opt));
+	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, root);
+	fd = npu_create(root, "r", 4 * MiB, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_info(fd, &info));
+	EXPECT_STREQ(opt + strlen("provider="), info.provider);
+	EXPECT_EQ(0, region_off_node(fd, 4 * MiB, nid));
+	/* the same on sysmem lands on the CPUs' node 0 here: the check can tell */
+	s = npu_create(self->root, "s", 4 * MiB, 0600);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(0, region_off_node(s, 4 * MiB, 0));
+	close(s);
+	EXPECT_EQ(0, npu_unlink(self->root, "s"));
+	/* Fill the node: what it holds lands there; beyond, ENOMEM, never elsewhere. */
+	fill = node_free(nid);
+	ASSERT_LT(32 * MiB, fill);
+	fill = (fill - 24 * MiB) & ~(MiB - 1);
+	big = npu_tmpfile(root, 0, 0600);
+	ASSERT_LE(0, big);
+	ASSERT_EQ(0, npu_size(big, fill)) {
+		TH_LOG("%llu MiB of node %d's %llu MiB free", (unsigned long long)(fill >> 20),
+		       nid, (unsigned long long)(node_free(nid) >> 20));
+	}
+	EXPECT_EQ(0, region_off_node(big, fill, nid));
+	more = npu_tmpfile(root, 0, 0600);
+	ASSERT_LE(0, more);
+	EXPECT_EQ(-ENOMEM, npu_size(more, 48 * MiB));
+	close(more);
+	close(big);
+	close(fd);
+	close(root);
+	EXPECT_EQ(0, npu_umount(dir));
+}
+
+TEST_F(npushm, node_with_cpus_needs_allow_cpus)
+{
+	char dir[64], log[256] = "";
+	int fs, fd, root;
+	ssize_t n;
+
+	fs = fsopen_(NPUSHM_FS_TYPE, FSOPEN_CLOEXEC);
+	ASSERT_LE(0, fs);
+	ASSERT_EQ(0, fsconfig_(fs, FSCONFIG_SET_STRING, "provider", "node:0", 0));
+	EXPECT_EQ(-1, fsconfig_(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0));
+	EXPECT_EQ(EINVAL, errno);
+	n = read(fs, log, sizeof(log) - 1);
+	ASSERT_LT(0, n);
+	log[n] = 0;
+	EXPECT_NE(NULL, strstr(log, "node 0 has CPUs: add allow_cpus")) {
+		TH_LOG("the mount's log said: %s", log);
+	}
+	close(fs);
+	EXPECT_EQ(-EINVAL, npu_mount(dir, "provider=node:0"));
+	EXPECT_EQ(-EINVAL, npu_mount(dir, "provider=node:63"));
+	ASSERT_EQ(0, npu_mount(dir, "provider=node:0,allow_cpus"));
+	EXPECT_TRUE(mount_shows(dir, "provider=node:0,allow_cpus"));
+	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, root);
+	fd = npu_create(root, "r", 2 * MiB, 0600);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, region_off_node(fd, 2 * MiB, 0));
+	close(fd);
+	close(root);
+	EXPECT_EQ(0, npu_umount(dir));
 }
 
 TEST_HARNESS_MAIN

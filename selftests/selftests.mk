@@ -52,5 +52,6 @@ $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h
 
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
-	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" tools/run-suite module \
+	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" \
+		VM_NUMA_NODE1=$${VM_NUMA_NODE1:-256} tools/run-suite module \
 		selftests/vm/run-vm.sh -m 2G -t 900 -- selftests/run-module-tests.sh
