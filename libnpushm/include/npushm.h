@@ -359,7 +359,7 @@ typedef struct npushm_region_entry {
 	/* Added in 1.1: bytes pinned by GUP (RDMA MRs, ...), or UINT64_MAX (posix). */
 	uint64_t pinned_bytes;
 	/*
-	 * Added in 1.3: where its memory comes from: kmod, the provider of the
+	 * Added in 1.4: where its memory comes from: kmod, the provider of the
 	 * module instance it lives in ("sysmem" unless the instance was mounted
 	 * with -o provider=...), "" from a module that does not say; posix,
 	 * "shm" (POSIX shared memory). And that provider's device (a PCI address,
