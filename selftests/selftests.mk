@@ -7,7 +7,8 @@
 # check-module boots Debian's kernel in qemu (with swiotlb=force, so that
 # DMA goes through bounce buffers, and slub_debug poisoning the accounted
 # kmalloc caches the module's objects come from, so that a write to a freed
-# watch range is a kernel BUG on the stock kernel too, not silent), loads
+# watch range is a kernel BUG on the stock kernel too, not silent, and with a
+# memory-only NUMA node 1 of 256 MiB for the node providers), loads
 # the freshly built module and the
 # selftests' importer module, runs them all, then npushm_reload (which
 # unloads and reloads the module) (selftests/run-module-tests.sh).
