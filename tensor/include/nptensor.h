@@ -392,6 +392,17 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
  */
 NPT_API const char *npt_gemm_backend(void);
 
+/**
+ * What oneDNN got wrong on this CPU, or NULL. Before its first product the
+ * GEMM runs oneDNN once on a small problem (the product, a scaled product,
+ * GELU, tanh, ReLU) and compares with double arithmetic: a wrong activation
+ * is then applied by libnptensor after oneDNN's product, a wrong product
+ * sends every GEMM to OpenBLAS (both logged as warnings). The text names each
+ * wrong case and its error, e.g. "oneDNN's tanh is wrong by 0.43 at 1.2" (seen
+ * on qemu 7.2's emulated AVX2). Static string; thread-safe.
+ */
+NPT_API const char *npt_gemm_self_check(void);
+
 /** How a broadcast operand is expanded. */
 typedef enum npt_expand_mode {
 	NPT_EXPAND_AUTO = 0,    /**< FUSED for elementwise consumers, MATERIALIZE only
