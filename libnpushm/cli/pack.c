@@ -26,14 +26,28 @@ static int wanted(const npushm_tensor_t *t)
 	       !strcmp(t->name + n - 7, ".weight") && !strstr(t->name, "embeddings");
 }
 
+static int packed_count;
+static char first_refusal[512];
+
 static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
 {
 	size_t nbytes = 0;
 
-	if (!wanted(t) || npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
-					 NPUSHM_LAYOUT_TAG_MAX, &nbytes))
+	if (!wanted(t))
 		return 0;
+	if (npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
+			   NPUSHM_LAYOUT_TAG_MAX, &nbytes)) {
+		if (!first_refusal[0])
+			snprintf(first_refusal, sizeof(first_refusal), "%s", npt_last_error());
+		return 0;
+	}
+	packed_count++;
 	return nbytes;
+}
+
+const char *cli_packer_nothing_packed(void)
+{
+	return !packed_count && first_refusal[0] ? first_refusal : NULL;
 }
 
 static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst, uint64_t nbytes,

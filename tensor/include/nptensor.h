@@ -395,9 +395,11 @@ NPT_API const char *npt_gemm_backend(void);
 /**
  * What oneDNN got wrong on this CPU, or NULL. Before its first product the
  * GEMM runs oneDNN once on a small problem (the product, a scaled product,
- * GELU, tanh, ReLU) and compares with double arithmetic: a wrong activation
- * is then applied by libnptensor after oneDNN's product, a wrong product
- * sends every GEMM to OpenBLAS (both logged as warnings). The text names each
+ * GELU, tanh, ReLU; the int8 and bf16 products exactly on small integers)
+ * and compares with double arithmetic: a wrong activation is then applied by
+ * libnptensor after oneDNN's product, a wrong f32 product sends every GEMM to
+ * OpenBLAS, a wrong int8 or bf16 product makes weights in that precision
+ * refused by npt_pack_query/npt_tensor_set_packed (all logged as warnings). The text names each
  * wrong case and its error, e.g. "oneDNN's tanh is wrong by 0.43 at 1.2" (seen
  * on qemu 7.2's emulated AVX2). Static string; thread-safe.
  */

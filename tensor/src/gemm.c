@@ -33,7 +33,9 @@
  * wrong values on this CPU is no longer asked of oneDNN: its activation runs
  * here after the product (npt_act_rows_f32); a wrong product itself sends
  * every GEMM to OpenBLAS. Either is logged as a warning and named by
- * npt_gemm_self_check(). Found so: under qemu 7.2's TCG (AVX2 emulated)
+ * npt_gemm_self_check(). The int8 and bf16 products (where oneDNN has real
+ * kernels) are checked on small integers, exactly: a wrong one makes pack.c
+ * refuse to pack or read weights in that precision. Found so: under qemu 7.2's TCG (AVX2 emulated)
  * oneDNN 2.6.3's AVX2 tanh post-op is wrong by up to 0.4 while its GEMM and
  * the other post-ops are right.
  *
@@ -94,6 +96,7 @@ static gemm_cache_t *gemm_caches[GEMM_MAX_THREADS];
 static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
 static unsigned gemm_own_act; /* 1 << act: activations the self-check took from oneDNN */
 static char gemm_check[256]; /* what the self-check found wrong, "" when nothing */
+static unsigned gemm_bad_lowp; /* bit 0: oneDNN's bf16 product is wrong here, bit 1: int8 */
 
 static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_entry_t *e);
 static void entry_clear(gemm_entry_t *e);
@@ -546,6 +549,71 @@ out:
 	return ret;
 }
 
+/*
+ * The int8 (s8 x s8 -> s32) or bf16 (-> f32) product, [M, K] @ [N, K]^T on
+ * small integers, which both hold exactly: 1 when oneDNN's answer differs
+ * from the exact one, 0 when it agrees or has no real kernel (nothing used).
+ */
+static int check_lowp(dnnl_stream_t stream, int s8)
+{
+	enum { M = 20, K = 64, N = 48 };
+	static int8_t a8[M * K], b8[N * K];
+	static uint16_t a16[M * K], b16[N * K];
+	static int32_t c[M * N];
+	gemm_key_t k = { .M = M, .N = N, .K = K, .lda = K, .ldc = N, .s8 = s8, .bf16 = !s8,
+			 .alpha = 1.0f, .threads = 1 };
+	dnnl_dims_t wd = { K, N }, ws = { 1, K };
+	dnnl_memory_desc_t wmd;
+	gemm_entry_t e;
+	void *scratch = NULL;
+	int bad = 0;
+
+	memset(&e, 0, sizeof(e));
+	for (int i = 0; i < M * K; i++) {
+		a8[i] = (int8_t)((i * 37) % 255 - 127);
+		a16[i] = (uint16_t)(npt_f32_to_bf16((float)((i * 37) % 33 - 16)));
+	}
+	for (int i = 0; i < N * K; i++) {
+		b8[i] = (int8_t)((i * 11) % 255 - 127);
+		b16[i] = (uint16_t)(npt_f32_to_bf16((float)((i * 11) % 17 - 8)));
+	}
+	if (D->dnnl_memory_desc_init_by_strides(&wmd, 2, wd, s8 ? dnnl_s8 : dnnl_bf16, ws) ||
+	    entry_make(&k, &wmd, &e) || e.blas || !e.prim)
+		goto out;
+	if (e.scratch_bytes && !(scratch = aligned_alloc(64, (e.scratch_bytes + 63) / 64 * 64)))
+		goto out;
+	dnnl_exec_arg_t args[4] = {
+		{ DNNL_ARG_SRC, e.src }, { DNNL_ARG_WEIGHTS, e.wei }, { DNNL_ARG_DST, e.dst },
+		{ DNNL_ARG_SCRATCHPAD, e.scratch },
+	};
+
+	if (e.scratch_bytes)
+		D->dnnl_memory_set_data_handle(e.scratch, scratch);
+	D->dnnl_memory_set_data_handle(e.src, s8 ? (void *)a8 : (void *)a16);
+	D->dnnl_memory_set_data_handle(e.wei, s8 ? (void *)b8 : (void *)b16);
+	D->dnnl_memory_set_data_handle(e.dst, c);
+	if (D->dnnl_primitive_execute(e.prim, stream, e.scratch_bytes ? 4 : 3, args) ||
+	    D->dnnl_stream_wait(stream))
+		goto out;
+	for (int m = 0; m < M && !bad; m++)
+		for (int n = 0; n < N && !bad; n++) {
+			int64_t z = 0;
+			float f;
+
+			for (int i = 0; i < K; i++)
+				z += s8 ? (int64_t)a8[m * K + i] * b8[n * K + i] :
+				     (int64_t)((m * K + i) * 37 % 33 - 16) *
+				     ((n * K + i) * 11 % 17 - 8);
+			memcpy(&f, &c[m * N + n], sizeof(f));
+			bad = s8 ? c[m * N + n] != z : f != (float)z;
+		}
+out:
+	free(scratch);
+	if (e.prim || e.src)
+		entry_clear(&e);
+	return bad;
+}
+
 static void self_check(void)
 {
 	static const struct { int act; float alpha; const char *name; } cases[] = {
@@ -555,6 +623,7 @@ static void self_check(void)
 	};
 	const char *env = getenv("DNNL_MAX_CPU_ISA");
 	dnnl_stream_t stream;
+	int product_bad = 0;
 	size_t o = 0;
 
 	if (D->dnnl_stream_create(&stream, gemm_engine, dnnl_stream_default_flags))
@@ -569,14 +638,24 @@ static void self_check(void)
 		if (o < sizeof(gemm_check))
 			o += snprintf(gemm_check + o, sizeof(gemm_check) - o, "%soneDNN's %s is "
 				      "wrong by %.3g at %.3g", o ? "; " : "", cases[i].name, err, at);
-		if (i < 2)
+		if (i < 2) {
+			product_bad = 1;
 			break;
+		}
 		gemm_own_act |= 1u << cases[i].act;
+	}
+	for (int s8 = 0; s8 < 2 && !product_bad; s8++) {
+		if (!check_lowp(stream, s8))
+			continue;
+		gemm_bad_lowp |= 1u << s8;
+		if (o < sizeof(gemm_check))
+			o += snprintf(gemm_check + o, sizeof(gemm_check) - o, "%soneDNN's %s "
+				      "product is wrong", o ? "; " : "", s8 ? "int8" : "bf16");
 	}
 	D->dnnl_stream_destroy(stream);
 	if (!gemm_check[0])
 		return;
-	if (!gemm_own_act) {
+	if (product_bad) {
 		npt_log(NPT_LOG_WARN, "gemm: %s on this CPU (%s%s): using OpenBLAS; "
 			"DNNL_MAX_CPU_ISA=avx or lower may give right oneDNN kernels", gemm_check,
 			env ? "DNNL_MAX_CPU_ISA=" : "ISA ", env ? env : "as detected");
@@ -584,8 +663,17 @@ static void self_check(void)
 		gemm_engine = NULL;
 		return;
 	}
-	npt_log(NPT_LOG_WARN, "gemm: %s on this CPU: that activation runs after oneDNN's "
-		"product instead", gemm_check);
+	npt_log(NPT_LOG_WARN, "gemm: %s on this CPU: %s%s%s", gemm_check,
+		gemm_own_act ? "those activations run after oneDNN's product instead" : "",
+		gemm_own_act && gemm_bad_lowp ? "; " : "",
+		gemm_bad_lowp ? "packed weights in that precision are refused and the float32 "
+		"weights used" : "");
+}
+
+int npt_gemm_lowp_wrong(int s8)
+{
+	pthread_once(&gemm_once, gemm_init);
+	return (gemm_bad_lowp >> !!s8) & 1;
 }
 
 NPT_API const char *npt_gemm_self_check(void)

@@ -773,10 +773,8 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 			fprintf(stderr, "%s: %d of %d packed weights not used: %s\n", prog,
 				total - used, total, why);
 		if (chk && rank == 0)
-			fprintf(stderr, "%s: GEMM self-check on this CPU: %s; %s\n", prog, chk,
-				strncmp(npt_gemm_backend(), "openblas", 8) ?
-				"those activations run after oneDNN's product instead" :
-				"the GEMM runs on OpenBLAS instead");
+			fprintf(stderr, "%s: GEMM self-check on this CPU: %s; worked around "
+				"(GEMM: %s)\n", prog, chk, npt_gemm_backend());
 	}
 	npbert_get_config(bert, &c);
 	npbert_get_memory(bert, &mem);
