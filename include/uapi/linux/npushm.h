@@ -337,8 +337,8 @@ struct npushm_space_open {
 #define NPUSHM_SPACE_OPEN_SIZE_VER0	8
 
 /* struct npushm_space_grant_req.flags */
-#define NPUSHM_GRANT_READ	(1U << 0)
-#define NPUSHM_GRANT_WRITE	(1U << 1)
+#define NPUSHM_GRANT_READ	_BITUL(0)
+#define NPUSHM_GRANT_WRITE	_BITUL(1)
 #define NPUSHM_GRANT_ALL	(NPUSHM_GRANT_READ | NPUSHM_GRANT_WRITE)
 
 /**
