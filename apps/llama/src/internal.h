@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * internal.h - structures shared by the libnpllama sources: the layout read
+ * from the model, the weight views, the engine and a sequence.
+ */
+#ifndef NPLLAMA_INTERNAL_H
+#define NPLLAMA_INTERNAL_H
+
+#define NPLLAMA_BUILDING_LIBRARY 1
+#include "npllama.h"
+#include "nptensor.h"
+
+#define NPL_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- status.c ---- */
+NPL_HIDDEN npllama_status_t npl_fail(npllama_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* TENSOR (or NO_MEMORY) with the tensor library's message and what we did */
+NPL_HIDDEN npllama_status_t npl_tensor_fail(npt_status_t s, const char *what);
+
+/* ---- layout.c: the model's tensors checked against the Llama layout ---- */
+typedef struct {
+	npushm_tensor_t ln1, q, k, v, o, ln2, gate, up, down;
+} npl_layer_src_t;
+
+typedef struct {
+	npllama_config_t cfg;
+	npushm_tensor_t embed, norm, head;	/* head == embed when tied */
+	npl_layer_src_t *layers;		/* cfg.layers of them; free() */
+} npl_layout_t;
+
+NPL_HIDDEN npllama_status_t npl_layout_read(npushm_model_t *m, npl_layout_t *out);
+
+/* ---- weights.c: zero-copy nptensor views of the linear weights ---- */
+typedef struct {
+	npt_tensor_t *q, *k, *v, *o, *gate, *up, *down;	/* [out, in] */
+	const float *ln1, *ln2;				/* [hidden], in the mapping */
+} npl_layer_t;
+
+typedef struct {
+	const float *embed, *norm;	/* in the mapping */
+	npt_tensor_t *head;		/* [vocab, hidden] */
+	npl_layer_t *layers;
+} npl_weights_t;
+
+NPL_HIDDEN npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l,
+					     npl_weights_t *w);
+NPL_HIDDEN void npl_weights_free(npl_weights_t *w, int layers);
+
+/* ---- kernels.c: the small per-token math around the projections ---- */
+NPL_HIDDEN void npl_rmsnorm(const float *x, const float *w, int n, double eps, float *out);
+/* rotate-half RoPE of @heads heads of @d floats each, at position @pos */
+NPL_HIDDEN void npl_rope(float *x, int heads, int d, int pos, const float *inv_freq,
+			 double scale);
+NPL_HIDDEN void npl_swiglu(float *gate, const float *up, int n);
+/* causal attention of one query row over @len cached keys/values */
+NPL_HIDDEN void npl_attend(const float *q, const float *kc, const float *vc, int len, int stride,
+			   int d, float scale, float *scores, float *out);
+
+/* ---- forward.c ---- */
+struct npllama_seq;
+NPL_HIDDEN npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n,
+					float *logits);
+
+struct npllama {
+	npl_layout_t layout;
+	npllama_config_t cfg;
+	npl_weights_t w;
+	npushm_dev_t *dev;		/* for the sequences' regions */
+	float *inv_freq;		/* head_dim / 2 RoPE frequencies */
+	int nseqs;			/* live sequences */
+};
+
+struct npllama_seq {
+	struct npllama *e;
+	npushm_region_t *region;	/* the KV cache */
+	float *kv;			/* its mapping: [layers][2][capacity][kv_heads * head_dim] */
+	uint64_t kv_bytes;
+	int capacity, len;
+	/* activations for up to act_tokens tokens, grown on demand */
+	float *x, *h, *q, *att, *mid, *up, *scores;
+	int act_tokens;
+};
+
+#endif
