@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+"""test_llama.py - the npushm Llama engine (npushm-llama, libnpllama) against
+the plain-PyTorch reference (apps/llama/reference/llama_ref.py, no KV cache:
+it recomputes the whole sequence every step) on the same safetensors files,
+and every refusal of the command: ids outside the vocabulary, prompts past
+the context, metadata that contradicts the shapes, KV heads that do not
+divide the heads, missing or non-F32 tensors, bad options.
+
+f32: the logits of the prefill and of every decode step within 1e-4 of the
+reference's largest magnitude at that step, greedy tokens identical over 32
+steps. Run by run-tests.sh (make check-llama) on the posix backend.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import gen
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+import llama_ref  # noqa: E402
+
+TOL = 1e-4
+STEPS = 32
+_REFS = {}
+
+
+def reference(path):
+    if path not in _REFS:
+        import torch
+        torch.set_num_threads(1)
+        w, meta = llama_ref.read_safetensors(path)
+        _REFS[path] = llama_ref.Llama(w, meta)
+    return _REFS[path]
+
+
+def run(tools, workdir, model, prompt, n, extra=(), check=True, logits=True):
+    base = os.path.join(workdir, "case")
+    np.save(base + ".prompt.npy", np.asarray(prompt, dtype=np.int64))
+    for f in (base + ".ids.npy", base + ".logits.npy"):
+        if os.path.exists(f):
+            os.unlink(f)
+    args = [tools.llama, model, "--ids", base + ".prompt.npy", "--max-new", str(n),
+            "--out", base + ".ids.npy"]
+    if logits:
+        args += ["--logits", base + ".logits.npy"]
+    r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=300)
+    if not check:
+        r.wrote = os.path.exists(base + ".ids.npy")
+        return r
+    assert r.returncode == 0, "npushm-llama failed (%d): %s" % (r.returncode, r.stderr)
+    ids = np.load(base + ".ids.npy")
+    assert ids.dtype == np.int64 and ids.shape == (n,)
+    return ids, np.load(base + ".logits.npy") if logits else None
+
+
+def prompt_for(vocab, length, seed):
+    return np.random.default_rng(seed).integers(0, vocab, size=length, dtype=np.int64)
+
+
+def assert_close(got, want, what):
+    assert got.shape == want.shape, "%s: shape %s, reference %s" % (what, got.shape, want.shape)
+    for step in range(want.shape[0]):
+        scale = float(np.abs(want[step]).max())
+        err = float(np.abs(got[step] - want[step]).max())
+        assert err <= TOL * scale, "%s: step %d (%s) differs by %.3g, allowed %.3g" % (
+            what, step, "prefill" if step == 0 else "decode", err, TOL * scale)
+
+
+@pytest.mark.parametrize("name", ["tiny", "tied", "mha-scaled", "mqa", "wide"])
+def test_matches_reference(tools, workdir, models, name):
+    ref = reference(models[name])
+    prompt = prompt_for(ref.vocab, 7, seed=11)
+    want_ids, want_logits = ref.generate(prompt, STEPS)
+    ids, logits = run(tools, workdir, models[name], prompt, STEPS, ["--greedy"])
+    assert_close(logits, want_logits, name)
+    assert list(ids) == list(want_ids), "%s: greedy tokens differ from the reference" % name
+
+
+@pytest.mark.parametrize("length", [1, 31])
+def test_prompt_lengths(tools, workdir, models, length):
+    """One-token prompt; a prompt that with 33 new tokens fills the context (64) exactly."""
+    ref = reference(models["tiny"])
+    prompt = prompt_for(ref.vocab, length, seed=length)
+    n = 64 - length + 1 if length > 1 else 8
+    want_ids, want_logits = ref.generate(prompt, n)
+    ids, logits = run(tools, workdir, models["tiny"], prompt, n)
+    assert_close(logits, want_logits, "prompt of %d" % length)
+    assert list(ids) == list(want_ids)
+
+
+def test_threads_agree(tools, workdir, models):
+    """One thread and two give the same tokens and logits within the tolerance."""
+    prompt = prompt_for(512, 9, seed=5)
+    a_ids, a_log = run(tools, workdir, models["wide"], prompt, 8, ["--threads", "1"])
+    b_ids, b_log = run(tools, workdir, models["wide"], prompt, 8, ["--threads", "2"])
+    assert list(a_ids) == list(b_ids)
+    assert_close(a_log, b_log, "threads 1 vs 2")
+
+
+def test_loaded_model_by_name(tools, workdir, models):
+    """`npushm load FILE NAME`, then npushm-llama NAME: the same results as from the file."""
+    prompt = prompt_for(96, 5, seed=3)
+    want_ids, want_logits = run(tools, workdir, models["tiny"], prompt, 6)
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", "llama-test-tiny"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    try:
+        ids, logits = run(tools, workdir, "llama-test-tiny", prompt, 6)
+    finally:
+        subprocess.run([tools.npushm, "rm", "llama-test-tiny"], capture_output=True)
+    assert list(ids) == list(want_ids)
+    assert np.array_equal(logits, want_logits)
+
+
+def test_info(tools, models):
+    r = subprocess.run([tools.llama, models["mha-scaled"], "--info"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    info = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert info["kv_heads"] == "4" and info["heads"] == "4" and info["layers"] == "1"
+    assert float(info["rope_theta"]) == 500000 and float(info["rope_scale"]) == 4
+    assert float(info["rms_eps"]) == 1e-5 and info["context"] == "48"
+    r = subprocess.run([tools.llama, models["tied"], "--info"], capture_output=True, text=True)
+    assert "tied 1" in r.stdout
+
+
+# ------------------------------------------------------------------ sampling
+
+def test_sampling_replays_with_a_seed(tools, workdir, models):
+    prompt = prompt_for(96, 4, seed=9)
+    opts = ["--temperature", "1.5", "--top-p", "0.95", "--seed"]
+    a, _ = run(tools, workdir, models["tiny"], prompt, STEPS, opts + ["7"])
+    b, _ = run(tools, workdir, models["tiny"], prompt, STEPS, opts + ["7"])
+    c, _ = run(tools, workdir, models["tiny"], prompt, STEPS, opts + ["8"])
+    greedy, _ = run(tools, workdir, models["tiny"], prompt, STEPS)
+    assert list(a) == list(b), "the same seed gave other tokens"
+    assert list(a) != list(c), "seeds 7 and 8 gave the same 32 tokens"
+    assert list(a) != list(greedy), "sampling at temperature 1.5 gave the greedy tokens"
+    assert all(0 <= t < 96 for t in a)
+
+
+def test_top_p_keeps_the_nucleus(tools, workdir, models):
+    """top-p so small that only the most likely token remains: the greedy tokens."""
+    prompt = prompt_for(96, 4, seed=9)
+    greedy, _ = run(tools, workdir, models["tiny"], prompt, STEPS)
+    nucleus, logits = run(tools, workdir, models["tiny"], prompt, STEPS,
+                          ["--temperature", "1", "--top-p", "1e-9", "--seed", "3"])
+    assert list(nucleus) == list(greedy)
+
+
+def test_sampled_tokens_lie_in_the_nucleus(tools, workdir, models):
+    """Every sampled token is within the top-p set of its step's logits."""
+    prompt = prompt_for(96, 4, seed=2)
+    ids, logits = run(tools, workdir, models["tiny"], prompt, STEPS,
+                      ["--temperature", "0.8", "--top-p", "0.5", "--seed", "1"])
+    for step, (tok, row) in enumerate(zip(ids, logits)):
+        p = np.exp((row.astype(np.float64) - row.max()) / 0.8)
+        p /= p.sum()
+        order = np.argsort(-p, kind="stable")
+        keep = order[: int(np.searchsorted(np.cumsum(p[order]), 0.5) + 1)]
+        assert tok in keep, "step %d: token %d is outside the top-p set %s" % (step, tok, keep)
+
+
+# ------------------------------------------------------------------ refusals
+
+def refused(r, *phrases, status=1):
+    assert r.returncode == status, "exit %d (want %d): %s" % (r.returncode, status, r.stderr)
+    for p in phrases:
+        assert p in r.stderr, "message lacks %r: %s" % (p, r.stderr)
+    assert not getattr(r, "wrote", False), "an output was written despite the refusal"
+
+
+def test_refuses_ids_outside_vocab(tools, workdir, models):
+    refused(run(tools, workdir, models["tiny"], [3, 96, 4], 2, check=False),
+            "id 96", "outside the vocabulary 0..95")
+    refused(run(tools, workdir, models["tiny"], [-1], 2, check=False), "id -1")
+
+
+def test_refuses_prompt_past_context(tools, workdir, models):
+    r = run(tools, workdir, models["tiny"], prompt_for(96, 60, 1), 6, check=False)
+    refused(r, "need 65 positions", "context is 64")
+    r = run(tools, workdir, models["tiny"], prompt_for(96, 65, 1), 1, check=False)
+    refused(r, "context is 64")
+
+
+def test_refuses_bad_prompt_files(tools, workdir, models):
+    base = os.path.join(workdir, "bad")
+    np.save(base + ".empty.npy", np.zeros(0, dtype=np.int64))
+    np.save(base + ".two.npy", np.zeros((2, 3), dtype=np.int64))
+    for f, phrase in ((base + ".empty.npy", "at least one token"),
+                      (base + ".two.npy", "2 x 3 ids")):
+        r = subprocess.run([tools.llama, models["tiny"], "--ids", f, "--max-new", "2", "--out",
+                            base + ".out.npy"], capture_output=True, text=True)
+        refused(r, phrase)
+
+
+def hostile(workdir, name, args):
+    path = os.path.join(workdir, "hostile-" + name + ".safetensors")
+    gen(path, list(args))
+    return path
+
+
+@pytest.mark.parametrize("name,args,phrases", [
+    ("kv-contradicts", ["--meta", "num_key_value_heads=1"],
+     ["num_key_value_heads = 1", "k_proj.weight' has 32 rows", "contradicts"]),
+    ("kv-not-dividing", ["--heads", "4", "--kv-heads", "3"],
+     ["3 KV heads do not divide 4 attention heads"]),
+    ("hidden-contradicts", ["--meta", "hidden_size=128"],
+     ["hidden_size = 128", "model.embed_tokens.weight", "64 columns"]),
+    ("layers-contradict", ["--meta", "num_hidden_layers=3"], ["num_hidden_layers = 3"]),
+    ("vocab-contradicts", ["--meta", "vocab_size=100"], ["vocab_size = 100", "96 rows"]),
+    ("heads-not-dividing", ["--meta", "num_attention_heads=5"],
+     ["num_attention_heads = 5", "does not divide the hidden size 64"]),
+    ("theta-bad", ["--meta", "rope_theta=fast"], ["rope_theta = 'fast'"]),
+    ("scaling-unknown", ["--meta", "rope_scaling={\"type\": \"yarn\", \"factor\": 2}"],
+     ["linear scaling only"]),
+    ("missing-tensor", ["--omit", "model.layers.1.mlp.up_proj.weight"],
+     ["no tensor 'model.layers.1.mlp.up_proj.weight'"]),
+    ("f16-tensor", ["--f16", "model.layers.0.self_attn.o_proj.weight"],
+     ["o_proj.weight' is F16", "float32"]),
+    ("ffn-mismatch", ["--omit", "model.layers.1.mlp.down_proj.weight"],
+     ["down_proj.weight"]),
+])
+def test_refuses_hostile_models(tools, workdir, models, name, args, phrases):
+    path = hostile(workdir, name, args)
+    r = run(tools, workdir, path, [1, 2, 3], 2, check=False)
+    refused(r, *phrases)
+
+
+@pytest.mark.parametrize("extra,phrase", [
+    (["--greedy", "--temperature", "1"], "--greedy picks the most likely token"),
+    (["--top-p", "0.5"], "go with --temperature"),
+    (["--temperature", "0"], "--temperature must be > 0"),
+    (["--temperature", "1", "--top-p", "0"], "--top-p must be in (0, 1]"),
+    (["--temperature", "1", "--top-p", "1.5"], "--top-p must be in (0, 1]"),
+    (["--max-new", "0"], "--max-new wants an integer in 1.."),
+    (["--threads", "0"], "--threads wants an integer"),
+])
+def test_refuses_bad_options(tools, workdir, models, extra, phrase):
+    r = run(tools, workdir, models["tiny"], [1, 2], 2, extra, check=False)
+    refused(r, phrase, status=2)
+
+
+def test_refuses_missing_model(tools, workdir):
+    r = run(tools, workdir, "no-such-llama-model", [1], 1, check=False)
+    assert r.returncode == 1 and "no-such-llama-model" in r.stderr
+    r = run(tools, workdir, os.path.join(workdir, "nothing.safetensors"), [1], 1, check=False)
+    assert r.returncode == 1 and "nothing.safetensors" in r.stderr
