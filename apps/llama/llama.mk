@@ -35,12 +35,14 @@ $(LLAMA_ALIB): $(LLAMA_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LLAMA_OBJS)
 
-# the .npy reader and writer are the BERT command's (apps/bert/cli/npy.c)
+# the .npy reader and writer are the BERT command's (apps/bert/cli/npy.c); --dtype
+# packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
 $(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c) $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/npy.h \
-		$(LLAMA_LIB) $(CURDIR)/VERSION
+		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(LLAMA_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
-		-I$(BERT_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) $(BERT_DIR)/cli/npy.c \
+		-I$(BERT_DIR)/cli -I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) \
+		$(BERT_DIR)/cli/npy.c $(LIBNPUSHM_DIR)/cli/pack.c \
 		-L$(LIBDIR) -lnpllama -lnptensor -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 -include $(LLAMA_OBJS:.o=.d)

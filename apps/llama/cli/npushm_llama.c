@@ -28,9 +28,10 @@
 #include "npushm.h"
 #include "nptensor.h"
 #include "npy.h"
+#include "pack.h"
 
 struct args {
-	const char *model, *ids, *out, *logits;
+	const char *model, *ids, *out, *logits, *prompt_logits, *dtype;
 	int max_new, threads, greedy, sampled, keep, info;
 	double temperature, top_p;
 	unsigned long long seed;
@@ -57,6 +58,12 @@ static void usage(FILE *f)
 		"  --seed S           ... with this seed (default 0): the same seed, the same tokens\n"
 		"  --out FILE.npy     write the N generated ids (int64)\n"
 		"  --logits FILE.npy  write the [N, vocab] float32 logits they were picked from\n"
+		"  --prompt-logits FILE.npy  also write the logits after each prompt token\n"
+		"                     [prompt length, vocab] (the prompt is then fed one token at\n"
+		"                     a time: for accuracy checks)\n"
+		"  --dtype f32|bf16|int8  (a .safetensors MODEL) also store the projections packed\n"
+		"                     for this CPU's GEMM (bf16: rounded; int8: quantised per\n"
+		"                     output channel, inputs per row), as `npushm load --dtype`\n"
 		"  --threads N        threads of the projections (default $NPT_NUM_THREADS or all CPUs)\n"
 		"  --info             print the model's configuration and exit\n"
 		"  --keep             keep a model loaded from a file published after the run\n"
@@ -109,7 +116,7 @@ static int parse_int(const char *opt, const char *s, long long lo, long long hi,
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_MAX_NEW, O_GREEDY, O_TEMP, O_TOP_P, O_SEED, O_OUT, O_LOGITS,
-	       O_THREADS, O_INFO, O_KEEP, O_VERSION };
+	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS },
 		{ "max-new", required_argument, NULL, O_MAX_NEW },
@@ -119,6 +126,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "out", required_argument, NULL, O_OUT },
 		{ "logits", required_argument, NULL, O_LOGITS },
+		{ "prompt-logits", required_argument, NULL, O_PROMPT_LOGITS },
+		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "info", no_argument, NULL, O_INFO }, { "keep", no_argument, NULL, O_KEEP },
 		{ "version", no_argument, NULL, O_VERSION }, { "help", no_argument, NULL, 'h' },
@@ -134,6 +143,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_IDS: a->ids = optarg; break;
 		case O_OUT: a->out = optarg; break;
 		case O_LOGITS: a->logits = optarg; break;
+		case O_PROMPT_LOGITS: a->prompt_logits = optarg; break;
+		case O_DTYPE:
+			if (!cli_packer(optarg)) {
+				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
+					"CPU), bf16 (rounded to bfloat16) or int8 (quantised per output "
+					"channel)\n", prog, optarg);
+				return -1;
+			}
+			a->dtype = optarg;
+			break;
 		case O_GREEDY: a->greedy = 1; break;
 		case O_INFO: a->info = 1; break;
 		case O_KEEP: a->keep = 1; break;
@@ -224,19 +243,23 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 			return die("%s: %s (a model name has no '/'; a file must be a regular "
 				   ".safetensors file)", a->model,
 				   errno ? strerror(errno) : "not a regular file");
+		if (a->dtype)
+			return die("--dtype applies to a .safetensors MODEL; a loaded model carries "
+				   "what `npushm load --dtype` stored for it");
 		snprintf(name, len, "%s", a->model);
 		return 0;
 	}
 	if (npushm_file_hash(a->model, hash, hex))
 		return die("%s", npushm_last_error());
-	snprintf(name, len, "npushm-llama.%.16s", hex);
+	snprintf(name, len, "npushm-llama.%.16s%s%s", hex, a->dtype ? "." : "",
+		 a->dtype ? a->dtype : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
 		npushm_model_detach(m);
 		return 0;
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return die("%s", npushm_last_error());
-	npushm_load_opts_t lo = { .mode = 0600 };
+	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL };
 
 	if (npushm_model_load(dev, a->model, name, &lo, NULL))
 		rc = die("%s", npushm_last_error());
@@ -257,12 +280,39 @@ static void unload(const char *name)
 	}
 }
 
-static void print_info(const npllama_config_t *c)
+static void print_info(const npllama_t *llm, const npllama_config_t *c)
 {
+	const char *why;
+	int used, total;
+
 	printf("layers %d\nhidden %d\nheads %d\nkv_heads %d\nhead_dim %d\nffn %d\nvocab %d\n"
 	       "context %d\ntied %d\nrope_theta %g\nrope_scale %g\nrms_eps %g\n", c->layers,
 	       c->hidden, c->heads, c->kv_heads, c->head_dim, c->ffn, c->vocab, c->context,
 	       c->tied, c->rope_theta, c->rope_scale, c->rms_eps);
+	why = npllama_packed_weights(llm, &used, &total);
+	printf("packed %d/%d%s%s\n", used, total, why ? " " : "", why ? why : "");
+}
+
+/* the prompt one token at a time, keeping the logits after each */
+static int prompt_logits(const struct args *a, npllama_seq_t *seq, const int64_t *prompt, int n,
+			 int vocab, float *last)
+{
+	float *all = malloc(sizeof(float) * (size_t)n * (size_t)vocab);
+	int64_t shape[2] = { n, vocab };
+	char err[512];
+	int rc = 0;
+
+	if (!all)
+		return die("out of memory for %d x %d logits", n, vocab);
+	for (int i = 0; i < n && !rc; i++)
+		if (npllama_seq_feed(seq, &prompt[i], 1, all + (size_t)i * (size_t)vocab))
+			rc = die("%s", npllama_last_error());
+	if (!rc && npy_write_f32(a->prompt_logits, 2, shape, all, err, sizeof(err)))
+		rc = die("%s", err);
+	if (!rc)
+		memcpy(last, all + (size_t)(n - 1) * (size_t)vocab, sizeof(float) * (size_t)vocab);
+	free(all);
+	return rc;
 }
 
 static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt, int n)
@@ -292,10 +342,13 @@ static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt,
 		die("%s", npllama_last_error());
 		goto out;
 	}
+	if (a->prompt_logits && prompt_logits(a, seq, prompt, n, c.vocab, logits))
+		goto out;
 	for (int i = 0; i < a->max_new; i++) {
 		float *row = logits + (a->logits ? (size_t)i * (size_t)c.vocab : 0);
+		int fed = !i && a->prompt_logits;	/* the prompt went in token by token */
 
-		if (npllama_seq_feed(seq, i ? &ids[i - 1] : prompt, i ? 1 : n, row) ||
+		if ((!fed && npllama_seq_feed(seq, i ? &ids[i - 1] : prompt, i ? 1 : n, row)) ||
 		    npllama_sample(row, c.vocab, a->sampled ? &sp : NULL, &rng, &ids[i])) {
 			die("%s", npllama_last_error());
 			goto out;
@@ -331,7 +384,7 @@ static int run(const struct args *a, const char *name, const int64_t *prompt, in
 		return die("%s", npllama_last_error());
 	if (a->info) {
 		npllama_get_config(llm, &c);
-		print_info(&c);
+		print_info(llm, &c);
 		rc = 0;
 	} else {
 		rc = generate(a, llm, prompt, n);

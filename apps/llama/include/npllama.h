@@ -147,6 +147,18 @@ NPLLAMA_API void npllama_destroy(npllama_t *llm);
 NPLLAMA_API void npllama_get_config(const npllama_t *llm, npllama_config_t *config);
 
 /*
+ * Packed projections (a model loaded with `npushm load --dtype f32|bf16|
+ * int8`): how many the model carries (@total) and how many this engine reads
+ * packed, in place (@used). NULL when every one is used or there are none,
+ * else one line saying why the first was not (another CPU or library made
+ * it): the engine then reads the plain f32 weight. Either pointer may be
+ * NULL. bf16 and int8 layouts change the results (rounded or quantised
+ * weights; int8 also quantises each input row): docs/llama.md states how
+ * much.
+ */
+NPLLAMA_API const char *npllama_packed_weights(const npllama_t *llm, int *used, int *total);
+
+/*
  * A new, empty sequence whose KV cache holds @capacity tokens (0: the
  * model's context; more than the context is CONTEXT), in a region of the
  * npushm device (NPUSHM_BACKEND_AUTO). @out [out]: npllama_seq_destroy().

@@ -86,6 +86,15 @@ NPLLAMA_API void npllama_get_config(const npllama_t *e, npllama_config_t *c)
 		*c = e->cfg;
 }
 
+NPLLAMA_API const char *npllama_packed_weights(const npllama_t *e, int *used, int *total)
+{
+	if (used)
+		*used = e ? e->w.packed_used : 0;
+	if (total)
+		*total = e ? e->w.packed_total : 0;
+	return e && e->w.packed_used < e->w.packed_total ? e->w.packed_why : NULL;
+}
+
 NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npllama_seq_t **out)
 {
 	struct npllama_seq *s;

@@ -42,6 +42,9 @@ typedef struct {
 	const float *embed, *norm;	/* in the mapping */
 	npt_tensor_t *head;		/* [vocab, hidden] */
 	npl_layer_t *layers;
+	int packed_total;	/* projections the model carries packed layouts for */
+	int packed_used;	/* of those, read packed (the rest plain) */
+	char packed_why[640];	/* why the first one was not used, "" if all were */
 } npl_weights_t;
 
 NPL_HIDDEN npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l,

@@ -9,7 +9,15 @@
  * RMSNorm weights are read through plain pointers into the same mapping,
  * which those views keep alive. A tied model's output projection is a view
  * of the embedding.
+ *
+ * Packed layouts: when the model carries one for a projection (`npushm
+ * load --dtype f32|bf16|int8`: the GEMM's blocked layout, rounded to bf16 or
+ * quantised to int8 per output channel), npt_linear reads it in place
+ * (npt_tensor_set_packed); a layout this CPU or library did not make is
+ * refused by libnptensor and the plain f32 weight is used, the first refusal
+ * kept for npllama_packed_weights().
  */
+#include <stdio.h>
 #include <dlpack/dlpack.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +39,21 @@ static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_
 	return NPLLAMA_OK;
 }
 
+/* read projection @t from its packed layout in @m, if it has one this process can use */
+static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
+		       npl_weights_t *w)
+{
+	npushm_layout_t l;
+
+	if (npushm_model_layout_find(m, src->name, &l))
+		return;
+	w->packed_total++;
+	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK)
+		w->packed_used++;
+	else if (!w->packed_why[0])
+		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
+}
+
 npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_weights_t *w)
 {
 	npllama_status_t st;
@@ -41,6 +64,7 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for %d layers", l->cfg.layers);
 	if ((st = import(m, &l->head, &w->head)))
 		return st;
+	use_packed(m, &l->head, w->head, w);
 	w->embed = l->embed.data;
 	w->norm = l->norm.data;
 	for (int i = 0; i < l->cfg.layers; i++) {
@@ -52,6 +76,13 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		    (st = import(m, &s->gate, &d->gate)) || (st = import(m, &s->up, &d->up)) ||
 		    (st = import(m, &s->down, &d->down)))
 			return st;
+		use_packed(m, &s->q, d->q, w);
+		use_packed(m, &s->k, d->k, w);
+		use_packed(m, &s->v, d->v, w);
+		use_packed(m, &s->o, d->o, w);
+		use_packed(m, &s->gate, d->gate, w);
+		use_packed(m, &s->up, d->up, w);
+		use_packed(m, &s->down, d->down, w);
 		d->ln1 = s->ln1.data;
 		d->ln2 = s->ln2.data;
 	}

@@ -250,3 +250,73 @@ def test_refuses_missing_model(tools, workdir):
     assert r.returncode == 1 and "no-such-llama-model" in r.stderr
     r = run(tools, workdir, os.path.join(workdir, "nothing.safetensors"), [1], 1, check=False)
     assert r.returncode == 1 and "nothing.safetensors" in r.stderr
+
+
+# ------------------------------------------------------------------ bf16 and int8 weights
+
+PROMPTS = 8     # the fixed prompt set: 8 prompts of 24 tokens, seeds 100..107
+PROMPT_LEN = 24
+# stated agreement with f32, teacher-forced over every prompt position (docs/llama.md):
+# top-1 agreement at least, mean KL(f32 || dtype) in nats at most
+AGREEMENT = {"bf16": (0.97, 1e-3), "int8": (0.95, 5e-3)}
+
+
+def packed_info(tools, model, dtype):
+    r = subprocess.run([tools.llama, model, "--dtype", dtype, "--info"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("packed ")][0]
+    used, total = line.split()[1].split("/")
+    return int(used), int(total), line
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def prompt_logits(tools, workdir, model, prompt, extra):
+    out = os.path.join(workdir, "case.pl.npy")
+    run(tools, workdir, model, prompt, 1, list(extra) + ["--prompt-logits", out], logits=False)
+    return np.load(out)
+
+
+def test_prompt_logits_match_reference(tools, workdir, models):
+    """--prompt-logits (the prompt fed token by token) against the reference's full pass."""
+    import torch
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, PROMPT_LEN, seed=100)
+    want = ref.forward(torch.as_tensor(prompt)).numpy()
+    assert_close(prompt_logits(tools, workdir, models["tiny"], prompt, []), want, "prompt")
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "int8"])
+@pytest.mark.parametrize("name", ["tiny", "wide"])
+def test_reduced_precision_agrees(tools, workdir, models, name, dtype):
+    used, total, line = packed_info(tools, models[name], dtype)
+    if total == 0:
+        pytest.skip("this CPU or library packs no %s layout for these shapes (%s)" % (dtype, line))
+    assert used == total, "the engine read %d of %d %s layouts: %s" % (used, total, dtype, line)
+    top1, kls = [], []
+    for k in range(PROMPTS):
+        prompt = prompt_for(reference(models[name]).vocab, PROMPT_LEN, seed=100 + k)
+        f = prompt_logits(tools, workdir, models[name], prompt, [])
+        q = prompt_logits(tools, workdir, models[name], prompt, ["--dtype", dtype])
+        assert not np.array_equal(f, q), "%s gave the f32 logits bit for bit" % dtype
+        lp, lq = log_softmax(f), log_softmax(q)
+        kls.append((np.exp(lp) * (lp - lq)).sum(-1))
+        top1.append(f.argmax(-1) == q.argmax(-1))
+    agree, kl = float(np.mean(top1)), float(np.mean(kls))
+    min_agree, max_kl = AGREEMENT[dtype]
+    print("%s %s: top-1 agreement %.4f, mean KL %.3g nats, max KL %.3g" % (
+        name, dtype, agree, kl, float(np.max(kls))))
+    assert agree >= min_agree, "%s top-1 agreement %.4f < %.2f" % (dtype, agree, min_agree)
+    assert kl <= max_kl, "%s mean KL %.3g > %.3g" % (dtype, kl, max_kl)
+
+
+def test_refuses_dtype_for_loaded_name(tools, workdir):
+    r = run(tools, workdir, "some-loaded-model", [1], 1, ["--dtype", "int8"], check=False)
+    refused(r, "--dtype applies to a .safetensors MODEL")
+    r = run(tools, workdir, "x.safetensors", [1], 1, ["--dtype", "int4"], check=False)
+    refused(r, "--dtype 'int4'", status=2)
