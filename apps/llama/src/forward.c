@@ -16,14 +16,18 @@
 
 #include "internal.h"
 
-/* y[n, out] = x[n, in] @ w^T, written into y */
-static npllama_status_t linear(const float *x, int n, int in, npt_tensor_t *w, int out, float *y,
-			       const char *what)
+/* y[n, out] = x[n, in] @ w^T, written into y; from the 4-bit bytes @q4 if not NULL */
+static npllama_status_t linear(const float *x, int n, int in, npt_tensor_t *w, const void *q4,
+			       int out, float *y, const char *what)
 {
 	int64_t xs[2] = { n, in }, ys[2] = { n, out };
 	npt_tensor_t *xt = NULL, *yt = NULL, *lz = NULL;
 	npt_status_t s;
 
+	if (q4) {
+		s = npt_q4_linear(x, n, q4, out, in, y);
+		return s ? npl_tensor_fail(s, what) : NPLLAMA_OK;
+	}
 	s = npt_tensor_from_data((void *)x, NPT_F32, 2, xs, NULL, NPT_BORROW_READONLY, NULL, NULL,
 				 &xt);
 	if (!s)
@@ -99,9 +103,9 @@ static npllama_status_t layer(struct npllama_seq *s, int l, int n)
 
 	for (int i = 0; i < n; i++)
 		npl_rmsnorm(s->x + (int64_t)i * H, w->ln1, H, c->rms_eps, s->h + (int64_t)i * H);
-	if ((st = linear(s->h, n, H, w->q, Q, s->q, "q_proj")) ||
-	    (st = linear(s->h, n, H, w->k, KVD, knew, "k_proj")) ||
-	    (st = linear(s->h, n, H, w->v, KVD, vnew, "v_proj")))
+	if ((st = linear(s->h, n, H, w->q, w->q4[NPL_Q], Q, s->q, "q_proj")) ||
+	    (st = linear(s->h, n, H, w->k, w->q4[NPL_K], KVD, knew, "k_proj")) ||
+	    (st = linear(s->h, n, H, w->v, w->q4[NPL_V], KVD, vnew, "v_proj")))
 		return st;
 	for (int i = 0; i < n; i++) {
 		npl_rope(s->q + (int64_t)i * Q, c->heads, d, s->len + i, e->inv_freq, c->rope_scale);
@@ -109,17 +113,17 @@ static npllama_status_t layer(struct npllama_seq *s, int l, int n)
 			 c->rope_scale);
 	}
 	attention(s, kc, vc, n);
-	if ((st = linear(s->att, n, Q, w->o, H, s->h, "o_proj")))
+	if ((st = linear(s->att, n, Q, w->o, w->q4[NPL_O], H, s->h, "o_proj")))
 		return st;
 	for (int64_t i = 0; i < (int64_t)n * H; i++)
 		s->x[i] += s->h[i];
 	for (int i = 0; i < n; i++)
 		npl_rmsnorm(s->x + (int64_t)i * H, w->ln2, H, c->rms_eps, s->h + (int64_t)i * H);
-	if ((st = linear(s->h, n, H, w->gate, c->ffn, s->mid, "gate_proj")) ||
-	    (st = linear(s->h, n, H, w->up, c->ffn, s->up, "up_proj")))
+	if ((st = linear(s->h, n, H, w->gate, w->q4[NPL_GATE], c->ffn, s->mid, "gate_proj")) ||
+	    (st = linear(s->h, n, H, w->up, w->q4[NPL_UP], c->ffn, s->up, "up_proj")))
 		return st;
 	npl_swiglu(s->mid, s->up, n * c->ffn);
-	if ((st = linear(s->mid, n, c->ffn, w->down, H, s->h, "down_proj")))
+	if ((st = linear(s->mid, n, c->ffn, w->down, w->q4[NPL_DOWN], H, s->h, "down_proj")))
 		return st;
 	for (int64_t i = 0; i < (int64_t)n * H; i++)
 		s->x[i] += s->h[i];
@@ -144,5 +148,5 @@ npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n, f
 	if (!logits)
 		return NPLLAMA_OK;
 	npl_rmsnorm(s->x + (int64_t)(n - 1) * H, e->w.norm, H, c->rms_eps, s->h);
-	return linear(s->h, 1, H, e->w.head, c->vocab, logits, "lm_head");
+	return linear(s->h, 1, H, e->w.head, e->w.head_q4, c->vocab, logits, "lm_head");
 }

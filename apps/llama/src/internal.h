@@ -33,14 +33,22 @@ typedef struct {
 NPL_HIDDEN npllama_status_t npl_layout_read(npushm_model_t *m, npl_layout_t *out);
 
 /* ---- weights.c: zero-copy nptensor views of the linear weights ---- */
+/* the projections of a layer, in this order */
+enum { NPL_Q, NPL_K, NPL_V, NPL_O, NPL_GATE, NPL_UP, NPL_DOWN, NPL_NPROJ };
+
+/* the tag of a 4-bit layout (`npushm load --dtype q4`), then "/NxK" */
+#define NPL_Q4_TAG "npt-q4_0/g32-f16"
+
 typedef struct {
 	npt_tensor_t *q, *k, *v, *o, *gate, *up, *down;	/* [out, in] */
+	const void *q4[NPL_NPROJ];	/* 4-bit bytes in the mapping (npt_q4_linear), or NULL */
 	const float *ln1, *ln2;				/* [hidden], in the mapping */
 } npl_layer_t;
 
 typedef struct {
 	const float *embed, *norm;	/* in the mapping */
 	npt_tensor_t *head;		/* [vocab, hidden] */
+	const void *head_q4;		/* its 4-bit layout, or NULL */
 	npl_layer_t *layers;
 	int packed_total;	/* projections the model carries packed layouts for */
 	int packed_used;	/* of those, read packed (the rest plain) */

@@ -15,7 +15,8 @@
  * quantised to int8 per output channel), npt_linear reads it in place
  * (npt_tensor_set_packed); a layout this CPU or library did not make is
  * refused by libnptensor and the plain f32 weight is used, the first refusal
- * kept for npllama_packed_weights().
+ * kept for npllama_packed_weights(). A 4-bit layout (`--dtype q4`, tag
+ * NPL_Q4_TAG/NxK) is read by npt_q4_linear instead of npt_linear.
  */
 #include <stdio.h>
 #include <dlpack/dlpack.h>
@@ -39,15 +40,37 @@ static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_
 	return NPLLAMA_OK;
 }
 
-/* read projection @t from its packed layout in @m, if it has one this process can use */
+/*
+ * Read projection @t from its packed layout in @m, if it has one this
+ * process can use: a 4-bit layout for this shape goes to *@q4 (read by
+ * npt_q4_linear), any other to libnptensor, which checks its tag.
+ */
 static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
-		       npl_weights_t *w)
+		       const void **q4, npl_weights_t *w)
 {
+	char want[NPUSHM_LAYOUT_TAG_MAX];
 	npushm_layout_t l;
+	size_t nbytes;
 
 	if (npushm_model_layout_find(m, src->name, &l))
 		return;
 	w->packed_total++;
+	if (!strncmp(l.tag, NPL_Q4_TAG "/", strlen(NPL_Q4_TAG) + 1)) {
+		snprintf(want, sizeof(want), "%s/%lldx%lld", NPL_Q4_TAG, (long long)src->shape[0],
+			 (long long)src->shape[1]);
+		if (!strcmp(l.tag, want) &&
+		    npt_q4_size(src->shape[0], src->shape[1], &nbytes) == NPT_OK &&
+		    nbytes == l.nbytes) {
+			*q4 = l.data;
+			w->packed_used++;
+		} else if (!w->packed_why[0]) {
+			snprintf(w->packed_why, sizeof(w->packed_why), "tensor '%s' [%lld, %lld] has "
+				 "a 4-bit layout '%s' of %llu bytes, not '%s': ignored", src->name,
+				 (long long)src->shape[0], (long long)src->shape[1], l.tag,
+				 (unsigned long long)l.nbytes, want);
+		}
+		return;
+	}
 	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK)
 		w->packed_used++;
 	else if (!w->packed_why[0])
@@ -64,7 +87,7 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for %d layers", l->cfg.layers);
 	if ((st = import(m, &l->head, &w->head)))
 		return st;
-	use_packed(m, &l->head, w->head, w);
+	use_packed(m, &l->head, w->head, &w->head_q4, w);
 	w->embed = l->embed.data;
 	w->norm = l->norm.data;
 	for (int i = 0; i < l->cfg.layers; i++) {
@@ -76,13 +99,13 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		    (st = import(m, &s->gate, &d->gate)) || (st = import(m, &s->up, &d->up)) ||
 		    (st = import(m, &s->down, &d->down)))
 			return st;
-		use_packed(m, &s->q, d->q, w);
-		use_packed(m, &s->k, d->k, w);
-		use_packed(m, &s->v, d->v, w);
-		use_packed(m, &s->o, d->o, w);
-		use_packed(m, &s->gate, d->gate, w);
-		use_packed(m, &s->up, d->up, w);
-		use_packed(m, &s->down, d->down, w);
+		use_packed(m, &s->q, d->q, &d->q4[NPL_Q], w);
+		use_packed(m, &s->k, d->k, &d->q4[NPL_K], w);
+		use_packed(m, &s->v, d->v, &d->q4[NPL_V], w);
+		use_packed(m, &s->o, d->o, &d->q4[NPL_O], w);
+		use_packed(m, &s->gate, d->gate, &d->q4[NPL_GATE], w);
+		use_packed(m, &s->up, d->up, &d->q4[NPL_UP], w);
+		use_packed(m, &s->down, d->down, &d->q4[NPL_DOWN], w);
 		d->ln1 = s->ln1.data;
 		d->ln2 = s->ln2.data;
 	}

@@ -258,7 +258,7 @@ PROMPTS = 8     # the fixed prompt set: 8 prompts of 24 tokens, seeds 100..107
 PROMPT_LEN = 24
 # stated agreement with f32, teacher-forced over every prompt position (docs/llama.md):
 # top-1 agreement at least, mean KL(f32 || dtype) in nats at most
-AGREEMENT = {"bf16": (0.97, 1e-3), "int8": (0.95, 5e-3)}
+AGREEMENT = {"bf16": (0.97, 1e-3), "int8": (0.95, 5e-3), "q4": (0.75, 0.05)}
 
 
 def packed_info(tools, model, dtype):
@@ -291,7 +291,7 @@ def test_prompt_logits_match_reference(tools, workdir, models):
     assert_close(prompt_logits(tools, workdir, models["tiny"], prompt, []), want, "prompt")
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int8"])
+@pytest.mark.parametrize("dtype", ["bf16", "int8", "q4"])
 @pytest.mark.parametrize("name", ["tiny", "wide"])
 def test_reduced_precision_agrees(tools, workdir, models, name, dtype):
     used, total, line = packed_info(tools, models[name], dtype)
@@ -320,3 +320,57 @@ def test_refuses_dtype_for_loaded_name(tools, workdir):
     refused(r, "--dtype applies to a .safetensors MODEL")
     r = run(tools, workdir, "x.safetensors", [1], 1, ["--dtype", "int4"], check=False)
     refused(r, "--dtype 'int4'", status=2)
+
+
+# ------------------------------------------------------------------ the 4-bit kernel
+
+def q4_reference(w):
+    """The 4-bit format of npt_q4_pack in NumPy: (packed bytes, dequantised weight)."""
+    n, k = w.shape
+    g = w.reshape(n, k // 32, 32)
+    pick = np.take_along_axis(g, np.abs(g).argmax(-1)[..., None], -1)[..., 0]
+    d = (pick / -8).astype(np.float16)
+    inv = np.where(d != 0, 1 / np.where(d != 0, d.astype(np.float32), 1), 0).astype(np.float32)
+    q = np.clip(np.floor(g * inv[..., None] + np.float32(8.5)), 0, 15).astype(np.uint8)
+    blocks = np.concatenate([d[..., None].view(np.uint8).reshape(n, k // 32, 2),
+                             q[..., :16] | (q[..., 16:] << 4)], -1)
+    deq = (q.astype(np.float32) - 8) * d.astype(np.float32)[..., None]
+    return blocks.reshape(-1).tobytes(), deq.reshape(n, k)
+
+
+def test_q4_kernel_against_numpy():
+    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(os.environ.get("BUILD", os.path.join(
+        os.path.dirname(__file__), "..", "..", "..", "build")), "lib", "libnptensor.so"))
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
+    lib.npt_tensor_from_data.argtypes = [P, ctypes.c_int, ctypes.c_int, P, P, ctypes.c_uint, P,
+                                         P, ctypes.POINTER(P)]
+    lib.npt_q4_size.argtypes = [I64, I64, ctypes.POINTER(ctypes.c_size_t)]
+    lib.npt_q4_pack.argtypes = [P, P, ctypes.c_size_t]
+    lib.npt_q4_linear.argtypes = [P, I64, P, I64, I64, P]
+    lib.npt_tensor_free.argtypes = [P]
+    NPT_F32 = 7
+    rng = np.random.default_rng(0)
+    for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (5, 130, 256), (1, 300, 2048)]:
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        w[0, :32] = 0  # an all-zero group: scale 0
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        want_bytes, deq = q4_reference(w)
+        size = ctypes.c_size_t()
+        assert lib.npt_q4_size(n, k, ctypes.byref(size)) == 0 and size.value == len(want_bytes)
+        shape = (ctypes.c_int64 * 2)(n, k)
+        t = P()
+        assert lib.npt_tensor_from_data(w.ctypes.data, NPT_F32, 2, shape, None, 1, None, None,
+                                        ctypes.byref(t)) == 0
+        buf = ctypes.create_string_buffer(size.value)
+        assert lib.npt_q4_pack(t, buf, size) == 0
+        lib.npt_tensor_free(t)
+        assert buf.raw == want_bytes, "[%d, %d]: packed bytes differ from the format" % (n, k)
+        y = np.zeros((m, n), dtype=np.float32)
+        assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
+        want = x.astype(np.float64) @ deq.T.astype(np.float64)
+        err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
+        assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
+    size = ctypes.c_size_t()
+    assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
