@@ -32,7 +32,7 @@
 
 struct args {
 	const char *model, *ids, *out, *logits, *prompt_logits, *dtype;
-	int max_new, threads, greedy, sampled, keep, info;
+	int max_new, threads, greedy, sampled, keep, info, attach_prefix, publish_prefix;
 	double temperature, top_p;
 	unsigned long long seed;
 };
@@ -66,6 +66,14 @@ static void usage(FILE *f)
 		"                     output channel, inputs per row; q4: 4-bit groups of 32 with\n"
 		"                     an f16 scale), as `npushm load --dtype`\n"
 		"  --threads N        threads of the projections (default $NPT_NUM_THREADS or all CPUs)\n"
+		"  --attach-prefix    start from the longest prefix of the prompt another run of\n"
+		"                     this model published (whole blocks of 16 tokens); prints\n"
+		"                     'prefix: attached N tokens'\n"
+		"  --publish-prefix   after the prefill, publish the prompt's KV cache (its whole\n"
+		"                     blocks of 16 tokens) as a sealed region for other runs;\n"
+		"                     prints 'prefix: published N tokens as NAME'. A model's\n"
+		"                     prefixes hold at most $NPLLAMA_PREFIX_MAX_BYTES (256 MiB):\n"
+		"                     the oldest go first\n"
 		"  --info             print the model's configuration and exit\n"
 		"  --keep             keep a model loaded from a file published after the run\n"
 		"  --version          print the version and exit\n"
@@ -117,7 +125,7 @@ static int parse_int(const char *opt, const char *s, long long lo, long long hi,
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_MAX_NEW, O_GREEDY, O_TEMP, O_TOP_P, O_SEED, O_OUT, O_LOGITS,
-	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE };
+	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE, O_ATTACH, O_PUBLISH };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS },
 		{ "max-new", required_argument, NULL, O_MAX_NEW },
@@ -129,6 +137,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "logits", required_argument, NULL, O_LOGITS },
 		{ "prompt-logits", required_argument, NULL, O_PROMPT_LOGITS },
 		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "attach-prefix", no_argument, NULL, O_ATTACH },
+		{ "publish-prefix", no_argument, NULL, O_PUBLISH },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "info", no_argument, NULL, O_INFO }, { "keep", no_argument, NULL, O_KEEP },
 		{ "version", no_argument, NULL, O_VERSION }, { "help", no_argument, NULL, 'h' },
@@ -157,6 +167,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_GREEDY: a->greedy = 1; break;
 		case O_INFO: a->info = 1; break;
 		case O_KEEP: a->keep = 1; break;
+		case O_ATTACH: a->attach_prefix = 1; break;
+		case O_PUBLISH: a->publish_prefix = 1; break;
 		case O_MAX_NEW:
 			if (parse_int("--max-new", optarg, 1, 1 << 24, &v))
 				return -1;
@@ -216,6 +228,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (a->greedy && (a->sampled || top_p || seed)) {
 		fprintf(stderr, "%s: --greedy picks the most likely token: it takes no "
 			"--temperature, --top-p or --seed\n", prog);
+		return -1;
+	}
+	if (a->prompt_logits && (a->attach_prefix || a->publish_prefix)) {
+		fprintf(stderr, "%s: --prompt-logits feeds the prompt token by token; it does not go "
+			"with --attach-prefix or --publish-prefix\n", prog);
 		return -1;
 	}
 	if (!a->sampled && (top_p || seed)) {
@@ -316,6 +333,22 @@ static int prompt_logits(const struct args *a, npllama_seq_t *seq, const int64_t
 	return rc;
 }
 
+/* after the prefill: the prompt's whole blocks, before any generated token */
+static int publish(npllama_seq_t *seq)
+{
+	char name[NPUSHM_NAME_MAX + 1];
+	int n;
+
+	if (npllama_seq_publish_prefix(seq, &n, name, sizeof(name)))
+		return die("%s", npllama_last_error());
+	if (n)
+		printf("prefix: published %d tokens as %s\n", n, name);
+	else
+		printf("prefix: the prompt is shorter than a block of %d tokens: nothing "
+		       "published\n", NPLLAMA_PREFIX_BLOCK);
+	return 0;
+}
+
 static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt, int n)
 {
 	npllama_sampling_t sp = { .temperature = a->temperature, .top_p = a->top_p };
@@ -325,7 +358,7 @@ static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt,
 	uint64_t rng = a->seed;
 	float *logits = NULL;
 	char err[512];
-	int rc = 1;
+	int rc = 1, skip = 0;
 
 	npllama_get_config(llm, &c);
 	if ((int64_t)n + a->max_new - 1 > c.context)
@@ -345,15 +378,25 @@ static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt,
 	}
 	if (a->prompt_logits && prompt_logits(a, seq, prompt, n, c.vocab, logits))
 		goto out;
+	if (a->attach_prefix) {
+		if (npllama_seq_attach_prefix(seq, prompt, n, &skip)) {
+			die("%s", npllama_last_error());
+			goto out;
+		}
+		printf("prefix: attached %d tokens\n", skip);
+	}
 	for (int i = 0; i < a->max_new; i++) {
 		float *row = logits + (a->logits ? (size_t)i * (size_t)c.vocab : 0);
 		int fed = !i && a->prompt_logits;	/* the prompt went in token by token */
 
-		if ((!fed && npllama_seq_feed(seq, i ? &ids[i - 1] : prompt, i ? 1 : n, row)) ||
+		if ((!fed && npllama_seq_feed(seq, i ? &ids[i - 1] : prompt + skip, i ? 1 : n - skip,
+					      row)) ||
 		    npllama_sample(row, c.vocab, a->sampled ? &sp : NULL, &rng, &ids[i])) {
 			die("%s", npllama_last_error());
 			goto out;
 		}
+		if (!i && a->publish_prefix && publish(seq))
+			goto out;
 	}
 	shape[0] = a->max_new;
 	shape[1] = c.vocab;

@@ -181,6 +181,35 @@ NPLLAMA_API uint64_t npllama_seq_kv_bytes(const npllama_seq_t *seq);
 NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *seq, const int64_t *ids, int n,
 					      float *logits);
 
+/*
+ * Shared prompt prefixes. A prefix's keys and values can be published as a
+ * sealed npushm region named npllama-kv.<model hash>.<ids hash> (listed by
+ * `npushm ls`), keyed by the model's content hash and the exact token ids;
+ * another process whose prompt starts with those ids attaches it and
+ * prefills only the rest, with the results of a full prefill. Prefixes are
+ * whole blocks of NPLLAMA_PREFIX_BLOCK tokens. Eviction: a model's
+ * prefixes hold at most $NPLLAMA_PREFIX_MAX_BYTES (default 256 MiB); a
+ * publish past it first removes that model's oldest ones (prefix.c).
+ */
+#define NPLLAMA_PREFIX_BLOCK 16
+
+/*
+ * Publish the first tokens of @seq, its length rounded down to a block, as
+ * a sealed region (already published: fine). @ntokens [out]: how many (0
+ * when shorter than a block: nothing published). @name [out, may be NULL]:
+ * the region's name, @name_size bytes at most.
+ */
+NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *seq, int *ntokens,
+							char *name, size_t name_size);
+/*
+ * On an empty sequence: attach the longest published prefix of @ids[0..n)
+ * (leaving at least one token to feed) made by this same model (content
+ * hash, sizes and every id compared; anything else is never attached).
+ * @attached [out]: its tokens (0: none); feed ids[attached..n) next.
+ */
+NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *seq, const int64_t *ids,
+						       int n, int *attached);
+
 typedef struct npllama_sampling {
 	double temperature;	/* > 0; the logits are divided by it */
 	double top_p;		/* (0, 1]: sample from the smallest set of most likely tokens

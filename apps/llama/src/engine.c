@@ -29,6 +29,7 @@ static npllama_status_t check_opts(const npllama_opts_t *o)
 NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama_opts_t *opts,
 					    npllama_t **out)
 {
+	npushm_model_info_t info;
 	struct npllama *e;
 	npllama_status_t st;
 	int half;
@@ -44,6 +45,9 @@ NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the engine");
+	npushm_model_info(model, &info);
+	memcpy(e->hash, info.hash, sizeof(e->hash));
+	memcpy(e->hash_hex, info.hash_hex, sizeof(e->hash_hex));
 	st = npl_layout_read(model, &e->layout);
 	e->cfg = e->layout.cfg;
 	if (st || (st = npl_weights_make(model, &e->layout, &e->w)))
@@ -119,6 +123,11 @@ NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npll
 	per_token = 2ull * (uint64_t)e->cfg.layers * (uint64_t)e->cfg.kv_heads *
 		    (uint64_t)e->cfg.head_dim * sizeof(float);
 	s->kv_bytes = per_token * (uint64_t)s->capacity;
+	s->ids = malloc(sizeof(*s->ids) * (size_t)s->capacity);
+	if (!s->ids) {
+		st = npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the sequence");
+		goto out_free;
+	}
 	if (npushm_region_alloc(e->dev, s->kv_bytes, NPUSHM_ALLOC_LAZY, &s->region) != NPUSHM_OK) {
 		st = npl_fail(NPLLAMA_ERR_REGION, "cannot allocate the KV cache of %d tokens (%llu "
 			      "bytes): %s", s->capacity, (unsigned long long)s->kv_bytes,
@@ -138,6 +147,7 @@ NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npll
 out_close:
 	npushm_region_close(s->region);
 out_free:
+	free(s->ids);
 	free(s);
 	return st;
 }
@@ -156,6 +166,7 @@ NPLLAMA_API void npllama_seq_destroy(npllama_seq_t *s)
 	free(s->mid);
 	free(s->up);
 	free(s->scores);
+	free(s->ids);
 	free(s);
 }
 
@@ -187,5 +198,6 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *s, const int64_t *i
 		return npl_fail(NPLLAMA_ERR_CONTEXT, "%d more tokens after %d need %lld positions "
 				"but the sequence holds %d (the model's context is %d)", n, s->len,
 				(long long)s->len + n, s->capacity, s->e->cfg.context);
+	memcpy(s->ids + s->len, ids, sizeof(*ids) * (size_t)n);
 	return npl_forward(s, ids, n, logits);
 }

@@ -79,6 +79,8 @@ struct npllama {
 	npllama_config_t cfg;
 	npl_weights_t w;
 	npushm_dev_t *dev;		/* for the sequences' regions */
+	uint8_t hash[16];		/* the model's content hash (prefix keys) */
+	char hash_hex[33];
 	float *inv_freq;		/* head_dim / 2 RoPE frequencies */
 	int nseqs;			/* live sequences */
 };
@@ -89,6 +91,7 @@ struct npllama_seq {
 	float *kv;			/* its mapping: [layers][2][capacity][kv_heads * head_dim] */
 	uint64_t kv_bytes;
 	int capacity, len;
+	int64_t *ids;			/* the tokens fed so far, capacity of them */
 	/* activations for up to act_tokens tokens, grown on demand */
 	float *x, *h, *q, *att, *mid, *up, *scores;
 	int act_tokens;

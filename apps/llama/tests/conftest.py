@@ -57,6 +57,9 @@ MODELS = {
     # multi-query (one KV head), 3 layers, head_dim 8
     "mqa": ["--layers", "3", "--hidden", "48", "--heads", "6", "--kv-heads", "1", "--ffn", "80",
             "--vocab", "70", "--context", "64", "--seed", "4"],
+    # tiny's shapes and metadata, other values: a different model for the prefix tests
+    "tiny-other": ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--ffn",
+                   "128", "--vocab", "96", "--context", "64", "--seed", "9"],
     # wider: several GEMM blocks per projection (hidden 256, FFN 704, vocab 512)
     "wide": ["--layers", "2", "--hidden", "256", "--heads", "8", "--kv-heads", "2", "--ffn",
              "704", "--vocab", "512", "--context", "128", "--seed", "5"],

@@ -374,3 +374,153 @@ def test_q4_kernel_against_numpy():
         assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
     size = ctypes.c_size_t()
     assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
+
+
+# ------------------------------------------------------------------ shared prompt prefixes
+
+def npushm_ls(tools):
+    r = subprocess.run([tools.npushm, "ls"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()]
+
+
+@pytest.fixture
+def no_prefixes(tools):
+    """Remove every published prefix before and after the test."""
+    def clean():
+        for name in npushm_ls(tools):
+            if name.startswith("npllama-kv."):
+                subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    clean()
+    yield
+    clean()
+
+
+def prefix_lines(r, what):
+    return [ln for ln in r.stdout.splitlines() if ln.startswith("prefix: " + what)]
+
+
+def run_prefix(tools, workdir, model, prompt, n, flags, env=None):
+    base = os.path.join(workdir, "case")
+    np.save(base + ".prompt.npy", np.asarray(prompt, dtype=np.int64))
+    r = subprocess.run([tools.llama, model, "--ids", base + ".prompt.npy", "--max-new", str(n),
+                        "--out", base + ".ids.npy", "--logits", base + ".logits.npy"] + flags,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, r.stderr
+    return r, np.load(base + ".ids.npy"), np.load(base + ".logits.npy")
+
+
+def test_prefix_publish_attach_matches_full_prefill(tools, workdir, models, no_prefixes):
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, 40, seed=21)
+    want_ids, want_logits = ref.generate(prompt, 20)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], prompt, 20, ["--publish-prefix"])
+    (line,) = prefix_lines(r, "published")
+    assert line.startswith("prefix: published 32 tokens as npllama-kv.")
+    name = line.split()[-1]
+    assert name in npushm_ls(tools), "npushm ls does not list the published prefix"
+    assert list(ids) == list(want_ids)
+    # another prompt sharing the first 32 tokens (and more) attaches them
+    other = np.concatenate([prompt[:35], prompt_for(96, 10, seed=22)])
+    want2_ids, want2_logits = ref.generate(other, 20)
+    r2, ids2, logits2 = run_prefix(tools, workdir, models["tiny"], other, 20, ["--attach-prefix"])
+    assert prefix_lines(r2, "attached") == ["prefix: attached 32 tokens"], r2.stdout
+    assert list(ids2) == list(want2_ids), "tokens after an attached prefix differ"
+    assert_close(logits2, want2_logits, "after an attached prefix")
+    # the same prompt again: identical tokens to its full prefill, logits within the tolerance
+    r3, ids3, logits3 = run_prefix(tools, workdir, models["tiny"], prompt, 20, ["--attach-prefix"])
+    assert prefix_lines(r3, "attached") == ["prefix: attached 32 tokens"]
+    assert list(ids3) == list(ids)
+    assert_close(logits3, logits, "attached vs full prefill")
+
+
+def test_prefix_needs_a_block_and_a_match(tools, workdir, models, no_prefixes):
+    prompt = prompt_for(96, 40, seed=23)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt[:12], 2, ["--publish-prefix"])
+    assert "shorter than a block of 16 tokens" in r.stdout
+    run_prefix(tools, workdir, models["tiny"], prompt, 2, ["--publish-prefix"])
+    # differs in token 5: no prefix of it was published
+    other = prompt.copy()
+    other[5] = (other[5] + 1) % 96
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], other, 2, ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"]
+    # a prompt of exactly 32 tokens cannot use the 32-token prefix (one token must remain to
+    # be fed) and no 16-token one was published: nothing attached
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt[:32], 2, ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"]
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt[:33], 2, ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 32 tokens"]
+
+
+def test_prefix_of_another_model_never_attaches(tools, workdir, models, no_prefixes):
+    """Same shapes, other weights: its own lookup finds nothing, and a region forged under
+    its name holding the first model's prefix is refused (the header's full hash)."""
+    import ctypes
+    prompt = prompt_for(96, 40, seed=24)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 2, ["--publish-prefix"])
+    name_a = prefix_lines(r, "published")[0].split()[-1]
+    ref_b = reference(models["tiny-other"])
+    want_ids, want_logits = ref_b.generate(prompt, 8)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny-other"], prompt, 8,
+                                ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"]
+    assert list(ids) == list(want_ids)
+    # forge: model B's name for these 32 ids, model A's bytes, sealed
+    r, _, _ = run_prefix(tools, workdir, models["tiny-other"], prompt, 2, ["--publish-prefix"])
+    name_b = prefix_lines(r, "published")[0].split()[-1]
+    subprocess.run([tools.npushm, "rm", name_b], check=True, capture_output=True)
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
+    P = ctypes.c_void_p
+    for f, args in (("npushm_dev_open", [ctypes.c_int, ctypes.POINTER(P)]),
+                    ("npushm_region_open", [P, ctypes.c_char_p, ctypes.c_uint32,
+                                            ctypes.POINTER(P)]),
+                    ("npushm_region_alloc", [P, ctypes.c_uint64, ctypes.c_uint32,
+                                             ctypes.POINTER(P)]),
+                    ("npushm_region_map", [P, ctypes.c_uint32, ctypes.POINTER(P)]),
+                    ("npushm_region_unmap", [P, P]), ("npushm_region_seal", [P]),
+                    ("npushm_region_publish", [P, ctypes.c_char_p, ctypes.c_uint32,
+                                               ctypes.c_uint32]),
+                    ("npushm_region_close", [P])):
+        getattr(lib, f).argtypes = args
+    lib.npushm_region_size.argtypes = [P]
+    lib.npushm_region_size.restype = ctypes.c_uint64
+    dev, ra, rb, ma, mb = P(), P(), P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_open(dev, name_a.encode(), 0, ctypes.byref(ra)) == 0
+    size = lib.npushm_region_size(ra)
+    assert lib.npushm_region_map(ra, 1, ctypes.byref(ma)) == 0
+    assert lib.npushm_region_alloc(dev, size, 0, ctypes.byref(rb)) == 0
+    assert lib.npushm_region_map(rb, 3, ctypes.byref(mb)) == 0
+    ctypes.memmove(mb, ma, size)
+    lib.npushm_region_unmap(rb, mb)
+    lib.npushm_region_unmap(ra, ma)
+    assert lib.npushm_region_seal(rb) == 0
+    assert lib.npushm_region_publish(rb, name_b.encode(), 0o640, 0) == 0
+    lib.npushm_region_close(ra)
+    lib.npushm_region_close(rb)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny-other"], prompt, 8,
+                                ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], \
+        "a prefix forged from another model was attached"
+    assert list(ids) == list(want_ids)
+    assert_close(logits, want_logits, "model B beside a forged prefix")
+
+
+def test_prefix_eviction_keeps_the_newest(tools, workdir, models, no_prefixes):
+    """A budget of two prefix regions (12 KiB each): publishing a third removes the oldest."""
+    names = []
+    for k in range(3):
+        r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt_for(96, 20, seed=30 + k), 1,
+                             ["--publish-prefix"], env={"NPLLAMA_PREFIX_MAX_BYTES": "30000"})
+        names.append(prefix_lines(r, "published")[0].split()[-1])
+    listed = [n for n in npushm_ls(tools) if n.startswith("npllama-kv.")]
+    assert names[0] not in listed, "the oldest prefix was not evicted"
+    assert names[1] in listed and names[2] in listed, "a newer prefix was evicted: %s" % listed
+
+
+def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
+    r = run(tools, workdir, models["tiny"], [1, 2], 2, ["--attach-prefix", "--prompt-logits",
+                                                        os.path.join(workdir, "x.npy")],
+            check=False)
+    refused(r, "does not go with --attach-prefix", status=2)
