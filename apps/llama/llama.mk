@@ -7,6 +7,8 @@
 #   make              build/lib/libnpllama.so (+ .a), build/bin/npushm-llama
 #   make check-llama  against the plain-PyTorch reference and the refusals,
 #                     posix backend (models from apps/llama/tools/gen_model.py)
+#   make bench-llama  decode and prompt speed per dtype against the read bandwidth
+#                     (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a smaller model)
 
 LLAMA_DIR := $(CURDIR)/apps/llama
 LLAMA_OBJDIR := $(BUILD)/obj/llama
@@ -51,3 +53,7 @@ CHECK_SUITES += llama
 .PHONY: check-llama
 check-llama: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@tools/run-suite llama apps/llama/tests/run-tests.sh
+
+.PHONY: bench-llama
+bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
+	@bench/llama/run.sh $(LLAMA_BENCH_ARGS)

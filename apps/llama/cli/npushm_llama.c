@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "npllama.h"
 #include "npushm.h"
@@ -32,7 +33,7 @@
 
 struct args {
 	const char *model, *ids, *out, *logits, *prompt_logits, *dtype;
-	int max_new, threads, greedy, sampled, keep, info, attach_prefix, publish_prefix;
+	int max_new, threads, greedy, sampled, keep, info, attach_prefix, publish_prefix, timing;
 	double temperature, top_p;
 	unsigned long long seed;
 };
@@ -75,6 +76,7 @@ static void usage(FILE *f)
 		"                     prefixes hold at most $NPLLAMA_PREFIX_MAX_BYTES (256 MiB):\n"
 		"                     the oldest go first\n"
 		"  --info             print the model's configuration and exit\n"
+		"  --timing           print the prefill and decode times (and tokens/s)\n"
 		"  --keep             keep a model loaded from a file published after the run\n"
 		"  --version          print the version and exit\n"
 		"  -h, --help         this help\n"
@@ -92,6 +94,14 @@ static int die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int parse_real(const char *opt, const char *s, double *out)
@@ -125,7 +135,7 @@ static int parse_int(const char *opt, const char *s, long long lo, long long hi,
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_MAX_NEW, O_GREEDY, O_TEMP, O_TOP_P, O_SEED, O_OUT, O_LOGITS,
-	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE, O_ATTACH, O_PUBLISH };
+	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE, O_ATTACH, O_PUBLISH, O_TIMING };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS },
 		{ "max-new", required_argument, NULL, O_MAX_NEW },
@@ -139,6 +149,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "attach-prefix", no_argument, NULL, O_ATTACH },
 		{ "publish-prefix", no_argument, NULL, O_PUBLISH },
+		{ "timing", no_argument, NULL, O_TIMING },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "info", no_argument, NULL, O_INFO }, { "keep", no_argument, NULL, O_KEEP },
 		{ "version", no_argument, NULL, O_VERSION }, { "help", no_argument, NULL, 'h' },
@@ -169,6 +180,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_KEEP: a->keep = 1; break;
 		case O_ATTACH: a->attach_prefix = 1; break;
 		case O_PUBLISH: a->publish_prefix = 1; break;
+		case O_TIMING: a->timing = 1; break;
 		case O_MAX_NEW:
 			if (parse_int("--max-new", optarg, 1, 1 << 24, &v))
 				return -1;
@@ -309,6 +321,7 @@ static void print_info(const npllama_t *llm, const npllama_config_t *c)
 	       c->tied, c->rope_theta, c->rope_scale, c->rms_eps);
 	why = npllama_packed_weights(llm, &used, &total);
 	printf("packed %d/%d%s%s\n", used, total, why ? " " : "", why ? why : "");
+	printf("weight_bytes_per_token %llu\n", (unsigned long long)npllama_weight_bytes(llm));
 }
 
 /* the prompt one token at a time, keeping the logits after each */
@@ -359,6 +372,7 @@ static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt,
 	float *logits = NULL;
 	char err[512];
 	int rc = 1, skip = 0;
+	double t0 = now(), t1 = t0;
 
 	npllama_get_config(llm, &c);
 	if ((int64_t)n + a->max_new - 1 > c.context)
@@ -397,6 +411,16 @@ static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt,
 		}
 		if (!i && a->publish_prefix && publish(seq))
 			goto out;
+		if (!i)
+			t1 = now();
+	}
+	if (a->timing) {
+		double t2 = now();
+
+		printf("timing: prefill %d tokens %.6f s; decode %d tokens %.6f s, %.3f tokens/s; "
+		       "%llu weight bytes per token\n", n - skip, t1 - t0, a->max_new - 1, t2 - t1,
+		       a->max_new > 1 ? (a->max_new - 1) / (t2 - t1) : 0.0,
+		       (unsigned long long)npllama_weight_bytes(llm));
 	}
 	shape[0] = a->max_new;
 	shape[1] = c.vocab;

@@ -157,6 +157,10 @@ NPLLAMA_API void npllama_get_config(const npllama_t *llm, npllama_config_t *conf
  * much.
  */
 NPLLAMA_API const char *npllama_packed_weights(const npllama_t *llm, int *used, int *total);
+/* Bytes of weights one decode step reads: every projection (its packed layout
+ * where one is used) and the output projection, the norms and one row of the
+ * embedding. Decode speed at batch 1 is bounded by memory bandwidth / this. */
+NPLLAMA_API uint64_t npllama_weight_bytes(const npllama_t *llm);
 
 /*
  * A new, empty sequence whose KV cache holds @capacity tokens (0: the

@@ -99,6 +99,11 @@ NPLLAMA_API const char *npllama_packed_weights(const npllama_t *e, int *used, in
 	return e && e->w.packed_used < e->w.packed_total ? e->w.packed_why : NULL;
 }
 
+NPLLAMA_API uint64_t npllama_weight_bytes(const npllama_t *e)
+{
+	return e ? e->w.step_bytes : 0;
+}
+
 NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npllama_seq_t **out)
 {
 	struct npllama_seq *s;

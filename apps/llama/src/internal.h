@@ -50,6 +50,7 @@ typedef struct {
 	npt_tensor_t *head;		/* [vocab, hidden] */
 	const void *head_q4;		/* its 4-bit layout, or NULL */
 	npl_layer_t *layers;
+	uint64_t step_bytes;	/* weight bytes one decode step reads */
 	int packed_total;	/* projections the model carries packed layouts for */
 	int packed_used;	/* of those, read packed (the rest plain) */
 	char packed_why[640];	/* why the first one was not used, "" if all were */

@@ -52,8 +52,10 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 	npushm_layout_t l;
 	size_t nbytes;
 
-	if (npushm_model_layout_find(m, src->name, &l))
+	if (npushm_model_layout_find(m, src->name, &l)) {
+		w->step_bytes += src->nbytes;
 		return;
+	}
 	w->packed_total++;
 	if (!strncmp(l.tag, NPL_Q4_TAG "/", strlen(NPL_Q4_TAG) + 1)) {
 		snprintf(want, sizeof(want), "%s/%lldx%lld", NPL_Q4_TAG, (long long)src->shape[0],
@@ -63,17 +65,24 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 		    nbytes == l.nbytes) {
 			*q4 = l.data;
 			w->packed_used++;
+			w->step_bytes += l.nbytes;
+			return;
 		} else if (!w->packed_why[0]) {
 			snprintf(w->packed_why, sizeof(w->packed_why), "tensor '%s' [%lld, %lld] has "
 				 "a 4-bit layout '%s' of %llu bytes, not '%s': ignored", src->name,
 				 (long long)src->shape[0], (long long)src->shape[1], l.tag,
 				 (unsigned long long)l.nbytes, want);
 		}
+		w->step_bytes += src->nbytes;
 		return;
 	}
-	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK)
+	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
 		w->packed_used++;
-	else if (!w->packed_why[0])
+		w->step_bytes += l.nbytes;
+		return;
+	}
+	w->step_bytes += src->nbytes;
+	if (!w->packed_why[0])
 		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
 }
 
@@ -90,6 +99,7 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 	use_packed(m, &l->head, w->head, &w->head_q4, w);
 	w->embed = l->embed.data;
 	w->norm = l->norm.data;
+	w->step_bytes += (uint64_t)l->cfg.hidden * sizeof(float) * (2 * (uint64_t)l->cfg.layers + 2);
 	for (int i = 0; i < l->cfg.layers; i++) {
 		const npl_layer_src_t *s = &l->layers[i];
 		npl_layer_t *d = &w->layers[i];

@@ -27,12 +27,14 @@ def tensors(a):
     H, F, d = a.hidden, a.ffn, a.hidden // a.heads
 
     def lin(out, inp):
-        return (rng.standard_normal((out, inp)) / np.sqrt(inp)).astype(np.float32)
+        w = rng.standard_normal((out, inp), dtype=np.float32)
+        w *= np.float32(1 / np.sqrt(inp))
+        return w
 
     def norm():
-        return (1.0 + 0.1 * rng.standard_normal(H)).astype(np.float32)
+        return (1 + np.float32(0.1) * rng.standard_normal(H, dtype=np.float32))
 
-    t = {"model.embed_tokens.weight": rng.standard_normal((a.vocab, H)).astype(np.float32)}
+    t = {"model.embed_tokens.weight": rng.standard_normal((a.vocab, H), dtype=np.float32)}
     for i in range(a.layers):
         p = "model.layers.%d." % i
         t[p + "input_layernorm.weight"] = norm()
