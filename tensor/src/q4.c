@@ -12,12 +12,17 @@
  * divided by -8, so that element is exactly -8 * d and the rest round to
  * the nearest step, clamped to 0..15.
  *
- * The product: each pool thread takes a range of output rows, expands one
- * weight row at a time into a float row in L1 and dots it with every input
- * row, so each weight byte is read once per call whatever M is; AVX2 (with
- * F16C and FMA) or AVX-512 kernels chosen from the CPU at run time, a
- * portable loop otherwise. A row's sum is computed by one thread in a fixed
- * order: results do not depend on the thread count.
+ * The product: each pool thread takes a range of output rows and reads each
+ * weight byte once per call whatever M is. Up to NPT_Q4_INT_ROWS input rows
+ * (decode) on AVX2 CPUs: every input row is first quantised per group of
+ * 32 to int8 (scale max |x| / 127, round to nearest even), and each group's
+ * product is an exact integer dot product (maddubs/madd) minus 8 x the sum
+ * of the input's group, times the two scales: the arithmetic of llama.cpp's
+ * Q4_0 x Q8_0. More rows (prefill), or no AVX2: one weight row at a time is
+ * expanded into a float row in L1 and dotted with every input row in float
+ * (AVX2 with F16C and FMA, AVX-512, or a portable loop). A row's sum is
+ * computed by one thread in a fixed order: results do not depend on the
+ * thread count.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -28,6 +33,7 @@
 
 #define G NPT_Q4_GROUP
 #define BLOCK (2 + G / 2)
+#define NPT_Q4_INT_ROWS 4
 
 NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes)
 {
@@ -175,6 +181,57 @@ __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const
 	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
+/* x [k] to int8 groups: q [k], scale [k / G], group sums [k / G] */
+static void quant_row(const float *x, int64_t k, int8_t *q, float *scale, int32_t *sum)
+{
+	for (int64_t b = 0; b < k / G; b++) {
+		float amax = 0, id;
+		int32_t s = 0;
+
+		for (int j = 0; j < G; j++)
+			amax = fmaxf(amax, fabsf(x[b * G + j]));
+		scale[b] = amax / 127.0f;
+		id = amax > 0 ? 127.0f / amax : 0;
+		for (int j = 0; j < G; j++) {
+			q[b * G + j] = (int8_t)nearbyintf(x[b * G + j] * id);
+			s += q[b * G + j];
+		}
+		sum[b] = s;
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float dot_int_avx2(const uint8_t *w, int64_t k,
+								   const int8_t *q,
+								   const float *scale,
+								   const int32_t *sum)
+{
+	const __m128i m4 = _mm_set1_epi8(15);
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps();
+	float corr = 0;
+	__m128 r;
+
+	for (int64_t b = 0; b < k / G; b++, w += BLOCK) {
+		uint16_t h;
+		__m128i v;
+		__m256i wq, p;
+		float d;
+
+		memcpy(&h, w, 2);
+		d = _cvtsh_ss(h) * scale[b];
+		v = _mm_loadu_si128((const __m128i *)(w + 2));
+		wq = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+		p = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, _mm256_loadu_si256(
+						 (const __m256i *)(q + b * G))), ones);
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d), acc);
+		corr += d * (float)(8 * sum[b]);
+	}
+	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r) - corr;
+}
+
 typedef void (*expand_fn)(const uint8_t *, int64_t, float *);
 typedef float (*dot_fn)(const float *, const float *, int64_t);
 
@@ -186,14 +243,28 @@ struct q4_job {
 	expand_fn expand;
 	dot_fn dot;
 	float *scratch;		/* a row of k floats per pool thread */
+	/* the integer path: the m input rows quantised (NULL: the float path) */
+	int8_t *xq;
+	float *xs;
+	int32_t *xsum;
 };
 
 static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 {
 	const struct q4_job *j = arg;
-	float *row = j->scratch + (int64_t)tid * j->k;
 	int64_t rb = j->k / G * BLOCK;
+	float *row;
 
+	if (j->xq) {
+		for (int64_t r = begin; r < end; r++)
+			for (int64_t i = 0; i < j->m; i++)
+				j->y[i * j->n + r] = dot_int_avx2(j->q + r * rb, j->k,
+								  j->xq + i * j->k,
+								  j->xs + i * (j->k / G),
+								  j->xsum + i * (j->k / G));
+		return;
+	}
+	row = j->scratch + (int64_t)tid * j->k;
 	for (int64_t r = begin; r < end; r++) {
 		j->expand(j->q + r * rb, j->k, row);
 		for (int64_t i = 0; i < j->m; i++)
@@ -225,13 +296,32 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 		j.dot = dot_c;
 	}
 	npt_eval_lock();
-	j.scratch = malloc(sizeof(float) * (size_t)k * (size_t)npt_pool_threads());
-	if (j.scratch)
-		npt_parallel_for(n, 16, q4_rows, &j);
+	if (m <= NPT_Q4_INT_ROWS && j.expand == expand_avx2) {
+		j.xq = malloc((size_t)(m * k));
+		j.xs = malloc(sizeof(float) * (size_t)(m * k / G));
+		j.xsum = malloc(sizeof(int32_t) * (size_t)(m * k / G));
+		if (!j.xq || !j.xs || !j.xsum) {
+			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %lld quantised "
+				     "input rows", (long long)m);
+			goto out;
+		}
+		for (int64_t i = 0; i < m; i++)
+			quant_row(x + i * k, k, j.xq + i * k, j.xs + i * (k / G),
+				  j.xsum + i * (k / G));
+	} else {
+		j.scratch = malloc(sizeof(float) * (size_t)k * (size_t)npt_pool_threads());
+		if (!j.scratch) {
+			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %d rows of "
+				     "%lld floats", npt_pool_threads(), (long long)k);
+			goto out;
+		}
+	}
+	npt_parallel_for(n, 16, q4_rows, &j);
+out:
 	npt_eval_unlock();
-	if (!j.scratch)
-		return npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %d rows of %lld "
-				"floats", npt_pool_threads(), (long long)k);
 	free(j.scratch);
-	return NPT_OK;
+	free(j.xq);
+	free(j.xs);
+	free(j.xsum);
+	return s;
 }

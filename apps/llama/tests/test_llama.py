@@ -341,6 +341,10 @@ def q4_reference(w):
     return blocks.reshape(-1).tobytes(), deq.reshape(n, k)
 
 
+# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C
+INT_PATH = all(f in open("/proc/cpuinfo").read().split() for f in ("avx2", "fma", "f16c"))
+
+
 def test_q4_kernel_against_numpy():
     """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
     import ctypes
@@ -355,7 +359,8 @@ def test_q4_kernel_against_numpy():
     lib.npt_tensor_free.argtypes = [P]
     NPT_F32 = 7
     rng = np.random.default_rng(0)
-    for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (5, 130, 256), (1, 300, 2048)]:
+    for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (4, 50, 128), (5, 130, 256),
+                    (1, 300, 2048), (9, 40, 2048)]:
         w = rng.standard_normal((n, k)).astype(np.float32)
         w[0, :32] = 0  # an all-zero group: scale 0
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -372,7 +377,14 @@ def test_q4_kernel_against_numpy():
         assert buf.raw == want_bytes, "[%d, %d]: packed bytes differ from the format" % (n, k)
         y = np.zeros((m, n), dtype=np.float32)
         assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
-        want = x.astype(np.float64) @ deq.T.astype(np.float64)
+        xr = x
+        if m <= 4 and INT_PATH:
+            # the decode path: x quantised per group of 32 to int8 (max |x| / 127, nearest even)
+            g = x.reshape(m, k // 32, 32)
+            dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
+            qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
+            xr = (qx * dx).reshape(m, k)
+        want = xr.astype(np.float64) @ deq.T.astype(np.float64)
         err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
         assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
     size = ctypes.c_size_t()
