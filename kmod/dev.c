@@ -6,7 +6,8 @@
  * /dev/npushm reports the pool (NPUSHM_IOC_QUERY) and hands out anonymous
  * regions (NPUSHM_IOC_ALLOC), shared only by file descriptor; named
  * regions are files of the filesystem (fs.c). NPUSHM_IOC_WATCH opens a
- * watch on the caller's address space (watch.c). Its mode is the module
+ * watch on the caller's address space (watch.c), NPUSHM_IOC_SPACE a space
+ * through which it grants peers access to ranges of it (space.c). Its mode is the module
  * parameter dev_mode (default 0660: root and the device's group; a
  * distribution's udev rule chooses the group).
  *
@@ -35,7 +36,7 @@ static int npushm_dev_ioctl_query(struct file *file, void *arg,
 	q->abi_version = NPUSHM_ABI_VERSION;
 	q->features = NPUSHM_FEAT_FS | NPUSHM_FEAT_SEAL | NPUSHM_FEAT_DMABUF |
 		      NPUSHM_FEAT_GUP | NPUSHM_FEAT_NETLINK | NPUSHM_FEAT_PINS |
-		      NPUSHM_FEAT_WATCH_IF_BUILT;
+		      NPUSHM_FEAT_WATCH_IF_BUILT | NPUSHM_FEAT_SPACE;
 	q->chunk_size = PAGE_SIZE << npushm_sysmem_provider.chunk_order;
 	q->page_size = PAGE_SIZE;
 	npushm_pool_query(q, npushm_account_uid(current_euid()),
@@ -73,10 +74,17 @@ static int npushm_dev_ioctl_watch(struct file *file, void *arg,
 	return npushm_watch_create(arg, out);
 }
 
+static int npushm_dev_ioctl_space(struct file *file, void *arg,
+				  struct npushm_ioctl_out *out)
+{
+	return npushm_space_create(arg, out);
+}
+
 static const struct npushm_ioctl_desc npushm_dev_ioctls[] = {
 	{ NPUSHM_IOC_QUERY, NPUSHM_QUERY_SIZE_VER0, npushm_dev_ioctl_query },
 	{ NPUSHM_IOC_ALLOC, NPUSHM_ALLOC_SIZE_VER0, npushm_dev_ioctl_alloc },
 	{ NPUSHM_IOC_WATCH, NPUSHM_WATCH_OPEN_SIZE_VER0, npushm_dev_ioctl_watch },
+	{ NPUSHM_IOC_SPACE, NPUSHM_SPACE_OPEN_SIZE_VER0, npushm_dev_ioctl_space },
 };
 
 static long npushm_dev_ioctl(struct file *file, unsigned int cmd,

@@ -2,7 +2,7 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * ioctl.c - extensible ioctl argument handling shared by /dev/npushm,
- * region files and watches.
+ * region files, watches and spaces.
  *
  * The size field of the ioctl number is the size of the caller's struct.
  * Input is copied with copy_struct_from_user(): a shorter struct is
@@ -27,6 +27,9 @@ union npushm_ioctl_arg {
 	struct npushm_watch_open watch_open;
 	struct npushm_watch_range watch_range;
 	struct npushm_watch_del watch_del;
+	struct npushm_space_open space_open;
+	struct npushm_space_grant_req space_grant;
+	struct npushm_space_revoke space_revoke;
 };
 
 static const struct npushm_ioctl_desc *

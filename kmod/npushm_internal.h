@@ -248,6 +248,10 @@ static inline int npushm_watch_create(struct npushm_watch_open *req,
 }
 #endif
 
+/* space.c */
+int npushm_space_create(struct npushm_space_open *req,
+			struct npushm_ioctl_out *out);
+
 /* netlink.c */
 int npushm_netlink_init(void);
 void npushm_netlink_exit(void);

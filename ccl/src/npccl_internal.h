@@ -137,6 +137,7 @@ struct peer {
 	int data_fd;		/* TCP data socket, -1 for local peers */
 	int pidfd;		/* -1 if not available (other pid namespace) */
 	int doorbell_fd;	/* local: the peer's eventfd */
+	int space_fd;		/* local: the peer's npushm space (its buffers), -1 if none */
 	const struct transport_ops *tp;
 	struct req *sendq, *sendq_tail;
 	struct req *recvq, *recvq_tail;
@@ -354,6 +355,8 @@ struct npccl_comm {
 	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
 	bool cma_ok;			/* every local rank can read every other's memory (agreed) */
 	uint64_t cma_word;		/* the probe word peers read */
+	struct npushm_space *space;	/* my space, peers read my buffers through it; NULL: none */
+	uint64_t space_grants[2];	/* this call's grants (send, receive buffer), 0: none */
 
 	/* npccl_mem_alloc buffers (shm_mem.c); mem_sig is identical on every
 	 * rank that made the same allocations and is part of cur_hash */

@@ -10,7 +10,11 @@
  *   ccl-test misc                                    API, split, explain, negatives
  *   ccl-test shm                                     shm AllReduce paths, npccl_mem_alloc
  *   ccl-test env-matrix                              launched rank: every collective x
- *                                                    dtype x counts (rank 0 prints TAP)
+ *                                                    dtype x counts (rank 0 prints TAP);
+ *                                                    CCL_TEST_SINGLE_COPY=1: under a seccomp
+ *                                                    filter refusing process_vm_readv/writev,
+ *                                                    the single-copy algorithms must be
+ *                                                    available (npushm spaces) and are run
  *   ccl-test env-zc                                  launched rank: npccl_mem_alloc
  *                                                    buffers over RDMA, registration cache
  *   ccl-test env-usercache                           launched rank: other buffers over
@@ -32,8 +36,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <sys/wait.h>
@@ -1551,11 +1561,38 @@ static int agreed_verdict(npccl_comm_t comm, int me, int ok, const char *msg, co
  * past the eager size per item (rotating dtype), against the reference. Rank
  * 0 prints one TAP line per item once every rank agreed on its verdict.
  */
+/* A seccomp filter refusing cross-memory attach (as container profiles do);
+ * 0 once process_vm_readv fails with EPERM. */
+static int refuse_cma(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	char v = 0, w = 0;
+	struct iovec l = { &w, 1 }, r = { &v, 1 };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -1;
+	return syscall(__NR_process_vm_readv, getpid(), &l, 1, &r, 1, 0) == -1 && errno == EPERM ? 0
+												   : -1;
+}
+
 static int cmd_env_matrix(void)
 {
 	npccl_comm_t comm;
 	char err[512], msg[MSG] = "";
 	double t_all = now_ms();
+	bool single_copy = getenv("CCL_TEST_SINGLE_COPY") != NULL;
+	if (single_copy && refuse_cma()) {
+		ccl_tap(0, "seccomp filter refusing process_vm_readv: %s", strerror(errno));
+		ccl_tap_plan();
+		return 1;
+	}
 	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
 	if (st) {
 		ccl_tap(0, "init: %s", err);
@@ -1568,9 +1605,30 @@ static int cmd_env_matrix(void)
 	npccl_comm_hosts(comm, &nh, &h);
 	struct test_item items[64];
 	int n = 0;
-	for (int ci = 0; ci < NCOLLS; ci++)
+	const npccl_coll_t single[] = { NPCCL_COLL_ALLGATHER, NPCCL_COLL_BROADCAST,
+					NPCCL_COLL_REDUCE_SCATTER };
+	if (single_copy) {
+		/* one copy without ptrace: only the module's spaces can give it here */
+		int have = 0;
+		for (int i = 0; i < 3; i++)
+			if (npccl_algo_supported(comm, single[i], NPCCL_ALGO_CMA)) {
+				items[n++] = (struct test_item){ single[i], NPCCL_ALGO_CMA };
+				have++;
+			}
+		int all = agree_ok(comm, have == 3);
+		if (me == 0)
+			ccl_tap(all == 1, "%d ranks, process_vm_readv refused (seccomp, ptrace_scope "
+				"3): single-copy AllGather, Broadcast and ReduceScatter available", p);
+		if (all != 1) {
+			npccl_comm_destroy(comm);
+			if (me == 0)
+				ccl_tap_plan();
+			return 1;
+		}
+	}
+	for (int ci = 0; ci < NCOLLS && !single_copy; ci++)
 		items[n++] = (struct test_item){ colls[ci], NPCCL_ALGO_AUTO };
-	for (int a = 1; a < NPCCL_NUM_ALGOS; a++)
+	for (int a = 1; a < NPCCL_NUM_ALGOS && !single_copy; a++)
 		if (npccl_algo_supported(comm, NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a))
 			items[n++] = (struct test_item){ NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a };
 	size_t counts[] = { 0, 1, (size_t)p + 1, 1025, 70001 };

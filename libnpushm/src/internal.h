@@ -88,6 +88,9 @@ extern const struct npi_backend_ops npi_posix_ops;
 extern const struct npi_backend_ops npi_kmod_ops;
 /* Is an npushm instance mounted where the kmod backend looks ($NPUSHM_DIR)? */
 bool npi_kmod_mounted(void);
+/* /dev/npushm, open read-only, if the loaded module has @feature (an
+ * NPUSHM_FEAT_* bit); @what names the objects in errors ("watches"). */
+npushm_status_t npi_ctl_open(uint64_t feature, const char *what, int *ctlp);
 
 struct npushm_dev {
 	atomic_int refs;	/* the caller's, plus one per region handle */

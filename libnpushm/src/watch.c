@@ -28,29 +28,13 @@ struct npushm_watch {
 
 static npushm_status_t watch_fd_open(int *fdp)
 {
-	struct npushm_query q = { 0 };
 	struct npushm_watch_open wo = { 0 };
+	npushm_status_t st;
 	int ctl, err;
 
-	ctl = open(NPUSHM_DEVICE_PATH, O_RDONLY | O_CLOEXEC);
-	if (ctl < 0) {
-		err = errno;
-		if (err == ENOENT || err == ENXIO || err == ENODEV)
-			return npi_fail(NPUSHM_ERR_UNSUPPORTED, err,
-					"watches need the npushm kernel module, and it is not loaded (no %s): load it with 'modprobe npushm'",
-					NPUSHM_DEVICE_PATH);
-		if (err == EACCES || err == EPERM)
-			return npi_fail(NPUSHM_ERR_ACCESS, err,
-					"watches need %s, which this user may not open: ask for its group (see the udev rule of the npushm package)",
-					NPUSHM_DEVICE_PATH);
-		return npi_fail(npi_status_from_errno(err), err, "cannot open %s",
-				NPUSHM_DEVICE_PATH);
-	}
-	if (ioctl(ctl, NPUSHM_IOC_QUERY, &q) || !(q.features & NPUSHM_FEAT_WATCH)) {
-		close(ctl);
-		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0,
-				"the loaded npushm module has no watches: install and load a newer one");
-	}
+	st = npi_ctl_open(NPUSHM_FEAT_WATCH, "watches", &ctl);
+	if (st)
+		return st;
 	if (ioctl(ctl, NPUSHM_IOC_WATCH, &wo)) {
 		err = errno;
 		close(ctl);

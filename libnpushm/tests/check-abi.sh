@@ -4,14 +4,14 @@
 # check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
 # own as strict C99 and C++11 (before and after the UAPI header), and
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
-# (npushm.h), NPUSHM_1.1 (npushm_rdma.h) and NPUSHM_1.2 (npushm_watch.h);
-# the last two compile on their own too.
+# (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h) and
+# NPUSHM_1.4 (npushm_space.h); the last three compile on their own too.
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..5"
+echo "1..6"
 printf '#include <npushm.h>\n#include <linux/npushm.h>\nint main(void) { npushm_region_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/a.c"
 printf '#include <linux/npushm.h>\n#include <npushm.h>\nint f(void) { return NPUSHM_NAME_MAX; }\n' > "$tmp/b.c"
 if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/a.o" 2> "$tmp/log" &&
@@ -22,9 +22,9 @@ else
 	echo "not ok 1 - npushm.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[0123]$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[01234]$')
 if [ -n "$syms" ] && [ -z "$bad" ]; then
-	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.3 ($(echo "$syms" | wc -l) of them)"
+	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.4 ($(echo "$syms" | wc -l) of them)"
 else
 	echo "not ok 2 - unexpected exports:"; echo "$bad" | sed 's/^/# /'
 fi
@@ -38,8 +38,11 @@ done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_watch.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.2$" || missing="$missing $f"
 done
+for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_space.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.4$" || missing="$missing $f"
+done
 if [ -z "$missing" ]; then
-	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3), npushm_rdma.h (NPUSHM_1.1) and npushm_watch.h (NPUSHM_1.2) is exported"
+	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2) and npushm_space.h (NPUSHM_1.4) is exported"
 else
 	echo "not ok 3 - declared but not exported:$missing"
 fi
@@ -59,4 +62,13 @@ if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/f.c" 
 	echo "ok 5 - npushm_watch.h is self-contained C99 and C++11 (no UAPI header needed), and compiles next to it"
 else
 	echo "not ok 5 - npushm_watch.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
+fi
+printf '#include <npushm_space.h>\nint main(void) { return NPUSHM_SPACE_READ == 1 ? NPUSHM_OK : 1; }\n' > "$tmp/s.c"
+if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/s.c" -o "$tmp/s.o" 2> "$tmp/log" &&
+   g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -c "$tmp/s.c" -o "$tmp/t.o" 2>> "$tmp/log" &&
+   { echo '#include <linux/npushm.h>'; cat "$tmp/s.c"; } > "$tmp/u.c" &&
+   gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/u.c" -o "$tmp/u.o" 2>> "$tmp/log"; then
+	echo "ok 6 - npushm_space.h is self-contained C99 and C++11 (no UAPI header needed), and compiles next to it"
+else
+	echo "not ok 6 - npushm_space.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi

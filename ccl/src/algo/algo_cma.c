@@ -9,10 +9,16 @@
  * also writes half of the message into the receiver's buffer
  * (process_vm_writev), so both cores copy.
  *
- * Usable where the kernel lets a rank read its peers' memory (same user,
- * same pid namespace, ptrace access allowed: no restrictive Yama scope, no
- * seccomp filter against the calls): cma_probe_begin() and cma_probe_peers() check that at init on
- * every rank, and comm.c agrees the result, so all ranks choose alike. Each
+ * Two kernel paths: with the npushm module each rank has a space (its
+ * descriptor passed to the local peers at setup, transport_shm.c) and
+ * grants each call's buffers in it, read or write, before publishing them;
+ * peers copy with pread/pwrite on it, which needs no ptrace access (other
+ * uids, any Yama scope, seccomp filters against process_vm_readv, other pid
+ * namespaces); the grants are revoked once every peer is done. Without a
+ * peer's space, cross-memory attach: same user, same pid namespace, ptrace
+ * access allowed. cma_probe_begin() and cma_probe_peers() check at init
+ * that every rank can read every peer one way or the other, and comm.c
+ * agrees the result, so all ranks choose alike. Each
  * call publishes its buffers' addresses in the control block, then `staged`
  * (with the step hash, as the shm fast path, so mismatched calls are caught);
  * a rank copies, then publishes `reduced` and waits for every peer's
@@ -21,6 +27,7 @@
 #include "npccl_internal.h"
 #include "transport/transport.h"
 #include "algo/algo.h"
+#include "npushm_space.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -94,7 +101,20 @@ static npccl_status_t cma_copy(struct npccl_comm *c, int k, char *local, uint64_
 {
 	int rank = c->local_ranks[k];
 	pid_t pid = (pid_t)c->peers[rank].info.pid;
+	int space = c->peers[rank].space_fd;
 	size_t done = 0;
+	if (space >= 0 && len) {
+		npushm_status_t ps = write ? npushm_space_write(space, remote, local, len, &done)
+					   : npushm_space_read(space, remote, local, len, &done);
+		if (ps == NPUSHM_OK)
+			return NPCCL_OK;
+		if (ps == NPUSHM_ERR_NOT_FOUND)
+			return comm_peer_lost(c, rank, "its process exited");
+		char who[128];
+		peer_describe(c, rank, who, sizeof(who));
+		return comm_fail(c, NPCCL_ERR_SYSTEM, rank, "cannot %s the buffer of %s: %s",
+				 write ? "write" : "read", who, npushm_last_error());
+	}
 	while (done < len) {
 		struct iovec l = { local + done, len - done };
 		struct iovec r = { (void *)(uintptr_t)(remote + done), len - done };
@@ -117,26 +137,65 @@ static npccl_status_t cma_copy(struct npccl_comm *c, int k, char *local, uint64_
 	return NPCCL_OK;
 }
 
-/* Step 1 of every call: my buffers' addresses, then `staged`; on return
- * everyone's are readable in c->ctl[k]->cma_*. */
-static npccl_status_t cma_begin(struct npccl_comm *c, const void *sbuf, const void *rbuf,
-				uint64_t *step)
+/* Revoke this call's grants: no peer reads or writes my buffers after it. */
+static void cma_revoke(struct npccl_comm *c)
+{
+	for (int i = 0; i < 2; i++) {
+		if (c->space_grants[i])
+			npushm_space_revoke(c->space, c->space_grants[i]);
+		c->space_grants[i] = 0;
+	}
+}
+
+/* Grant peers my send buffer (read, @slen bytes) and receive buffer
+ * (write, @rlen bytes) in my space, if I have one. */
+static npccl_status_t cma_grant(struct npccl_comm *c, const void *sbuf, size_t slen,
+				const void *rbuf, size_t rlen)
+{
+	if (!c->space)
+		return NPCCL_OK;
+	if ((slen && npushm_space_grant(c->space, sbuf, slen, NPUSHM_SPACE_READ,
+					&c->space_grants[0])) ||
+	    (rlen && npushm_space_grant(c->space, rbuf, rlen, NPUSHM_SPACE_WRITE,
+					&c->space_grants[1]))) {
+		cma_revoke(c);
+		return comm_fail(c, NPCCL_ERR_SYSTEM, -1, "cannot open my buffers to my peers: %s",
+				 npushm_last_error());
+	}
+	return NPCCL_OK;
+}
+
+/* Step 1 of every call: my buffers granted (@slen bytes of the send
+ * buffer peers read, @rlen of the receive buffer they write), their
+ * addresses, then `staged`; on return everyone's are readable in
+ * c->ctl[k]->cma_*. */
+static npccl_status_t cma_begin(struct npccl_comm *c, const void *sbuf, size_t slen,
+				const void *rbuf, size_t rlen, uint64_t *step)
 {
 	struct shm_ctl *me = c->ctl[c->local_index];
+	npccl_status_t st = cma_grant(c, sbuf, slen, rbuf, rlen);
+	if (st)
+		return st;
 	me->cma_sbuf = (uint64_t)(uintptr_t)sbuf;
 	me->cma_rbuf = (uint64_t)(uintptr_t)rbuf;
 	*step = c->fp_step++;
 	cma_publish(c, CNT_STAGED, *step + 1);
-	return cma_wait_all(c, CNT_STAGED, *step + 1);
+	st = cma_wait_all(c, CNT_STAGED, *step + 1);
+	if (st)
+		cma_revoke(c);
+	return st;
 }
 
 /* Last step: done with the peers' buffers; wait until they are with mine. */
 static npccl_status_t cma_end(struct npccl_comm *c, uint64_t step, npccl_status_t st)
 {
-	if (st)
-		return st;
-	cma_publish(c, CNT_REDUCED, step + 1);
-	return cma_wait_all(c, CNT_REDUCED, step + 1);
+	if (!st) {
+		cma_publish(c, CNT_REDUCED, step + 1);
+		st = cma_wait_all(c, CNT_REDUCED, step + 1);
+	}
+	/* failed: a peer still reading my buffers gets an error, not my next data */
+	cma_revoke(c);
+	return st;
 }
 
 npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a)
@@ -145,7 +204,7 @@ npccl_status_t cma_allgather(struct npccl_comm *c, const struct coll_args *a)
 	size_t bb = a->count * a->esize;
 	char *mine = a->rbuf + (size_t)me * bb;
 	uint64_t step;
-	npccl_status_t st = cma_begin(c, a->sbuf, a->rbuf, &step);
+	npccl_status_t st = cma_begin(c, a->sbuf, bb, a->rbuf, 0, &step);
 	if (st)
 		return st;
 	if (mine != a->sbuf && bb)
@@ -162,7 +221,8 @@ npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a)
 	int P = c->nlocal, me = c->local_index, root = c->peers[a->root].local_index;
 	size_t bytes = a->count * a->esize;
 	uint64_t step;
-	npccl_status_t st = cma_begin(c, a->sbuf, a->rbuf, &step);
+	npccl_status_t st = me == root ? cma_begin(c, a->sbuf, bytes, a->rbuf, 0, &step)
+				       : cma_begin(c, a->sbuf, 0, a->rbuf, P == 2 ? bytes : 0, &step);
 	if (st)
 		return st;
 	/* two ranks: the root writes the second half while the other reads the first */
@@ -196,7 +256,7 @@ npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *
 	if (!in && bb)
 		return comm_fail(c, NPCCL_ERR_NOMEM, -1, "no memory for %zu bytes", chunk);
 	uint64_t step;
-	npccl_status_t st = cma_begin(c, a->sbuf, a->rbuf, &step);
+	npccl_status_t st = cma_begin(c, a->sbuf, bb * (size_t)P, a->rbuf, 0, &step);
 	if (st)
 		return st;
 	const char *own = a->sbuf + (size_t)me * bb;
@@ -230,6 +290,11 @@ bool cma_probe_begin(struct npccl_comm *c)
 		return false;
 	c->cma_word = (uint64_t)getpid();
 	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)&c->cma_word;
+	/* the probe word stays granted for the communicator's life */
+	uint64_t id;
+	if (c->space &&
+	    npushm_space_grant(c->space, &c->cma_word, sizeof(c->cma_word), NPUSHM_SPACE_READ, &id))
+		npccl_log(NPCCL_LOG_INFO, "rank %d: %s", c->rank, npushm_last_error());
 	return true;
 }
 
@@ -245,6 +310,17 @@ int32_t cma_probe_peers(struct npccl_comm *c)
 		uint64_t v = 0;
 		struct iovec l = { &v, sizeof(v) }, r = { (void *)(uintptr_t)c->ctl[k]->cma_probe,
 							  sizeof(v) };
+		errno = 0;
+		if (p->space_fd >= 0) {
+			/* the peer's own pid as it sees it: compare with what it told us */
+			ok = npushm_space_read(p->space_fd, c->ctl[k]->cma_probe, &v, sizeof(v),
+					       NULL) == NPUSHM_OK && v == p->info.pid;
+			npccl_log(ok ? NPCCL_LOG_DEBUG : NPCCL_LOG_INFO, "rank %d: %s local rank %d's "
+				  "memory through its npushm space%s%s", c->rank,
+				  ok ? "reads" : "cannot read", rank, ok ? "" : ": ",
+				  ok ? "" : npushm_last_error());
+			continue;
+		}
 		ok = p->info.pidns_id == c->peers[c->rank].info.pidns_id &&
 		     process_vm_readv((pid_t)p->info.pid, &l, 1, &r, 1, 0) == sizeof(v) &&
 		     v == p->info.pid;

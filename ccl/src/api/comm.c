@@ -63,6 +63,8 @@ static void comm_free(struct npccl_comm *c)
 			close(p->pidfd);
 		if (p->doorbell_fd >= 0)
 			close(p->doorbell_fd);
+		if (p->space_fd >= 0)
+			close(p->space_fd);
 		free(p->bounce);
 	}
 	rdma_teardown(c);
@@ -175,7 +177,7 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 	for (int i = 0; i < nranks; i++) {
 		struct peer *p = &c->peers[i];
 		p->rank = i;
-		p->ctl_fd = p->data_fd = p->pidfd = p->doorbell_fd = -1;
+		p->ctl_fd = p->data_fd = p->pidfd = p->doorbell_fd = p->space_fd = -1;
 	}
 	parse_fault(c);
 	/* the cost model's own calls are not part of a group the caller opened */

@@ -16,6 +16,7 @@
  */
 #include "npccl_internal.h"
 #include "transport/transport.h"
+#include "npushm_space.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -41,6 +42,8 @@ struct shm_hello {
 		int32_t cause;		/* SHM_HELLO_FAILED: the local rank the failure started with */
 	};
 	uint64_t comm_magic;
+	uint32_t has_space;	/* SHM_HELLO_MAGIC: an npushm space descriptor follows the pidfd */
+	uint32_t reserved;
 };
 
 void shm_layout_compute(struct shm_layout *l, int nlocal)
@@ -197,8 +200,10 @@ static int attach_peer(struct npccl_comm *c, struct peer *p, const struct shm_he
 		snprintf(e2, e2len, "no doorbell descriptor received");
 		return -1;
 	}
+	int next = 1;
 	p->doorbell_fd = fds[0];
-	p->pidfd = (h->has_pidfd && nfds > 1) ? fds[1] : -1;
+	p->pidfd = (h->has_pidfd && nfds > next) ? fds[next++] : -1;
+	p->space_fd = (h->has_space && nfds > next) ? fds[next++] : -1;
 	int ms = (int)((deadline - MIN(deadline, now_ns())) / 1000000) + 1;
 	if (shm_region_recv(sock, ms, &p->region, e2, e2len) < 0)
 		return -1;
@@ -295,8 +300,8 @@ static void setup_failed(struct npccl_comm *c, int cause)
 		if (fd < 0)
 			break;
 		struct shm_hello h;
-		int fds[2] = { -1, -1 };
-		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, now_ns() + 100000000ull);
+		int fds[3] = { -1, -1, -1 };
+		int nf = recv_fds(fd, &h, sizeof(h), fds, 3, now_ns() + 100000000ull);
 		for (int i = 0; i < nf; i++)
 			close(fds[i]);
 		if (nf >= 0 && h.magic == SHM_HELLO_MAGIC && h.comm_magic == c->magic &&
@@ -304,6 +309,25 @@ static void setup_failed(struct npccl_comm *c, int cause)
 			send_failure_notice(c, fd, h.from, cause);
 		close(fd);
 	}
+}
+
+/*
+ * My npushm space, if the module offers one: local peers then read and
+ * write my buffers with one copy and no ptrace access (algo_cma.c grants
+ * each call's buffers). Without it, process_vm_readv is tried instead.
+ */
+static void space_open_for_peers(struct npccl_comm *c)
+{
+	npushm_space_t *sp;
+
+	c->space = NULL;
+	if (npccl_config()->disable_cma)
+		return;
+	if (npushm_space_open(&sp) == NPUSHM_OK)
+		c->space = sp;
+	else
+		npccl_log(NPCCL_LOG_DEBUG, "rank %d: no npushm space (%s): single copy needs "
+			  "cross-memory attach", c->rank, npushm_last_error());
 }
 
 npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
@@ -341,8 +365,14 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		setup_failed(c, cause);
 		return NPCCL_ERR_SYSTEM;
 	}
-	int myfds[2] = { c->doorbell_fd, self_pidfd };
-	int nmy = self_pidfd >= 0 ? 2 : 1;
+	/* peers read and write my buffers through my space (algo_cma.c) */
+	space_open_for_peers(c);
+	int myfds[3] = { c->doorbell_fd, self_pidfd, -1 }, nmy = 1;
+	if (self_pidfd >= 0)
+		myfds[nmy++] = self_pidfd;
+	uint32_t has_space = c->space != NULL;
+	if (has_space)
+		myfds[nmy++] = npushm_space_fd(c->space);
 	npccl_status_t st = NPCCL_OK;
 
 	/* A: connect to the local ranks above us */
@@ -356,12 +386,13 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 					   : "cannot connect to it", err, errlen);
 			break;
 		}
-		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, { self_pidfd >= 0 }, c->magic };
+		struct shm_hello h = { SHM_HELLO_MAGIC, c->rank, j, { self_pidfd >= 0 }, c->magic,
+				       has_space, 0 };
 		if (send_fds(fd, &h, sizeof(h), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0) {
 			/* it may have answered our hello with a failure notice before closing */
 			struct shm_hello n;
-			int nfds[2] = { -1, -1 };
-			int nn = recv_fds(fd, &n, sizeof(n), nfds, 2, now_ns() + 100000000ull);
+			int nfds[3] = { -1, -1, -1 };
+			int nn = recv_fds(fd, &n, sizeof(n), nfds, 3, now_ns() + 100000000ull);
 			close(fd);
 			cause = take_failure_notice(c, &n, j, nfds, nn, err, errlen);
 			st = NPCCL_ERR_BOOTSTRAP;
@@ -396,8 +427,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 			break;
 		}
 		struct shm_hello h;
-		int fds[2] = { -1, -1 };
-		int nf = recv_fds(fd, &h, sizeof(h), fds, 2, MIN(deadline, now_ns() + 5000000000ull));
+		int fds[3] = { -1, -1, -1 };
+		int nf = recv_fds(fd, &h, sizeof(h), fds, 3, MIN(deadline, now_ns() + 5000000000ull));
 		int notice_cause = nf >= 0 ? take_failure_notice(c, &h, h.from, fds, nf, err, errlen) : -1;
 		if (notice_cause >= 0) {
 			close(fd);
@@ -423,7 +454,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 			st = exchange_fail(c, h.from, e2, err, errlen);
 			break;
 		}
-		struct shm_hello r = { SHM_HELLO_MAGIC, c->rank, h.from, { self_pidfd >= 0 }, c->magic };
+		struct shm_hello r = { SHM_HELLO_MAGIC, c->rank, h.from, { self_pidfd >= 0 }, c->magic,
+				       has_space, 0 };
 		if (send_fds(fd, &r, sizeof(r), myfds, nmy) < 0 || shm_region_send(c->region, fd) < 0) {
 			cause = h.from;
 			st = exchange_fail(c, h.from, "it closed the connection", err, errlen);
@@ -435,8 +467,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 		int j = c->local_ranks[k];
 		struct peer *p = &c->peers[j];
 		struct shm_hello h;
-		int fds[2] = { -1, -1 };
-		int nf = recv_fds(p->ctl_fd, &h, sizeof(h), fds, 2, deadline);
+		int fds[3] = { -1, -1, -1 };
+		int nf = recv_fds(p->ctl_fd, &h, sizeof(h), fds, 3, deadline);
 		int notice_cause = take_failure_notice(c, &h, j, fds, nf, err, errlen);
 		if (notice_cause >= 0) {
 			cause = notice_cause;
@@ -507,6 +539,8 @@ void shm_teardown(struct npccl_comm *c)
 	if (c->doorbell_fd >= 0)
 		close(c->doorbell_fd);
 	c->doorbell_fd = -1;
+	npushm_space_close(c->space);
+	c->space = NULL;
 	free(c->ctl);
 	free(c->fp_stage);
 	free(c->fp_result);

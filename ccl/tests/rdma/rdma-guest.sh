@@ -8,7 +8,8 @@
 #     hierarchical AllReduce, the registration cache;
 #  3. faults over RDMA: kill -9, SIGSTOP, mismatched calls, a queue pair in
 #     the error state;
-#  4. one model load for the cluster, and a rank killed mid-broadcast.
+#  4. one model load for the cluster, and a rank killed mid-broadcast;
+#  5. single copy without ptrace (npushm spaces), Yama scope 3 and seccomp.
 # One TAP stream; every part under `timeout`.
 BIN=${1:?usage: rdma-guest.sh BINDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -244,6 +245,21 @@ ml_exec() {
 ML_QUICK=1 ml_tests "1 2 3"	# the rest of the cases: ccl/tests/model-load-test.sh (suite ccl)
 for _h in 1 2 3; do umount "$out/npushm-h$_h" 2>/dev/null; done
 echo "# cluster load: $(since "$t0") s"
+
+# 6. single copy without ptrace, last (ptrace_scope 3 holds until reboot):
+#    two ranks on one host, Yama refusing every ptrace attach and a seccomp
+#    filter refusing process_vm_readv/writev; AllGather, Broadcast and
+#    ReduceScatter still copy once, through the ranks' npushm spaces
+t0=$(up)
+if [ -w /proc/sys/kernel/yama/ptrace_scope ] && echo 3 > /proc/sys/kernel/yama/ptrace_scope; then
+	launch single-copy 200 "1 1" env -u NPCCL_TRANSPORT -u NPCCL_EXPECT_TRANSPORT \
+		CCL_TEST_SINGLE_COPY=1 "$BIN/ccl-test" env-matrix
+	tap_job single-copy
+else
+	n=$((n + 1)) fail=1
+	echo "not ok $n - single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
+fi
+echo "# single copy without ptrace: $(since "$t0") s"
 
 echo "# total: $(since 0) s since boot"
 echo "1..$n"

@@ -44,6 +44,7 @@
 #define NPUSHM_FEAT_NETLINK	_BITULL(4)	/* generic netlink family */
 #define NPUSHM_FEAT_PINS	_BITULL(5)	/* pinned bytes are reported and kept charged */
 #define NPUSHM_FEAT_WATCH	_BITULL(6)	/* NPUSHM_IOC_WATCH: mapping-change watches */
+#define NPUSHM_FEAT_SPACE	_BITULL(7)	/* NPUSHM_IOC_SPACE: address-space grants */
 
 /**
  * struct npushm_query - NPUSHM_IOC_QUERY on /dev/npushm (output only)
@@ -288,6 +289,90 @@ struct npushm_watch_event {
 	__u64 cookie;
 };
 
+/**
+ * DOC: spaces - letting chosen peers read or write ranges of one's memory
+ *
+ * Collectives between processes of one host copy once when a rank can read
+ * its peers' buffers. process_vm_readv() needs ptrace access, which Yama's
+ * ptrace_scope >= 2, different uids and container seccomp profiles refuse.
+ * NPUSHM_IOC_SPACE on /dev/npushm returns a space: a file bound to the
+ * caller's address space, opened for reading and writing. Its owner (a task
+ * sharing that address space; EPERM elsewhere) grants ranges with
+ * NPUSHM_IOC_SPACE_GRANT and revokes them with NPUSHM_IOC_SPACE_REVOKE.
+ * Whoever holds the file (passed with SCM_RIGHTS, inherited) reads granted
+ * bytes with pread()/preadv() and writes them with pwrite()/pwritev(), the
+ * file offset being the owner's virtual address; read() and write() use and
+ * advance the file position the same way. The descriptor is the permission:
+ * no ptrace check is made.
+ *
+ * - An access must lie inside one grant that allows it (NPUSHM_GRANT_READ
+ *   for reads, NPUSHM_GRANT_WRITE for writes), else EACCES.
+ * - It copies what the owner's address space maps at that moment (pages
+ *   are held only during the copy): where the owner maps nothing, or maps
+ *   read-only for a write, the access stops (a short count, or EFAULT if
+ *   nothing was copied); writes to private mappings break copy-on-write in
+ *   the owner, as its own stores would.
+ * - After the owner's address space is gone (exit, execve) every access
+ *   fails with ESRCH; the space keeps none of its memory.
+ * - When NPUSHM_IOC_SPACE_REVOKE returns, no access to the revoked range is
+ *   in flight and none starts. A grant covers addresses, not memory: an
+ *   owner revokes a range before it unmaps or reuses it (a watch tells a
+ *   cache when that happens behind its back).
+ * - A space holds at most NPUSHM_SPACE_MAX_GRANTS grants (ENOSPC); grants
+ *   are charged to the owner's memory cgroup. RWF_NOWAIT is not supported
+ *   (EOPNOTSUPP).
+ */
+#define NPUSHM_SPACE_MAX_GRANTS	4096
+
+/**
+ * struct npushm_space_open - NPUSHM_IOC_SPACE on /dev/npushm
+ * @flags: in: must be 0
+ * @fd: out: the space, read-write, close-on-exec
+ */
+struct npushm_space_open {
+	__u32 flags;
+	__s32 fd;
+};
+
+#define NPUSHM_SPACE_OPEN_SIZE_VER0	8
+
+/* struct npushm_space_grant_req.flags */
+#define NPUSHM_GRANT_READ	_BITUL(0)
+#define NPUSHM_GRANT_WRITE	_BITUL(1)
+#define NPUSHM_GRANT_ALL	(NPUSHM_GRANT_READ | NPUSHM_GRANT_WRITE)
+
+/**
+ * struct npushm_space_grant_req - NPUSHM_IOC_SPACE_GRANT on a space
+ * @start: in: first byte of the range (any alignment: exactly these bytes
+ *	are granted)
+ * @len: in: bytes (> 0; @start + @len must not wrap nor pass the end of
+ *	user space)
+ * @id: out: the grant's id (non-zero), for NPUSHM_IOC_SPACE_REVOKE
+ * @flags: in: NPUSHM_GRANT_READ and/or NPUSHM_GRANT_WRITE (at least one)
+ * @reserved: must be 0
+ *
+ * The range need not be mapped when it is granted.
+ */
+struct npushm_space_grant_req {
+	__u64 start;
+	__u64 len;
+	__u64 id;
+	__u32 flags;
+	__u32 reserved;
+};
+
+#define NPUSHM_SPACE_GRANT_SIZE_VER0	32
+
+/**
+ * struct npushm_space_revoke - NPUSHM_IOC_SPACE_REVOKE on a space
+ * @id: in: a grant's id (ENOENT if the space has no such grant)
+ */
+struct npushm_space_revoke {
+	__u64 id;
+};
+
+#define NPUSHM_SPACE_REVOKE_SIZE_VER0	8
+
 /*
  * 0xBC is free in Documentation/userspace-api/ioctl/ioctl-number.rst of
  * Linux 6.1. Numbers 0xe0-0xef are kept for the selftests' test module.
@@ -298,9 +383,13 @@ struct npushm_watch_event {
 #define NPUSHM_IOC_QUERY	_IOR(NPUSHM_IOC_MAGIC, 0x00, struct npushm_query)
 #define NPUSHM_IOC_ALLOC	_IOWR(NPUSHM_IOC_MAGIC, 0x01, struct npushm_alloc)
 #define NPUSHM_IOC_WATCH	_IOWR(NPUSHM_IOC_MAGIC, 0x02, struct npushm_watch_open)
+#define NPUSHM_IOC_SPACE	_IOWR(NPUSHM_IOC_MAGIC, 0x03, struct npushm_space_open)
 /* On a watch */
 #define NPUSHM_IOC_WATCH_ADD	_IOWR(NPUSHM_IOC_MAGIC, 0x21, struct npushm_watch_range)
 #define NPUSHM_IOC_WATCH_DEL	_IOW(NPUSHM_IOC_MAGIC, 0x22, struct npushm_watch_del)
+/* On a space */
+#define NPUSHM_IOC_SPACE_GRANT	_IOWR(NPUSHM_IOC_MAGIC, 0x31, struct npushm_space_grant_req)
+#define NPUSHM_IOC_SPACE_REVOKE	_IOW(NPUSHM_IOC_MAGIC, 0x32, struct npushm_space_revoke)
 /* On a region file */
 #define NPUSHM_IOC_SEAL		_IOW(NPUSHM_IOC_MAGIC, 0x11, struct npushm_seal)
 #define NPUSHM_IOC_EXPORT_DMABUF _IOWR(NPUSHM_IOC_MAGIC, 0x12, struct npushm_export)
