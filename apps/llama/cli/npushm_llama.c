@@ -8,7 +8,7 @@
  *                [--greedy | --temperature T --top-p P --seed S]
  *                --out IDS.npy [--logits LOGITS.npy] [--threads N]
  *
- * MODEL is the name of a model loaded with `npushm load FILE NAME`, or a
+ * MODEL is the name of a model loaded with `npushm load FILE --name NAME`, or a
  * .safetensors file, loaded for this run under a name of its content hash
  * and removed afterwards unless --keep. PROMPT.npy holds one prompt of token
  * ids (1-D, or one row); IDS.npy receives the N generated ids (int64) and
@@ -48,8 +48,9 @@ static void usage(FILE *f)
 		"                    [--threads N]\n"
 		"Generate tokens with a Llama-style decoder shared through npushm (weights read in\n"
 		"place, the KV cache in an npushm region).\n\n"
-		"MODEL                a model loaded with `npushm load FILE NAME`, or a .safetensors\n"
-		"                     file (loaded for this run, removed afterwards unless --keep)\n"
+		"MODEL                a model loaded with `npushm load FILE --name NAME`, or a\n"
+		"                     .safetensors file (loaded for this run, removed afterwards\n"
+		"                     unless --keep)\n"
 		"  --ids FILE.npy     the prompt: token ids, 1-D (or one row), integers\n"
 		"  --max-new N        how many tokens to generate (>= 1)\n"
 		"  --greedy           pick the most likely token each step (the default)\n"

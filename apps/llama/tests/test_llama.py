@@ -102,7 +102,7 @@ def test_threads_agree(tools, workdir, models):
 
 
 def test_loaded_model_by_name(tools, workdir, models):
-    """`npushm load FILE NAME`, then npushm-llama NAME: the same results as from the file."""
+    """`npushm load FILE --name NAME`, then npushm-llama NAME: the same results as from the file."""
     prompt = prompt_for(96, 5, seed=3)
     want_ids, want_logits = run(tools, workdir, models["tiny"], prompt, 6)
     r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", "llama-test-tiny"],
