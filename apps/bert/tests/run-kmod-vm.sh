@@ -50,6 +50,7 @@ VM_QUIET=1 selftests/vm/run-vm.sh -o "$out" -t "${BERT_VM_TIMEOUT:-400}" -- \
 vmrc=$?
 [ "$vmrc" = 0 ] || echo "# the VM run ended with status $vmrc (see $out/console.log)"
 [ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
+grep -h "packed linear weights\|self-check" "$out/gemm.log" 2>/dev/null | sed 's/^/# guest GEMM: /'
 
 "$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
 fold numerics $?
@@ -79,6 +80,18 @@ if [ -f "$out/c.tap" ]; then
 else
 	echo "# no C test output came back from the VM" > "$tmp"
 	fold "c (kmod)" 1
+fi
+# The guest runs the GEMM a user gets: oneDNN wherever libdnnl.so.2 opens (the
+# guest shares this root filesystem), whatever its self-check took from it.
+count=$((count + 1))
+if ! /sbin/ldconfig -p | grep -q "libdnnl.so.2 "; then
+	echo "ok $count - the guest's GEMM is oneDNN # SKIP libdnnl.so.2 is not installed"
+elif grep -q "^packed linear weights .*(onednn " "$out/gemm.log" 2>/dev/null; then
+	echo "ok $count - the guest's GEMM is oneDNN"
+else
+	sed 's/^/# /' "$out/gemm.log" 2>/dev/null
+	echo "not ok $count - the guest's GEMM is oneDNN"
+	failed=$((failed + 1))
 fi
 count=$((count + 1))
 if [ "$vmrc" = 0 ]; then
