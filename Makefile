@@ -61,6 +61,7 @@ include selftests/selftests.mk
 include selftests/debug/debug.mk
 include tools/sanitizers.mk
 include apps/bert/bert.mk
+include apps/llama/llama.mk
 include bench/bench.mk
 include tools/licences.mk
 include tools/install.mk

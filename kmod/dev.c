@@ -121,9 +121,12 @@ static int __init npushm_init(void)
 	ret = npushm_pool_init();
 	if (ret)
 		return ret;
-	ret = npushm_fs_init();
+	ret = npushm_provider_init();
 	if (ret)
 		goto out_pool;
+	ret = npushm_fs_init();
+	if (ret)
+		goto out_provider;
 	ret = npushm_netlink_init();
 	if (ret)
 		goto out_fs;
@@ -143,6 +146,8 @@ out_netlink:
 	npushm_netlink_exit();
 out_fs:
 	npushm_fs_exit();
+out_provider:
+	npushm_provider_exit();
 out_pool:
 	npushm_pool_exit();
 	return ret;
@@ -154,6 +159,7 @@ static void __exit npushm_exit(void)
 	npushm_fs_unregister();
 	npushm_netlink_exit();
 	npushm_fs_exit();
+	npushm_provider_exit();
 	npushm_pool_exit();
 }
 

@@ -43,6 +43,7 @@
 #include <linux/iversion.h>
 #include <linux/module.h>
 #include <linux/mount.h>
+#include <linux/nodemask.h>
 #include <linux/pagemap.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -61,7 +62,6 @@ MODULE_PARM_DESC(userns_mounts,
 		 "Instances may be mounted in user namespaces other than the initial one and size regions there (default N)");
 
 static struct vfsmount *npushm_anon_mnt;
-static atomic64_t npushm_next_ino = ATOMIC64_INIT(0);
 
 static const struct super_operations npushm_sops;
 static const struct inode_operations npushm_dir_iops;
@@ -142,6 +142,7 @@ void npushm_sb_release_bytes(struct super_block *sb, u64 bytes)
 static struct inode *npushm_get_inode(struct super_block *sb,
 				      const struct inode *dir, umode_t mode)
 {
+	unsigned long index;
 	struct inode *inode;
 	int ret;
 
@@ -153,7 +154,7 @@ static struct inode *npushm_get_inode(struct super_block *sb,
 		npushm_free_inode_slot(sb);
 		return ERR_PTR(-ENOMEM);
 	}
-	inode->i_ino = atomic64_inc_return(&npushm_next_ino);
+	inode->i_ino = npushm_id_next(&index);
 	inode_init_owner(&init_user_ns, inode, dir, mode);
 	inode->i_atime = current_time(inode);
 	inode->i_mtime = inode->i_atime;
@@ -560,6 +561,10 @@ static int npushm_show_options(struct seq_file *m, struct dentry *root)
 		seq_printf(m, ",uid=%u", from_kuid_munged(&init_user_ns, sbi->uid));
 	if (!gid_eq(sbi->gid, GLOBAL_ROOT_GID))
 		seq_printf(m, ",gid=%u", from_kgid_munged(&init_user_ns, sbi->gid));
+	if (sbi->provider != &npushm_sysmem_provider)
+		seq_printf(m, ",provider=%s", sbi->provider->name);
+	if (sbi->allow_cpus)
+		seq_puts(m, ",allow_cpus");
 	return 0;
 }
 
@@ -589,6 +594,8 @@ struct npushm_fs_context {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	struct npushm_provider *provider;
+	bool allow_cpus;
 	unsigned int seen;
 };
 
@@ -601,6 +608,8 @@ enum npushm_param {
 	NPUSHM_OPT_MODE,
 	NPUSHM_OPT_UID,
 	NPUSHM_OPT_GID,
+	NPUSHM_OPT_PROVIDER,
+	NPUSHM_OPT_ALLOW_CPUS,
 };
 
 static const struct fs_parameter_spec npushm_fs_parameters[] = {
@@ -609,6 +618,8 @@ static const struct fs_parameter_spec npushm_fs_parameters[] = {
 	fsparam_u32oct("mode", NPUSHM_OPT_MODE),
 	fsparam_u32("uid", NPUSHM_OPT_UID),
 	fsparam_u32("gid", NPUSHM_OPT_GID),
+	fsparam_string("provider", NPUSHM_OPT_PROVIDER),
+	fsparam_flag("allow_cpus", NPUSHM_OPT_ALLOW_CPUS),
 	{}
 };
 
@@ -666,6 +677,16 @@ static int npushm_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (!gid_valid(ctx->gid))
 			return invalf(fc, "npushm: gid=%u has no mapping", result.uint_32);
 		return 0;
+	case NPUSHM_OPT_PROVIDER:
+		npushm_provider_put(ctx->provider);
+		ctx->provider = npushm_provider_get(param->string);
+		if (!ctx->provider)
+			return invalf(fc, "npushm: provider=%s: not registered (sysmem is)",
+				      param->string);
+		return 0;
+	case NPUSHM_OPT_ALLOW_CPUS:
+		ctx->allow_cpus = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -693,6 +714,9 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->mode = ctx->mode;
 	sbi->uid = ctx->uid;
 	sbi->gid = ctx->gid;
+	sbi->provider = ctx->provider ?: &npushm_sysmem_provider;
+	sbi->allow_cpus = ctx->allow_cpus;
+	ctx->provider = NULL;
 	sb->s_fs_info = sbi;
 	sb->s_maxbytes = NPUSHM_MAX_SIZE;
 	sb->s_blocksize = PAGE_SIZE;
@@ -713,7 +737,12 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 static int npushm_get_tree(struct fs_context *fc)
 {
 	struct npushm_fs_context *ctx = fc->fs_private;
+	int nid;
 
+	nid = ctx->provider ? npushm_provider_node(ctx->provider) : NUMA_NO_NODE;
+	if (nid != NUMA_NO_NODE && node_state(nid, N_CPU) && !ctx->allow_cpus)
+		return invalfc(fc, "npushm: provider=%s: node %d has CPUs: add allow_cpus",
+			       ctx->provider->name, nid);
 	if (fc->user_ns != &init_user_ns) {
 		if (!READ_ONCE(npushm_userns_mounts)) {
 			errorfc(fc, "npushm: user-namespace mounts are off (userns_mounts)");
@@ -762,6 +791,9 @@ static int npushm_reconfigure(struct fs_context *fc)
 	if ((ctx->seen & NPUSHM_SEEN_INODES) && !ctx->nr_inodes &&
 	    fc->root->d_sb->s_user_ns != &init_user_ns)
 		return invalfc(fc, "npushm: nr_inodes=0 not in a user namespace");
+	if (ctx->provider && ctx->provider != sbi->provider)
+		return invalfc(fc, "npushm: provider=%s: the instance keeps provider %s",
+			       ctx->provider->name, sbi->provider->name);
 	if ((fc->sb_flags_mask & SB_RDONLY) && (fc->sb_flags & SB_RDONLY) &&
 	    !sb_rdonly(fc->root->d_sb) && npushm_sb_has_writers(fc->root->d_sb)) {
 		errorfc(fc, "npushm: a writable mapping or dma-buf export exists");
@@ -788,7 +820,11 @@ static int npushm_reconfigure(struct fs_context *fc)
 
 static void npushm_free_fc(struct fs_context *fc)
 {
-	kfree(fc->fs_private);
+	struct npushm_fs_context *ctx = fc->fs_private;
+
+	if (ctx)
+		npushm_provider_put(ctx->provider);
+	kfree(ctx);
 }
 
 static const struct fs_context_operations npushm_context_ops = {
@@ -832,8 +868,12 @@ static int npushm_anon_init_fs_context(struct fs_context *fc)
 
 static void npushm_kill_sb(struct super_block *sb)
 {
+	struct npushm_sb *sbi = NPUSHM_SB(sb);
+
 	kill_litter_super(sb);
-	kfree(sb->s_fs_info);
+	if (sbi)
+		npushm_provider_put(sbi->provider);
+	kfree(sbi);
 }
 
 static struct file_system_type npushm_fs_type = {
@@ -860,6 +900,7 @@ static struct file_system_type npushm_anon_fs_type = {
  */
 int npushm_fs_init(void)
 {
+	npushm_id_init();
 	npushm_anon_mnt = kern_mount(&npushm_anon_fs_type);
 	return PTR_ERR_OR_ZERO(npushm_anon_mnt);
 }

@@ -25,6 +25,7 @@
  * inotify or fanotify, which check the watcher's access to it.
  */
 #include <linux/cred.h>
+#include <linux/device.h>
 #include <linux/kdev_t.h>
 #include <linux/net.h>
 #include <linux/xarray.h>
@@ -60,6 +61,17 @@ static bool npushm_nl_visible(const struct npushm_region *region,
 			      const struct cred *cred, bool admin)
 {
 	return admin || uid_eq(region->inode->i_uid, cred->euid);
+}
+
+/* A provider's name and device. Return: 0 or -EMSGSIZE. */
+static int npushm_nl_put_provider_name(struct sk_buff *skb,
+				       const struct npushm_provider *provider)
+{
+	if (nla_put_string(skb, NPUSHM_A_PROVIDER_NAME, provider->name) ||
+	    (provider->dev && nla_put_string(skb, NPUSHM_A_PROVIDER_DEVICE,
+					     dev_name(provider->dev))))
+		return -EMSGSIZE;
+	return 0;
 }
 
 /* Put one region message into @skb. Return: 0 or -EMSGSIZE. */
@@ -102,7 +114,8 @@ static int npushm_nl_fill_region(struct sk_buff *skb, struct npushm_region *regi
 	     nla_put_u32(skb, NPUSHM_A_REGION_CHARGED_UID,
 			 from_kuid_munged(userns, region->charged))) ||
 	    nla_put_u32(skb, NPUSHM_A_REGION_DEV,
-			new_encode_dev(inode->i_sb->s_dev))) {
+			new_encode_dev(inode->i_sb->s_dev)) ||
+	    npushm_nl_put_provider_name(skb, region->provider)) {
 		mutex_unlock(&region->lock);
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
@@ -162,8 +175,9 @@ static void npushm_nl_put_region(struct npushm_region *region)
 
 /*
  * The next region from *@pos that @cred may see, taken, or NULL; *@pos is
- * its id. The global lock is held only to find it: filling its message (a
- * scan of its pages for pins, an allocation) runs without, so creation and
+ * its index (creation order: regions made during a dump come after it).
+ * The global lock is held only to find it: filling its message (a scan of
+ * its pages for pins, an allocation) runs without, so creation and
  * eviction elsewhere never wait for a dump.
  */
 static struct npushm_region *npushm_nl_next_region(unsigned long *pos,
@@ -225,6 +239,7 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 	struct super_block *drop = NULL;
 	struct npushm_region *region;
 	struct sk_buff *msg;
+	u64 index;
 	int ret;
 
 	if (GENL_REQ_ATTR_CHECK(info, NPUSHM_A_REGION_ID)) {
@@ -237,8 +252,8 @@ static int npushm_nl_region_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out_put_cred;
 	}
 	mutex_lock(&npushm_regions_lock);
-	region = xa_load(&npushm_regions,
-			 nla_get_u64(info->attrs[NPUSHM_A_REGION_ID]));
+	index = npushm_id_to_index(nla_get_u64(info->attrs[NPUSHM_A_REGION_ID]));
+	region = index <= ULONG_MAX ? xa_load(&npushm_regions, index) : NULL;
 	if (!region || !npushm_nl_visible(region, cred, admin) ||
 	    !npushm_nl_get_region(region, &drop))
 		region = NULL;
@@ -339,6 +354,58 @@ static int npushm_nl_uid_dumpit(struct sk_buff *skb, struct netlink_callback *cb
 	return skb->len;
 }
 
+struct npushm_nl_provider_put {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	bool global;
+};
+
+static int npushm_nl_put_provider(void *arg, const struct npushm_provider *p,
+				  u64 used)
+{
+	struct npushm_nl_provider_put *put = arg;
+	struct sk_buff *skb = put->skb;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(put->cb->skb).portid,
+			  put->cb->nlh->nlmsg_seq, &npushm_nl_family,
+			  NLM_F_MULTI, NPUSHM_CMD_PROVIDER_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (npushm_nl_put_provider_name(skb, p) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_CAPACITY, p->capacity,
+			      NPUSHM_A_PAD) ||
+	    nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_CHUNK_SIZE,
+			      PAGE_SIZE << p->chunk_order, NPUSHM_A_PAD) ||
+	    (put->global &&
+	     nla_put_u64_64bit(skb, NPUSHM_A_PROVIDER_IN_USE, used,
+			       NPUSHM_A_PAD))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* A provider's bytes in use are a pool-wide figure: initial namespaces only. */
+static int npushm_nl_provider_dumpit(struct sk_buff *skb,
+				     struct netlink_callback *cb)
+{
+	struct npushm_nl_dump *ctx = (void *)cb->ctx;
+	struct npushm_nl_provider_put put = {
+		.skb = skb,
+		.cb = cb,
+		.global = (ctx->cred->user_ns == &init_user_ns &&
+			   sock_net(cb->skb->sk) == &init_net) || ctx->admin,
+	};
+	int ret;
+
+	ret = npushm_provider_for_each(&ctx->pos, npushm_nl_put_provider, &put);
+	if (ret && !skb->len)
+		return ret;
+	return skb->len;
+}
+
 static const struct genl_ops npushm_nl_ops[] = {
 	{
 		.cmd = NPUSHM_CMD_REGION_GET,
@@ -355,6 +422,12 @@ static const struct genl_ops npushm_nl_ops[] = {
 		.cmd = NPUSHM_CMD_UID_GET,
 		.start = npushm_nl_dump_start,
 		.dumpit = npushm_nl_uid_dumpit,
+		.done = npushm_nl_dump_done,
+	},
+	{
+		.cmd = NPUSHM_CMD_PROVIDER_GET,
+		.start = npushm_nl_dump_start,
+		.dumpit = npushm_nl_provider_dumpit,
 		.done = npushm_nl_dump_done,
 	},
 };

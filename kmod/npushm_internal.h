@@ -27,6 +27,8 @@
 #include <linux/uidgid.h>
 #include <uapi/linux/npushm.h>
 
+#include "npushm_provider.h"
+
 struct file;
 struct page;
 struct sk_buff;
@@ -34,30 +36,37 @@ struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
-/**
- * struct npushm_provider - where a region's memory comes from
- * @name: short name, for logs
- * @chunk_order: page order of the physically contiguous chunks it prefers
- * @alloc: fill @pages[0..@n) with zeroed pages; 0 or -errno (-ENOMEM
- *	rather than invoking the OOM killer, -EINTR when killed)
- * @free: give back @n pages; the caller holds the only reference to each
- *
- * The system-memory provider backs regions with kernel pages; a real
- * device (a PCI BAR, an accelerator driver) plugs in here.
- */
-struct npushm_provider {
-	const char *name;
-	unsigned int chunk_order;
-	int (*alloc)(struct page **pages, unsigned long n);
-	void (*free)(struct page **pages, unsigned long n);
-};
+/* provider_sysmem.c */
+extern struct npushm_provider npushm_sysmem_provider;
+int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid);
+void npushm_pages_free(struct page **pages, unsigned long n);
 
-extern const struct npushm_provider npushm_sysmem_provider;
+/* provider_node.c */
+int npushm_provider_node(const struct npushm_provider *provider);
+int npushm_node_providers_init(void);
+void npushm_node_providers_exit(void);
+
+/* provider.c */
+struct npushm_provider *npushm_provider_get(const char *name);
+void npushm_provider_hold(struct npushm_provider *provider);
+void npushm_provider_put(struct npushm_provider *provider);
+int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
+			  unsigned long n);
+void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
+			  unsigned long n);
+int npushm_provider_for_each(unsigned long *pos,
+			     int (*put)(void *ctx, const struct npushm_provider *p,
+					u64 used),
+			     void *ctx);
+int npushm_provider_init(void);
+void npushm_provider_exit(void);
 
 /**
  * struct npushm_region - the device memory behind one region file
  * @inode: the file's inode (the region is its i_private)
- * @id: unique id, the inode number, never reused while the module is loaded
+ * @id: the inode number: unique, never reused while the module is loaded,
+ *	carrying no count (region_id.c)
+ * @index: its key in npushm_regions, the counter behind @id (never shown)
  * @lock: protects the fields below
  * @size: bytes, a multiple of PAGE_SIZE; 0 until sized
  * @npages: @size in pages
@@ -80,12 +89,13 @@ extern const struct npushm_provider npushm_sysmem_provider;
 struct npushm_region {
 	struct inode *inode;
 	u64 id;
+	unsigned long index;
 
 	struct mutex lock;		/* protects size..readers */
 	size_t size;
 	unsigned long npages;
 	struct page **pages;
-	const struct npushm_provider *provider;
+	struct npushm_provider *provider;
 	kuid_t charged;
 	kuid_t account;
 	bool anonymous;
@@ -108,6 +118,8 @@ struct npushm_region {
  * @mode: mode= of the root directory
  * @uid: uid= of the root directory
  * @gid: gid= of the root directory
+ * @provider: provider= (referenced), where every region's memory comes from
+ * @allow_cpus: allow_cpus: a node provider's node may have CPUs
  */
 struct npushm_sb {
 	spinlock_t lock;		/* protects used_bytes, free_inodes */
@@ -118,6 +130,8 @@ struct npushm_sb {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	struct npushm_provider *provider;
+	bool allow_cpus;
 };
 
 /**
@@ -164,7 +178,7 @@ void npushm_pool_count_failure(void);
 bool npushm_pool_global_visible(void);
 void npushm_pool_query(struct npushm_query *q, kuid_t uid, bool global);
 void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
-			unsigned long n, const struct npushm_provider *provider);
+			unsigned long n, struct npushm_provider *provider);
 int npushm_pool_fill_stats(struct sk_buff *skb, struct user_namespace *ns,
 			   kuid_t uid, bool global);
 int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
@@ -174,6 +188,11 @@ int npushm_pool_dump_uids(struct sk_buff *skb, struct user_namespace *ns,
 			  void *ctx);
 int npushm_pool_init(void);
 void npushm_pool_exit(void);
+
+/* region_id.c */
+void npushm_id_init(void);
+u64 npushm_id_next(unsigned long *index);
+u64 npushm_id_to_index(u64 id);
 
 /* region.c */
 extern struct mutex npushm_regions_lock;

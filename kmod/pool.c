@@ -137,7 +137,7 @@ struct npushm_uid_usage {
 struct npushm_orphan {
 	struct list_head node;
 	kuid_t uid;
-	const struct npushm_provider *provider;
+	struct npushm_provider *provider;
 	unsigned long npages;
 	struct page **pages;	/* the region's page array, pinned ones first */
 };
@@ -377,7 +377,7 @@ static bool npushm_orphans_release(bool all)
 
 			if (all || page_ref_count(page) == 1) {
 				/* Unpinned: ours is the last reference. */
-				__free_page(page);
+				npushm_provider_free(o->provider, &page, 1);
 				continue;
 			}
 			o->pages[kept++] = page;
@@ -388,6 +388,7 @@ static bool npushm_orphans_release(bool all)
 		o->npages = kept;
 		if (!kept) {
 			list_del(&o->node);
+			npushm_provider_put(o->provider);
 			kvfree(o->pages);
 			kfree(o);
 		} else {
@@ -412,13 +413,13 @@ static void npushm_orphan_reap(struct work_struct *work)
  *	the pool takes it over, and the region's reference on those pages,
  *	when @n is not 0
  * @n: pinned pages (0: none)
- * @provider: where the pages came from
+ * @provider: where the pages came from (held until the last is freed)
  *
  * The unpinned part of the charge is given back now; each pinned page stays
  * charged to @uid until its pin is gone.
  */
 void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
-			unsigned long n, const struct npushm_provider *provider)
+			unsigned long n, struct npushm_provider *provider)
 {
 	struct npushm_orphan *o = NULL;
 	u64 pinned = (u64)n << PAGE_SHIFT;
@@ -431,6 +432,7 @@ void npushm_pool_orphan(kuid_t uid, u64 size, struct page **pages,
 	if (o) {
 		o->uid = uid;
 		o->provider = provider;
+		npushm_provider_hold(provider);
 		o->npages = n;
 		o->pages = pages;
 		list_add_tail(&o->node, &npushm_pool.orphans);

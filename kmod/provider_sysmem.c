@@ -24,7 +24,12 @@
 
 #define NPUSHM_SYSMEM_ORDER	9
 
-static void npushm_sysmem_free(struct page **pages, unsigned long n)
+/**
+ * npushm_pages_free - free pages from npushm_pages_alloc()
+ * @pages: the pages, each with its last reference
+ * @n: how many
+ */
+void npushm_pages_free(struct page **pages, unsigned long n)
 {
 	unsigned long i;
 
@@ -35,10 +40,19 @@ static void npushm_sysmem_free(struct page **pages, unsigned long n)
 	}
 }
 
-static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
+/**
+ * npushm_pages_alloc - zeroed order-0 pages, in chunks where possible
+ * @pages: filled with @npages pages
+ * @npages: how many
+ * @nid: the node they must all come from, or NUMA_NO_NODE for any
+ *
+ * Return: 0, -ENOMEM (nothing left, on @nid when given), -EINTR (killed).
+ */
+int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid)
 {
 	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT |
-			  __GFP_NOWARN | __GFP_RETRY_MAYFAIL;
+			  __GFP_NOWARN | __GFP_RETRY_MAYFAIL |
+			  (nid == NUMA_NO_NODE ? 0 : __GFP_THISNODE);
 	unsigned int order = NPUSHM_SYSMEM_ORDER;
 	unsigned long done = 0, i;
 	struct page *page;
@@ -46,8 +60,8 @@ static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
 
 	while (done < npages) {
 		order = min_t(unsigned int, order, ilog2(npages - done));
-		page = alloc_pages(order ? (gfp & ~__GFP_RETRY_MAYFAIL) | __GFP_NORETRY :
-				   gfp, order);
+		page = alloc_pages_node(nid, order ? (gfp & ~__GFP_RETRY_MAYFAIL) |
+					__GFP_NORETRY : gfp, order);
 		if (!page) {
 			if (!order) {
 				ret = -ENOMEM;
@@ -70,11 +84,24 @@ static int npushm_sysmem_alloc(struct page **pages, unsigned long npages)
 	return 0;
 
 out_free:
-	npushm_sysmem_free(pages, done);
+	npushm_pages_free(pages, done);
 	return ret;
 }
 
-const struct npushm_provider npushm_sysmem_provider = {
+static int npushm_sysmem_alloc(struct npushm_provider *provider,
+			       struct page **pages, unsigned long n)
+{
+	return npushm_pages_alloc(pages, n, NUMA_NO_NODE);
+}
+
+static void npushm_sysmem_free(struct npushm_provider *provider,
+			       struct page **pages, unsigned long n)
+{
+	npushm_pages_free(pages, n);
+}
+
+/* Part of npushm.ko itself: no owner, so it holds no reference on it. */
+struct npushm_provider npushm_sysmem_provider = {
 	.name = "sysmem",
 	.chunk_order = NPUSHM_SYSMEM_ORDER,
 	.alloc = npushm_sysmem_alloc,

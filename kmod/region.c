@@ -31,6 +31,7 @@
  * them; IOCB_NOWAIT writes do not wait for it (EAGAIN).
  */
 #include <linux/cred.h>
+#include <linux/device.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/fsnotify.h>
@@ -55,8 +56,7 @@ DEFINE_XARRAY(npushm_regions);
  * npushm_region_init - set up the region of a new regular-file inode
  * @region: the region (the inode's private data), zeroed with its lock and
  *	list initialised
- * @inode: the inode; its i_ino, unique while the module is loaded, is the
- *	region's id
+ * @inode: the inode; its i_ino, from npushm_id_next(), is the region's id
  *
  * Return: 0 or -ENOMEM.
  */
@@ -66,10 +66,11 @@ int npushm_region_init(struct npushm_region *region, struct inode *inode)
 
 	region->inode = inode;
 	region->account = npushm_account_uid(inode->i_uid);
-	region->provider = &npushm_sysmem_provider;
+	region->provider = ((struct npushm_sb *)inode->i_sb->s_fs_info)->provider;
 	region->id = inode->i_ino;
+	region->index = npushm_id_to_index(region->id);
 	mutex_lock(&npushm_regions_lock);
-	ret = xa_insert(&npushm_regions, region->id, region, GFP_KERNEL);
+	ret = xa_insert(&npushm_regions, region->index, region, GFP_KERNEL);
 	mutex_unlock(&npushm_regions_lock);
 	return ret;
 }
@@ -112,7 +113,7 @@ static void npushm_region_free_pages(struct npushm_region *region,
 			pinned++;
 		}
 	}
-	region->provider->free(pages + pinned, npages - pinned);
+	npushm_provider_free(region->provider, pages + pinned, npages - pinned);
 	npushm_pool_orphan(uid, (u64)npages << PAGE_SHIFT, pages, pinned,
 			   region->provider);
 	npushm_sb_release_bytes(region->inode->i_sb, (u64)npages << PAGE_SHIFT);
@@ -127,7 +128,7 @@ static void npushm_region_free_pages(struct npushm_region *region,
 void npushm_region_destroy(struct npushm_region *region)
 {
 	mutex_lock(&npushm_regions_lock);
-	xa_erase(&npushm_regions, region->id);
+	xa_erase(&npushm_regions, region->index);
 	mutex_unlock(&npushm_regions_lock);
 	WARN_ON(region->nr_vmas || region->handles || region->dmabufs);
 	if (region->size)
@@ -159,7 +160,7 @@ static int npushm_region_alloc(struct npushm_region *region, u64 size)
 		ret = -ENOMEM;
 		goto out_uncharge;
 	}
-	ret = region->provider->alloc(pages, npages);
+	ret = npushm_provider_alloc(region->provider, pages, npages);
 	if (ret)
 		goto out_free_array;
 
@@ -563,6 +564,10 @@ static int npushm_region_ioctl_info(struct file *file, void *arg,
 	if (inode->i_nlink)
 		info->flags |= NPUSHM_INFO_NAMED;
 	npushm_region_file_name(file, info->name, sizeof(info->name));
+	strscpy(info->provider, region->provider->name, sizeof(info->provider));
+	if (region->provider->dev)
+		strscpy(info->device, dev_name(region->provider->dev),
+			sizeof(info->device));
 
 	mutex_lock(&region->lock);
 	info->size = region->size;

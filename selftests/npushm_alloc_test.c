@@ -29,7 +29,7 @@ TEST_F(npushm, query_reports_pool)
 	EXPECT_EQ(0, q.orphan_pinned);
 	EXPECT_EQ(NPUSHM_FEAT_FS | NPUSHM_FEAT_SEAL | NPUSHM_FEAT_DMABUF |
 		  NPUSHM_FEAT_GUP | NPUSHM_FEAT_NETLINK | NPUSHM_FEAT_PINS |
-		  NPUSHM_FEAT_WATCH, q.features);
+		  NPUSHM_FEAT_WATCH | NPUSHM_FEAT_SPACE, q.features);
 }
 
 TEST_F(npushm, alloc_counts_in_use)

@@ -9,7 +9,7 @@
  * WATCH_ADD whose reply cannot be written leaving its range behind,
  * remount ro with a writable dma-buf export alive, the pool's figures
  * reaching callers in other namespaces, and INFO naming a file by the name
- * someone renamed it to.
+ * someone renamed it to, and region ids counting every tenant's regions.
  *
  * Runs as root in the test VM; the attacks drop to uid 1000 and its
  * subordinate uids 100000-165535 (as /etc/subuid gives them on Debian).
@@ -673,6 +673,88 @@ TEST_F(npushm, info_after_rename_names_nothing_new)
 	close(fd);
 	EXPECT_EQ(0, npu_unlink(self->root, "first"));
 	EXPECT_EQ(0, unlinkat(self->root, "hidden", AT_REMOVEDIR));
+}
+
+#define ID_ROUNDS 9
+
+/* The other tenant: its own mount namespace and instance, ID_ROUNDS regions. */
+static int tenant_ids(int step[2], int done[2], uint64_t *ids)
+{
+	char dir[64], c;
+	int i, fd;
+
+	if (npu_private_mounts() || npu_mount(dir, NULL))
+		return 1;
+	for (i = 0; i < ID_ROUNDS; i++) {
+		if (i && read(step[0], &c, 1) != 1)
+			return 2;
+		fd = open(dir, O_RDWR | O_TMPFILE, 0600);
+		ids[i] = fd < 0 ? 0 : npu_region_id(fd);
+		if (!ids[i])
+			return 3;
+		close(fd);
+		if (write(done[1], &c, 1) != 1)
+			return 4;
+	}
+	return npu_umount(dir) ? 5 : 0;
+}
+
+/*
+ * Attack: region ids (inode numbers) came from one counter for every
+ * instance, so a tenant making two regions learnt, from their difference,
+ * how many inodes everyone else had made meanwhile (another tenant's model
+ * loads, as regions). Between the other tenant's regions k and k+1, this
+ * one makes 8k regions and anonymous regions; the other's ids must not
+ * tell: no difference counts them, the ids are not in creation order, and
+ * none is near another.
+ */
+TEST_F(npushm, region_ids_tell_nothing_of_other_tenants)
+{
+	uint64_t *ids = mmap(NULL, ID_ROUNDS * sizeof(*ids), PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int step[2], done[2], i, k, status, fds[4 * ID_ROUNDS * ID_ROUNDS], n = 0;
+	bool ordered = true;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, ids);
+	ASSERT_EQ(0, pipe(step));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(tenant_ids(step, done, ids));
+	for (i = 0; i < ID_ROUNDS; i++) {
+		ASSERT_EQ(1, read(done[0], &c, 1));
+		if (i == ID_ROUNDS - 1)
+			break;
+		for (k = 0; k < 8 * i; k++, n++) {
+			fds[n] = k % 2 ? npu_alloc(self->dev, PG) :
+				 npu_tmpfile(self->root, 0, 0600);
+			ASSERT_LE(0, fds[n]);
+		}
+		ASSERT_EQ(1, write(step[1], &c, 1));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	for (i = 1; i < ID_ROUNDS; i++) {
+		uint64_t diff = ids[i] - ids[i - 1];
+		uint64_t dist = ids[i] > ids[i - 1] ? diff : ids[i - 1] - ids[i];
+
+		/* 8(i-1) of this tenant's, plus its own one */
+		EXPECT_NE(8 * (uint64_t)(i - 1) + 1, diff) {
+			TH_LOG("ids %llu then %llu count the %d regions made in between",
+			       (unsigned long long)ids[i - 1],
+			       (unsigned long long)ids[i], 8 * (i - 1));
+		}
+		EXPECT_LT(1ULL << 20, dist);
+		ordered &= ids[i] > ids[i - 1];
+	}
+	/* 9 random ids come out in creation order once in 9! = 362880 */
+	EXPECT_FALSE(ordered);
+	while (n--)
+		close(fds[n]);
+	munmap(ids, ID_ROUNDS * sizeof(*ids));
 }
 
 TEST_HARNESS_MAIN

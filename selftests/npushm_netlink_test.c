@@ -700,4 +700,102 @@ TEST_F_TIMEOUT(npushm, dump_keeps_the_credentials_it_started_with, 120)
 	close(sv[1]);
 }
 
+#define DUMP_STABLE 300
+#define DUMP_CHURN 200
+#define DUMP_STEP 40
+
+static int ids_count(const uint64_t *ids, int n, uint64_t id)
+{
+	int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += ids[i] == id;
+	return k;
+}
+
+/*
+ * A dump resumes between batches from where it stopped, holding no lock
+ * meanwhile: regions made and freed between its batches (here, between
+ * recvmsg() calls, where the next batch is filled) must neither hide a
+ * region that lived throughout, nor show one twice, nor show an id that
+ * never existed.
+ */
+TEST_F_TIMEOUT(npushm, dump_while_regions_come_and_go, 120)
+{
+	static uint64_t stable[DUMP_STABLE], churn[2 * DUMP_CHURN], seen[4 * DUMP_CHURN + DUMP_STABLE];
+	int sfd[DUMP_STABLE], cfd[2 * DUMP_CHURN], i, len, nseen = 0, nchurn = 0, closed = 0;
+	int batches = 0, sock;
+	struct nl_msg *msg = nlmsg_alloc();
+	static char buf[32768];
+	bool done = false;
+	struct nl_ctx c;
+
+	/* Regions there before (c.seen): the only other ids a dump may show. */
+	ASSERT_EQ(0, ctx_open(&c));
+	ASSERT_EQ(0, ctx_dump(&c));
+	for (i = 0; i < DUMP_STABLE; i++) {
+		sfd[i] = npu_tmpfile(self->root, 0, 0600);
+		ASSERT_LE(0, sfd[i]);
+		stable[i] = npu_region_id(sfd[i]);
+	}
+	for (; nchurn < DUMP_CHURN; nchurn++) {
+		cfd[nchurn] = npu_tmpfile(self->root, 0, 0600);
+		ASSERT_LE(0, cfd[nchurn]);
+		churn[nchurn] = npu_region_id(cfd[nchurn]);
+	}
+	sock = nl_socket_get_fd(c.sk);
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, c.family, 0, NLM_F_DUMP,
+		    NPUSHM_CMD_REGION_GET, NPUSHM_GENL_VERSION);
+	ASSERT_LE(0, nl_send_auto(c.sk, msg));
+	while (!done) {
+		struct nlmsghdr *nlh;
+
+		len = recv(sock, buf, sizeof(buf), 0);
+		ASSERT_LT(0, len);
+		batches++;
+		for (nlh = (void *)buf; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
+			struct nlattr *a[NPUSHM_A_MAX + 1];
+
+			ASSERT_NE(NLMSG_ERROR, nlh->nlmsg_type);
+			if (nlh->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			ASSERT_EQ(0, genlmsg_parse(nlh, 0, a, NPUSHM_A_MAX, NULL));
+			ASSERT_GT(ARRAY_SIZE(seen), nseen);
+			seen[nseen++] = nla_get_u64(a[NPUSHM_A_REGION_ID]);
+		}
+		/* Between batches: free old regions, make new ones. */
+		for (i = 0; i < DUMP_STEP && closed < DUMP_CHURN; i++)
+			close(cfd[closed++]);
+		for (i = 0; i < DUMP_STEP && nchurn < 2 * DUMP_CHURN; i++, nchurn++) {
+			cfd[nchurn] = npu_tmpfile(self->root, 0, 0600);
+			ASSERT_LE(0, cfd[nchurn]);
+			churn[nchurn] = npu_region_id(cfd[nchurn]);
+		}
+	}
+	/* Else nothing came and went during the dump: the test proves nothing. */
+	ASSERT_LE(3, batches);
+	for (i = 0; i < DUMP_STABLE; i++)
+		EXPECT_EQ(1, ids_count(seen, nseen, stable[i])) {
+			TH_LOG("region %llu, alive throughout, seen %d times in %d batches",
+			       (unsigned long long)stable[i],
+			       ids_count(seen, nseen, stable[i]), batches);
+		}
+	for (i = 0; i < nseen; i++) {
+		EXPECT_EQ(1, ids_count(seen, nseen, seen[i]));
+		EXPECT_TRUE(ids_count(stable, DUMP_STABLE, seen[i]) ||
+			    ids_count(churn, nchurn, seen[i]) || find_seen(&c, seen[i])) {
+			TH_LOG("id %llu: no region that existed",
+			       (unsigned long long)seen[i]);
+		}
+	}
+	nlmsg_free(msg);
+	ctx_close(&c);
+	while (closed < nchurn)
+		close(cfd[closed++]);
+	for (i = 0; i < DUMP_STABLE; i++)
+		close(sfd[i]);
+}
+
 TEST_HARNESS_MAIN

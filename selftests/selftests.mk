@@ -7,7 +7,8 @@
 # check-module boots Debian's kernel in qemu (with swiotlb=force, so that
 # DMA goes through bounce buffers, and slub_debug poisoning the accounted
 # kmalloc caches the module's objects come from, so that a write to a freed
-# watch range is a kernel BUG on the stock kernel too, not silent), loads
+# watch range is a kernel BUG on the stock kernel too, not silent, and with a
+# memory-only NUMA node 1 of 256 MiB for the node providers), loads
 # the freshly built module and the
 # selftests' importer module, runs them all, then npushm_reload (which
 # unloads and reloads the module) (selftests/run-module-tests.sh).
@@ -20,6 +21,7 @@ SELFTEST_CFLAGS := -O1 -g -Wall -D_GNU_SOURCE -pthread -I$(SELFTEST_HARNESS) \
 SELFTEST_LIBNL := $(shell pkg-config --cflags --libs libnl-genl-3.0 2>/dev/null)
 SELFTEST_LDLIBS_npushm_netlink_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_rdma_test := -libverbs
+SELFTEST_LDLIBS_npushm_provider_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_stress_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_reload := $(SELFTEST_LIBNL)
 
@@ -51,5 +53,6 @@ $(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h
 
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
-	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" tools/run-suite module \
+	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" \
+		VM_NUMA_NODE1=$${VM_NUMA_NODE1:-256} tools/run-suite module \
 		selftests/vm/vm-suite.sh module -m 2G -t 900 --no-module -- selftests/run-module-tests.sh

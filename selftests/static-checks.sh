@@ -52,7 +52,7 @@ int main(void)
 	       sizeof(struct npushm_alloc) != NPUSHM_ALLOC_SIZE_VER0 ||
 	       sizeof(struct npushm_seal) != NPUSHM_SEAL_SIZE_VER0 ||
 	       sizeof(struct npushm_export) != NPUSHM_EXPORT_SIZE_VER0 ||
-	       sizeof(struct npushm_region_info) != NPUSHM_INFO_SIZE_VER0 ||
+	       sizeof(struct npushm_region_info) != NPUSHM_INFO_SIZE_VER1 ||
 	       sizeof(struct npushm_watch_open) != NPUSHM_WATCH_OPEN_SIZE_VER0 ||
 	       sizeof(struct npushm_watch_range) != NPUSHM_WATCH_RANGE_SIZE_VER0 ||
 	       sizeof(struct npushm_watch_del) != NPUSHM_WATCH_DEL_SIZE_VER0 ||

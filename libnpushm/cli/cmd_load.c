@@ -66,6 +66,9 @@ int cmd_load(const struct cli_opts *o)
 		       res.deduplicated ? "reused the published copy" : "new copy", secs,
 		       secs > 0 ? (double)res.source_size / secs / 1e9 : 0.0);
 	}
+	if (!st && o->dtype && cli_packer_nothing_packed() && !res.already_loaded)
+		fprintf(stderr, "npushm load: --dtype %s: no weight was packed, the model holds its "
+			"plain weights only: %s\n", o->dtype, cli_packer_nothing_packed());
 	npushm_dev_close(dev);
 	return rc;
 }

@@ -5,7 +5,8 @@
  * with their names, size, content hash and tensor count when the region is
  * a model, whether it is sealed, how many processes map it and how many of
  * its bytes are pinned (RDMA MRs, O_DIRECT in flight; when the backend can
- * tell). Hash aliases are folded into their region's HASH
+ * tell), and where its memory comes from (the module's provider, @device
+ * when it has one; "shm" on the posix backend). Hash aliases are folded into their region's HASH
  * column unless --all; --all also shows the regions without a name that
  * processes still map (a model removed while workers use it). A region
  * whose manifest the caller may not read is marked, with a note saying
@@ -63,8 +64,8 @@ int cmd_ls(const struct cli_opts *o)
 	if (o->json)
 		jregions = json_object_new_array();
 	else
-		printf("%-32s %-6s %10s %-16s %7s %6s %5s %8s %s\n", "NAME", "KIND", "SIZE", "HASH",
-		       "TENSORS", "SEALED", "PROCS", "PINNED", "LAYOUTS");
+		printf("%-32s %-6s %10s %-16s %7s %6s %5s %8s %-8s %s\n", "NAME", "KIND", "SIZE", "HASH",
+		       "TENSORS", "SEALED", "PROCS", "PINNED", "PROVIDER", "LAYOUTS");
 	for (size_t i = 0; i < npushm_region_list_count(list); i++) {
 		const npushm_region_entry_t *e = npushm_region_list_at(list, i);
 		const char *name = main_name(e);
@@ -107,6 +108,10 @@ int cmd_ls(const struct cli_opts *o)
 			json_object_object_add(j, "handles", count_or_null(e->handles));
 			json_object_object_add(j, "mapped_bytes", bytes_or_null(e->mapped_bytes));
 			json_object_object_add(j, "pinned_bytes", bytes_or_null(e->pinned_bytes));
+			json_object_object_add(j, "provider", e->provider[0] ?
+					       json_object_new_string(e->provider) : NULL);
+			json_object_object_add(j, "device", e->device[0] ?
+					       json_object_new_string(e->device) : NULL);
 			for (size_t k = 0; k < e->name_count; k++) {
 				struct json_object *n = json_object_new_object();
 
@@ -138,7 +143,7 @@ int cmd_ls(const struct cli_opts *o)
 			}
 			json_object_array_add(jregions, j);
 		} else {
-			char tensors[24] = "-";
+			char tensors[24] = "-", provider[2 * NPUSHM_PROVIDER_MAX];
 
 			if (m)
 				snprintf(tensors, sizeof(tensors), "%zu", mi.tensor_count);
@@ -150,10 +155,12 @@ int cmd_ls(const struct cli_opts *o)
 				snprintf(pinned, sizeof(pinned), "?");
 			else
 				cli_size(e->pinned_bytes, pinned, sizeof(pinned));
-			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s %s\n", names[0] ? names : name ? name : "(no name)",
+			snprintf(provider, sizeof(provider), "%s%s%s", e->provider[0] ? e->provider : "?",
+				 e->device[0] ? "@" : "", e->device);
+			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s %-8s %s\n", names[0] ? names : name ? name : "(no name)",
 			       m ? "model" : ast == NPUSHM_ERR_ACCESS ? "region*" : "region", cli_size(e->size, sz, sizeof(sz)),
 			       m ? mi.hash_hex : "-", tensors,
-			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned,
+			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned, provider,
 			       m ? cli_layouts_summary(m, lay, sizeof(lay)) : "-");
 		}
 		npushm_model_detach(m);

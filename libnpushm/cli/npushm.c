@@ -29,7 +29,7 @@ static const char usage[] =
 	"       npushm --help | --version\n"
 	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode 0640] [--no-dedup]\n"
+	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode 0640] [--no-dedup]\n"
 	"                 [--replace] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
@@ -54,7 +54,7 @@ struct cmd_help {
 
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
-	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8] [--mode MODE]\n"
+	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode MODE]\n"
 	  "                   [--no-dedup] [--replace] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
@@ -73,6 +73,8 @@ static const struct cmd_help cmd_helps[] = {
 	  "  --dtype int8  the same with the weights quantised to int8 per output channel\n"
 	  "                (scale = max |row| / 127); the engine then runs those layers in\n"
 	  "                int8 (inputs quantised per row, exact int32 sums, VNNI if any)\n"
+	  "  --dtype q4    the same in 4 bits: groups of 32 with an f16 scale (llama.cpp's\n"
+	  "                Q4_0 numbers), for npushm-llama; K must divide by 32\n"
 	  "  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
 	  "  --no-dedup    always make a new copy, even of content already published\n"
 	  "  --replace     if NAME holds other content, move NAME to the new model\n"
@@ -319,10 +321,12 @@ int main(int argc, char **argv)
 		case 'D': o.no_dedup = true; break;
 		case 'R': o.replace = true; break;
 		case 't':
-			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8"))
+			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8") &&
+			    strcmp(optarg, "q4"))
 				return usage_error("--dtype '%s': use f32 (linear weights packed for this "
-						   "CPU's GEMM), bf16 (rounded to bfloat16) or int8 "
-						   "(quantised per output channel)", optarg);
+						   "CPU's GEMM), bf16 (rounded to bfloat16), int8 "
+						   "(quantised per output channel) or q4 (4-bit groups "
+						   "of 32)", optarg);
 			o.dtype = optarg;
 			break;
 		case 'a': o.all = true; break;

@@ -10,6 +10,10 @@
  * a transformer's linear layers read through npt_linear), when libnptensor
  * has a layout for the shape: in float32 (--dtype f32), rounded to bfloat16
  * (--dtype bf16) or quantised to int8 per output channel (--dtype int8). Everything else stays plain only.
+ * --dtype q4: the same tensors in libnptensor's 4-bit groups (npt_q4_pack: 32
+ * elements per f16 scale, as llama.cpp's Q4_0) when K divides by 32, tagged
+ * "npt-q4_0/g32-f16/NxK"; not a GEMM layout but the input of npt_q4_linear,
+ * which a decoder engine calls for it (other engines ignore the tag).
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,14 +30,28 @@ static int wanted(const npushm_tensor_t *t)
 	       !strcmp(t->name + n - 7, ".weight") && !strstr(t->name, "embeddings");
 }
 
+static int packed_count;
+static char first_refusal[512];
+
 static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
 {
 	size_t nbytes = 0;
 
-	if (!wanted(t) || npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
-					 NPUSHM_LAYOUT_TAG_MAX, &nbytes))
+	if (!wanted(t))
 		return 0;
+	if (npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
+			   NPUSHM_LAYOUT_TAG_MAX, &nbytes)) {
+		if (!first_refusal[0])
+			snprintf(first_refusal, sizeof(first_refusal), "%s", npt_last_error());
+		return 0;
+	}
+	packed_count++;
 	return nbytes;
+}
+
+const char *cli_packer_nothing_packed(void)
+{
+	return !packed_count && first_refusal[0] ? first_refusal : NULL;
 }
 
 static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst, uint64_t nbytes,
@@ -53,8 +71,40 @@ static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
 	return s ? -1 : 0;
 }
 
+static uint64_t q4_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
+{
+	size_t nbytes = 0;
+
+	(void)arg;
+	if (!wanted(t) || npt_q4_size(t->shape[0], t->shape[1], &nbytes))
+		return 0;
+	snprintf(tag, NPUSHM_LAYOUT_TAG_MAX, "%s/%lldx%lld", CLI_Q4_TAG, (long long)t->shape[0],
+		 (long long)t->shape[1]);
+	return nbytes;
+}
+
+static int q4_pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst,
+		   uint64_t nbytes, char *why, size_t why_size)
+{
+	npt_tensor_t *w = NULL;
+	npt_status_t s;
+
+	(void)arg;
+	(void)tag;
+	s = npt_tensor_from_data((void *)t->data, NPT_F32, 2, t->shape, NULL, NPT_BORROW_READONLY,
+				 NULL, NULL, &w);
+	if (!s)
+		s = npt_q4_pack(w, dst, (size_t)nbytes);
+	if (s)
+		snprintf(why, why_size, "%s", npt_last_error());
+	npt_tensor_free(w);
+	return s ? -1 : 0;
+}
+
 const npushm_packer_t *cli_packer(const char *dtype)
 {
+	static const npushm_packer_t pq = { .size = q4_size, .pack = q4_pack };
+
 	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8;
 	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
 	static const npushm_packer_t pb = { .size = pack_size, .pack = pack, .arg = (void *)&bf16 };
@@ -62,6 +112,8 @@ const npushm_packer_t *cli_packer(const char *dtype)
 
 	if (!strcmp(dtype, "f32"))
 		return &pf;
+	if (!strcmp(dtype, "q4"))
+		return &pq;
 	if (!strcmp(dtype, "bf16"))
 		return &pb;
 	return !strcmp(dtype, "int8") ? &pi : NULL;

@@ -11,11 +11,17 @@
 
 #include "npushm.h"
 
-/* the packer for @dtype ("f32", "bf16" or "int8"; NULL for anything else): 2-D
+/* the tag of --dtype q4's layouts, followed by "/NxK" */
+#define CLI_Q4_TAG "npt-q4_0/g32-f16"
+
+/* the packer for @dtype ("f32", "bf16", "int8" or "q4"; NULL for anything else): 2-D
  * float32 '*.weight' tensors outside the embeddings */
 const npushm_packer_t *cli_packer(const char *dtype);
 /* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what
  * made them: their tags up to the second '/'; "mixed" if they differ), "-" if none */
 const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len);
+/* after a load with a packer: why no weight was packed (libnptensor's first
+ * refusal), or NULL when at least one was or none was asked for */
+const char *cli_packer_nothing_packed(void);
 
 #endif

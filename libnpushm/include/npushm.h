@@ -229,6 +229,9 @@ typedef struct npushm_region npushm_region_t;
 /* A count the backend cannot tell (posix: handles, mappings, dma-bufs). */
 #define NPUSHM_COUNT_UNKNOWN	UINT32_MAX
 
+/* Bytes of npushm_region_entry_t's provider and device names, NUL included. */
+#define NPUSHM_PROVIDER_MAX	32
+
 /* Names: 1..NPUSHM_NAME_MAX bytes of printable ASCII other than space. */
 #define NPUSHM_NAME_MAX		255
 
@@ -355,6 +358,15 @@ typedef struct npushm_region_entry {
 	const npushm_name_entry_t *names;
 	/* Added in 1.1: bytes pinned by GUP (RDMA MRs, ...), or UINT64_MAX (posix). */
 	uint64_t pinned_bytes;
+	/*
+	 * Added in 1.4: where its memory comes from: kmod, the provider of the
+	 * module instance it lives in ("sysmem" unless the instance was mounted
+	 * with -o provider=...), "" from a module that does not say; posix,
+	 * "shm" (POSIX shared memory). And that provider's device (a PCI address,
+	 * a NUMA node), "" for none. NUL-terminated.
+	 */
+	char provider[NPUSHM_PROVIDER_MAX];
+	char device[NPUSHM_PROVIDER_MAX];
 } npushm_region_entry_t;
 
 typedef struct npushm_region_list npushm_region_list_t;

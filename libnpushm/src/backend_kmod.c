@@ -367,6 +367,11 @@ static void counts_from_info(npushm_dev_t *dev, npushm_region_entry_t *e)
 		e->mappers = ri.mappers;
 		e->mapped_bytes = ri.mapped_bytes;
 		e->pinned_bytes = ri.pinned_bytes;
+		/* Empty from a module whose info struct has no provider yet. */
+		memcpy(e->provider, ri.provider, sizeof(e->provider));
+		e->provider[sizeof(e->provider) - 1] = '\0';
+		memcpy(e->device, ri.device, sizeof(e->device));
+		e->device[sizeof(e->device) - 1] = '\0';
 		if (ri.flags & NPUSHM_INFO_SEALED)
 			e->flags |= NPUSHM_REGION_SEALED;
 	}
@@ -382,6 +387,8 @@ static void counts_from_netlink(npushm_region_entry_t *e, const struct npi_kmod_
 	e->mappers = k->mappers;
 	e->mapped_bytes = k->mapped_bytes;
 	e->pinned_bytes = k->pinned_bytes;
+	memcpy(e->provider, k->provider, sizeof(e->provider));
+	memcpy(e->device, k->device, sizeof(e->device));
 	if (k->sealed)
 		e->flags |= NPUSHM_REGION_SEALED;
 }

@@ -582,6 +582,7 @@ static npushm_status_t posix_list_regions(npushm_dev_t *dev, struct npushm_regio
 			e->flags |= NPUSHM_REGION_SEALED;
 		e->mappings = e->mappers = 0;
 		e->mapped_bytes = 0;
+		snprintf(e->provider, sizeof(e->provider), "shm");
 	}
 	count_mappers(dev, list);
 	return NPUSHM_OK;

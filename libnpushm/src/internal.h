@@ -140,6 +140,7 @@ struct npi_kmod_region {
 	uint64_t id, size, mapped_bytes, pinned_bytes;
 	uint32_t owner_uid, owner_gid, mode, names, handles, mappings, dmabufs, mappers, dev;
 	bool sealed, anonymous;
+	char provider[NPUSHM_PROVIDER_MAX], device[NPUSHM_PROVIDER_MAX];	/* "" if not said */
 };
 struct npi_kmod_stats {
 	uint64_t capacity, in_use, regions, uid_quota, uid_in_use, orphan_pinned;

@@ -37,6 +37,16 @@ static uint64_t get_u64(const struct nlattr *a)
 	return nla_len(a) >= 8 ? nla_get_u64((struct nlattr *)a) : 0;
 }
 
+/* A string attribute into @buf, cut to fit, NUL-terminated even if it was not. */
+static void get_string(const struct nlattr *a, char *buf, size_t len)
+{
+	size_t n = (size_t)nla_len(a);
+
+	n = strnlen(nla_data(a), n < len ? n : len - 1);
+	memcpy(buf, nla_data(a), n);
+	buf[n] = '\0';
+}
+
 static int on_region(struct nl_msg *msg, void *arg)
 {
 	struct dump_ctx *ctx = arg;
@@ -66,6 +76,8 @@ static int on_region(struct nl_msg *msg, void *arg)
 		case NPUSHM_A_REGION_MAPPERS: r.mappers = get_u32(a); break;
 		case NPUSHM_A_REGION_PINNED_BYTES: r.pinned_bytes = get_u64(a); break;
 		case NPUSHM_A_REGION_DEV: r.dev = get_u32(a); break;
+		case NPUSHM_A_PROVIDER_NAME: get_string(a, r.provider, sizeof(r.provider)); break;
+		case NPUSHM_A_PROVIDER_DEVICE: get_string(a, r.device, sizeof(r.device)); break;
 		}
 	}
 	if (!have_id)

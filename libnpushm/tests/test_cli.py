@@ -111,6 +111,8 @@ def test_load_info_ls_rm_json_agree_with_the_file():
                          "layouts": 0, "layouts_made_by": "-"})
     check(r["mappers"] == 0, "nobody maps it (ls does not count itself)")
     check(r["pinned_bytes"] == (0 if KMOD else None), "pinned bytes %r" % r["pinned_bytes"])
+    check(r["provider"] == ("sysmem" if KMOD else "shm") and r["device"] is None,
+          "provider %r, device %r" % (r["provider"], r["device"]))
     check(any(n["hash_alias"] and n["name"] == "xxh3:" + res["hash"] for n in r["names"]))
     mode = [n["mode"] for n in r["names"] if n["name"] == name][0]
     check(mode == (0o640 if KMOD else 0o440), "mode %o" % mode)
@@ -276,8 +278,9 @@ def test_text_output():
     line = [l for l in p.stdout.splitlines() if l.startswith(name)]
     check(line and " model " in line[0] and " yes " in line[0], p.stdout)
     check(p.stdout.splitlines()[0].split() == ["NAME", "KIND", "SIZE", "HASH", "TENSORS", "SEALED",
-                                                "PROCS", "PINNED", "LAYOUTS"], p.stdout)
-    check(line[0].rstrip().endswith(" 0 B -" if KMOD else " ? -"), "pinned, layouts: %r" % line[0])
+                                                "PROCS", "PINNED", "PROVIDER", "LAYOUTS"], p.stdout)
+    check(line[0].rstrip().endswith(" 0 B sysmem   -" if KMOD else " ? shm      -"),
+          "pinned, provider, layouts: %r" % line[0])
     p = cli("info", name)
     check("embeddings.weight" in p.stdout and "[50, 16]" in p.stdout and "F32" in p.stdout, p.stdout)
     p = cli("rm", name)

@@ -13,7 +13,9 @@
 # OUTDIR defaults to a new build/vm/out.XXXXXX (build/vm/last links the newest).
 # Environment: BUILD (default ./build), VM_KERNEL_ROOT (an unpacked kernel
 # tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
-# VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_QUIET=1 (do not
+# VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_NUMA_NODE1 (a
+# size in MiB: the guest gets a second NUMA node of that much memory and no
+# CPUs, taken from MEM, as a CXL expander appears), VM_QUIET=1 (do not
 # echo the console), VM_STORM_LIMIT (stop the VM after this many WARNING/BUG
 # lines, default 200), VM_REPORTS_JUDGED_BY (kernel reports do not fail the
 # run here: the named caller judges them; the debug lane, whose fault pass
@@ -117,10 +119,23 @@ storm_limit=${VM_STORM_LIMIT:-200}
 ) &
 watcher=$!
 
+numa=()
+if [ -n "${VM_NUMA_NODE1:-}" ]; then
+	case "$mem" in
+	*G) total=$((${mem%G} * 1024)) ;;
+	*M) total=${mem%M} ;;
+	*) total=$mem ;;
+	esac
+	numa=(-object "memory-backend-ram,id=m0,size=$((total - VM_NUMA_NODE1))M"
+	      -object "memory-backend-ram,id=m1,size=${VM_NUMA_NODE1}M"
+	      -numa "node,nodeid=0,cpus=0-$((${VM_SMP:-2} - 1)),memdev=m0"
+	      -numa "node,nodeid=1,memdev=m1")
+fi
+
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi
 timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
-	-machine q35 -cpu max -smp "${VM_SMP:-2}" -m "$mem" -accel tcg \
+	-machine q35 -cpu max -smp "${VM_SMP:-2}" -m "$mem" -accel tcg "${numa[@]}" \
 	-nodefaults -no-reboot -display none -monitor none \
 	-chardev stdio,id=con,signal=off -serial chardev:con \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \

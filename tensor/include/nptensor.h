@@ -382,6 +382,28 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, const void *data,
 					   size_t nbytes);
 
+/* ---- 4-bit weights ------------------------------------------------------------
+ * An [N, K] float32 weight stored in 4 bits per element: groups of
+ * NPT_Q4_GROUP consecutive elements of a row share an IEEE half scale d, each
+ * element is (q - 8) * d with q in 0..15 (the numbers of llama.cpp's Q4_0:
+ * d is the group's largest-magnitude element / -8). 18 bytes per group, row
+ * after row (tensor/src/q4.c describes the bytes). For decoders at batch 1:
+ * the product reads the packed bytes in place, once per call. */
+#define NPT_Q4_GROUP 32
+
+/** Bytes of an [n, k] weight in 4-bit groups; NPT_E_SHAPE unless k is a
+ *  positive multiple of NPT_Q4_GROUP and n >= 1. Thread-safe. */
+NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes);
+/** Quantise w ([N, K] float32, any strides; evaluated if lazy) into dst
+ *  (nbytes as npt_q4_size says; the caller's, nothing is kept). */
+NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes);
+/** y[m, n] = x[m, k] @ W^T with W the 4-bit weight q (npt_q4_pack's bytes,
+ *  read in place, any alignment); x and y C-contiguous float32, the caller's.
+ *  Eager (not a lazy op), on the evaluation threads; AVX2/AVX-512 kernels
+ *  chosen at run time. Results do not depend on the thread count. */
+NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
+				   int64_t k, float *y);
+
 /**
  * The f32 GEMM behind npt_matmul and npt_linear, as text: "onednn 2.6.3
  * brg:avx512_core" (oneDNN's kernel for this CPU, the last one it picked) or
@@ -391,6 +413,19 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
  * is static and changes with later calls; thread-safe.
  */
 NPT_API const char *npt_gemm_backend(void);
+
+/**
+ * What oneDNN got wrong on this CPU, or NULL. Before its first product the
+ * GEMM runs oneDNN once on a small problem (the product, a scaled product,
+ * GELU, tanh, ReLU; the int8 and bf16 products exactly on small integers)
+ * and compares with double arithmetic: a wrong activation is then applied by
+ * libnptensor after oneDNN's product, a wrong f32 product sends every GEMM to
+ * OpenBLAS, a wrong int8 or bf16 product makes weights in that precision
+ * refused by npt_pack_query/npt_tensor_set_packed (all logged as warnings). The text names each
+ * wrong case and its error, e.g. "oneDNN's tanh is wrong by 0.43 at 1.2" (seen
+ * on qemu 7.2's emulated AVX2). Static string; thread-safe.
+ */
+NPT_API const char *npt_gemm_self_check(void);
 
 /** How a broadcast operand is expanded. */
 typedef enum npt_expand_mode {

@@ -27,6 +27,18 @@
  * another kernel for a panel than for the whole product, so results can
  * differ in the last bits between thread counts.
  *
+ * Self-check: before the first product, oneDNN's matmul runs once on a
+ * small problem (bias, then no post-op, a scale, GELU, tanh, ReLU) and is
+ * compared with the same arithmetic in double and libm. A post-op that gives
+ * wrong values on this CPU is no longer asked of oneDNN: its activation runs
+ * here after the product (npt_act_rows_f32); a wrong product itself sends
+ * every GEMM to OpenBLAS. Either is logged as a warning and named by
+ * npt_gemm_self_check(). The int8 and bf16 products (where oneDNN has real
+ * kernels) are checked on small integers, exactly: a wrong one makes pack.c
+ * refuse to pack or read weights in that precision. Found so: under qemu 7.2's TCG (AVX2 emulated)
+ * oneDNN 2.6.3's AVX2 tanh post-op is wrong by up to 0.4 while its GEMM and
+ * the other post-ops are right.
+ *
  * Contracts: called under the evaluation lock (one GEMM at a time; each
  * thread's cache has its own lock anyway). A and B have a unit stride in
  * one dimension and a leading dimension >= the other (what cblas accepts);
@@ -37,6 +49,7 @@
 #include "onednn.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +94,13 @@ static int gemm_mode;        /* 0 auto, 1 onednn, 2 openblas */
 static int gemm_omp;         /* NPT_GEMM_OMP=1: oneDNN's own threads */
 static gemm_cache_t *gemm_caches[GEMM_MAX_THREADS];
 static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
+static unsigned gemm_own_act; /* 1 << act: activations the self-check took from oneDNN */
+static char gemm_check[256]; /* what the self-check found wrong, "" when nothing */
+static unsigned gemm_bad_lowp; /* bit 0: oneDNN's bf16 product is wrong here, bit 1: int8 */
+
+static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_entry_t *e);
+static void entry_clear(gemm_entry_t *e);
+static void self_check(void);
 
 static void gemm_init(void)
 {
@@ -102,7 +122,9 @@ static void gemm_init(void)
 	if (D->dnnl_engine_create(&gemm_engine, dnnl_cpu, 0) != dnnl_success) {
 		gemm_engine = NULL;
 		npt_log(NPT_LOG_WARN, "gemm: oneDNN has no CPU engine here; using OpenBLAS");
+		return;
 	}
+	self_check();
 }
 
 /* thread @tid's cache, made at its first use; NULL when out of memory */
@@ -303,7 +325,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.ta = g->ta;
 	k.tb = g->packed ? 0 : g->tb;
 	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
-	k.act = g->aq ? NPT_ACT_NONE : g->act;
+	k.act = g->aq || (gemm_own_act & (1u << g->act)) ? NPT_ACT_NONE : g->act;
 	k.alpha = g->alpha != 0.0f ? g->alpha : 1.0f;
 	k.threads = omp;
 	if (g->packed) {
@@ -363,6 +385,8 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	if (!ds)
 		ds = D->dnnl_stream_wait(c->stream);
 	pthread_mutex_unlock(&c->lock);
+	if (!ds && !g->aq && k.act != g->act)
+		blas_epilogue(g->c, g->M, g->N, g->ldc, NULL, g->act);
 	if (ds)
 		*st = npt_fail(NPT_E_NOMEM, "gemm: oneDNN's matmul of [%lld, %lld] x [%lld, %lld] "
 			       "failed (status %d, usually out of memory)", (long long)g->M,
@@ -442,6 +466,224 @@ static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
 	run_part(j, &sub, tid);
 	if (g->aq && !atomic_load(&j->blas) && !atomic_load(&j->failed))
 		s8_epilogue(&sub, 0, sub.M);
+}
+
+/* the self-check's reference: act(alpha * z), z in double */
+static double ref_act(int act, double alpha, double z)
+{
+	z *= alpha;
+	switch (act) {
+	case NPT_ACT_GELU: return 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
+	case NPT_ACT_TANH: return tanh(z);
+	case NPT_ACT_RELU: return z > 0 ? z : 0;
+	default: return z;
+	}
+}
+
+/*
+ * One small product on oneDNN, [M, K] @ [N, K]^T + bias, then @act (scaled by
+ * @alpha), against double; the largest error relative to 1 + |reference|
+ * into *err, the input at which it was into *at. -1 when oneDNN made no
+ * primitive (nothing to check), 0 when it ran.
+ */
+static int check_one(dnnl_stream_t stream, int act, float alpha, double *err, double *at)
+{
+	enum { M = 24, K = 8, N = 80 };
+	static float a[M * K], b[N * K], bias[N], c[M * N];
+	gemm_key_t k = { .M = M, .N = N, .K = K, .lda = K, .ldb = K, .ldc = N, .tb = 1,
+			 .bias = alpha == 1.0f, .act = act, .alpha = alpha, .threads = 1 };
+	gemm_entry_t e;
+	void *scratch = NULL;
+	int ret = -1;
+
+	memset(&e, 0, sizeof(e));
+	/* pre-activations spread over [-7, 7]: every range of tanh's and erf's tables */
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)((i * 37) % 29 - 14) / 16.0f;
+	for (int i = 0; i < N * K; i++)
+		b[i] = (float)((i * 11) % 17 - 8) / 8.0f;
+	for (int n = 0; n < N; n++)
+		bias[n] = (float)(n % 9 - 4) / 4.0f;
+	if (entry_make(&k, NULL, &e) || e.blas || !e.prim)
+		goto out;
+	if (e.scratch_bytes && !(scratch = aligned_alloc(64, (e.scratch_bytes + 63) / 64 * 64)))
+		goto out;
+	dnnl_exec_arg_t args[5] = {
+		{ DNNL_ARG_SRC, e.src }, { DNNL_ARG_WEIGHTS, e.wei }, { DNNL_ARG_DST, e.dst },
+	};
+	int nargs = 3;
+
+	if (e.scratch_bytes) {
+		D->dnnl_memory_set_data_handle(e.scratch, scratch);
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, e.scratch };
+	}
+	if (k.bias) {
+		D->dnnl_memory_set_data_handle(e.bia, bias);
+		args[nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, e.bia };
+	}
+	D->dnnl_memory_set_data_handle(e.src, a);
+	D->dnnl_memory_set_data_handle(e.wei, b);
+	D->dnnl_memory_set_data_handle(e.dst, c);
+	if (D->dnnl_primitive_execute(e.prim, stream, nargs, args) ||
+	    D->dnnl_stream_wait(stream))
+		goto out;
+	*err = 0;
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++) {
+			double z = k.bias ? bias[n] : 0, r, d;
+
+			for (int i = 0; i < K; i++)
+				z += (double)a[m * K + i] * b[n * K + i];
+			r = ref_act(act, alpha, z);
+			d = fabs(c[m * N + n] - r) / (1.0 + fabs(r));
+			if (!(d <= *err)) {
+				*err = d;
+				*at = z * alpha;
+			}
+		}
+	ret = 0;
+out:
+	free(scratch);
+	if (e.prim || e.src)
+		entry_clear(&e);
+	return ret;
+}
+
+/*
+ * The int8 (s8 x s8 -> s32) or bf16 (-> f32) product, [M, K] @ [N, K]^T on
+ * small integers, which both hold exactly: 1 when oneDNN's answer differs
+ * from the exact one, 0 when it agrees or has no real kernel (nothing used).
+ */
+static int check_lowp(dnnl_stream_t stream, int s8)
+{
+	enum { M = 20, K = 64, N = 48 };
+	static int8_t a8[M * K], b8[N * K];
+	static uint16_t a16[M * K], b16[N * K];
+	static int32_t c[M * N];
+	gemm_key_t k = { .M = M, .N = N, .K = K, .lda = K, .ldc = N, .s8 = s8, .bf16 = !s8,
+			 .alpha = 1.0f, .threads = 1 };
+	dnnl_dims_t wd = { K, N }, ws = { 1, K };
+	dnnl_memory_desc_t wmd;
+	gemm_entry_t e;
+	void *scratch = NULL;
+	int bad = 0;
+
+	memset(&e, 0, sizeof(e));
+	for (int i = 0; i < M * K; i++) {
+		a8[i] = (int8_t)((i * 37) % 255 - 127);
+		a16[i] = (uint16_t)(npt_f32_to_bf16((float)((i * 37) % 33 - 16)));
+	}
+	for (int i = 0; i < N * K; i++) {
+		b8[i] = (int8_t)((i * 11) % 255 - 127);
+		b16[i] = (uint16_t)(npt_f32_to_bf16((float)((i * 11) % 17 - 8)));
+	}
+	if (D->dnnl_memory_desc_init_by_strides(&wmd, 2, wd, s8 ? dnnl_s8 : dnnl_bf16, ws) ||
+	    entry_make(&k, &wmd, &e) || e.blas || !e.prim)
+		goto out;
+	if (e.scratch_bytes && !(scratch = aligned_alloc(64, (e.scratch_bytes + 63) / 64 * 64)))
+		goto out;
+	dnnl_exec_arg_t args[4] = {
+		{ DNNL_ARG_SRC, e.src }, { DNNL_ARG_WEIGHTS, e.wei }, { DNNL_ARG_DST, e.dst },
+		{ DNNL_ARG_SCRATCHPAD, e.scratch },
+	};
+
+	if (e.scratch_bytes)
+		D->dnnl_memory_set_data_handle(e.scratch, scratch);
+	D->dnnl_memory_set_data_handle(e.src, s8 ? (void *)a8 : (void *)a16);
+	D->dnnl_memory_set_data_handle(e.wei, s8 ? (void *)b8 : (void *)b16);
+	D->dnnl_memory_set_data_handle(e.dst, c);
+	if (D->dnnl_primitive_execute(e.prim, stream, e.scratch_bytes ? 4 : 3, args) ||
+	    D->dnnl_stream_wait(stream))
+		goto out;
+	for (int m = 0; m < M && !bad; m++)
+		for (int n = 0; n < N && !bad; n++) {
+			int64_t z = 0;
+			float f;
+
+			for (int i = 0; i < K; i++)
+				z += s8 ? (int64_t)a8[m * K + i] * b8[n * K + i] :
+				     (int64_t)((m * K + i) * 37 % 33 - 16) *
+				     ((n * K + i) * 11 % 17 - 8);
+			memcpy(&f, &c[m * N + n], sizeof(f));
+			bad = s8 ? c[m * N + n] != z : f != (float)z;
+		}
+out:
+	free(scratch);
+	if (e.prim || e.src)
+		entry_clear(&e);
+	return bad;
+}
+
+static void self_check(void)
+{
+	static const struct { int act; float alpha; const char *name; } cases[] = {
+		{ NPT_ACT_NONE, 1.0f, "product" }, { NPT_ACT_NONE, 0.35f, "scaled product" },
+		{ NPT_ACT_GELU, 1.0f, "GELU" }, { NPT_ACT_TANH, 1.0f, "tanh" },
+		{ NPT_ACT_RELU, 1.0f, "ReLU" },
+	};
+	const char *env = getenv("DNNL_MAX_CPU_ISA");
+	dnnl_stream_t stream;
+	int product_bad = 0;
+	size_t o = 0;
+
+	if (D->dnnl_stream_create(&stream, gemm_engine, dnnl_stream_default_flags))
+		return;
+	D->omp_set_num_threads(1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double err = 0, at = 0;
+
+		/* 1e-4: oneDNN's own approximations are within a few ulp */
+		if (check_one(stream, cases[i].act, cases[i].alpha, &err, &at) || err <= 1e-4)
+			continue;
+		if (o < sizeof(gemm_check))
+			o += snprintf(gemm_check + o, sizeof(gemm_check) - o, "%soneDNN's %s is "
+				      "wrong by %.3g at %.3g", o ? "; " : "", cases[i].name, err, at);
+		if (i < 2) {
+			product_bad = 1;
+			break;
+		}
+		gemm_own_act |= 1u << cases[i].act;
+	}
+	for (int s8 = 0; s8 < 2 && !product_bad; s8++) {
+		if (!check_lowp(stream, s8))
+			continue;
+		gemm_bad_lowp |= 1u << s8;
+		if (o < sizeof(gemm_check))
+			o += snprintf(gemm_check + o, sizeof(gemm_check) - o, "%soneDNN's %s "
+				      "product is wrong", o ? "; " : "", s8 ? "int8" : "bf16");
+	}
+	D->dnnl_stream_destroy(stream);
+	/* npt_gemm_backend() names the kernels of the caller's products, not these */
+	pthread_mutex_lock(&gemm_lock);
+	gemm_impl[0] = '\0';
+	pthread_mutex_unlock(&gemm_lock);
+	if (!gemm_check[0])
+		return;
+	if (product_bad) {
+		npt_log(NPT_LOG_WARN, "gemm: %s on this CPU (%s%s): using OpenBLAS; "
+			"DNNL_MAX_CPU_ISA=avx or lower may give right oneDNN kernels", gemm_check,
+			env ? "DNNL_MAX_CPU_ISA=" : "ISA ", env ? env : "as detected");
+		D->dnnl_engine_destroy(gemm_engine);
+		gemm_engine = NULL;
+		return;
+	}
+	npt_log(NPT_LOG_WARN, "gemm: %s on this CPU: %s%s%s", gemm_check,
+		gemm_own_act ? "those activations run after oneDNN's product instead" : "",
+		gemm_own_act && gemm_bad_lowp ? "; " : "",
+		gemm_bad_lowp ? "packed weights in that precision are refused and the float32 "
+		"weights used" : "");
+}
+
+int npt_gemm_lowp_wrong(int s8)
+{
+	pthread_once(&gemm_once, gemm_init);
+	return (gemm_bad_lowp >> !!s8) & 1;
+}
+
+NPT_API const char *npt_gemm_self_check(void)
+{
+	pthread_once(&gemm_once, gemm_init);
+	return gemm_check[0] ? gemm_check : NULL;
 }
 
 npt_status_t npt_gemm_f32(const npt_gemm_t *g)

@@ -302,6 +302,8 @@ NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64
 				     int8_t *q, float *scale);
 /* gemm.c's oneDNN table and engine for pack.c; NULL when the GEMM is on OpenBLAS */
 NPT_HIDDEN const void *npt_gemm_onednn(void **engine);
+/* 1 when the GEMM's self-check found oneDNN's int8 (@s8) or bf16 product wrong here */
+NPT_HIDDEN int npt_gemm_lowp_wrong(int s8);
 /* pack.c: bytes from the start of a packed weight to its column @n0 (a multiple
  * of 64), and the descriptor of columns [n0, n0 + n) into *md (a dnnl_memory_desc_t) */
 NPT_HIDDEN int64_t npt_pack_col_offset(const void *md, int64_t n0);

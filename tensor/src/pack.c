@@ -103,6 +103,10 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t d
 	npt_status_t s = NPT_OK;
 	int n;
 
+	if ((i8 || bf) && npt_gemm_lowp_wrong(i8))
+		return npt_fail(NPT_E_UNSUPPORTED, "pack: oneDNN's %s product gave a wrong result "
+				"in libnptensor's self-check on this CPU; the float32 weights are "
+				"used", i8 ? "int8" : "bf16");
 	D->omp_set_num_threads(1);
 	if (D->dnnl_memory_desc_init_by_tag(&src, 2, sd, in, dnnl_ab) ||
 	    D->dnnl_memory_desc_init_by_tag(&dst, 2, dd, acc, dnnl_ab) ||

@@ -298,6 +298,55 @@ TEST(linear_matches_reference_on_views)
  * inner sizes (K = 768 and 3072, N = 2304 and 768, rows not a multiple of
  * any block), bias and GELU, against the double reference.
  */
+/*
+ * The GEMM's self-check on a real CPU where oneDNN is wrong: without VNNI,
+ * oneDNN 2.6.3's s8 x s8 product saturates on full-range int8 (its 16-bit
+ * pair sums), so with its ISA capped below VNNI (DNNL_MAX_CPU_ISA, read at
+ * oneDNN's first use: each test runs in a fresh process) the check must name
+ * the int8 product and int8 weights must be refused for that reason, while
+ * the f32 product stays on oneDNN and right.
+ */
+TEST(gemm_self_check_refuses_int8_without_vnni)
+{
+	int64_t xs[2] = { 9, 40 }, ws[2] = { 70, 40 };
+	const char *isa = __builtin_cpu_supports("avx512bw") ? "AVX512_CORE" : "AVX2";
+	void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+	const char *want = getenv("NPT_GEMM"), *chk;
+	char tag[256];
+	size_t nbytes = 0;
+	npt_tensor_t *x, *w, *y;
+
+	if (dnnl)
+		dlclose(dnnl);
+	if (!dnnl || (want && !strcmp(want, "openblas")))
+		SKIP(return, "the GEMM is not on oneDNN here (libdnnl.so.2 missing or NPT_GEMM=openblas)");
+	if (!__builtin_cpu_supports("avx2"))
+		SKIP(return, "no AVX2: oneDNN's int8 kernels are its reference code here");
+	setenv("DNNL_MAX_CPU_ISA", isa, 1);
+	chk = npt_gemm_self_check();
+	ASSERT_NE(NULL, chk) {
+		TH_LOG("DNNL_MAX_CPU_ISA=%s: the self-check found nothing wrong", isa);
+	}
+	ASSERT_NE(NULL, strstr(chk, "int8 product is wrong")) {
+		TH_LOG("self-check: %s", chk);
+	}
+	ASSERT_EQ(0, strncmp(npt_gemm_backend(), "onednn", 6)) {
+		TH_LOG("backend %s", npt_gemm_backend());
+	}
+	ASSERT_NE(NPT_OK, npt_pack_query(NPT_I8, 768, 768, tag, sizeof(tag), &nbytes));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "self-check")) {
+		TH_LOG("%s", npt_last_error());
+	}
+	x = randn(2, xs);
+	w = randn(2, ws);
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, NULL, NPT_ACT_TANH, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	ASSERT_TRUE(linear_error(x, w, NULL, NPT_ACT_TANH, y) < 2e-6);
+	npt_tensor_free(y);
+	npt_tensor_free(w);
+	npt_tensor_free(x);
+}
+
 TEST(linear_gemm_backend_and_large_shapes)
 {
 	const char *want = getenv("NPT_GEMM"), *got;

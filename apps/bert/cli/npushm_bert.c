@@ -768,9 +768,14 @@ static int rank_main(const struct args *a, const char *name, const struct input 
 		int used, total;
 		const char *why = npbert_packed_weights(bert, &used, &total);
 
+		const char *chk = npt_gemm_self_check();
+
 		if (why && rank == 0)
 			fprintf(stderr, "%s: %d of %d packed weights not used: %s\n", prog,
 				total - used, total, why);
+		if (chk && rank == 0)
+			fprintf(stderr, "%s: GEMM self-check on this CPU: %s; worked around "
+				"(GEMM: %s)\n", prog, chk, npt_gemm_backend());
 	}
 	npbert_get_config(bert, &c);
 	npbert_get_memory(bert, &mem);

@@ -167,8 +167,9 @@ out:
 	return rc;
 }
 
-int npy_write_f32(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
-		  size_t errlen)
+/* write @ndim dims of @data, elements of @size bytes described by @descr ('<f4') */
+static int write_array(const char *path, const char *descr, size_t size, int ndim,
+		       const int64_t *shape, const void *data, char *err, size_t errlen)
 {
 	char h[256], dims[160] = "";
 	size_t o = 0, hl;
@@ -182,8 +183,8 @@ int npy_write_f32(const char *path, int ndim, const int64_t *shape, const float 
 	}
 	if (ndim > 1)
 		dims[o - 1] = '\0'; /* (2, 3) rather than (2, 3,) */
-	hl = (size_t)snprintf(h, sizeof(h), "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
-			      dims);
+	hl = (size_t)snprintf(h, sizeof(h), "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+			      descr, dims);
 	while ((10 + hl + 1) % 64)
 		h[hl++] = ' ';
 	h[hl++] = '\n';
@@ -194,11 +195,23 @@ int npy_write_f32(const char *path, int ndim, const int64_t *shape, const float 
 				  (unsigned char)(hl >> 8) };
 
 	if (fwrite(pre, 1, 10, fp) != 10 || fwrite(h, 1, hl, fp) != hl ||
-	    fwrite(data, sizeof(float), (size_t)n, fp) != (size_t)n) {
+	    fwrite(data, size, (size_t)n, fp) != (size_t)n) {
 		fclose(fp);
 		return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
 	}
 	if (fclose(fp))
 		return fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
 	return 0;
+}
+
+int npy_write_f32(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
+		  size_t errlen)
+{
+	return write_array(path, "<f4", sizeof(float), ndim, shape, data, err, errlen);
+}
+
+int npy_write_i64(const char *path, int ndim, const int64_t *shape, const int64_t *data,
+		  char *err, size_t errlen)
+{
+	return write_array(path, "<i8", sizeof(int64_t), ndim, shape, data, err, errlen);
 }

@@ -2,7 +2,8 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * npy.h - read integer arrays from and write float32 arrays to NumPy .npy
- * files (format versions 1-3, C order), for the npushm-bert command.
+ * files (format versions 1-3, C order), for the npushm-bert and npushm-llama
+ * commands (and int64 arrays for the latter).
  */
 #ifndef NPBERT_NPY_H
 #define NPBERT_NPY_H
@@ -22,5 +23,8 @@ int npy_read_i64(const char *path, int64_t *rows, int64_t *cols, int64_t **data,
 /* Write a float32 array of @ndim dims; 0 or -1 with a message in @err. */
 int npy_write_f32(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
 		  size_t errlen);
+/* The same for an int64 array (npushm-llama's generated ids). */
+int npy_write_i64(const char *path, int ndim, const int64_t *shape, const int64_t *data,
+		  char *err, size_t errlen);
 
 #endif

@@ -44,6 +44,7 @@ selftests/vm/vm-suite.sh bert -t "${BERT_VM_TIMEOUT:-400}" -- "$here/kmod-guest.
 vmrc=$?
 [ "$vmrc" = 0 ] || sed 's/^/# /' "$tmp" | tail -20
 [ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
+grep -h "packed linear weights\|self-check" "$out/gemm.log" 2>/dev/null | sed 's/^/# guest GEMM: /'
 
 "$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
 tap_fold numerics $? "" < "$tmp"
@@ -73,6 +74,16 @@ if [ -f "$out/c.tap" ]; then
 else
 	echo "# no C test output came back from the VM" > "$tmp"
 	tap_fold "c (kmod)" 1 "" < "$tmp"
+fi
+# The guest runs the GEMM a user gets: oneDNN wherever libdnnl.so.2 opens (the
+# guest shares this root filesystem), whatever its self-check took from it.
+if ! /sbin/ldconfig -p | grep -q "libdnnl.so.2 "; then
+	tap_skip "the guest's GEMM is oneDNN" "libdnnl.so.2 is not installed"
+elif grep -q "^packed linear weights .*(onednn " "$out/gemm.log" 2>/dev/null; then
+	result 0 "the guest's GEMM is oneDNN"
+else
+	sed 's/^/# /' "$out/gemm.log" 2>/dev/null
+	result 1 "the guest's GEMM is oneDNN"
 fi
 [ "$vmrc" = 0 ]
 result $? "the VM ran to the end and the module unloaded cleanly (status $vmrc)"

@@ -147,6 +147,10 @@ struct npushm_export {
 /* Longest name in an instance (a file name: NAME_MAX). */
 #define NPUSHM_NAME_MAX		255
 
+/* Bytes of a provider's name and of its device's name, NUL included */
+#define NPUSHM_PROVIDER_NAME_MAX	32
+#define NPUSHM_DEVICE_NAME_MAX		32
+
 /**
  * struct npushm_region_info - NPUSHM_IOC_INFO on a region file (output)
  * @id: region id (the inode number)
@@ -169,6 +173,9 @@ struct npushm_export {
  * @reserved: 0
  * @name: the name this file was opened by, if that link still exists,
  *	else empty; never a name the caller did not use
+ * @provider: where the region's memory comes from (the instance's
+ *	provider= mount option; "sysmem" by default), NUL-terminated
+ * @device: the provider's device (e.g. a PCI address), or empty
  */
 struct npushm_region_info {
 	__u64 id;
@@ -188,9 +195,12 @@ struct npushm_region_info {
 	__u32 dev;
 	__u32 reserved;
 	char name[NPUSHM_NAME_MAX + 1];
+	char provider[NPUSHM_PROVIDER_NAME_MAX];
+	char device[NPUSHM_DEVICE_NAME_MAX];
 };
 
-#define NPUSHM_INFO_SIZE_VER0	336
+#define NPUSHM_INFO_SIZE_VER0	336	/* up to @name */
+#define NPUSHM_INFO_SIZE_VER1	400	/* with @provider and @device */
 
 /**
  * DOC: watches - being told when a range of one's own address space changes
@@ -337,8 +347,8 @@ struct npushm_space_open {
 #define NPUSHM_SPACE_OPEN_SIZE_VER0	8
 
 /* struct npushm_space_grant_req.flags */
-#define NPUSHM_GRANT_READ	(1U << 0)
-#define NPUSHM_GRANT_WRITE	(1U << 1)
+#define NPUSHM_GRANT_READ	_BITUL(0)
+#define NPUSHM_GRANT_WRITE	_BITUL(1)
 #define NPUSHM_GRANT_ALL	(NPUSHM_GRANT_READ | NPUSHM_GRANT_WRITE)
 
 /**
@@ -407,6 +417,10 @@ struct npushm_space_revoke {
  *   the filesystem's (readdir).
  * NPUSHM_CMD_STATS_GET: pool statistics and the caller's own NPUSHM_A_UID_USAGE.
  * NPUSHM_CMD_UID_GET: dump, one message per uid holding pool memory.
+ * NPUSHM_CMD_PROVIDER_GET: dump, one message per registered provider
+ *   (NPUSHM_A_PROVIDER_*; its bytes in use only with the pool-wide figures).
+ * Region messages carry their provider's NPUSHM_A_PROVIDER_NAME and, when
+ * it has one, NPUSHM_A_PROVIDER_DEVICE.
  * There is no multicast group: watch an instance with inotify or fanotify.
  */
 #define NPUSHM_GENL_NAME	"npushm"
@@ -417,6 +431,7 @@ enum npushm_genl_cmd {
 	NPUSHM_CMD_REGION_GET,
 	NPUSHM_CMD_STATS_GET,
 	NPUSHM_CMD_UID_GET,
+	NPUSHM_CMD_PROVIDER_GET,
 	__NPUSHM_CMD_MAX,
 };
 
@@ -452,6 +467,11 @@ enum npushm_genl_attr {
 	NPUSHM_A_UID,			/* u32 */
 	NPUSHM_A_UID_BYTES,		/* u64 */
 	NPUSHM_A_UID_REGIONS,		/* u32 */
+	NPUSHM_A_PROVIDER_NAME,		/* string */
+	NPUSHM_A_PROVIDER_DEVICE,	/* string, absent for none */
+	NPUSHM_A_PROVIDER_CAPACITY,	/* u64, bytes; 0: none of its own */
+	NPUSHM_A_PROVIDER_IN_USE,	/* u64, bytes */
+	NPUSHM_A_PROVIDER_CHUNK_SIZE,	/* u64, bytes */
 	__NPUSHM_A_MAX,
 };
 

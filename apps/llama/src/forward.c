@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * forward.c - the decoder's forward pass over n new tokens of a sequence.
+ *
+ * Every projection is npt_linear over the shared weights, evaluated
+ * straight into its destination: Q into the activation buffer, K and V into
+ * the sequence's KV cache rows for the new positions (no copy afterwards),
+ * then RoPE in place on Q and the new keys. Attention reads the cache
+ * (kernels.c); the residual stream stays in x. Only the last token goes
+ * through the final norm and the output projection.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* y[n, out] = x[n, in] @ w^T, written into y; from the 4-bit bytes @q4 if not NULL */
+static npllama_status_t linear(const float *x, int n, int in, npt_tensor_t *w, const void *q4,
+			       int out, float *y, const char *what)
+{
+	int64_t xs[2] = { n, in }, ys[2] = { n, out };
+	npt_tensor_t *xt = NULL, *yt = NULL, *lz = NULL;
+	npt_status_t s;
+
+	if (q4) {
+		s = npt_q4_linear(x, n, q4, out, in, y);
+		return s ? npl_tensor_fail(s, what) : NPLLAMA_OK;
+	}
+	s = npt_tensor_from_data((void *)x, NPT_F32, 2, xs, NULL, NPT_BORROW_READONLY, NULL, NULL,
+				 &xt);
+	if (!s)
+		s = npt_tensor_from_data(y, NPT_F32, 2, ys, NULL, 0, NULL, NULL, &yt);
+	if (!s)
+		s = npt_linear(xt, w, NULL, NPT_ACT_NONE, &lz);
+	if (!s)
+		s = npt_tensor_eval_into(lz, yt);
+	npt_tensor_free(lz);
+	npt_tensor_free(yt);
+	npt_tensor_free(xt);
+	return s ? npl_tensor_fail(s, what) : NPLLAMA_OK;
+}
+
+static npllama_status_t fit(struct npllama_seq *s, int n)
+{
+	const npllama_config_t *c = &s->e->cfg;
+	int64_t Q = (int64_t)c->heads * c->head_dim;
+	int64_t wide = Q > c->hidden ? Q : c->hidden;
+	float **bufs[] = { &s->x, &s->h, &s->q, &s->att, &s->mid, &s->up };
+	int64_t per[] = { c->hidden, wide, Q, Q, c->ffn, c->ffn };
+
+	if (n <= s->act_tokens)
+		return NPLLAMA_OK;
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+		float *p = realloc(*bufs[i], sizeof(float) * (size_t)(per[i] * n));
+
+		if (!p)
+			return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the activations "
+					"of %d tokens", n);
+		*bufs[i] = p;
+	}
+	if (!s->scores) {
+		s->scores = malloc(sizeof(float) * (size_t)s->capacity);
+		if (!s->scores)
+			return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the attention "
+					"scores");
+	}
+	s->act_tokens = n;
+	return NPLLAMA_OK;
+}
+
+static void attention(struct npllama_seq *s, const float *kc, const float *vc, int n)
+{
+	const npllama_config_t *c = &s->e->cfg;
+	int d = c->head_dim, Q = c->heads * d, KVD = c->kv_heads * d;
+	int group = c->heads / c->kv_heads;
+	float scale = (float)(1.0 / sqrt((double)d));
+
+	for (int i = 0; i < n; i++) {
+		int len = s->len + i + 1;
+
+		for (int h = 0; h < c->heads; h++) {
+			int g = h / group;
+
+			npl_attend(s->q + (int64_t)i * Q + (int64_t)h * d, kc + (int64_t)g * d,
+				   vc + (int64_t)g * d, len, KVD, d, scale, s->scores,
+				   s->att + (int64_t)i * Q + (int64_t)h * d);
+		}
+	}
+}
+
+static npllama_status_t layer(struct npllama_seq *s, int l, int n)
+{
+	const struct npllama *e = s->e;
+	const npllama_config_t *c = &e->cfg;
+	const npl_layer_t *w = &e->w.layers[l];
+	int H = c->hidden, d = c->head_dim, Q = c->heads * d, KVD = c->kv_heads * d;
+	float *kc = s->kv + (int64_t)l * 2 * s->capacity * KVD;
+	float *vc = kc + (int64_t)s->capacity * KVD;
+	float *knew = kc + (int64_t)s->len * KVD, *vnew = vc + (int64_t)s->len * KVD;
+	npllama_status_t st;
+
+	for (int i = 0; i < n; i++)
+		npl_rmsnorm(s->x + (int64_t)i * H, w->ln1, H, c->rms_eps, s->h + (int64_t)i * H);
+	if ((st = linear(s->h, n, H, w->q, w->q4[NPL_Q], Q, s->q, "q_proj")) ||
+	    (st = linear(s->h, n, H, w->k, w->q4[NPL_K], KVD, knew, "k_proj")) ||
+	    (st = linear(s->h, n, H, w->v, w->q4[NPL_V], KVD, vnew, "v_proj")))
+		return st;
+	for (int i = 0; i < n; i++) {
+		npl_rope(s->q + (int64_t)i * Q, c->heads, d, s->len + i, e->inv_freq, c->rope_scale);
+		npl_rope(knew + (int64_t)i * KVD, c->kv_heads, d, s->len + i, e->inv_freq,
+			 c->rope_scale);
+	}
+	attention(s, kc, vc, n);
+	if ((st = linear(s->att, n, Q, w->o, w->q4[NPL_O], H, s->h, "o_proj")))
+		return st;
+	for (int64_t i = 0; i < (int64_t)n * H; i++)
+		s->x[i] += s->h[i];
+	for (int i = 0; i < n; i++)
+		npl_rmsnorm(s->x + (int64_t)i * H, w->ln2, H, c->rms_eps, s->h + (int64_t)i * H);
+	if ((st = linear(s->h, n, H, w->gate, w->q4[NPL_GATE], c->ffn, s->mid, "gate_proj")) ||
+	    (st = linear(s->h, n, H, w->up, w->q4[NPL_UP], c->ffn, s->up, "up_proj")))
+		return st;
+	npl_swiglu(s->mid, s->up, n * c->ffn);
+	if ((st = linear(s->mid, n, c->ffn, w->down, w->q4[NPL_DOWN], H, s->h, "down_proj")))
+		return st;
+	for (int64_t i = 0; i < (int64_t)n * H; i++)
+		s->x[i] += s->h[i];
+	return NPLLAMA_OK;
+}
+
+npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n, float *logits)
+{
+	const struct npllama *e = s->e;
+	const npllama_config_t *c = &e->cfg;
+	int H = c->hidden;
+	npllama_status_t st;
+
+	if ((st = fit(s, n)))
+		return st;
+	for (int i = 0; i < n; i++)
+		memcpy(s->x + (int64_t)i * H, e->w.embed + ids[i] * H, sizeof(float) * (size_t)H);
+	for (int l = 0; l < c->layers; l++)
+		if ((st = layer(s, l, n)))
+			return st;
+	s->len += n;
+	if (!logits)
+		return NPLLAMA_OK;
+	npl_rmsnorm(s->x + (int64_t)(n - 1) * H, e->w.norm, H, c->rms_eps, s->h);
+	return linear(s->h, 1, H, e->w.head, e->w.head_q4, c->vocab, logits, "lm_head");
+}

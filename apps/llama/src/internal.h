@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * internal.h - structures shared by the libnpllama sources: the layout read
+ * from the model, the weight views, the engine and a sequence.
+ */
+#ifndef NPLLAMA_INTERNAL_H
+#define NPLLAMA_INTERNAL_H
+
+#define NPLLAMA_BUILDING_LIBRARY 1
+#include "npllama.h"
+#include "nptensor.h"
+
+#define NPL_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- status.c ---- */
+NPL_HIDDEN npllama_status_t npl_fail(npllama_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* TENSOR (or NO_MEMORY) with the tensor library's message and what we did */
+NPL_HIDDEN npllama_status_t npl_tensor_fail(npt_status_t s, const char *what);
+
+/* ---- layout.c: the model's tensors checked against the Llama layout ---- */
+typedef struct {
+	npushm_tensor_t ln1, q, k, v, o, ln2, gate, up, down;
+} npl_layer_src_t;
+
+typedef struct {
+	npllama_config_t cfg;
+	npushm_tensor_t embed, norm, head;	/* head == embed when tied */
+	npl_layer_src_t *layers;		/* cfg.layers of them; free() */
+} npl_layout_t;
+
+NPL_HIDDEN npllama_status_t npl_layout_read(npushm_model_t *m, npl_layout_t *out);
+
+/* ---- weights.c: zero-copy nptensor views of the linear weights ---- */
+/* the projections of a layer, in this order */
+enum { NPL_Q, NPL_K, NPL_V, NPL_O, NPL_GATE, NPL_UP, NPL_DOWN, NPL_NPROJ };
+
+/* the tag of a 4-bit layout (`npushm load --dtype q4`), then "/NxK" */
+#define NPL_Q4_TAG "npt-q4_0/g32-f16"
+
+typedef struct {
+	npt_tensor_t *q, *k, *v, *o, *gate, *up, *down;	/* [out, in] */
+	const void *q4[NPL_NPROJ];	/* 4-bit bytes in the mapping (npt_q4_linear), or NULL */
+	const float *ln1, *ln2;				/* [hidden], in the mapping */
+} npl_layer_t;
+
+typedef struct {
+	const float *embed, *norm;	/* in the mapping */
+	npt_tensor_t *head;		/* [vocab, hidden] */
+	const void *head_q4;		/* its 4-bit layout, or NULL */
+	npl_layer_t *layers;
+	uint64_t step_bytes;	/* weight bytes one decode step reads */
+	int packed_total;	/* projections the model carries packed layouts for */
+	int packed_used;	/* of those, read packed (the rest plain) */
+	char packed_why[640];	/* why the first one was not used, "" if all were */
+} npl_weights_t;
+
+NPL_HIDDEN npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l,
+					     npl_weights_t *w);
+NPL_HIDDEN void npl_weights_free(npl_weights_t *w, int layers);
+
+/* ---- kernels.c: the small per-token math around the projections ---- */
+NPL_HIDDEN void npl_rmsnorm(const float *x, const float *w, int n, double eps, float *out);
+/* rotate-half RoPE of @heads heads of @d floats each, at position @pos */
+NPL_HIDDEN void npl_rope(float *x, int heads, int d, int pos, const float *inv_freq,
+			 double scale);
+NPL_HIDDEN void npl_swiglu(float *gate, const float *up, int n);
+/* causal attention of one query row over @len cached keys/values */
+NPL_HIDDEN void npl_attend(const float *q, const float *kc, const float *vc, int len, int stride,
+			   int d, float scale, float *scores, float *out);
+
+/* ---- forward.c ---- */
+struct npllama_seq;
+NPL_HIDDEN npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n,
+					float *logits);
+
+struct npllama {
+	npl_layout_t layout;
+	npllama_config_t cfg;
+	npl_weights_t w;
+	npushm_dev_t *dev;		/* for the sequences' regions */
+	uint8_t hash[16];		/* the model's content hash (prefix keys) */
+	char hash_hex[33];
+	float *inv_freq;		/* head_dim / 2 RoPE frequencies */
+	int nseqs;			/* live sequences */
+};
+
+struct npllama_seq {
+	struct npllama *e;
+	npushm_region_t *region;	/* the KV cache */
+	float *kv;			/* its mapping: [layers][2][capacity][kv_heads * head_dim] */
+	uint64_t kv_bytes;
+	int capacity, len;
+	int64_t *ids;			/* the tokens fed so far, capacity of them */
+	/* activations for up to act_tokens tokens, grown on demand */
+	float *x, *h, *q, *att, *mid, *up, *scores;
+	int act_tokens;
+};
+
+#endif

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * prefix.c - a prompt prefix's KV cache shared between processes as a sealed
+ * npushm region.
+ *
+ * Publish: the first L tokens of a sequence (L a multiple of
+ * NPLLAMA_PREFIX_BLOCK) go into a new region: a header (magic, the model's
+ * content hash, layers, KV heads, head_dim, L, publish time), the L token
+ * ids, then per layer the keys and the values of those positions. The
+ * region is sealed, then published as npllama-kv.<model hash, 16 hex>.<FNV-1a
+ * 64 of the ids, 16 hex>, mode 0640; a name already taken means the same
+ * prefix was published before (nothing to do).
+ *
+ * Attach: for L from the longest block multiple that leaves a token to feed
+ * down to one block, open the name of ids[0..L); a region is used only if
+ * it is sealed and its header has this model's full hash, the same sizes and exactly these L
+ * ids (a hash collision or another model is skipped, never attached). Its
+ * keys and values are copied into the sequence's own cache (one memcpy per
+ * layer and kind, far less than recomputing them) and the sequence goes on
+ * from position L: the results are those of a full prefill.
+ *
+ * Eviction: a model's published prefixes may hold at most
+ * $NPLLAMA_PREFIX_MAX_BYTES (default 256 MiB) between them; a publish that
+ * would pass it first removes that model's oldest prefixes (by publish
+ * time) until the new one fits. Removing a name never disturbs a worker that
+ * attached the prefix (the region lives while mapped).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define MAGIC "NPLKV01"
+#define PREFIX_NAME "npllama-kv."
+
+struct hdr {
+	char magic[8];
+	uint8_t model[16];
+	uint32_t layers, kv_heads, head_dim, ntokens;
+	uint64_t publish_ns;
+	uint64_t ids_off, kv_off;	/* from the start of the region */
+};
+
+static uint64_t fnv1a(const int64_t *ids, int n)
+{
+	const unsigned char *p = (const unsigned char *)ids;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < (size_t)n * sizeof(*ids); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void prefix_name(const struct npllama *e, const int64_t *ids, int n, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, PREFIX_NAME "%.16s.%016" PRIx64, e->hash_hex, fnv1a(ids, n));
+}
+
+static uint64_t kv_row_bytes(const npllama_config_t *c)
+{
+	return (uint64_t)c->kv_heads * (uint64_t)c->head_dim * sizeof(float);
+}
+
+static uint64_t region_bytes(const npllama_config_t *c, int n, uint64_t *ids_off,
+			     uint64_t *kv_off)
+{
+	*ids_off = 64;
+	*kv_off = (*ids_off + (uint64_t)n * sizeof(int64_t) + 63) & ~63ull;
+	return *kv_off + 2ull * (uint64_t)c->layers * (uint64_t)n * kv_row_bytes(c);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* the header of published region @name, if it is one of this model's prefixes */
+static bool read_hdr(const struct npllama *e, const char *name, struct hdr *h, uint64_t *size)
+{
+	npushm_region_t *r;
+	void *map;
+	bool ok = false;
+
+	if (npushm_region_open(e->dev, name, 0, &r))
+		return false;
+	*size = npushm_region_size(r);
+	if (*size >= sizeof(*h) && !npushm_region_map(r, NPUSHM_PROT_READ, &map)) {
+		memcpy(h, map, sizeof(*h));
+		ok = !memcmp(h->magic, MAGIC, 8) && !memcmp(h->model, e->hash, 16);
+		npushm_region_unmap(r, map);
+	}
+	npushm_region_close(r);
+	return ok;
+}
+
+/* remove this model's oldest prefixes until @incoming more bytes fit the budget */
+static void evict(const struct npllama *e, uint64_t incoming)
+{
+	const char *env = getenv("NPLLAMA_PREFIX_MAX_BYTES");
+	uint64_t budget = env ? strtoull(env, NULL, 0) : 256ull << 20, total = 0;
+	char mine[64];
+	npushm_region_list_t *list;
+	struct { char name[NPUSHM_NAME_MAX + 1]; uint64_t t, size; } *v = NULL;
+	size_t n = 0;
+
+	snprintf(mine, sizeof(mine), PREFIX_NAME "%.16s.", e->hash_hex);
+	if (npushm_dev_list_regions(e->dev, &list))
+		return;
+	v = calloc(npushm_region_list_count(list) + 1, sizeof(*v));
+	for (size_t i = 0; v && i < npushm_region_list_count(list); i++) {
+		const npushm_region_entry_t *re = npushm_region_list_at(list, i);
+		struct hdr h;
+
+		for (size_t k = 0; k < re->name_count; k++) {
+			if (strncmp(re->names[k].name, mine, strlen(mine)) ||
+			    !read_hdr(e, re->names[k].name, &h, &v[n].size))
+				continue;
+			snprintf(v[n].name, sizeof(v[n].name), "%s", re->names[k].name);
+			v[n].t = h.publish_ns;
+			total += v[n++].size;
+		}
+	}
+	npushm_region_list_free(list);
+	while (v && total + incoming > budget && n) {
+		size_t old = 0;
+
+		for (size_t i = 1; i < n; i++)
+			if (v[i].t < v[old].t)
+				old = i;
+		npushm_name_unlink(e->dev, v[old].name);
+		total -= v[old].size;
+		v[old] = v[--n];
+	}
+	free(v);
+}
+
+NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *ntokens,
+							char *name, size_t name_size)
+{
+	const struct npllama *e;
+	const npllama_config_t *c;
+	char nm[NPUSHM_NAME_MAX + 1];
+	uint64_t ids_off, kv_off, size, row;
+	npushm_region_t *r;
+	npushm_status_t ps;
+	struct hdr *h;
+	void *map;
+	int n;
+
+	if (!s || !ntokens)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: %s is NULL",
+				s ? "ntokens" : "the sequence");
+	e = s->e;
+	c = &e->cfg;
+	n = s->len / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK;
+	*ntokens = 0;
+	if (n == 0)
+		return NPLLAMA_OK;
+	prefix_name(e, s->ids, n, nm, sizeof(nm));
+	if (name)
+		snprintf(name, name_size, "%s", nm);
+	size = region_bytes(c, n, &ids_off, &kv_off);
+	evict(e, size);
+	if (npushm_region_alloc(e->dev, size, 0, &r))
+		return npl_fail(NPLLAMA_ERR_REGION, "cannot allocate the prefix region of %d tokens "
+				"(%llu bytes): %s", n, (unsigned long long)size,
+				npushm_last_error());
+	if (npushm_region_map(r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &map)) {
+		npushm_region_close(r);
+		return npl_fail(NPLLAMA_ERR_REGION, "cannot map the prefix region: %s",
+				npushm_last_error());
+	}
+	h = map;
+	memcpy(h->magic, MAGIC, 8);
+	memcpy(h->model, e->hash, 16);
+	h->layers = (uint32_t)c->layers;
+	h->kv_heads = (uint32_t)c->kv_heads;
+	h->head_dim = (uint32_t)c->head_dim;
+	h->ntokens = (uint32_t)n;
+	h->publish_ns = now_ns();
+	h->ids_off = ids_off;
+	h->kv_off = kv_off;
+	memcpy((char *)map + ids_off, s->ids, (size_t)n * sizeof(int64_t));
+	row = kv_row_bytes(c);
+	for (int k = 0; k < 2 * c->layers; k++)
+		memcpy((char *)map + kv_off + (uint64_t)k * n * row,
+		       (char *)s->kv + (uint64_t)k * s->capacity * row, n * row);
+	npushm_region_unmap(r, map);
+	ps = npushm_region_seal(r);
+	if (!ps)
+		ps = npushm_region_publish(r, nm, 0640, 0);
+	npushm_region_close(r);
+	if (ps == NPUSHM_ERR_EXISTS)
+		ps = NPUSHM_OK;	/* the same prefix of the same model, published before */
+	if (ps)
+		return npl_fail(NPLLAMA_ERR_REGION, "cannot publish the prefix as '%s': %s", nm,
+				npushm_last_error());
+	*ntokens = n;
+	return NPLLAMA_OK;
+}
+
+/* copy region @name into @s if it holds exactly ids[0..n) of this model */
+static bool try_attach(struct npllama_seq *s, const int64_t *ids, int n, const char *name)
+{
+	const npllama_config_t *c = &s->e->cfg;
+	uint64_t ids_off, kv_off, size = region_bytes(c, n, &ids_off, &kv_off), row;
+	npushm_region_info_t info;
+	const struct hdr *h;
+	npushm_region_t *r;
+	bool ok;
+	void *map;
+
+	if (npushm_region_open(s->e->dev, name, 0, &r))
+		return false;
+	if (npushm_region_info(r, &info) || !(info.flags & NPUSHM_REGION_SEALED) ||
+	    npushm_region_size(r) < size || npushm_region_map(r, NPUSHM_PROT_READ, &map)) {
+		npushm_region_close(r);
+		return false;
+	}
+	h = map;
+	ok = !memcmp(h->magic, MAGIC, 8) && !memcmp(h->model, s->e->hash, 16) &&
+	     h->layers == (uint32_t)c->layers && h->kv_heads == (uint32_t)c->kv_heads &&
+	     h->head_dim == (uint32_t)c->head_dim && h->ntokens == (uint32_t)n &&
+	     h->ids_off == ids_off && h->kv_off == kv_off &&
+	     !memcmp((const char *)map + ids_off, ids, (size_t)n * sizeof(int64_t));
+	if (ok) {
+		row = kv_row_bytes(c);
+		for (int k = 0; k < 2 * c->layers; k++)
+			memcpy((char *)s->kv + (uint64_t)k * s->capacity * row,
+			       (const char *)map + kv_off + (uint64_t)k * n * row, n * row);
+		memcpy(s->ids, ids, (size_t)n * sizeof(int64_t));
+		s->len = n;
+	}
+	npushm_region_unmap(r, map);
+	npushm_region_close(r);
+	return ok;
+}
+
+NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const int64_t *ids,
+						       int n, int *attached)
+{
+	char name[NPUSHM_NAME_MAX + 1];
+	int top;
+
+	if (!s || !ids || !attached)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: %s is NULL",
+				!s ? "the sequence" : !ids ? "ids" : "attached");
+	*attached = 0;
+	if (s->len)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: the sequence "
+				"already holds %d tokens; attach a prefix to a new sequence", s->len);
+	top = n - 1 < s->capacity ? n - 1 : s->capacity;
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= s->e->cfg.vocab)
+			return npl_fail(NPLLAMA_ERR_INPUT, "token %d of %d is id %lld, outside the "
+					"vocabulary 0..%d", i, n, (long long)ids[i],
+					s->e->cfg.vocab - 1);
+	for (int l = top / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK; l > 0;
+	     l -= NPLLAMA_PREFIX_BLOCK) {
+		prefix_name(s->e, ids, l, name, sizeof(name));
+		if (try_attach(s, ids, l, name)) {
+			*attached = l;
+			break;
+		}
+	}
+	return NPLLAMA_OK;
+}

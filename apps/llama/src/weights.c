@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * weights.c - the decoder's weights in place in the shared mapping.
+ *
+ * The projections are nptensor views made through DLPack
+ * (npushm_model_tensor_dlpack -> npt_tensor_from_dlpack, read-only): each
+ * holds a reference on the model, never a copy. The embedding and the
+ * RMSNorm weights are read through plain pointers into the same mapping,
+ * which those views keep alive. A tied model's output projection is a view
+ * of the embedding.
+ *
+ * Packed layouts: when the model carries one for a projection (`npushm
+ * load --dtype f32|bf16|int8`: the GEMM's blocked layout, rounded to bf16 or
+ * quantised to int8 per output channel), npt_linear reads it in place
+ * (npt_tensor_set_packed); a layout this CPU or library did not make is
+ * refused by libnptensor and the plain f32 weight is used, the first refusal
+ * kept for npllama_packed_weights(). A 4-bit layout (`--dtype q4`, tag
+ * NPL_Q4_TAG/NxK) is read by npt_q4_linear instead of npt_linear.
+ */
+#include <stdio.h>
+#include <dlpack/dlpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_tensor_t **out)
+{
+	struct DLManagedTensor *dl;
+
+	if (npushm_model_tensor_dlpack(m, t->index, &dl) != NPUSHM_OK)
+		return npl_fail(NPLLAMA_ERR_LAYOUT, "cannot view tensor '%s': %s", t->name,
+				npushm_last_error());
+	if (npt_tensor_from_dlpack(dl, true, out) != NPT_OK) {
+		dl->deleter(dl);
+		return npl_fail(NPLLAMA_ERR_TENSOR, "cannot view tensor '%s': %s", t->name,
+				npt_last_error());
+	}
+	return NPLLAMA_OK;
+}
+
+/*
+ * Read projection @t from its packed layout in @m, if it has one this
+ * process can use: a 4-bit layout for this shape goes to *@q4 (read by
+ * npt_q4_linear), any other to libnptensor, which checks its tag.
+ */
+static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
+		       const void **q4, npl_weights_t *w)
+{
+	char want[NPUSHM_LAYOUT_TAG_MAX];
+	npushm_layout_t l;
+	size_t nbytes;
+
+	if (npushm_model_layout_find(m, src->name, &l)) {
+		w->step_bytes += src->nbytes;
+		return;
+	}
+	w->packed_total++;
+	if (!strncmp(l.tag, NPL_Q4_TAG "/", strlen(NPL_Q4_TAG) + 1)) {
+		snprintf(want, sizeof(want), "%s/%lldx%lld", NPL_Q4_TAG, (long long)src->shape[0],
+			 (long long)src->shape[1]);
+		if (!strcmp(l.tag, want) &&
+		    npt_q4_size(src->shape[0], src->shape[1], &nbytes) == NPT_OK &&
+		    nbytes == l.nbytes) {
+			*q4 = l.data;
+			w->packed_used++;
+			w->step_bytes += l.nbytes;
+			return;
+		} else if (!w->packed_why[0]) {
+			snprintf(w->packed_why, sizeof(w->packed_why), "tensor '%s' [%lld, %lld] has "
+				 "a 4-bit layout '%s' of %llu bytes, not '%s': ignored", src->name,
+				 (long long)src->shape[0], (long long)src->shape[1], l.tag,
+				 (unsigned long long)l.nbytes, want);
+		}
+		w->step_bytes += src->nbytes;
+		return;
+	}
+	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
+		w->packed_used++;
+		w->step_bytes += l.nbytes;
+		return;
+	}
+	w->step_bytes += src->nbytes;
+	if (!w->packed_why[0])
+		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
+}
+
+npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_weights_t *w)
+{
+	npllama_status_t st;
+
+	memset(w, 0, sizeof(*w));
+	w->layers = calloc((size_t)l->cfg.layers, sizeof(*w->layers));
+	if (!w->layers)
+		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for %d layers", l->cfg.layers);
+	if ((st = import(m, &l->head, &w->head)))
+		return st;
+	use_packed(m, &l->head, w->head, &w->head_q4, w);
+	w->embed = l->embed.data;
+	w->norm = l->norm.data;
+	w->step_bytes += (uint64_t)l->cfg.hidden * sizeof(float) * (2 * (uint64_t)l->cfg.layers + 2);
+	for (int i = 0; i < l->cfg.layers; i++) {
+		const npl_layer_src_t *s = &l->layers[i];
+		npl_layer_t *d = &w->layers[i];
+
+		if ((st = import(m, &s->q, &d->q)) || (st = import(m, &s->k, &d->k)) ||
+		    (st = import(m, &s->v, &d->v)) || (st = import(m, &s->o, &d->o)) ||
+		    (st = import(m, &s->gate, &d->gate)) || (st = import(m, &s->up, &d->up)) ||
+		    (st = import(m, &s->down, &d->down)))
+			return st;
+		use_packed(m, &s->q, d->q, &d->q4[NPL_Q], w);
+		use_packed(m, &s->k, d->k, &d->q4[NPL_K], w);
+		use_packed(m, &s->v, d->v, &d->q4[NPL_V], w);
+		use_packed(m, &s->o, d->o, &d->q4[NPL_O], w);
+		use_packed(m, &s->gate, d->gate, &d->q4[NPL_GATE], w);
+		use_packed(m, &s->up, d->up, &d->q4[NPL_UP], w);
+		use_packed(m, &s->down, d->down, &d->q4[NPL_DOWN], w);
+		d->ln1 = s->ln1.data;
+		d->ln2 = s->ln2.data;
+	}
+	return NPLLAMA_OK;
+}
+
+void npl_weights_free(npl_weights_t *w, int layers)
+{
+	for (int i = 0; w->layers && i < layers; i++) {
+		npl_layer_t *d = &w->layers[i];
+
+		npt_tensor_free(d->q);
+		npt_tensor_free(d->k);
+		npt_tensor_free(d->v);
+		npt_tensor_free(d->o);
+		npt_tensor_free(d->gate);
+		npt_tensor_free(d->up);
+		npt_tensor_free(d->down);
+	}
+	free(w->layers);
+	npt_tensor_free(w->head);
+	memset(w, 0, sizeof(*w));
+}

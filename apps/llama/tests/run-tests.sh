@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The npushm authors
+# run-tests.sh - the Llama engine's test suite as one TAP stream: the tests
+# against the plain-PyTorch reference and of every refusal (test_llama.py,
+# pytest), then a check that nothing was left behind.
+#
+#   NPUSHM_BACKEND=posix|kmod run-tests.sh
+#
+# Backend posix (default): everything happens in a private tmpfs directory
+# (NPUSHM_SHM_DIR) removed afterwards.
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+BUILD=${BUILD:-$root/build}
+NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix}
+export BUILD NPUSHM_BACKEND
+cd "$root" || exit 1
+
+. "$root/tools/tap-parts.sh"
+PART_TIMES=1
+shmdir=
+cleanup() { rm -rf "$tap_parts_tmp"; [ -n "$shmdir" ] && rm -rf "$shmdir"; }
+trap cleanup EXIT
+if [ "$NPUSHM_BACKEND" = posix ]; then
+	shmdir=/dev/shm/npllama-tests.$$
+	mkdir -m 0700 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
+fi
+
+echo "# Llama engine tests, backend $NPUSHM_BACKEND"
+part pytorch "$root/tools/run-pytest.sh" "$here/test_llama.py"
+
+count=$((count + 1))
+if [ -z "$shmdir" ] || [ -z "$(ls -A "$shmdir")" ]; then
+	echo "ok $count - nothing left behind in the shared-memory directory"
+else
+	echo "not ok $count - left behind: $(ls -A "$shmdir")"
+	failed=$((failed + 1))
+fi
+echo "1..$count"
+[ "$failed" = 0 ]

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * q4.c - 4-bit weights in groups of 32 with an f16 scale (the numbers of
+ * llama.cpp's Q4_0): packing a float32 [N, K] weight, and the product
+ * y[M, N] = x[M, K] @ w^T reading the packed bytes in place.
+ *
+ * Format (npt_q4_size): row-major blocks, K / 32 per row, 18 bytes each: the
+ * scale d as an IEEE half, then 16 bytes whose low nibbles are elements
+ * 0..15 of the group and high nibbles elements 16..31, each q in 0..15
+ * standing for (q - 8) * d. d is the group's largest-magnitude element
+ * divided by -8, so that element is exactly -8 * d and the rest round to
+ * the nearest step, clamped to 0..15.
+ *
+ * The product: each pool thread takes a range of output rows and reads each
+ * weight byte once per call whatever M is. Up to NPT_Q4_INT_ROWS input rows
+ * (decode) on AVX2 CPUs: every input row is first quantised per group of
+ * 32 to int8 (scale max |x| / 127, round to nearest even), and each group's
+ * product is an exact integer dot product (maddubs/madd) minus 8 x the sum
+ * of the input's group, times the two scales: the arithmetic of llama.cpp's
+ * Q4_0 x Q8_0. More rows (prefill), or no AVX2: one weight row at a time is
+ * expanded into a float row in L1 and dotted with every input row in float
+ * (AVX2 with F16C and FMA, AVX-512, or a portable loop). A row's sum is
+ * computed by one thread in a fixed order: results do not depend on the
+ * thread count.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define G NPT_Q4_GROUP
+#define BLOCK (2 + G / 2)
+#define NPT_Q4_INT_ROWS 4
+
+NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes)
+{
+	if (!nbytes)
+		return npt_fail(NPT_E_INVAL, "npt_q4_size: nbytes is NULL");
+	if (n < 1 || k < G || k % G || n > (INT64_C(1) << 40) / k)
+		return npt_fail(NPT_E_SHAPE, "npt_q4_size: a [%lld, %lld] weight: 4-bit groups need "
+				"K a positive multiple of %d (and N >= 1)", (long long)n,
+				(long long)k, G);
+	*nbytes = (size_t)(n * (k / G) * BLOCK);
+	return NPT_OK;
+}
+
+static void pack_group(const float *x, int64_t stride, uint8_t *out)
+{
+	float amax = 0, v = 0, id;
+	_Float16 d;
+
+	for (int j = 0; j < G; j++)
+		if (fabsf(x[j * stride]) > amax) {
+			amax = fabsf(x[j * stride]);
+			v = x[j * stride];
+		}
+	d = (_Float16)(v / -8.0f);
+	id = (float)d != 0 ? 1.0f / (float)d : 0;
+	memcpy(out, &d, 2);
+	for (int j = 0; j < G / 2; j++) {
+		int lo = (int)floorf(x[j * stride] * id + 8.5f);
+		int hi = (int)floorf(x[(j + G / 2) * stride] * id + 8.5f);
+
+		lo = lo < 0 ? 0 : lo > 15 ? 15 : lo;
+		hi = hi < 0 ? 0 : hi > 15 ? 15 : hi;
+		out[2 + j] = (uint8_t)(lo | hi << 4);
+	}
+}
+
+NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes)
+{
+	const int64_t *sh, *st;
+	size_t need;
+	npt_status_t s;
+	float *data;
+
+	if (!w || !dst)
+		return npt_fail(NPT_E_INVAL, "npt_q4_pack: %s is NULL", w ? "dst" : "the weight");
+	if (npt_tensor_dtype(w) != NPT_F32 || npt_tensor_ndim(w) != 2)
+		return npt_fail(NPT_E_DTYPE, "npt_q4_pack: the weight must be a 2-D float32 tensor");
+	sh = npt_tensor_shape(w);
+	if ((s = npt_q4_size(sh[0], sh[1], &need)))
+		return s;
+	if (nbytes != need)
+		return npt_fail(NPT_E_INVAL, "npt_q4_pack: %zu bytes given, a [%lld, %lld] weight "
+				"takes %zu", nbytes, (long long)sh[0], (long long)sh[1], need);
+	if ((s = npt_tensor_data(w, (void **)&data)))
+		return s;
+	st = npt_tensor_strides(w);
+	for (int64_t r = 0; r < sh[0]; r++)
+		for (int64_t b = 0; b < sh[1] / G; b++)
+			pack_group(data + r * st[0] + b * G * st[1], st[1],
+				   (uint8_t *)dst + (r * (sh[1] / G) + b) * BLOCK);
+	return NPT_OK;
+}
+
+/* ---- kernels: expand one row, dot it with an input row ---- */
+
+static void expand_c(const uint8_t *q, int64_t k, float *out)
+{
+	for (int64_t b = 0; b < k / G; b++, q += BLOCK, out += G) {
+		_Float16 h;
+		float d;
+
+		memcpy(&h, q, 2);
+		d = (float)h;
+		for (int j = 0; j < G / 2; j++) {
+			out[j] = (float)((q[2 + j] & 15) - 8) * d;
+			out[j + G / 2] = (float)((q[2 + j] >> 4) - 8) * d;
+		}
+	}
+}
+
+static float dot_c(const float *a, const float *b, int64_t k)
+{
+	float s[8] = { 0 };
+
+	for (int64_t i = 0; i < k; i += 8)
+		for (int j = 0; j < 8; j++)
+			s[j] += a[i + j] * b[i + j];
+	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void expand_avx2(const uint8_t *q, int64_t k,
+								  float *out)
+{
+	const __m128i m4 = _mm_set1_epi8(15);
+	const __m256i eight = _mm256_set1_epi32(8);
+
+	for (int64_t b = 0; b < k / G; b++, q += BLOCK, out += G) {
+		uint16_t h;
+		__m128i v, lo, hi;
+		__m256 d;
+
+		memcpy(&h, q, 2);
+		d = _mm256_set1_ps(_cvtsh_ss(h));
+		v = _mm_loadu_si128((const __m128i *)(q + 2));
+		lo = _mm_and_si128(v, m4);
+		hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+#define EXPAND(src, off)                                                                      \
+	_mm256_storeu_ps(out + (off), _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(     \
+					 _mm256_cvtepu8_epi32(src), eight))))
+		EXPAND(lo, 0);
+		EXPAND(_mm_srli_si128(lo, 8), 8);
+		EXPAND(hi, 16);
+		EXPAND(_mm_srli_si128(hi, 8), 24);
+#undef EXPAND
+	}
+}
+
+__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b,
+							   int64_t k)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+	__m128 r;
+
+	for (int64_t i = 0; i < k; i += 16) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+	}
+	s0 = _mm256_add_ps(s0, s1);
+	r = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
+__attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b,
+							     int64_t k)
+{
+	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+	int64_t i = 0;
+
+	for (; i + 32 <= k; i += 32) {
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+	}
+	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* x [k] to int8 groups: q [k], scale [k / G], group sums [k / G] */
+static void quant_row(const float *x, int64_t k, int8_t *q, float *scale, int32_t *sum)
+{
+	for (int64_t b = 0; b < k / G; b++) {
+		float amax = 0, id;
+		int32_t s = 0;
+
+		for (int j = 0; j < G; j++)
+			amax = fmaxf(amax, fabsf(x[b * G + j]));
+		scale[b] = amax / 127.0f;
+		id = amax > 0 ? 127.0f / amax : 0;
+		for (int j = 0; j < G; j++) {
+			q[b * G + j] = (int8_t)nearbyintf(x[b * G + j] * id);
+			s += q[b * G + j];
+		}
+		sum[b] = s;
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float dot_int_avx2(const uint8_t *w, int64_t k,
+								   const int8_t *q,
+								   const float *scale,
+								   const int32_t *sum)
+{
+	const __m128i m4 = _mm_set1_epi8(15);
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps();
+	float corr = 0;
+	__m128 r;
+
+	for (int64_t b = 0; b < k / G; b++, w += BLOCK) {
+		uint16_t h;
+		__m128i v;
+		__m256i wq, p;
+		float d;
+
+		memcpy(&h, w, 2);
+		d = _cvtsh_ss(h) * scale[b];
+		v = _mm_loadu_si128((const __m128i *)(w + 2));
+		wq = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+		p = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, _mm256_loadu_si256(
+						 (const __m256i *)(q + b * G))), ones);
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d), acc);
+		corr += d * (float)(8 * sum[b]);
+	}
+	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r) - corr;
+}
+
+typedef void (*expand_fn)(const uint8_t *, int64_t, float *);
+typedef float (*dot_fn)(const float *, const float *, int64_t);
+
+struct q4_job {
+	const float *x;
+	const uint8_t *q;
+	float *y;
+	int64_t m, n, k;
+	expand_fn expand;
+	dot_fn dot;
+	float *scratch;		/* a row of k floats per pool thread */
+	/* the integer path: the m input rows quantised (NULL: the float path) */
+	int8_t *xq;
+	float *xs;
+	int32_t *xsum;
+};
+
+static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const struct q4_job *j = arg;
+	int64_t rb = j->k / G * BLOCK;
+	float *row;
+
+	if (j->xq) {
+		for (int64_t r = begin; r < end; r++)
+			for (int64_t i = 0; i < j->m; i++)
+				j->y[i * j->n + r] = dot_int_avx2(j->q + r * rb, j->k,
+								  j->xq + i * j->k,
+								  j->xs + i * (j->k / G),
+								  j->xsum + i * (j->k / G));
+		return;
+	}
+	row = j->scratch + (int64_t)tid * j->k;
+	for (int64_t r = begin; r < end; r++) {
+		j->expand(j->q + r * rb, j->k, row);
+		for (int64_t i = 0; i < j->m; i++)
+			j->y[i * j->n + r] = j->dot(row, j->x + i * j->k, j->k);
+	}
+}
+
+NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
+				   int64_t k, float *y)
+{
+	struct q4_job j = { .x = x, .q = q, .y = y, .m = m, .n = n, .k = k };
+	npt_status_t s;
+	size_t nb;
+
+	if (!x || !q || !y)
+		return npt_fail(NPT_E_INVAL, "npt_q4_linear: x, q and y must not be NULL");
+	if (m < 1)
+		return npt_fail(NPT_E_SHAPE, "npt_q4_linear: %lld input rows; give at least one",
+				(long long)m);
+	if ((s = npt_q4_size(n, k, &nb)))
+		return s;
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	    __builtin_cpu_supports("f16c")) {
+		j.expand = expand_avx2;
+		j.dot = __builtin_cpu_supports("avx512f") && k % 32 == 0 ? dot_avx512 : dot_avx2;
+	} else {
+		j.expand = expand_c;
+		j.dot = dot_c;
+	}
+	npt_eval_lock();
+	if (m <= NPT_Q4_INT_ROWS && j.expand == expand_avx2) {
+		j.xq = malloc((size_t)(m * k));
+		j.xs = malloc(sizeof(float) * (size_t)(m * k / G));
+		j.xsum = malloc(sizeof(int32_t) * (size_t)(m * k / G));
+		if (!j.xq || !j.xs || !j.xsum) {
+			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %lld quantised "
+				     "input rows", (long long)m);
+			goto out;
+		}
+		for (int64_t i = 0; i < m; i++)
+			quant_row(x + i * k, k, j.xq + i * k, j.xs + i * (k / G),
+				  j.xsum + i * (k / G));
+	} else {
+		j.scratch = malloc(sizeof(float) * (size_t)k * (size_t)npt_pool_threads());
+		if (!j.scratch) {
+			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %d rows of "
+				     "%lld floats", npt_pool_threads(), (long long)k);
+			goto out;
+		}
+	}
+	npt_parallel_for(n, 16, q4_rows, &j);
+out:
+	npt_eval_unlock();
+	free(j.scratch);
+	free(j.xq);
+	free(j.xs);
+	free(j.xsum);
+	return s;
+}
