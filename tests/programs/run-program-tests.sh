@@ -122,10 +122,12 @@ for page in "$root"/docs/man/*.1; do
 done
 
 # commands quoted in --help texts (`npushm load FILE --name NAME`), the
-# placeholders filled in
+# placeholders filled in; a quoted option alone (`npushm load --dtype`) is a
+# mention, not an example: only those with a placeholder or a file name run
 for p in "$BUILD"/bin/*; do
 	"$p" --help 2>/dev/null | grep -o '`[^`]*`' | tr -d '`' |
 		grep -E '^(npushm|npushm-bert|npccl-load|npccl-perf|npushm-bert-gen)( |$)' |
+		grep -E '\b(FILE|NAME|MODEL)\b|[^ ]\.[a-z]' |
 		sed "s|^|${p##*/} --help|"
 done > "$S/help-examples" 2>/dev/null
 for c in load ls info rm hash; do

@@ -16,10 +16,10 @@ NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix}
 export BUILD NPUSHM_BACKEND
 cd "$root" || exit 1
 
-. "$root/tools/tap-parts.sh"
-PART_TIMES=1
+. "$root/tools/tap.sh"
+TAP_PART_TIMES=1
 shmdir=
-cleanup() { rm -rf "$tap_parts_tmp"; [ -n "$shmdir" ] && rm -rf "$shmdir"; }
+cleanup() { [ -n "$shmdir" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
 if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npllama-tests.$$
@@ -29,12 +29,9 @@ fi
 echo "# Llama engine tests, backend $NPUSHM_BACKEND"
 part pytorch "$root/tools/run-pytest.sh" "$here/test_llama.py"
 
-count=$((count + 1))
 if [ -z "$shmdir" ] || [ -z "$(ls -A "$shmdir")" ]; then
-	echo "ok $count - nothing left behind in the shared-memory directory"
+	result 0 "nothing left behind in the shared-memory directory"
 else
-	echo "not ok $count - left behind: $(ls -A "$shmdir")"
-	failed=$((failed + 1))
+	result 1 "nothing left behind in the shared-memory directory: $(ls -A "$shmdir")"
 fi
-echo "1..$count"
-[ "$failed" = 0 ]
+tap_end
