@@ -9,9 +9,11 @@
 #                                ends "N passed, N failed, N skipped"
 #   make check-debug-if-cached   the same when the kernel is cached, else one "# SKIP"
 #
-# make check runs the lane as suite "debug-lane" when DEBUG_IN_CHECK=cached (the
-# default), and then only when the kernel is cached (a clean CI machine prints
-# a SKIP); DEBUG_IN_CHECK=no leaves it out.
+# make check leaves the lane out (DEBUG_IN_CHECK=no, the default): alone it
+# takes 7 minutes of the test command's 20, and beside the other VM suites on
+# two loaded cores its kernel once stopped at early boot (docs/debug-kernel.md).
+# DEBUG_IN_CHECK=cached runs it as suite "debug-lane" when the kernel is
+# cached (one SKIP otherwise).
 # Variables (exported to selftests/debug/run-debug-lane.sh, which documents them):
 DEBUG_SUITE ?= selftests/run-module-tests.sh
 DEBUG_FAULT_SUITE ?= $(DEBUG_SUITE)
@@ -20,7 +22,7 @@ DEBUG_KO ?=
 DEBUG_VM_APPEND ?=
 DEBUG_VM_MEM ?= 2G
 DEBUG_TIMEOUT ?= 3600
-DEBUG_IN_CHECK ?= cached
+DEBUG_IN_CHECK ?= no
 export DEBUG_SUITE DEBUG_FAULT_SUITE DEBUG_FAULT_OPTS DEBUG_KO DEBUG_VM_APPEND DEBUG_VM_MEM DEBUG_TIMEOUT
 
 DEBUG_DIR := selftests/debug
