@@ -12,6 +12,7 @@
  * are cleared. A handler may hand back a file: it is installed as a
  * descriptor only once the reply reached user space.
  */
+#include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/uaccess.h>
@@ -111,4 +112,35 @@ out_discard:
 		fput(out.file);
 	}
 	return ret;
+}
+
+/**
+ * npushm_ioctl_new_file - an anonymous file for an ioctl to hand back
+ * @name: its name ("[npushm-...]")
+ * @fops: its operations
+ * @priv: its private_data
+ * @flags: O_RDONLY or O_RDWR; close-on-exec is added
+ * @out: receives the file and its reserved descriptor, installed by
+ *	npushm_ioctl_dispatch() once the reply reached user space
+ *
+ * Return: the reserved descriptor, or -EMFILE, -ENFILE, -ENOMEM. On
+ * success the file's release owns @priv.
+ */
+int npushm_ioctl_new_file(const char *name, const struct file_operations *fops,
+			  void *priv, int flags, struct npushm_ioctl_out *out)
+{
+	struct file *file;
+	int fd;
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	file = anon_inode_getfile(name, fops, priv, flags | O_CLOEXEC);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	out->file = file;
+	out->fd = fd;
+	return fd;
 }

@@ -164,6 +164,8 @@ struct npushm_ioctl_desc {
 long npushm_ioctl_dispatch(const struct npushm_ioctl_desc *descs, size_t n,
 			   struct file *file, unsigned int cmd,
 			   unsigned long arg);
+int npushm_ioctl_new_file(const char *name, const struct file_operations *fops,
+			  void *priv, int flags, struct npushm_ioctl_out *out);
 
 /* pool.c */
 int npushm_parse_bytes(const char *str, u64 *bytes);

@@ -35,7 +35,6 @@
  * mm and takes mm_users (mmget_not_zero) only during an access, so a space
  * kept by a peer after the owner exited keeps no memory of the owner.
  */
-#include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -327,8 +326,7 @@ int npushm_space_create(struct npushm_space_open *req,
 			struct npushm_ioctl_out *out)
 {
 	struct npushm_space *s;
-	struct file *file;
-	int fd, ret;
+	int fd;
 
 	if (req->flags)
 		return -EINVAL;
@@ -339,30 +337,17 @@ int npushm_space_create(struct npushm_space_open *req,
 	xa_init(&s->grants);
 	s->next_id = 1;
 
-	fd = get_unused_fd_flags(O_CLOEXEC);
+	fd = npushm_ioctl_new_file("[npushm-space]", &npushm_space_fops, s,
+				   O_RDWR, out);
 	if (fd < 0) {
-		ret = fd;
-		goto out_free;
-	}
-	file = anon_inode_getfile("[npushm-space]", &npushm_space_fops, s,
-				  O_RDWR | O_CLOEXEC);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto out_put_fd;
+		kfree(s);
+		return fd;
 	}
 	/* Addresses are offsets: pread() and pwrite() position them. */
-	file->f_mode |= FMODE_PREAD | FMODE_PWRITE;
+	out->file->f_mode |= FMODE_PREAD | FMODE_PWRITE;
 	/* Not before: the file's release drops it. */
 	mmgrab(current->mm);
 	s->mm = current->mm;
 	req->fd = fd;
-	out->file = file;
-	out->fd = fd;
 	return 0;
-
-out_put_fd:
-	put_unused_fd(fd);
-out_free:
-	kfree(s);
-	return ret;
 }

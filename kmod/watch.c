@@ -35,7 +35,6 @@
  * unmap, or while one exiting thread tears the mm down). The file's
  * fops->owner pins the module while the file exists, so the callbacks stay.
  */
-#include <linux/anon_inodes.h>
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -492,7 +491,6 @@ int npushm_watch_create(struct npushm_watch_open *req,
 			struct npushm_ioctl_out *out)
 {
 	struct npushm_watch *w;
-	struct file *file;
 	int fd, ret;
 
 	if (req->flags)
@@ -513,28 +511,19 @@ int npushm_watch_create(struct npushm_watch_open *req,
 	INIT_LIST_HEAD(&w->pending);
 	init_waitqueue_head(&w->wq);
 
-	fd = get_unused_fd_flags(O_CLOEXEC);
+	fd = npushm_ioctl_new_file("[npushm-watch]", &npushm_watch_fops, w,
+				   O_RDONLY, out);
 	if (fd < 0) {
 		ret = fd;
 		goto out_free_page;
-	}
-	file = anon_inode_getfile("[npushm-watch]", &npushm_watch_fops, w,
-				  O_RDONLY | O_CLOEXEC);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto out_put_fd;
 	}
 	/* Not before: the file's release drops it. */
 	mmgrab(current->mm);
 	w->mm = current->mm;
 	w->uid = npushm_account_uid(current_euid());
 	req->fd = fd;
-	out->file = file;
-	out->fd = fd;
 	return 0;
 
-out_put_fd:
-	put_unused_fd(fd);
 out_free_page:
 	__free_page(w->page);
 out_free_watch:
