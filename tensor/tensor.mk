@@ -4,14 +4,15 @@
 # NumPy broadcasting, fused lazy evaluation, buffer reuse).
 #
 #   make                      builds build/lib/libnptensor.so (+ .a) and the C test
-#   make check-tensor-c       C unit and negative tests (kselftest_harness.h, TAP)
+#   make check-tensor-c       C unit and negative tests (kselftest_harness.h, TAP) and the
+#                             layering of the sources (tests/check-layers.sh)
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make check-tensor-blocks  take, linear, attention against naive references (TAP)
 #   make tensor-sweep         the same differential test with many more cases (opt-in)
 
 TENSOR_DIR := $(CURDIR)/tensor
 TENSOR_OBJDIR := $(BUILD)/obj/tensor
-TENSOR_SRCS := $(wildcard $(TENSOR_DIR)/src/*.c)
+TENSOR_SRCS := $(wildcard $(TENSOR_DIR)/src/*.c $(TENSOR_DIR)/src/*/*.c)
 TENSOR_OBJS := $(patsubst $(TENSOR_DIR)/src/%.c,$(TENSOR_OBJDIR)/%.o,$(TENSOR_SRCS))
 TENSOR_LIB := $(LIBDIR)/libnptensor.so
 TENSOR_ALIB := $(LIBDIR)/libnptensor.a
@@ -71,7 +72,7 @@ check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
 
 .PHONY: check-tensor-c check-tensor-numpy tensor-sweep
 check-tensor-c: $(TENSOR_TEST)
-	@tools/run-suite tensor-c $(TENSOR_TEST)
+	@tools/run-suite tensor-c $(TENSOR_DIR)/tests/run-c.sh $(TENSOR_TEST) $(TENSOR_OBJDIR)
 
 check-tensor-numpy: $(TENSOR_LIB)
 	@tools/run-suite tensor-numpy env PYTHONPATH=$(CURDIR)/python \

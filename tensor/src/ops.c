@@ -13,24 +13,6 @@
 
 #include <string.h>
 
-static const char *const op_names[NPT_OP_COUNT_] = {
-	"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-	"equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-	"negative", "absolute", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-	"gelu", "erf", "where"
-};
-
-NPT_API const char *npt_op_name(npt_op_t op)
-{
-	if (op >= 0 && op < NPT_OP_COUNT_)
-		return op_names[op];
-	if ((int)op == NPT_EW_CAST)
-		return "cast";
-	if ((int)op == NPT_EW_COPY)
-		return "copy";
-	return "invalid-op";
-}
-
 static npt_status_t lazy(npt_node_kind_t kind, int op, int nin, npt_tensor_t **in,
 			 npt_dtype_t dt, int ndim, const int64_t *shape, npt_node_t **nodep,
 			 npt_tensor_t **out)
@@ -46,13 +28,13 @@ static npt_status_t lazy(npt_node_kind_t kind, int op, int nin, npt_tensor_t **i
 	if (nodep)
 		*nodep = n;
 	if ((s = npt_check_shape(kind == NPT_NODE_EW ? npt_op_name(op) : "op", ndim, shape, NULL))) {
-		npt_node_free(n, NULL);
+		npt_node_free(n);
 		return s;
 	}
 	return npt_tensor_new_lazy(dt, ndim, shape, n, out);
 }
 
-static npt_status_t need(const char *op, npt_tensor_t **out, int n, npt_tensor_t *a,
+static npt_status_t need_operands(const char *op, npt_tensor_t **out, int n, npt_tensor_t *a,
 			 npt_tensor_t *b, npt_tensor_t *c)
 {
 	npt_tensor_t *v[3] = { a, b, c };
@@ -66,38 +48,6 @@ static npt_status_t need(const char *op, npt_tensor_t **out, int n, npt_tensor_t
 	return NPT_OK;
 }
 
-/* dtype the binary op computes in, and its result dtype */
-npt_status_t npt_binary_types(int op, npt_dtype_t a, npt_dtype_t b, npt_dtype_t *compute,
-			      npt_dtype_t *result)
-{
-	npt_dtype_t p;
-	npt_status_t s = npt_promote_types(a, b, &p);
-
-	if (s)
-		return s;
-	switch (op) {
-	case NPT_OP_SUB:
-		if (p == NPT_BOOL)
-			return npt_fail(NPT_E_DTYPE, "subtract: boolean subtract is not supported "
-					"(as in NumPy); use where/not_equal (logical xor) or cast "
-					"to an integer dtype first");
-		break;
-	case NPT_OP_DIV:
-		if (!npt_dtype_is_float(p))
-			p = NPT_F64; /* NumPy true_divide: integers divide as float64 */
-		break;
-	case NPT_OP_POW:
-		if (p == NPT_BOOL)
-			p = NPT_I8; /* NumPy power('??') uses the int8 loop */
-		break;
-	default:
-		break;
-	}
-	*compute = p;
-	*result = (op >= NPT_OP_EQ && op <= NPT_OP_GE) ? NPT_BOOL : p;
-	return NPT_OK;
-}
-
 NPT_API npt_status_t npt_binary(npt_op_t op, npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out)
 {
 	npt_tensor_t *in[2] = { a, b };
@@ -108,7 +58,7 @@ NPT_API npt_status_t npt_binary(npt_op_t op, npt_tensor_t *a, npt_tensor_t *b, n
 
 	if ((unsigned)op > NPT_OP_GE)
 		return npt_fail(NPT_E_INVAL, "binary: %d is not a binary op (NPT_OP_ADD..NPT_OP_GE)", op);
-	if ((s = need(npt_op_name(op), out, 2, a, b, NULL)))
+	if ((s = need_operands(npt_op_name(op), out, 2, a, b, NULL)))
 		return s;
 	if ((s = npt_broadcast_shapes(npt_op_name(op), 2, in, &nd, shape)))
 		return s;
@@ -134,30 +84,6 @@ NPT_API npt_status_t npt_div(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **ou
 	return npt_binary(NPT_OP_DIV, a, b, out);
 }
 
-npt_status_t npt_unary_types(int op, npt_dtype_t a, npt_dtype_t *compute, npt_dtype_t *result)
-{
-	switch (op) {
-	case NPT_OP_NEG:
-		if (a == NPT_BOOL)
-			return npt_fail(NPT_E_DTYPE, "negative: boolean negative is not supported (as "
-					"in NumPy); use equal(x, false) (logical not) instead");
-		*compute = *result = a;
-		return NPT_OK;
-	case NPT_OP_RELU:
-		if (a == NPT_BOOL)
-			return npt_fail(NPT_E_DTYPE, "relu: not defined for bool tensors; cast to a "
-					"numeric dtype first");
-		/* fall through */
-	case NPT_OP_ABS:
-		*compute = *result = a;
-		return NPT_OK;
-	default:
-		/* transcendental: integers use NumPy's smallest safe float */
-		*compute = *result = npt_float_for(a);
-		return NPT_OK;
-	}
-}
-
 NPT_API npt_status_t npt_unary(npt_op_t op, npt_tensor_t *a, npt_tensor_t **out)
 {
 	npt_dtype_t c = NPT_F32, r = NPT_F32;
@@ -165,7 +91,7 @@ NPT_API npt_status_t npt_unary(npt_op_t op, npt_tensor_t *a, npt_tensor_t **out)
 
 	if (op < NPT_OP_NEG || op > NPT_OP_ERF)
 		return npt_fail(NPT_E_INVAL, "unary: %d is not a unary op (NPT_OP_NEG..NPT_OP_ERF)", op);
-	if ((s = need(npt_op_name(op), out, 1, a, NULL, NULL)))
+	if ((s = need_operands(npt_op_name(op), out, 1, a, NULL, NULL)))
 		return s;
 	if ((s = npt_unary_types(op, a->dtype, &c, &r)))
 		return s;
@@ -181,7 +107,7 @@ NPT_API npt_status_t npt_where(npt_tensor_t *cond, npt_tensor_t *a, npt_tensor_t
 	npt_dtype_t r;
 	npt_status_t s;
 
-	if ((s = need("where", out, 3, cond, a, b)))
+	if ((s = need_operands("where", out, 3, cond, a, b)))
 		return s;
 	if ((s = npt_broadcast_shapes("where", 3, in, &nd, shape)))
 		return s;
@@ -194,7 +120,7 @@ NPT_API npt_status_t npt_tensor_cast(npt_tensor_t *t, npt_dtype_t dt, npt_tensor
 {
 	npt_status_t s;
 
-	if ((s = need("cast", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("cast", out, 1, t, NULL, NULL)))
 		return s;
 	if ((unsigned)dt >= NPT_NDTYPES)
 		return npt_fail(NPT_E_DTYPE, "cast: invalid dtype code %d", dt);
@@ -205,7 +131,7 @@ NPT_API npt_status_t npt_tensor_contiguous(npt_tensor_t *t, npt_tensor_t **out)
 {
 	npt_status_t s;
 
-	if ((s = need("contiguous", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("contiguous", out, 1, t, NULL, NULL)))
 		return s;
 	if (t->node || (npt_is_contiguous(t) && !t->broadcast)) {
 		*out = npt_tensor_retain(t);
@@ -296,7 +222,7 @@ NPT_API npt_status_t npt_reduce(npt_reduce_op_t op, npt_tensor_t *t, int naxes, 
 
 	if ((unsigned)op > NPT_RED_MIN)
 		return npt_fail(NPT_E_INVAL, "reduce: unknown reduction %d", op);
-	if ((s = need(red_name(op), out, 1, t, NULL, NULL)))
+	if ((s = need_operands(red_name(op), out, 1, t, NULL, NULL)))
 		return s;
 	if ((s = axes_mask(red_name(op), t, naxes, axes, &mask)))
 		return s;
@@ -318,7 +244,7 @@ NPT_API npt_status_t npt_sum_to_shape(npt_tensor_t *t, int ndim, const int64_t *
 	uint64_t mask = 0;
 	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN];
 
-	if ((s = need("sum_to_shape", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("sum_to_shape", out, 1, t, NULL, NULL)))
 		return s;
 	if ((s = npt_check_shape("sum_to_shape", ndim, shape, NULL)))
 		return s;
@@ -355,7 +281,7 @@ NPT_API npt_status_t npt_argmax(npt_tensor_t *t, int axis, bool keepdims, npt_te
 	npt_node_t *n;
 	int64_t rn;
 
-	if ((s = need("argmax", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("argmax", out, 1, t, NULL, NULL)))
 		return s;
 	if (t->ndim == 0 && (axis == 0 || axis == -1))
 		axis = NPT_AXIS_ALL; /* NumPy 1.24: argmax of a 0-d array along 0 or -1 */
@@ -391,7 +317,7 @@ NPT_API npt_status_t npt_softmax(npt_tensor_t *t, int axis, npt_tensor_t **out)
 	npt_node_t *n;
 	int ax;
 
-	if ((s = need("softmax", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("softmax", out, 1, t, NULL, NULL)))
 		return s;
 	if (!npt_dtype_is_float(t->dtype))
 		return npt_fail(NPT_E_DTYPE, "softmax: dtype %s is not supported: floating-point "
@@ -418,7 +344,7 @@ NPT_API npt_status_t npt_layernorm(npt_tensor_t *t, int axis, npt_tensor_t *weig
 	int64_t shape[NPT_MAX_DIMS];
 	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN];
 
-	if ((s = need("layernorm", out, 1, t, NULL, NULL)))
+	if ((s = need_operands("layernorm", out, 1, t, NULL, NULL)))
 		return s;
 	for (int i = 0; i < 3; i++) {
 		if (in[i] && !npt_dtype_is_float(in[i]->dtype))
@@ -459,7 +385,7 @@ NPT_API npt_status_t npt_matmul(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t *
 	char x[NPT_SHAPE_STRLEN], y[NPT_SHAPE_STRLEN];
 	npt_dtype_t r;
 
-	if ((s = need("matmul", out, 2, a, b, NULL)))
+	if ((s = need_operands("matmul", out, 2, a, b, NULL)))
 		return s;
 	if (a->ndim == 0 || b->ndim == 0)
 		return npt_fail(NPT_E_SHAPE, "matmul: input operand %d does not have enough "

@@ -32,7 +32,7 @@
  * bytes must outlive the tensor they are attached to.
  */
 #include "internal.h"
-#include "onednn.h"
+#include "backend/onednn.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -377,23 +377,4 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 	w->packed_dt = dt;
 	npt_eval_unlock();
 	return NPT_OK;
-}
-
-int64_t npt_pack_col_offset(const void *md, int64_t n0)
-{
-	const dnnl_memory_desc_t *m = md;
-	const dnnl_blocking_desc_t *b = &m->format_desc.blocking;
-
-	return n0 / b->inner_blks[1] * b->strides[1] * (int64_t)sizeof(float);
-}
-
-void npt_pack_slice_md(const void *md, int64_t n, void *out)
-{
-	dnnl_memory_desc_t *o = out;
-	int64_t nb;
-
-	*o = *(const dnnl_memory_desc_t *)md;
-	nb = o->format_desc.blocking.inner_blks[1];
-	o->dims[1] = n;
-	o->padded_dims[1] = (n + nb - 1) / nb * nb;
 }

@@ -7,25 +7,18 @@
  * without a copy, transposed when needed), f16/bf16 through f32 GEMM rounded once on store, integer and bool
  * through a reference loop (integers wrap as NumPy's; bool is or-of-and).
  *
- * Contracts: operands BLAS cannot address (stride 0 from broadcasting,
- * negative or non-unit strides in both dims) are copied to contiguous
- * memory first; the copy is reported when above the materialisation
- * threshold and refused in NPT_EXPAND_VIEW mode. OpenBLAS uses the same
- * thread count as the library (npt_set_num_threads).
+ * Contracts: the scheduler gives the operands in the compute dtype and
+ * copies those BLAS cannot address (stride 0 from broadcasting, negative or
+ * non-unit strides in both dims) to contiguous memory first, as
+ * npt_matmul_operand() asks; such a copy is reported when above the
+ * materialisation threshold and refused in NPT_EXPAND_VIEW mode. OpenBLAS
+ * uses the same thread count as the library (npt_set_num_threads).
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern void openblas_set_num_threads(int n) __attribute__((weak));
-
-void npt_blas_set_threads(int n)
-{
-	if (openblas_set_num_threads)
-		openblas_set_num_threads(n);
-}
 
 typedef struct {
 	int64_t rows, cols, rs, cs; /* matrix view, element strides */
@@ -69,34 +62,6 @@ static mat_t mat_of(const npt_tensor_t *t, int is_b)
 	return m;
 }
 
-/* contiguous copy of t in dtype dt (for BLAS or f16/bf16) */
-static npt_status_t contig_copy(npt_tensor_t *t, npt_dtype_t dt, int report, npt_tensor_t **out)
-{
-	npt_tensor_t *c;
-	npt_status_t s;
-
-	if (report && npt_cfg_expand_mode() == NPT_EXPAND_VIEW) {
-		char a[NPT_SHAPE_STRLEN];
-
-		return npt_fail(NPT_E_WOULD_COPY, "matmul: operand of shape %s has strides BLAS "
-				"cannot use (broadcast, negative or non-unit in both dims) and "
-				"expansion mode VIEW forbids the copy",
-				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
-	}
-	if ((s = npt_tensor_cast(t, dt, &c)))
-		return s;
-	if ((s = npt_eval_locked(c))) {
-		npt_tensor_free(c);
-		return s;
-	}
-	if (report)
-		npt_note_materialize("matmul", t->ndim, t->shape, t->ndim, t->shape,
-				     (size_t)npt_tensor_numel(t) * npt_dtype_size(dt),
-				     "BLAS needs one unit stride per matrix");
-	*out = c;
-	return NPT_OK;
-}
-
 static void batch_offsets(const npt_tensor_t *t, int nbat, int64_t *bst)
 {
 	int tb = t->ndim > 2 ? t->ndim - 2 : 0, off = nbat - tb;
@@ -135,57 +100,46 @@ static void ref_gemm(npt_dtype_t dt, int64_t M, int64_t N, int64_t K, const char
 	}
 }
 
-npt_status_t npt_run_matmul(npt_tensor_t *t, npt_tensor_t *dst)
+/* the dtype the product is computed in: f16/bf16 in f32 */
+static npt_dtype_t compute_dtype(npt_dtype_t out_dt)
 {
-	npt_tensor_t *a = t->node->in[0], *b = t->node->in[1];
-	npt_tensor_t *ca = NULL, *cb = NULL;
-	npt_dtype_t dt = t->dtype, gdt = dt;
+	return out_dt == NPT_F16 || out_dt == NPT_BF16 ? NPT_F32 : out_dt;
+}
+
+npt_operand_t npt_matmul_operand(npt_dtype_t out_dt, int i, const npt_tensor_t *in,
+				 npt_dtype_t *dt, const char **what)
+{
+	npt_dtype_t gdt = compute_dtype(out_dt);
+	mat_t m = mat_of(in, i);
+	int64_t ld;
+	int trans;
+
+	*dt = gdt;
+	*what = i ? "the second operand" : "the first operand";
+	if (in->dtype != gdt)
+		return NPT_OPERAND_CAST;
+	if ((gdt == NPT_F32 || gdt == NPT_F64) && !blas_layout(&m, &trans, &ld))
+		return NPT_OPERAND_COPY;
+	return NPT_OPERAND_AS_IS;
+}
+
+npt_status_t npt_run_matmul(const npt_kcall_t *k)
+{
+	npt_tensor_t *a = k->in[0], *b = k->in[1], *dst = k->out;
+	npt_dtype_t dt = dst->dtype, gdt = compute_dtype(dt);
 	npt_status_t s = NPT_OK;
 	char *tmp = NULL;
 	size_t tmp_cap = 0;
-
-	if (dt == NPT_F16 || dt == NPT_BF16)
-		gdt = NPT_F32;
 	int blas = gdt == NPT_F32 || gdt == NPT_F64;
-
-	/* operands in the compute dtype */
-	if (a->dtype != gdt) {
-		if ((s = contig_copy(a, gdt, 0, &ca)))
-			goto out;
-		a = ca;
-	}
-	if (b->dtype != gdt) {
-		if ((s = contig_copy(b, gdt, 0, &cb)))
-			goto out;
-		b = cb;
-	}
 	mat_t ma = mat_of(a, 0), mb = mat_of(b, 1);
-	int ta, tb;
-	int64_t lda, ldb;
+	int ta = 0, tb = 0;
+	int64_t lda = 0, ldb = 0;
 
-	if (blas && !blas_layout(&ma, &ta, &lda)) {
-		npt_tensor_t *c;
-
-		if ((s = contig_copy(a, gdt, 1, &c)))
-			goto out;
-		npt_tensor_free(ca);
-		a = ca = c;
-		ma = mat_of(a, 0);
-		blas_layout(&ma, &ta, &lda);
-	}
-	if (blas && !blas_layout(&mb, &tb, &ldb)) {
-		npt_tensor_t *c;
-
-		if ((s = contig_copy(b, gdt, 1, &c)))
-			goto out;
-		npt_tensor_free(cb);
-		b = cb = c;
-		mb = mat_of(b, 1);
-		blas_layout(&mb, &tb, &ldb);
-	}
+	if (blas && (!blas_layout(&ma, &ta, &lda) || !blas_layout(&mb, &tb, &ldb)))
+		return npt_fail(NPT_E_INVAL, "internal: matmul's operands cannot be addressed");
 	int64_t M = ma.rows, K = ma.cols, N = mb.cols;
-	int nbat = t->ndim - (t->node->in[0]->ndim >= 2) - (t->node->in[1]->ndim >= 2);
-	int64_t bst_a[NPT_MAX_DIMS], bst_b[NPT_MAX_DIMS], nb = npt_numel(nbat, t->shape);
+	int nbat = dst->ndim - (a->ndim >= 2) - (b->ndim >= 2);
+	int64_t bst_a[NPT_MAX_DIMS], bst_b[NPT_MAX_DIMS], nb = npt_numel(nbat, dst->shape);
 	size_t gsz = npt_dtype_size(gdt);
 	char *cbase = npt_tensor_ptr(dst);
 
@@ -228,7 +182,7 @@ npt_status_t npt_run_matmul(npt_tensor_t *t, npt_tensor_t *dst)
 			ref_gemm(gdt, M, N, K, pa, &ma, pb, &mb, pc, dt);
 		}
 		for (int d = nbat - 1; d >= 0; d--) {
-			if (++idx[d] < t->shape[d])
+			if (++idx[d] < dst->shape[d])
 				break;
 			idx[d] = 0;
 		}
@@ -237,7 +191,5 @@ npt_status_t npt_run_matmul(npt_tensor_t *t, npt_tensor_t *dst)
 		npt_conv(gdt, dt)(nb * M * N, npt_tensor_ptr(dst), 1, tmp, 1);
 out:
 	npt_scratch_free(tmp, tmp_cap);
-	npt_tensor_free(ca);
-	npt_tensor_free(cb);
 	return s;
 }

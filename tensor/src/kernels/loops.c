@@ -14,7 +14,7 @@
  * -fopt-info-vec evidence). f16/bf16 values live in f32 registers and are
  * rounded back by npt_round_f16/npt_round_bf16 after each op.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <math.h>
 

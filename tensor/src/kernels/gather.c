@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * gather.c - npt_take: NumPy take(a, indices, axis) with mode='raise', the
- * embedding lookup of a model (rows of a table picked by token ids).
+ * gather.c - the kernel of npt_take: NumPy take(a, indices, axis) with
+ * mode='raise', the embedding lookup of a model (rows of a table picked by
+ * token ids).
  *
  * The result has shape a.shape[:axis] + indices.shape + a.shape[axis+1:].
- * It is a fusion boundary: the node's kernel reads the (materialised) table
+ * It is a fusion boundary: the kernel reads the (materialised) table
  * through its strides, so a read-only borrowed table (shared weights) is
  * never copied; only the picked slices are written into the output. Every
  * index is checked before anything is written: one out of [-n, n) fails the
@@ -17,7 +18,7 @@
  * table that are contiguous are copied with memcpy, others element by
  * element; large gathers are split across the thread pool.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,45 +33,6 @@ typedef struct {
 	int64_t inner_shape[NPT_MAX_DIMS], inner_strides[NPT_MAX_DIMS];
 	int inner_nd;
 } take_job_t;
-
-NPT_API npt_status_t npt_take(npt_tensor_t *a, npt_tensor_t *indices, int axis, npt_tensor_t **out)
-{
-	npt_tensor_t *in[2] = { a, indices };
-	int64_t shape[NPT_MAX_DIMS];
-	npt_node_t *n;
-	npt_status_t s;
-	int ax, nd = 0;
-
-	if (!out)
-		return npt_fail(NPT_E_INVAL, "take: out is NULL");
-	*out = NULL;
-	if (!a || !indices)
-		return npt_fail(NPT_E_INVAL, "take: %s is NULL", a ? "indices" : "the input tensor");
-	if (!npt_dtype_is_int(indices->dtype))
-		return npt_fail(NPT_E_DTYPE, "take: indices have dtype %s; they must be integers "
-				"(cast them first, as NumPy's take refuses them too)",
-				npt_dtype_name(indices->dtype));
-	if ((s = npt_normalize_axis("take", axis, a->ndim, &ax)))
-		return s;
-	if (a->ndim - 1 + indices->ndim > NPT_MAX_DIMS)
-		return npt_fail(NPT_E_RANK, "take: the result would have rank %d; tensors have at "
-				"most %d dimensions", a->ndim - 1 + indices->ndim, NPT_MAX_DIMS);
-	for (int d = 0; d < ax; d++)
-		shape[nd++] = a->shape[d];
-	for (int d = 0; d < indices->ndim; d++)
-		shape[nd++] = indices->shape[d];
-	for (int d = ax + 1; d < a->ndim; d++)
-		shape[nd++] = a->shape[d];
-	if ((s = npt_check_shape("take", nd, shape, NULL)))
-		return s;
-	if (!(n = npt_node_new(NPT_NODE_TAKE, 0)))
-		return npt_fail(NPT_E_NOMEM, "take: out of memory");
-	n->nin = 2;
-	n->axis = ax;
-	for (int i = 0; i < 2; i++)
-		n->in[i] = npt_tensor_retain(in[i]);
-	return npt_tensor_new_lazy(a->dtype, nd, shape, n, out);
-}
 
 /* the indices as normalised int64, each checked against the axis size */
 static npt_status_t load_indices(npt_tensor_t *ix, int64_t size, int axis, int64_t *idx)
@@ -151,10 +113,10 @@ static void take_task(void *arg, int64_t begin, int64_t end, int tid)
 	}
 }
 
-npt_status_t npt_run_take(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_take(const npt_kcall_t *k)
 {
-	npt_tensor_t *a = t->node->in[0], *ix = t->node->in[1];
-	take_job_t j = { .a = a, .dst = dst, .axis = t->node->axis };
+	npt_tensor_t *a = k->in[0], *ix = k->in[1];
+	take_job_t j = { .a = a, .dst = k->out, .axis = k->node->axis };
 	int64_t nidx = npt_tensor_numel(ix), expect = 1;
 	int64_t *idx;
 	npt_status_t s;

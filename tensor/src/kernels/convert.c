@@ -9,7 +9,7 @@
  * not overlap unless identical. Unit-stride copies have their own loop so
  * that GCC vectorises them.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <string.h>
 

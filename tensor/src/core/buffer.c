@@ -14,7 +14,7 @@
  * record fresh vs reused bytes for npt_stats_get(). Pool capacity is capped
  * by $NPT_POOL_MAX_BYTES (default 1 GiB); beyond it idle blocks are unmapped.
  */
-#include "internal.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * docs/tensor.md). Where NumPy's result is a type this library lacks
  * (i8 + u8 -> i16), the next wider available type is used (i32).
  */
-#include "internal.h"
+#include "core.h"
 
 #include <string.h>
 

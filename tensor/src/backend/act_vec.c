@@ -15,7 +15,7 @@
  * Contracts: the formula is the elementwise kernel's: 0.5 * x * (1 + erf(x *
  * sqrt(1/2))); bias may be NULL; rows are independent (threads split rows).
  */
-#include "internal.h"
+#include "backend.h"
 
 #include <immintrin.h>
 #include <math.h>

@@ -12,7 +12,7 @@
  *
  * Contracts: dst and src must not overlap; any alignment and length.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <emmintrin.h>
 #include <string.h>

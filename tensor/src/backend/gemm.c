@@ -45,7 +45,7 @@
  * C is row-major with ldc >= N; bias is N contiguous floats or NULL;
  * M, N, K > 0.
  */
-#include "internal.h"
+#include "backend.h"
 #include "onednn.h"
 
 #include <cblas.h>
@@ -270,6 +270,18 @@ static gemm_entry_t *entry_get(gemm_cache_t *c, const gemm_key_t *k,
 	return e;
 }
 
+/* the descriptor of the first @n columns of a packed weight, into *out */
+static void packed_slice_md(const void *md, int64_t n, void *out)
+{
+	dnnl_memory_desc_t *o = out;
+	int64_t nb;
+
+	*o = *(const dnnl_memory_desc_t *)md;
+	nb = o->format_desc.blocking.inner_blks[1];
+	o->dims[1] = n;
+	o->padded_dims[1] = (n + nb - 1) / nb * nb;
+}
+
 static void blas_epilogue(float *c, int64_t M, int64_t N, int64_t ldc, const float *bias, int act)
 {
 	if (!bias && act == NPT_ACT_NONE)
@@ -335,7 +347,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 		if (g->aq || g->abf)
 			wmd = *(const dnnl_memory_desc_t *)g->packed_desc;
 		else
-			npt_pack_slice_md(g->packed_desc, g->N, &wmd);
+			packed_slice_md(g->packed_desc, g->N, &wmd);
 		k.wblk[0] = wmd.padded_dims[0];
 		k.wblk[1] = b->strides[0];
 		k.wblk[2] = b->strides[1];

@@ -13,7 +13,7 @@
  * propagates NaN (a row containing NaN becomes NaN, as NumPy's formula);
  * weight/bias broadcast against the input (checked when the op was built).
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -110,14 +110,15 @@ NORM(double, norm_d)
 SOFTMAX(float, softmax_f, expf)
 SOFTMAX(double, softmax_d, exp)
 
-static void setup(row_job_t *j, npt_tensor_t *t, npt_tensor_t *dst)
+static void setup(row_job_t *j, const npt_kcall_t *k)
 {
-	npt_node_t *n = t->node;
+	const npt_node_t *n = k->node;
+	npt_tensor_t *dst = k->out;
 	int64_t ws[NPT_MAX_DIMS] = { 0 }, bs[NPT_MAX_DIMS] = { 0 };
 
-	j->x = n->in[0];
-	j->w = n->nin > 1 ? n->in[1] : NULL;
-	j->b = n->nin > 2 ? n->in[2] : NULL;
+	j->x = k->in[0];
+	j->w = k->nin > 1 ? k->in[1] : NULL;
+	j->b = k->nin > 2 ? k->in[2] : NULL;
 	j->dst = dst;
 	j->axis = n->axis;
 	j->eps = n->eps;
@@ -253,13 +254,13 @@ static void layernorm_task(void *arg, int64_t b, int64_t e, int tid)
 	row_task(arg, b, e, tid, 0);
 }
 
-static npt_status_t run_rows(npt_tensor_t *t, npt_tensor_t *dst, int softmax)
+static npt_status_t run_rows(const npt_kcall_t *k, int softmax)
 {
 	row_job_t *j = calloc(1, sizeof(*j));
 
 	if (!j)
 		return npt_fail(NPT_E_NOMEM, "%s: out of memory", softmax ? "softmax" : "layernorm");
-	setup(j, t, dst);
+	setup(j, k);
 	int64_t rows = npt_numel(j->ond, j->oshape);
 
 	if (j->len > 0 && rows > 0)
@@ -273,12 +274,12 @@ static npt_status_t run_rows(npt_tensor_t *t, npt_tensor_t *dst, int softmax)
 	return NPT_OK;
 }
 
-npt_status_t npt_run_softmax(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_softmax(const npt_kcall_t *k)
 {
-	return run_rows(t, dst, 1);
+	return run_rows(k, 1);
 }
 
-npt_status_t npt_run_layernorm(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_layernorm(const npt_kcall_t *k)
 {
-	return run_rows(t, dst, 0);
+	return run_rows(k, 0);
 }

@@ -12,7 +12,7 @@
  *
  * Contracts: the result always has ndim >= 1; an empty space keeps a 0 dim.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <stdlib.h>
 

@@ -2,74 +2,63 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * tensor.c - tensor handles: creation over owned or borrowed buffers,
- * reference counting, introspection, and the helpers every op uses
- * (shape checks, broadcasting, axis normalisation).
+ * reference counting, lazy nodes, the list of live lazy tensors, and
+ * introspection.
  *
  * Contracts: a handle is shared by reference count (atomic); freeing the
  * last reference of a lazy tensor frees its graph node (dropping its inputs)
- * and unregisters it from its inputs' buffers; freeing a materialised one
- * drops its buffer reference. Shapes are validated here: rank <= 32, dims
- * >= 0, element and byte counts that fit in int64.
+ * and takes it off the list of live lazy tensors; freeing a materialised one
+ * drops its buffer reference. Every lazy tensor is on that list from its
+ * creation until it is freed or evaluated, so the scheduler can find the
+ * deferred reads of a buffer before writing into it.
  */
-#include "internal.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int64_t npt_numel(int ndim, const int64_t *shape)
-{
-	int64_t n = 1;
+static pthread_mutex_t lazy_mutex = PTHREAD_MUTEX_INITIALIZER;
+static npt_tensor_t *lazy_head;
 
-	for (int i = 0; i < ndim; i++)
-		n *= shape[i];
-	return n;
+static void lazy_register(npt_tensor_t *t)
+{
+	pthread_mutex_lock(&lazy_mutex);
+	t->lazy_prev = NULL;
+	t->lazy_next = lazy_head;
+	if (lazy_head)
+		lazy_head->lazy_prev = t;
+	lazy_head = t;
+	pthread_mutex_unlock(&lazy_mutex);
 }
 
-void npt_contig_strides(int ndim, const int64_t *shape, int64_t *strides)
+static void lazy_unregister(npt_tensor_t *t)
 {
-	int64_t s = 1;
-
-	for (int i = ndim - 1; i >= 0; i--) {
-		strides[i] = s;
-		s *= shape[i] > 1 ? shape[i] : 1;
-	}
+	pthread_mutex_lock(&lazy_mutex);
+	if (t->lazy_prev)
+		t->lazy_prev->lazy_next = t->lazy_next;
+	else if (lazy_head == t)
+		lazy_head = t->lazy_next;
+	if (t->lazy_next)
+		t->lazy_next->lazy_prev = t->lazy_prev;
+	t->lazy_prev = t->lazy_next = NULL;
+	pthread_mutex_unlock(&lazy_mutex);
 }
 
-npt_status_t npt_check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel)
+npt_tensor_t *npt_lazy_reader_of(const npt_tensor_t *w, uint64_t epoch)
 {
-	int64_t nz = 1;
-	int zero = 0;
+	npt_tensor_t *hit = NULL;
 
-	if (ndim < 0 || ndim > NPT_MAX_DIMS)
-		return npt_fail(NPT_E_RANK, "%s: rank %d is not supported: tensors have at most %d "
-				"dimensions (NPT_MAX_DIMS, as NumPy)", op, ndim, NPT_MAX_DIMS);
-	if (ndim && !shape)
-		return npt_fail(NPT_E_INVAL, "%s: shape is NULL for rank %d", op, ndim);
-	for (int i = 0; i < ndim; i++)
-		if (shape[i] < 0)
-			return npt_fail(NPT_E_INVAL, "%s: negative dimension %lld at axis %d; "
-					"dimensions must be >= 0", op, (long long)shape[i], i);
-	/* as NumPy: a zero dimension does not excuse the others, whose product
-	 * must stay within the size limit too ("array is too big") */
-	for (int i = 0; i < ndim; i++) {
-		if (!shape[i]) {
-			zero = 1;
+	pthread_mutex_lock(&lazy_mutex);
+	for (npt_tensor_t *t = lazy_head; t && !hit; t = t->lazy_next) {
+		if ((epoch && t->mark == epoch) || !t->node)
 			continue;
-		}
-		if (__builtin_mul_overflow(nz, shape[i], &nz) || nz > NPT_MAX_NUMEL) {
-			char s[NPT_SHAPE_STRLEN];
-
-			return npt_fail(NPT_E_OVERFLOW, "%s: shape %s is too big: its nonzero "
-					"dimensions multiply to more than 2^59 - 1 elements, so "
-					"sizes in bytes would overflow a 64-bit integer (NumPy: "
-					"\"array is too big\")", op,
-					npt_shape_str(s, sizeof(s), ndim, shape));
-		}
+		for (int i = 0; i < t->node->nin && !hit; i++)
+			if (t->node->in[i] && npt_buffers_overlap(t->node->in[i], w))
+				hit = npt_tensor_retain(t);
 	}
-	if (numel)
-		*numel = zero ? 0 : nz;
-	return NPT_OK;
+	pthread_mutex_unlock(&lazy_mutex);
+	return hit;
 }
 
 static npt_tensor_t *tensor_struct(npt_dtype_t dt, int ndim, const int64_t *shape)
@@ -204,7 +193,7 @@ NPT_API void npt_tensor_free(npt_tensor_t *t)
 		npt_node_t *node = d->node;
 
 		if (node) {
-			npt_lazy_unregister(d);
+			lazy_unregister(d);
 			for (int i = 0; i < node->nin; i++) {
 				npt_tensor_t *in = node->in[i];
 
@@ -248,9 +237,20 @@ npt_node_t *npt_node_new(npt_node_kind_t kind, int op)
 	return n;
 }
 
-void npt_node_free(npt_node_t *n, npt_tensor_t *owner)
+/* a lazy tensor evaluated into its buffer: its node goes, with its inputs */
+void npt_tensor_settle(npt_tensor_t *t)
 {
-	(void)owner; /* the tensor the node computed; kept for symmetry with callers */
+	npt_node_t *n = t->node;
+
+	lazy_unregister(t);
+	npt_contig_strides(t->ndim, t->shape, t->strides);
+	t->offset = 0;
+	t->node = NULL;
+	npt_node_free(n);
+}
+
+void npt_node_free(npt_node_t *n)
+{
 	if (!n)
 		return;
 	for (int i = 0; i < n->nin; i++)
@@ -264,38 +264,13 @@ npt_status_t npt_tensor_new_lazy(npt_dtype_t dt, int ndim, const int64_t *shape,
 	npt_tensor_t *t = tensor_struct(dt, ndim, shape);
 
 	if (!t) {
-		npt_node_free(node, NULL);
+		npt_node_free(node);
 		return npt_fail(NPT_E_NOMEM, "out of memory building a graph node");
 	}
 	t->node = node;
-	npt_lazy_register(t);
+	lazy_register(t);
 	*out = t;
 	return NPT_OK;
-}
-
-char *npt_tensor_ptr(const npt_tensor_t *t)
-{
-	return t->buf->data + t->offset * (int64_t)npt_dtype_size(t->dtype);
-}
-
-int npt_is_contiguous(const npt_tensor_t *t)
-{
-	int64_t s = 1;
-
-	for (int i = t->ndim - 1; i >= 0; i--) {
-		if (t->shape[i] != 1 && t->strides[i] != s)
-			return t->shape[i] == 0;
-		s *= t->shape[i];
-	}
-	return 1;
-}
-
-int npt_has_zero_stride(const npt_tensor_t *t)
-{
-	for (int i = 0; i < t->ndim; i++)
-		if (t->strides[i] == 0 && t->shape[i] > 1)
-			return 1;
-	return 0;
 }
 
 NPT_API npt_dtype_t npt_tensor_dtype(const npt_tensor_t *t) { return t->dtype; }
@@ -318,79 +293,3 @@ NPT_API bool npt_tensor_shares_buffer(const npt_tensor_t *a, const npt_tensor_t 
 	return a && b && a->buf && a->buf == b->buf;
 }
 
-NPT_API npt_status_t npt_tensor_data(npt_tensor_t *t, void **ptr)
-{
-	npt_status_t s;
-
-	if (!t || !ptr)
-		return npt_fail(NPT_E_INVAL, "data: NULL argument");
-	if ((s = npt_tensor_eval(t)))
-		return s;
-	*ptr = npt_tensor_ptr(t);
-	return NPT_OK;
-}
-
-npt_status_t npt_broadcast_shapes(const char *op, int n, npt_tensor_t **ts, int *ndim,
-				  int64_t *shape)
-{
-	int nd = 0;
-
-	for (int i = 0; i < n; i++)
-		if (ts[i]->ndim > nd)
-			nd = ts[i]->ndim;
-	for (int d = 0; d < nd; d++)
-		shape[d] = 1;
-	for (int i = 0; i < n; i++) {
-		const npt_tensor_t *t = ts[i];
-		int off = nd - t->ndim;
-
-		for (int d = 0; d < t->ndim; d++) {
-			int64_t a = shape[off + d], b = t->shape[d];
-
-			if (a == b || b == 1)
-				continue;
-			if (a == 1) {
-				shape[off + d] = b;
-				continue;
-			}
-			char msg[1024];
-			size_t o = 0;
-
-			for (int k = 0; k < n; k++) {
-				char s[NPT_SHAPE_STRLEN];
-
-				o += snprintf(msg + o, sizeof(msg) - o, " %s",
-					      npt_shape_str(s, sizeof(s), ts[k]->ndim, ts[k]->shape));
-				if (o >= sizeof(msg))
-					break;
-			}
-			return npt_fail(NPT_E_SHAPE, "%s: operands could not be broadcast together "
-					"with shapes%s (dimension %d: %lld vs %lld; sizes must be "
-					"equal or 1)", op, msg, d - t->ndim, (long long)a,
-					(long long)b);
-		}
-	}
-	*ndim = nd;
-	return NPT_OK;
-}
-
-void npt_broadcast_strides(const npt_tensor_t *t, int ndim, const int64_t *shape,
-			   int64_t *strides)
-{
-	int off = ndim - t->ndim;
-
-	for (int d = 0; d < ndim; d++) {
-		int k = d - off;
-
-		strides[d] = (k < 0 || t->shape[k] == 1 || shape[d] == 1) ? 0 : t->strides[k];
-	}
-}
-
-npt_status_t npt_normalize_axis(const char *op, int axis, int ndim, int *out)
-{
-	if (axis < -ndim || axis >= ndim || (ndim == 0))
-		return npt_fail(NPT_E_AXIS, "%s: axis %d is out of bounds for a tensor of "
-				"dimension %d", op, axis, ndim);
-	*out = axis < 0 ? axis + ndim : axis;
-	return NPT_OK;
-}

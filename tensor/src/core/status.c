@@ -8,7 +8,7 @@
  * to the user's callback, or to stderr only when $NPT_LOG asks for it; the
  * library never prints otherwise.
  */
-#include "internal.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * Contracts: settings are atomics, safe to change from any thread; a change
  * affects evaluations that start afterwards.
  */
-#include "internal.h"
+#include "core.h"
 
 #include <stdlib.h>
 #include <string.h>

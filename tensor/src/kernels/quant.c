@@ -12,7 +12,7 @@
  * A NaN or infinity in a row makes its scale NaN, so the row's outputs are
  * NaN (a float product would give NaN or infinities).
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <math.h>
 

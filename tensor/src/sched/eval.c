@@ -1,29 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * eval.c - evaluation of lazy graphs: scheduling, buffer planning and the
+ * eval.c - the scheduler: evaluation of lazy graphs, buffer planning and the
  * NumPy output rules of npt_tensor_eval_into.
  *
- * npt_eval_locked(t) materialises t: an elementwise root compiles its fused
- * chain (ewise.c) and writes into a fresh pooled buffer, or into the buffer
- * of a dead intermediate leaf of the same size (in-place planning); other
- * nodes evaluate their inputs, then run their kernel. When t's node is freed
- * its inputs are released, so dead intermediates go back to the pool at once
+ * npt_eval_locked(t) materialises t. An elementwise root has its fused
+ * chain planned (fuse.c), the chain's leaves materialised in order, and the
+ * program run (kernels/ewise.c) into a fresh pooled buffer, or into the
+ * buffer of a dead intermediate leaf of the same size (in-place planning).
+ * Any other node has its inputs materialised first (a reduction's
+ * elementwise input is planned as its prologue instead, computed block by
+ * block), laid out as its kernel asks (operands.c), an output allocated,
+ * then its kernel called with those buffers. When t's node is freed its
+ * inputs are released, so dead intermediates go back to the pool at once
  * and the next allocation in the same evaluation reuses them.
  *
  * Contracts: one evaluation at a time (a global lock; kernels parallelise
- * inside). Every live lazy tensor is on a list; before anything is written
+ * inside); the thread count changes only between evaluations. Every live
+ * lazy tensor is on a list (core/tensor.c); before anything is written
  * into an existing buffer, the lazy tensors that read that memory are
  * evaluated first, so deferred reads never see later writes.
  */
-#include "internal.h"
+#include "sched.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static pthread_mutex_t eval_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t lazy_mutex = PTHREAD_MUTEX_INITIALIZER;
-static npt_tensor_t *lazy_head;
 static uint64_t epoch_counter;
 
 void npt_eval_lock(void)
@@ -41,58 +45,13 @@ uint64_t npt_eval_epoch(void)
 	return ++epoch_counter;
 }
 
-void npt_lazy_register(npt_tensor_t *t)
-{
-	pthread_mutex_lock(&lazy_mutex);
-	t->lazy_prev = NULL;
-	t->lazy_next = lazy_head;
-	if (lazy_head)
-		lazy_head->lazy_prev = t;
-	lazy_head = t;
-	pthread_mutex_unlock(&lazy_mutex);
-}
-
-void npt_lazy_unregister(npt_tensor_t *t)
-{
-	pthread_mutex_lock(&lazy_mutex);
-	if (t->lazy_prev)
-		t->lazy_prev->lazy_next = t->lazy_next;
-	else if (lazy_head == t)
-		lazy_head = t->lazy_next;
-	if (t->lazy_next)
-		t->lazy_next->lazy_prev = t->lazy_prev;
-	t->lazy_prev = t->lazy_next = NULL;
-	pthread_mutex_unlock(&lazy_mutex);
-}
-
-int npt_buffers_overlap(const npt_tensor_t *a, const npt_tensor_t *b)
-{
-	if (!a->buf || !b->buf)
-		return 0;
-	if (a->buf == b->buf)
-		return 1;
-	const char *a0 = a->buf->data, *a1 = a0 + a->buf->nbytes;
-	const char *b0 = b->buf->data, *b1 = b0 + b->buf->nbytes;
-
-	return a0 < b1 && b0 < a1;
-}
-
 /* evaluate every live lazy tensor (not fused in `epoch`) that reads memory
  * overlapping `w` directly */
 static npt_status_t flush_readers(npt_tensor_t *w, uint64_t epoch)
 {
 	for (;;) {
-		npt_tensor_t *hit = NULL;
+		npt_tensor_t *hit = npt_lazy_reader_of(w, epoch);
 
-		pthread_mutex_lock(&lazy_mutex);
-		for (npt_tensor_t *t = lazy_head; t && !hit; t = t->lazy_next) {
-			if ((epoch && t->mark == epoch) || !t->node)
-				continue;
-			for (int i = 0; i < t->node->nin && !hit; i++)
-				if (t->node->in[i] && npt_buffers_overlap(t->node->in[i], w))
-					hit = npt_tensor_retain(t);
-		}
-		pthread_mutex_unlock(&lazy_mutex);
 		if (!hit)
 			return NPT_OK;
 		npt_status_t s = npt_eval_locked(hit);
@@ -101,17 +60,6 @@ static npt_status_t flush_readers(npt_tensor_t *w, uint64_t epoch)
 		if (s)
 			return s;
 	}
-}
-
-static void finish(npt_tensor_t *t)
-{
-	npt_node_t *n = t->node;
-
-	npt_lazy_unregister(t);
-	npt_contig_strides(t->ndim, t->shape, t->strides);
-	t->offset = 0;
-	t->node = NULL;
-	npt_node_free(n, t);
 }
 
 static npt_status_t alloc_for(npt_tensor_t *t)
@@ -124,7 +72,7 @@ static npt_status_t alloc_for(npt_tensor_t *t)
 /* a leaf whose buffer dies with this evaluation and can hold the output */
 static npt_tensor_t *dead_leaf(const npt_prog_t *p, npt_tensor_t *t)
 {
-	size_t need = (size_t)npt_tensor_numel(t) * npt_dtype_size(t->dtype);
+	size_t bytes = (size_t)npt_tensor_numel(t) * npt_dtype_size(t->dtype);
 
 	for (int k = 0; k < p->nleaf; k++) {
 		npt_tensor_t *l = p->leaf[k];
@@ -133,11 +81,44 @@ static npt_tensor_t *dead_leaf(const npt_prog_t *p, npt_tensor_t *t)
 		if (!p->leaf_dead[k] || atomic_load(&l->refs) != 2 || !l->buf->owned ||
 		    atomic_load(&l->buf->refs) != 1 || l->offset != 0 || !npt_is_contiguous(l) ||
 		    l->ndim != t->ndim || memcmp(l->shape, t->shape, t->ndim * sizeof(int64_t)) ||
-		    npt_dtype_size(l->dtype) != npt_dtype_size(t->dtype) || l->buf->nbytes != need)
+		    npt_dtype_size(l->dtype) != npt_dtype_size(t->dtype) || l->buf->nbytes != bytes)
 			continue;
 		return l;
 	}
 	return NULL;
+}
+
+/*
+ * The fused program of lazy elementwise @root: planned, then its leaves
+ * materialised in order (in expansion mode MATERIALIZE, a leaf broadcast to
+ * the root's bigger shape is copied out at that shape first). A leaf whose
+ * buffer nothing outlives this evaluation holds is marked dead.
+ */
+static npt_status_t plan_prog(npt_tensor_t *root, npt_prog_t *p, uint64_t epoch)
+{
+	npt_status_t s = npt_fuse_plan(root, p, epoch);
+
+	for (int k = 0; k < p->nleaf && !s; k++) {
+		npt_tensor_t *l = p->leaf[k], *c;
+
+		if ((s = npt_eval_locked(l)))
+			break;
+		if (npt_cfg_expand_mode() != NPT_EXPAND_MATERIALIZE ||
+		    (l->ndim == root->ndim && !memcmp(l->shape, root->shape,
+						      l->ndim * sizeof(int64_t)))) {
+			p->leaf_dead[k] = p->leaf_excl[k] && atomic_load(&l->refs) == 2;
+			continue;
+		}
+		if ((s = npt_sched_copy(l, l->dtype, root->ndim, root->shape, &c)))
+			break;
+		npt_note_materialize(npt_op_name(root->node->op), l->ndim, l->shape, root->ndim,
+				     root->shape, (size_t)npt_tensor_numel(c) *
+				     npt_dtype_size(c->dtype), "expansion mode MATERIALIZE");
+		npt_tensor_free(l);
+		p->leaf[k] = c;
+		p->leaf_dead[k] = 0;
+	}
+	return s;
 }
 
 static npt_status_t eval_ew(npt_tensor_t *t)
@@ -147,7 +128,7 @@ static npt_status_t eval_ew(npt_tensor_t *t)
 
 	if (!p)
 		return npt_fail(NPT_E_NOMEM, "%s: out of memory", npt_op_name(t->node->op));
-	s = npt_build_prog(t, p, npt_eval_epoch());
+	s = plan_prog(t, p, npt_eval_epoch());
 	if (s) {
 		npt_prog_release(p);
 		free(p);
@@ -172,19 +153,63 @@ static npt_status_t eval_ew(npt_tensor_t *t)
 	return s;
 }
 
+/* a reduction's input as a program: its elementwise chain (computed block by
+ * block, never stored) or a plain read of the materialised input */
+static npt_status_t reduce_input(npt_tensor_t *x, npt_prog_t *p)
+{
+	npt_status_t s;
+
+	if (x->node && x->node->kind == NPT_NODE_EW)
+		return plan_prog(x, p, npt_eval_epoch());
+	if (!(s = npt_eval_locked(x)))
+		npt_prog_single(p, x);
+	return s;
+}
+
+static npt_status_t dispatch(const npt_kcall_t *k)
+{
+	switch (k->node->kind) {
+	case NPT_NODE_REDUCE: return npt_run_reduce(k);
+	case NPT_NODE_ARGMAX: return npt_run_argmax(k);
+	case NPT_NODE_SOFTMAX: return npt_run_softmax(k);
+	case NPT_NODE_LAYERNORM: return npt_run_layernorm(k);
+	case NPT_NODE_MATMUL: return npt_run_matmul(k);
+	case NPT_NODE_TAKE: return npt_run_take(k);
+	case NPT_NODE_LINEAR: return npt_run_linear(k);
+	case NPT_NODE_ATTENTION: return npt_run_attention(k);
+	default: return npt_fail(NPT_E_INVAL, "internal: unknown node kind %d", k->node->kind);
+	}
+}
+
+/* run boundary node @t (its inputs materialised, but a reduction's
+ * elementwise one) into @dst, a C-contiguous buffer that overlaps no input */
 static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 {
-	switch (t->node->kind) {
-	case NPT_NODE_REDUCE: return npt_run_reduce(t, dst);
-	case NPT_NODE_ARGMAX: return npt_run_argmax(t, dst);
-	case NPT_NODE_SOFTMAX: return npt_run_softmax(t, dst);
-	case NPT_NODE_LAYERNORM: return npt_run_layernorm(t, dst);
-	case NPT_NODE_MATMUL: return npt_run_matmul(t, dst);
-	case NPT_NODE_TAKE: return npt_run_take(t, dst);
-	case NPT_NODE_LINEAR: return npt_run_linear(t, dst);
-	case NPT_NODE_ATTENTION: return npt_run_attention(t, dst);
-	default: return npt_fail(NPT_E_INVAL, "internal: unknown node kind %d", t->node->kind);
+	npt_kcall_t k = { .out = dst };
+	npt_prog_t *p = NULL;
+	npt_status_t s;
+
+	if (t->node->kind == NPT_NODE_REDUCE) {
+		npt_tensor_t *x = t->node->in[0];
+
+		if (!(p = malloc(sizeof(*p))))
+			return npt_fail(NPT_E_NOMEM, "reduce: out of memory");
+		k.node = t->node;
+		k.prologue = p;
+		k.in_ndim = x->ndim;
+		k.in_shape = x->shape;
+		s = reduce_input(x, p);
+	} else {
+		s = npt_kcall_inputs(t, &k);
 	}
+	if (!s)
+		s = dispatch(&k);
+	npt_kcall_release(&k);
+	if (p) {
+		npt_prog_release(p);
+		free(p);
+	}
+	return s;
 }
 
 /* does lazy (or materialised) t read memory overlapping out? */
@@ -241,7 +266,7 @@ npt_status_t npt_eval_locked(npt_tensor_t *t)
 		t->buf = NULL;
 		return s;
 	}
-	finish(t);
+	npt_tensor_settle(t);
 	return NPT_OK;
 }
 
@@ -301,20 +326,6 @@ static int same_view(const npt_tensor_t *l, const npt_tensor_t *out, int ndim,
 	return 1;
 }
 
-static npt_status_t copy_into(npt_tensor_t *src, npt_tensor_t *out)
-{
-	npt_prog_t *p = malloc(sizeof(*p));
-	npt_status_t s;
-
-	if (!p)
-		return npt_fail(NPT_E_NOMEM, "copy: out of memory");
-	npt_prog_single(p, src);
-	s = npt_run_prog(p, "copy", out->ndim, out->shape, out);
-	npt_prog_release(p);
-	free(p);
-	return s;
-}
-
 static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 {
 	npt_status_t s;
@@ -333,25 +344,13 @@ static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 		if (npt_buffers_overlap(src, out)) {
 			npt_tensor_t *tmp;
 
-			if ((s = npt_tensor_contiguous(src, &tmp)))
+			if ((s = npt_sched_copy(src, src->dtype, src->ndim, src->shape, &tmp)))
 				return s;
-			if (tmp == src) { /* already contiguous: force a copy */
-				npt_tensor_free(tmp);
-				if ((s = npt_tensor_empty(src->dtype, src->ndim, src->shape, &tmp)))
-					return s;
-				if ((s = copy_into(src, tmp))) {
-					npt_tensor_free(tmp);
-					return s;
-				}
-			} else if ((s = npt_eval_locked(tmp))) {
-				npt_tensor_free(tmp);
-				return s;
-			}
-			s = copy_into(tmp, out);
+			s = npt_sched_copy_into(tmp, out);
 			npt_tensor_free(tmp);
 			return s;
 		}
-		return copy_into(src, out);
+		return npt_sched_copy_into(src, out);
 	}
 	if (src->node->kind != NPT_NODE_EW) {
 		int direct = npt_is_contiguous(out) && out->dtype == src->dtype && out->offset >= 0;
@@ -367,7 +366,7 @@ static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 			return run_boundary(src, out);
 		if ((s = npt_eval_locked(src)))
 			return s;
-		return copy_into(src, out);
+		return npt_sched_copy_into(src, out);
 	}
 	/* elementwise: fuse the whole chain into the write */
 	npt_prog_t *p = malloc(sizeof(*p));
@@ -376,7 +375,7 @@ static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 	if (!p)
 		return npt_fail(NPT_E_NOMEM, "%s: out of memory", op);
 	src->mark = ep;
-	if ((s = npt_build_prog(src, p, ep)))
+	if ((s = plan_prog(src, p, ep)))
 		goto done;
 	if ((s = flush_readers(out, ep)))
 		goto done;
@@ -393,7 +392,7 @@ static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 
 		if (!(s = npt_tensor_empty(src->dtype, src->ndim, src->shape, &tmp))) {
 			if (!(s = npt_run_prog(p, op, tmp->ndim, tmp->shape, tmp)))
-				s = copy_into(tmp, out);
+				s = npt_sched_copy_into(tmp, out);
 			npt_tensor_free(tmp);
 		}
 	}
@@ -413,4 +412,31 @@ NPT_API npt_status_t npt_tensor_eval_into(npt_tensor_t *src, npt_tensor_t *out)
 	s = eval_into_locked(src, out);
 	npt_eval_unlock();
 	return s;
+}
+
+NPT_API npt_status_t npt_tensor_data(npt_tensor_t *t, void **ptr)
+{
+	npt_status_t s;
+
+	if (!t || !ptr)
+		return npt_fail(NPT_E_INVAL, "data: NULL argument");
+	if ((s = npt_tensor_eval(t)))
+		return s;
+	*ptr = npt_tensor_ptr(t);
+	return NPT_OK;
+}
+
+NPT_API npt_status_t npt_set_num_threads(int n)
+{
+	if (n < 0 || n > 256)
+		return npt_fail(NPT_E_INVAL, "set_num_threads: %d threads requested; use 1..256, "
+				"or 0 for the number of online CPUs", n);
+	if (n == 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	npt_eval_lock();
+	npt_pool_set_threads(n);
+	npt_eval_unlock();
+	return NPT_OK;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * attention.c - npt_attention: softmax(q @ k^T * scale + bias) @ v per batch
- * entry (scaled dot-product attention, as torch's without dropout).
+ * attention.c - the kernel of npt_attention: softmax(q @ k^T * scale + bias) @ v
+ * per batch entry (scaled dot-product attention, as torch's without dropout).
  *
  * Each batch entry (for a transformer: one sequence and one head) is one
  * task: its scores [Sq, Sk] are computed by one single-threaded GEMM
@@ -23,89 +23,18 @@
  *
  * Contracts: f32; q, k, v are read in place when each matrix has one unit
  * stride (any permuted view of a [B, S, heads, d] projection does), else
- * copied first (reported as matmul's copies, refused in NPT_EXPAND_VIEW
- * mode). A row containing NaN becomes NaN; a row whose keys are all -inf
+ * the scheduler copies them first, as npt_attention_operand() asks (reported
+ * as matmul's copies, refused in NPT_EXPAND_VIEW mode). A row containing NaN becomes NaN; a row whose keys are all -inf
  * becomes NaN (0/0) as torch's; one masked with the most negative float gets
  * uniform weights. Each row is reduced by one thread in a fixed order: the
  * result does not depend on the thread count.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_t *v,
-				   npt_tensor_t *bias, double scale, unsigned flags,
-				   npt_tensor_t **out)
-{
-	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN], c[NPT_SHAPE_STRLEN];
-	npt_tensor_t *in[4] = { q, k, v, bias };
-	int64_t shape[NPT_MAX_DIMS];
-	npt_node_t *n;
-	int nd;
-
-	if (!out)
-		return npt_fail(NPT_E_INVAL, "attention: out is NULL");
-	*out = NULL;
-	if (!q || !k || !v)
-		return npt_fail(NPT_E_INVAL, "attention: %s is NULL", !q ? "q" : !k ? "k" : "v");
-	if (flags & ~NPT_ATTN_HEADS_LAST)
-		return npt_fail(NPT_E_INVAL, "attention: unknown flags 0x%x (only "
-				"NPT_ATTN_HEADS_LAST)", flags & ~NPT_ATTN_HEADS_LAST);
-	if (!isfinite(scale))
-		return npt_fail(NPT_E_VALUE, "attention: scale %g is not finite", scale);
-	for (int i = 0; i < 4; i++)
-		if (in[i] && in[i]->dtype != NPT_F32)
-			return npt_fail(NPT_E_DTYPE, "attention: %s has dtype %s; float32 only",
-					i == 0 ? "q" : i == 1 ? "k" : i == 2 ? "v" : "bias",
-					npt_dtype_name(in[i]->dtype));
-	nd = q->ndim;
-	npt_shape_str(a, sizeof(a), q->ndim, q->shape);
-	npt_shape_str(b, sizeof(b), k->ndim, k->shape);
-	npt_shape_str(c, sizeof(c), v->ndim, v->shape);
-	if (nd < 2 || k->ndim != nd || v->ndim != nd ||
-	    memcmp(q->shape, k->shape, (size_t)(nd - 2) * sizeof(int64_t)) ||
-	    memcmp(q->shape, v->shape, (size_t)(nd - 2) * sizeof(int64_t)))
-		return npt_fail(NPT_E_SHAPE, "attention: q %s, k %s, v %s: they must be [..., Sq, d], "
-				"[..., Sk, d], [..., Sk, dv] with the same leading (batch) "
-				"dimensions", a, b, c);
-	if (q->shape[nd - 1] != k->shape[nd - 1] || k->shape[nd - 2] != v->shape[nd - 2])
-		return npt_fail(NPT_E_SHAPE, "attention: q %s, k %s, v %s: q and k need the same "
-				"feature size d, k and v the same number of keys Sk", a, b, c);
-	if ((flags & NPT_ATTN_HEADS_LAST) && nd < 3)
-		return npt_fail(NPT_E_SHAPE, "attention: NPT_ATTN_HEADS_LAST needs a heads "
-				"dimension: q %s has rank %d, at least 3 ([..., heads, Sq, d])", a, nd);
-	memcpy(shape, q->shape, (size_t)nd * sizeof(int64_t));
-	shape[nd - 1] = k->shape[nd - 2];		/* the scores' shape [..., Sq, Sk] */
-	if (bias) {
-		int ok = bias->ndim <= nd;
-
-		for (int i = 1; ok && i <= bias->ndim; i++)
-			ok = bias->shape[bias->ndim - i] == 1 ||
-			     bias->shape[bias->ndim - i] == shape[nd - i];
-		if (!ok)
-			return npt_fail(NPT_E_SHAPE, "attention: bias of shape %s does not broadcast "
-					"to the scores' shape %s ([..., Sq, Sk])",
-					npt_shape_str(a, sizeof(a), bias->ndim, bias->shape),
-					npt_shape_str(b, sizeof(b), nd, shape));
-	}
-	if (flags & NPT_ATTN_HEADS_LAST) {
-		shape[nd - 3] = q->shape[nd - 2];
-		shape[nd - 2] = q->shape[nd - 3];
-	} else {
-		shape[nd - 2] = q->shape[nd - 2];
-	}
-	shape[nd - 1] = v->shape[nd - 1];
-	if (!(n = npt_node_new(NPT_NODE_ATTENTION, (int)flags)))
-		return npt_fail(NPT_E_NOMEM, "attention: out of memory");
-	n->nin = bias ? 4 : 3;
-	for (int i = 0; i < n->nin; i++)
-		n->in[i] = npt_tensor_retain(in[i]);
-	n->eps = scale;
-	return npt_tensor_new_lazy(NPT_F32, nd, shape, n, out);
-}
 
 typedef struct {
 	int trans;
@@ -139,6 +68,17 @@ static int operand_ok(const npt_tensor_t *t, blas_mat_t *m)
 
 	return mat_layout(t->shape[nd - 2], t->shape[nd - 1], t->strides[nd - 2],
 			  t->strides[nd - 1], m);
+}
+
+npt_operand_t npt_attention_operand(int i, const npt_tensor_t *in, npt_dtype_t *dt,
+				    const char **what)
+{
+	static const char *const names[] = { "q", "k", "v", "the mask" };
+	blas_mat_t m;
+
+	*dt = NPT_F32;
+	*what = names[i];
+	return i > 2 || operand_ok(in, &m) ? NPT_OPERAND_AS_IS : NPT_OPERAND_COPY;
 }
 
 typedef struct {
@@ -256,12 +196,12 @@ static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
 	free(sc);
 }
 
-npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_attention(const npt_kcall_t *kc)
 {
-	npt_node_t *n = t->node;
-	npt_tensor_t *cq = NULL, *ck = NULL, *cv = NULL;
-	attn_job_t j = { .q = n->in[0], .k = n->in[1], .v = n->in[2] };
-	npt_tensor_t *bias = n->nin > 3 ? n->in[3] : NULL;
+	const npt_node_t *n = kc->node;
+	npt_tensor_t *dst = kc->out;
+	attn_job_t j = { .q = kc->in[0], .k = kc->in[1], .v = kc->in[2] };
+	npt_tensor_t *bias = kc->nin > 3 ? kc->in[3] : NULL;
 	int nd = j.q->ndim, threads = npt_pool_threads();
 	int64_t sshape[NPT_MAX_DIMS], nb;
 	npt_status_t s = NPT_OK;
@@ -278,24 +218,8 @@ npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
 	nb = npt_numel(j.nbd, j.q->shape);
 	if (nb == 0 || j.Sq == 0 || j.dv == 0)
 		return NPT_OK;
-	if (!operand_ok(j.q, &j.mq)) {
-		if ((s = npt_blas_operand("attention", n->in[0], "q", &cq)))
-			goto out;
-		j.q = cq;
-		operand_ok(j.q, &j.mq);
-	}
-	if (!operand_ok(j.k, &j.mk)) {
-		if ((s = npt_blas_operand("attention", n->in[1], "k", &ck)))
-			goto out;
-		j.k = ck;
-		operand_ok(j.k, &j.mk);
-	}
-	if (!operand_ok(j.v, &j.mv)) {
-		if ((s = npt_blas_operand("attention", n->in[2], "v", &cv)))
-			goto out;
-		j.v = cv;
-		operand_ok(j.v, &j.mv);
-	}
+	if (!operand_ok(j.q, &j.mq) || !operand_ok(j.k, &j.mk) || !operand_ok(j.v, &j.mv))
+		return npt_fail(NPT_E_INVAL, "internal: attention's operands cannot be addressed");
 	if (bias) {
 		memcpy(sshape, j.q->shape, (size_t)nd * sizeof(int64_t));
 		sshape[nd - 1] = j.Sk;
@@ -314,9 +238,5 @@ npt_status_t npt_run_attention(npt_tensor_t *t, npt_tensor_t *dst)
 	if (atomic_load(&j.nomem))
 		s = npt_fail(NPT_E_NOMEM, "attention: out of memory for a %lld x %lld score block",
 			     (long long)j.Sq, (long long)j.Sk);
-out:
-	npt_tensor_free(cq);
-	npt_tensor_free(ck);
-	npt_tensor_free(cv);
 	return s;
 }

@@ -6,7 +6,7 @@
  * libgomp it brings along. Not in a statically linked program (dlopen there
  * would load a second C library), nor with NPT_GEMM=openblas.
  */
-#include "internal.h"
+#include "backend.h"
 #include "onednn.h"
 
 #include <dlfcn.h>

@@ -18,9 +18,11 @@
  * $NPT_NUM_THREADS or npt_set_num_threads(), else the number of online
  * CPUs; changing it joins the workers (they are restarted on the next
  * parallel loop). Jobs are serialised by the caller's evaluation lock; the
- * pool itself has one job slot.
+ * pool itself has one job slot. OpenBLAS is given the same thread count.
+ * Each thread keeps its kernels' scratch blocks (npt_thread_scratch); a
+ * worker frees its own when it exits.
  */
-#include "internal.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -42,6 +44,40 @@ static struct {
 	atomic_llong next;
 	atomic_llong left;
 } job;
+
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+
+void npt_blas_set_threads(int n)
+{
+	if (openblas_set_num_threads)
+		openblas_set_num_threads(n);
+}
+
+static _Thread_local struct {
+	void *p;
+	size_t cap;
+} tls_scratch[NPT_TLS_SLOTS_];
+
+void *npt_thread_scratch(int slot, size_t bytes)
+{
+	if (tls_scratch[slot].cap < bytes) {
+		size_t cap = (bytes + 63) & ~(size_t)63;
+
+		free(tls_scratch[slot].p);
+		tls_scratch[slot].p = aligned_alloc(64, cap);
+		tls_scratch[slot].cap = tls_scratch[slot].p ? cap : 0;
+	}
+	return tls_scratch[slot].p;
+}
+
+static void thread_scratch_release(void)
+{
+	for (int i = 0; i < NPT_TLS_SLOTS_; i++) {
+		free(tls_scratch[i].p);
+		tls_scratch[i].p = NULL;
+		tls_scratch[i].cap = 0;
+	}
+}
 
 static int default_threads(void)
 {
@@ -111,8 +147,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&tp_lock);
 	}
 	pthread_mutex_unlock(&tp_lock);
-	npt_block_ctx_release();
-	npt_reduce_tls_release();
+	thread_scratch_release();
 	return NULL;
 }
 
@@ -210,22 +245,12 @@ void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg)
 	run_job(n, 1, fn, arg);
 }
 
-NPT_API npt_status_t npt_set_num_threads(int n)
+void npt_pool_set_threads(int n)
 {
-	if (n < 0 || n > 256)
-		return npt_fail(NPT_E_INVAL, "set_num_threads: %d threads requested; use 1..256, "
-				"or 0 for the number of online CPUs", n);
-	if (n == 0)
-		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		n = 1;
-	npt_eval_lock();
 	if (tp_nworkers)
 		stop_workers();
 	atomic_store(&tp_nthreads, n);
 	npt_blas_set_threads(n);
-	npt_eval_unlock();
-	return NPT_OK;
 }
 
 NPT_API int npt_get_num_threads(void)

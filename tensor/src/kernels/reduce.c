@@ -19,6 +19,9 @@
  * element counts (NPT_REPRO_INDEPENDENT: the same bits at any thread count)
  * or is the thread count (NPT_REPRO_THREADS).
  *
+ * The input comes as a program (the scheduler's): an elementwise chain that
+ * is computed block by block and never stored, or a plain read.
+ *
  * Contracts: accumulators are i64 for integer/bool sum and prod (wrapping),
  * f32 for f16/bf16/f32, f64 for f64 (mean of integers: f64), the input's
  * own type for max/min. max/min propagate NaN; summation order differs from
@@ -26,7 +29,7 @@
  * (docs/tensor.md). argmax returns the first maximal index; a NaN is the
  * maximum (first NaN wins), as NumPy.
  */
-#include "internal.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -250,14 +253,6 @@ typedef struct {
 	atomic_int failed;       /* 1 = value error (int ** negative), 2 = no memory */
 } red_job_t;
 
-static _Thread_local char *tls_run;
-
-void npt_reduce_tls_release(void)
-{
-	free(tls_run);
-	tls_run = NULL;
-}
-
 /*
  * Reduce the part of the space whose index along dimension sd is in
  * [lo, hi) into acc. The order of the additions depends only on that range:
@@ -272,13 +267,12 @@ static void red_range(red_job_t *j, char *acc, int64_t lo, int64_t hi)
 	int64_t as = sp->strides[0][in], st[NPT_PROG_MAX_LEAVES];
 	npt_dtype_t vt = p->reg_rt[p->out_reg];
 	npt_conv_fn cv = npt_conv(vt, j->at);
-	npt_block_ctx_t *bc = npt_block_ctx_get(p);
+	char *blocks = npt_thread_scratch(NPT_TLS_BLOCK, npt_prog_block_bytes(p));
+	char *run = npt_thread_scratch(NPT_TLS_RUN, RUN_CHUNK * 8);
 	int64_t first[NPT_MAX_DIMS], end[NPT_MAX_DIMS], idx[NPT_MAX_DIMS];
 	int64_t rb = 0, re = sp->shape[in], count = 1;
 
-	if (!tls_run)
-		tls_run = aligned_alloc(64, RUN_CHUNK * 8);
-	if (!tls_run || !bc) {
+	if (!run || !blocks) {
 		atomic_store(&j->failed, 2);
 		return;
 	}
@@ -311,15 +305,15 @@ static void red_range(red_job_t *j, char *acc, int64_t lo, int64_t hi)
 
 			for (int k = 0; k < nl; k++)
 				ptr[k] = lp[k] + s * st[k] * (int64_t)j->lsz[k];
-			const void *v = npt_block_run(bc, p, n, ptr, st, NULL, 0, &scalar);
+			const void *v = npt_block_run(blocks, p, n, ptr, st, NULL, 0, &scalar);
 
 			if (!v) {
 				atomic_store(&j->failed, 1);
 				return;
 			}
 			if (scalar || vt != j->at) {
-				cv(n, tls_run, 1, v, scalar ? 0 : 1);
-				v = tls_run;
+				cv(n, run, 1, v, scalar ? 0 : 1);
+				v = run;
 			}
 			if (as == 0)
 				j->fi(n, v, acc + ao * j->asz);
@@ -380,20 +374,6 @@ static void piece_task(void *arg, int64_t begin, int64_t end, int tid)
 	}
 }
 
-/* the reduction's input: a fused elementwise program when the input is a lazy
- * elementwise tensor (its chain is computed block by block, never stored),
- * else a plain read */
-static npt_status_t input_prog(npt_tensor_t *x, npt_prog_t *p)
-{
-	if (x->node && x->node->kind == NPT_NODE_EW)
-		return npt_build_prog(x, p, npt_eval_epoch());
-	npt_status_t s = npt_eval_locked(x);
-
-	if (!s)
-		npt_prog_single(p, x);
-	return s;
-}
-
 /*
  * How the work is cut (the space is ordered outermost = largest input
  * stride, so dimension 0 is the one read in the largest steps):
@@ -439,27 +419,20 @@ static void plan(red_job_t *j, int64_t total)
 	j->npieces = k > 1 ? k : 1;
 }
 
-npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_reduce(const npt_kcall_t *k)
 {
-	npt_node_t *node = t->node;
-	npt_tensor_t *x = node->in[0];
+	const npt_node_t *node = k->node;
+	const npt_prog_t *p = k->prologue;
+	int xnd = k->in_ndim;
+	const int64_t *xshape = k->in_shape;
+	npt_tensor_t *dst = k->out;
 	npt_reduce_op_t op = node->op;
 	red_job_t *j = calloc(1, sizeof(*j));
-	npt_prog_t *p = malloc(sizeof(*p));
 	npt_status_t s = NPT_OK;
 	size_t acc_cap = 0, parts_cap = 0;
 
-	if (!j || !p) {
-		free(j);
-		free(p);
+	if (!j)
 		return npt_fail(NPT_E_NOMEM, "reduce: out of memory");
-	}
-	if ((s = input_prog(x, p))) {
-		npt_prog_release(p);
-		free(p);
-		free(j);
-		return s;
-	}
 	npt_dtype_t xdt = p->out_dtype;
 
 	j->p = p;
@@ -471,28 +444,28 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 	/* accumulator strides over the input's dims */
 	int64_t ast[NPT_MAX_DIMS], stride = 1, rcount = 1;
 
-	for (int d = x->ndim - 1; d >= 0; d--) {
+	for (int d = xnd - 1; d >= 0; d--) {
 		if (node->axes & (1ull << d)) {
 			ast[d] = 0;
-			rcount *= x->shape[d];
+			rcount *= xshape[d];
 		} else {
 			ast[d] = stride;
-			stride *= x->shape[d];
+			stride *= xshape[d];
 		}
 	}
 	j->acc_n = stride;
-	npt_prog_space(p, x->ndim, x->shape, &j->sp);
+	npt_prog_space(p, xnd, xshape, &j->sp);
 	/* insert the accumulator as operand 0 */
-	for (int k = j->sp.nop; k > 0; k--)
-		memcpy(j->sp.strides[k], j->sp.strides[k - 1], x->ndim * sizeof(int64_t));
-	memcpy(j->sp.strides[0], ast, x->ndim * sizeof(int64_t));
+	for (int o = j->sp.nop; o > 0; o--)
+		memcpy(j->sp.strides[o], j->sp.strides[o - 1], xnd * sizeof(int64_t));
+	memcpy(j->sp.strides[0], ast, xnd * sizeof(int64_t));
 	j->sp.nop++;
 	npt_space_simplify(&j->sp, 1);
-	for (int k = 0; k < p->nleaf; k++) {
-		j->lbase[k] = npt_tensor_ptr(p->leaf[k]);
-		j->lsz[k] = npt_dtype_size(p->leaf[k]->dtype);
+	for (int l = 0; l < p->nleaf; l++) {
+		j->lbase[l] = npt_tensor_ptr(p->leaf[l]);
+		j->lsz[l] = npt_dtype_size(p->leaf[l]->dtype);
 	}
-	int64_t total = npt_tensor_numel(x);
+	int64_t total = npt_numel(xnd, xshape);
 
 	j->acc = npt_scratch_alloc((size_t)(j->acc_n ? j->acc_n : 1) * j->asz, &acc_cap);
 	if (!j->acc) {
@@ -540,8 +513,6 @@ npt_status_t npt_run_reduce(npt_tensor_t *t, npt_tensor_t *dst)
 out:
 	npt_scratch_free(j->parts, parts_cap);
 	npt_scratch_free(j->acc, acc_cap);
-	npt_prog_release(p);
-	free(p);
 	free(j);
 	return s;
 }
@@ -688,10 +659,10 @@ static void amax_task(void *arg, int64_t begin, int64_t end, int tid)
 	amax_job_t *j = arg;
 	size_t isz = npt_dtype_size(j->x->dtype);
 
+	char *run = npt_thread_scratch(NPT_TLS_RUN, RUN_CHUNK * 8);
+
 	(void)tid;
-	if (!tls_run)
-		tls_run = aligned_alloc(64, RUN_CHUNK * 8);
-	if (!tls_run) {
+	if (!run) {
 		atomic_store(&j->nomem, 1);
 		return;
 	}
@@ -706,15 +677,15 @@ static void amax_task(void *arg, int64_t begin, int64_t end, int tid)
 		amax_state_t st;
 
 		amax_init(j->rt, &st);
-		amax_row(j, p, &st, 0, tls_run);
+		amax_row(j, p, &st, 0, run);
 		j->out[o] = st.idx;
 	}
 }
 
-npt_status_t npt_run_argmax(npt_tensor_t *t, npt_tensor_t *dst)
+npt_status_t npt_run_argmax(const npt_kcall_t *k)
 {
-	npt_tensor_t *x = t->node->in[0];
-	int ax = t->node->axis;
+	npt_tensor_t *x = k->in[0], *dst = k->out;
+	int ax = k->node->axis;
 	amax_job_t *j = calloc(1, sizeof(*j));
 
 	if (!j)
@@ -747,9 +718,9 @@ npt_status_t npt_run_argmax(npt_tensor_t *t, npt_tensor_t *dst)
 			j->ostr[j->ond++] = x->strides[d];
 			rows *= x->shape[d];
 		}
-		if (!tls_run)
-			tls_run = aligned_alloc(64, RUN_CHUNK * 8);
-		if (!tls_run) {
+		char *run = npt_thread_scratch(NPT_TLS_RUN, RUN_CHUNK * 8);
+
+		if (!run) {
 			free(j);
 			return npt_fail(NPT_E_NOMEM, "argmax: out of memory");
 		}
@@ -762,7 +733,7 @@ npt_status_t npt_run_argmax(npt_tensor_t *t, npt_tensor_t *dst)
 				     (int64_t)npt_dtype_size(x->dtype);
 				rem /= j->oshape[d];
 			}
-			amax_row(j, p, &st, r * j->len, tls_run);
+			amax_row(j, p, &st, r * j->len, run);
 		}
 		j->out[0] = st.idx;
 	}
