@@ -236,7 +236,8 @@ class Bench:
 
 def setup_npushm(b, a):
     """Rows of the npushm engine: f32 from the plain model always; f32 packed (--dtype f32), bf16 and int8
-    when this build's loader takes --dtype and the load of that dtype succeeds."""
+    when this build's loader takes --dtype and the load of that dtype succeeds, stored packed only (one
+    copy of the weights) when it takes --packed-only."""
     serving.npushm_cli("rm", NAME)
     r = serving.npushm_cli("load", a.model, "--name", NAME, "--quiet")
     if r.returncode:
@@ -244,6 +245,8 @@ def setup_npushm(b, a):
     rows = [Row("npushm-f32", "npushm", "f32", True, model=NAME, shared_kb=serving.region_kb(NAME))]
     h = serving.npushm_cli("load", "--help")
     has_dtype = "--dtype" in h.stdout + h.stderr
+    # the packed rows hold one copy of the weights where the loader can (--packed-only)
+    only = ["--packed-only"] if "--packed-only" in h.stdout + h.stderr else []
     for dt, variant in (("f32", "packed"), ("bf16", ""), ("int8", "")):
         key, name = "npushm-%s%s" % (dt, "-" + variant if variant else ""), "%s-%s" % (NAME, dt)
         if not has_dtype:
@@ -251,7 +254,7 @@ def setup_npushm(b, a):
                             "(`npushm load` has no --dtype)"))
             continue
         serving.npushm_cli("rm", name)
-        r = serving.npushm_cli("load", a.model, "--name", name, "--dtype", dt, "--quiet")
+        r = serving.npushm_cli("load", a.model, "--name", name, "--dtype", dt, *only, "--quiet")
         if r.returncode:
             rows.append(Row(key, "npushm", dt, True, variant=variant, why="not available: `npushm load --dtype %s` "
                             "says: %s" % (dt, ((r.stderr or r.stdout).strip().splitlines() or ["?"])[0])))

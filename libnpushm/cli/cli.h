@@ -20,6 +20,7 @@ struct cli_opts {
 	bool quiet;
 	bool no_dedup;
 	bool replace;
+	bool packed_only;	/* load --packed-only */
 	bool all;
 	npushm_backend_t backend;
 	const char *name;

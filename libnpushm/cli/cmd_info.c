@@ -35,6 +35,7 @@ int cmd_info(const struct cli_opts *o)
 	npushm_dev_t *dev;
 	npushm_status_t st;
 	char a[32], b[32], shape[256], lay[NPUSHM_LAYOUT_TAG_MAX + 32];
+	size_t only;
 	int rc = 0;
 
 	dev = cli_open_dev(o, &rc);
@@ -46,6 +47,7 @@ int cmd_info(const struct cli_opts *o)
 		goto out;
 	}
 	npushm_model_info(m, &mi);
+	only = npushm_model_accept_packed_only(m);	/* listed with no offset */
 	if (o->json) {
 		struct json_object *j = json_object_new_object(), *ts = json_object_new_array();
 		struct json_object *meta = json_tokener_parse(mi.metadata_json);
@@ -57,6 +59,7 @@ int cmd_info(const struct cli_opts *o)
 		json_object_object_add(j, "region_size", json_object_new_uint64(mi.region_size));
 		json_object_object_add(j, "region_id", json_object_new_uint64(mi.region_id));
 		json_object_object_add(j, "data_size", json_object_new_uint64(mi.data_size));
+		json_object_object_add(j, "packed_only_tensors", json_object_new_uint64(only));
 		json_object_object_add(j, "metadata", meta ? meta : json_object_new_object());
 		for (size_t i = 0; i < mi.tensor_count; i++) {
 			struct json_object *t = json_object_new_object();
@@ -69,6 +72,7 @@ int cmd_info(const struct cli_opts *o)
 			json_object_object_add(t, "strides", int_array(tt.strides, tt.ndim));
 			json_object_object_add(t, "offset", json_object_new_uint64(tt.offset));
 			json_object_object_add(t, "nbytes", json_object_new_uint64(tt.nbytes));
+			json_object_object_add(t, "packed_only", json_object_new_boolean(!tt.data));
 			json_object_array_add(ts, t);
 		}
 		json_object_object_add(j, "tensors", ts);
@@ -95,6 +99,7 @@ int cmd_info(const struct cli_opts *o)
 	printf("model     %s\nbackend   %s\nhash      %s (%s)\nsource    %s (%llu bytes)\n"
 	       "region    %llu, %s\ntensors   %zu\nlayouts   %s\nmetadata  %s\n\n",
 	       o->args[0], npushm_backend_name(npushm_dev_backend(dev)), mi.hash_hex,
+	       only ? "XXH3-128 of the file's hash and the packed layouts, packed only" :
 	       npushm_model_layout_count(m) ? "XXH3-128 of the file's hash and the packed layouts" :
 	       "XXH3-128 over 8 MiB blocks",
 	       cli_size(mi.source_size, a, sizeof(a)), (unsigned long long)mi.source_size,
@@ -106,8 +111,12 @@ int cmd_info(const struct cli_opts *o)
 
 		npushm_model_tensor_at(m, i, &t);
 		shape_text(&t, shape, sizeof(shape));
-		printf("%-48s %-7s %-20s %12llu %12llu\n", t.name, npushm_dtype_name(t.dtype), shape,
-		       (unsigned long long)t.offset, (unsigned long long)t.nbytes);
+		if (!t.data)
+			printf("%-48s %-7s %-20s %12s %12llu\n", t.name, npushm_dtype_name(t.dtype),
+			       shape, "packed only", (unsigned long long)t.nbytes);
+		else
+			printf("%-48s %-7s %-20s %12llu %12llu\n", t.name, npushm_dtype_name(t.dtype),
+			       shape, (unsigned long long)t.offset, (unsigned long long)t.nbytes);
 	}
 	if (npushm_model_layout_count(m))
 		printf("\n%-48s %-60s %12s %12s\n", "PACKED LAYOUT OF", "TAG", "OFFSET", "BYTES");

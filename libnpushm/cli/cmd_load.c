@@ -29,7 +29,8 @@ int cmd_load(const struct cli_opts *o)
 		return rc;
 	bar = cli_progress_new(o->name, !o->json && !o->quiet && isatty(STDERR_FILENO));
 	lo.mode = o->mode;
-	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0);
+	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0) |
+		   (o->packed_only ? NPUSHM_LOAD_PACKED_ONLY : 0);
 	lo.progress = cli_progress_cb;
 	lo.progress_arg = bar;
 	lo.packer = o->dtype ? cli_packer(o->dtype) : NULL;
@@ -52,6 +53,7 @@ int cmd_load(const struct cli_opts *o)
 		json_object_object_add(j, "region_id", json_object_new_uint64(res.region_id));
 		json_object_object_add(j, "hash", json_object_new_string(res.hash_hex));
 		json_object_object_add(j, "dtype", json_object_new_string(o->dtype ? o->dtype : "as stored"));
+		json_object_object_add(j, "packed_only", json_object_new_boolean(o->packed_only));
 		json_object_object_add(j, "deduplicated", json_object_new_boolean(res.deduplicated));
 		json_object_object_add(j, "already_loaded", json_object_new_boolean(res.already_loaded));
 		json_object_object_add(j, "seconds", json_object_new_double(secs));

@@ -137,6 +137,7 @@ int cmd_ls(const struct cli_opts *o)
 				json_object_object_add(jm, "source_size", json_object_new_uint64(mi.source_size));
 				json_object_object_add(jm, "layouts", json_object_new_uint64(npushm_model_layout_count(m)));
 				json_object_object_add(jm, "layouts_made_by", json_object_new_string(cli_layouts_summary(m, lay, sizeof(lay))));
+				json_object_object_add(jm, "packed_only_tensors", json_object_new_uint64(npushm_model_accept_packed_only(m)));
 				json_object_object_add(j, "model", jm);
 			} else {
 				json_object_object_add(j, "model", NULL);

@@ -29,8 +29,8 @@ static const char usage[] =
 	"       npushm --help | --version\n"
 	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode 0640] [--no-dedup]\n"
-	"                 [--replace] [--quiet]\n"
+	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4 [--packed-only]]\n"
+	"                 [--mode 0640] [--no-dedup] [--replace] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
 	"                 still mapped too)\n"
@@ -54,8 +54,8 @@ struct cmd_help {
 
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
-	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode MODE]\n"
-	  "                   [--no-dedup] [--replace] [--quiet] [--json]\n"
+	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4 [--packed-only]]\n"
+	  "                   [--mode MODE] [--no-dedup] [--replace] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
 	  "as NAME (with the alias xxh3:HASH). Atomic: the name appears only once the\n"
@@ -75,6 +75,12 @@ static const struct cmd_help cmd_helps[] = {
 	  "                int8 (inputs quantised per row, exact int32 sums, VNNI if any)\n"
 	  "  --dtype q4    the same in 4 bits: groups of 32 with an f16 scale (llama.cpp's\n"
 	  "                Q4_0 numbers), for npushm-llama; K must divide by 32\n"
+	  "  --packed-only with --dtype f32, bf16 or int8: store the packed weights\n"
+	  "                instead of, not next to, their plain copies (the model takes\n"
+	  "                the memory of one copy; its hash differs). A worker whose CPU\n"
+	  "                or library cannot read the layout in place says so and\n"
+	  "                unpacks it privately; programs that read plain tensors only\n"
+	  "                refuse such a model\n"
 	  "  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
 	  "  --no-dedup    always make a new copy, even of content already published\n"
 	  "  --replace     if NAME holds other content, move NAME to the new model\n"
@@ -280,6 +286,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "no-dedup", no_argument, NULL, 'D' },
 		{ "replace", no_argument, NULL, 'R' },
+		{ "packed-only", no_argument, NULL, 'P' },
 		{ "dtype", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "all", no_argument, NULL, 'a' },
@@ -304,7 +311,7 @@ int main(int argc, char **argv)
 	}
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jn:m:DRqab:hVt:", longopts, NULL)) != -1 || optind < argc) {
+	while ((c = getopt_long(argc, argv, "+:jn:m:DRPqab:hVt:", longopts, NULL)) != -1 || optind < argc) {
 		if (c == -1) {
 			/* A positional argument: the command or its operands. */
 			if (!cmd)
@@ -320,6 +327,7 @@ int main(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		case 'D': o.no_dedup = true; break;
 		case 'R': o.replace = true; break;
+		case 'P': o.packed_only = true; break;
 		case 't':
 			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8") &&
 			    strcmp(optarg, "q4"))
@@ -376,8 +384,13 @@ int main(int argc, char **argv)
 	}
 	if (!o.quiet && !getenv("NPUSHM_LOG"))
 		npushm_log_set(hold_warning, NULL, NPUSHM_LOG_WARN);
-	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace || o.dtype))
-		return usage_error("%s", "--name, --dtype, --mode, --no-dedup and --replace belong to load");
+	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace || o.dtype ||
+				    o.packed_only))
+		return usage_error("%s", "--name, --dtype, --packed-only, --mode, --no-dedup and "
+				   "--replace belong to load");
+	if (o.packed_only && (!o.dtype || !strcmp(o.dtype, "q4")))
+		return usage_error("%s", "--packed-only needs --dtype f32, bf16 or int8 (the layouts "
+				   "that replace the plain weights; q4 is read next to them)");
 	if (o.all && strcmp(cmd, "ls") && strcmp(cmd, "list"))
 		return usage_error("%s", "--all belongs to ls");
 	if (!strcmp(cmd, "load")) {

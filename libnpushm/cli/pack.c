@@ -119,9 +119,9 @@ const npushm_packer_t *cli_packer(const char *dtype)
 	return !strcmp(dtype, "int8") ? &pi : NULL;
 }
 
-const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len)
+const char *cli_layouts_summary(npushm_model_t *m, char *buf, size_t len)
 {
-	size_t n = npushm_model_layout_count(m), plen = 0;
+	size_t n = npushm_model_layout_count(m), plen = 0, only = npushm_model_accept_packed_only(m);
 	const char *first = NULL;
 	npushm_layout_t l;
 
@@ -136,13 +136,13 @@ const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len)
 			slash = slash ? strchr(slash + 1, '/') : NULL;
 			plen = slash ? (size_t)(slash - first) : strlen(first);
 		} else if (strncmp(first, l.tag, plen) || (l.tag[plen] && l.tag[plen] != '/')) {
-			snprintf(buf, len, "%zu mixed", n);
+			snprintf(buf, len, "%zu mixed%s", n, only ? ", packed only" : "");
 			return buf;
 		}
 	}
 	if (!first)
 		snprintf(buf, len, "-");
 	else
-		snprintf(buf, len, "%zu %.*s", n, (int)plen, first);
+		snprintf(buf, len, "%zu %.*s%s", n, (int)plen, first, only ? ", packed only" : "");
 	return buf;
 }

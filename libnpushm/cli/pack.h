@@ -18,8 +18,10 @@
  * float32 '*.weight' tensors outside the embeddings */
 const npushm_packer_t *cli_packer(const char *dtype);
 /* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what
- * made them: their tags up to the second '/'; "mixed" if they differ), "-" if none */
-const char *cli_layouts_summary(const npushm_model_t *m, char *buf, size_t len);
+ * made them: their tags up to the second '/'; "mixed" if they differ; then
+ * ", packed only" when they replace the plain tensors), "-" if none. Marks
+ * @m as read by a caller that understands packed-only tensors. */
+const char *cli_layouts_summary(npushm_model_t *m, char *buf, size_t len);
 /* after a load with a packer: why no weight was packed (libnptensor's first
  * refusal), or NULL when at least one was or none was asked for */
 const char *cli_packer_nothing_packed(void);

@@ -461,6 +461,9 @@ typedef void (*npushm_progress_fn)(void *arg, npushm_load_stage_t stage, uint64_
 
 /* npushm_load_opts_t.flags */
 #define NPUSHM_LOAD_NO_DEDUP	(1U << 0)	/* always make a new copy */
+#define NPUSHM_LOAD_PACKED_ONLY	(1U << 2)	/* since 1.5, with a packer: a tensor given a
+						 * layout is stored only in that layout (no
+						 * plain copy; see npushm_model_load) */
 #define NPUSHM_LOAD_REPLACE	(1U << 1)	/* since 1.2: a name holding other content is
 						 * moved to the new model atomically */
 
@@ -526,6 +529,11 @@ typedef struct npushm_load_result {
  * is the content hash of the tensors and the layouts (docs/weights.md): a
  * packed model is never taken for the plain one, and the "already loaded"
  * shortcut does not apply (a taken name is EXISTS unless replacing).
+ * With NPUSHM_LOAD_PACKED_ONLY (since 1.5) the tensors that get a layout are
+ * stored only in it: the model takes about the memory of one copy, its hash
+ * differs from the model with both copies, and a library before 1.5 refuses
+ * to attach it (manifest version 3). Such tensors are read through their
+ * layout; see npushm_model_accept_packed_only().
  * @result [out] may be NULL.
  */
 NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path, const char *name,
@@ -561,7 +569,11 @@ NPUSHM_API void npushm_model_detach(npushm_model_t *model);
 /* @info [out]; its strings live as long as @model. */
 NPUSHM_API void npushm_model_info(const npushm_model_t *model, npushm_model_info_t *info);
 NPUSHM_API size_t npushm_model_tensor_count(const npushm_model_t *model);
-/* Tensors are ordered by name (bytewise). @t [out]. INVALID if @index is out of range. */
+/* Tensors are ordered by name (bytewise). @t [out]. INVALID if @index is out of range.
+ * A tensor stored only in its packed layout (NPUSHM_LOAD_PACKED_ONLY) is
+ * UNSUPPORTED, the message naming it and its layout, unless the caller said
+ * it reads such tensors (npushm_model_accept_packed_only): then @t describes
+ * it with data NULL and offset 0. */
 NPUSHM_API npushm_status_t npushm_model_tensor_at(const npushm_model_t *model, size_t index,
 						  npushm_tensor_t *t);
 /* @t [out]. NOT_FOUND (message names the tensor and the model). */
@@ -587,6 +599,15 @@ NPUSHM_API npushm_status_t npushm_model_layout_at(const npushm_model_t *model, s
 /* The first layout of tensor @name; NOT_FOUND when it has none. @l [out]. */
 NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *model, const char *name,
 						    npushm_layout_t *l);
+/*
+ * Since 1.5: the caller reads tensors stored only in their packed layout
+ * (NPUSHM_LOAD_PACKED_ONLY) through npushm_model_layout_find(): from now
+ * on npushm_model_tensor_at()/_find() describe them with data NULL instead
+ * of refusing them. Returns how many tensors of @model are stored so (0
+ * for a model with plain copies of everything). Call it before sharing
+ * @model between threads.
+ */
+NPUSHM_API size_t npushm_model_accept_packed_only(npushm_model_t *model);
 /* The read-only mapping of the whole region (manifest included). */
 NPUSHM_API const void *npushm_model_base(const npushm_model_t *model);
 

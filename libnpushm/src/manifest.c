@@ -10,6 +10,8 @@
  * dtype give. Cost is O(manifest): tensor data is never touched, which keeps
  * attach O(1) in model size.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
@@ -48,6 +50,43 @@ static bool range_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t lo, u
 	return off >= lo && end <= hi;
 }
 
+/*
+ * version 3: the tensors without data (offset 0) are exactly those of the
+ * layouts flagged NPI_LAYOUT_ONLY, and there is at least one
+ */
+static npushm_status_t check_only_layouts(const struct npi_manifest_hdr *h,
+					  const struct npi_manifest_view *v)
+{
+	uint8_t *only = calloc(h->tensor_count + 1, 1);
+	npushm_status_t st = NPUSHM_OK;
+	uint64_t n = 0;
+
+	if (!only)
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot check the model's manifest");
+	for (uint64_t i = 0; i < h->layouts_count; i++) {
+		const struct npi_manifest_layout *l = &v->layouts[i];
+
+		if (!(l->flags & NPI_LAYOUT_ONLY))
+			continue;
+		if (v->tensors[l->tensor_index].offset != 0) {
+			st = CORRUPT("packed layout %llu replaces tensor %llu, which has data too",
+				     (unsigned long long)i, (unsigned long long)l->tensor_index);
+			goto out;
+		}
+		n += !only[l->tensor_index];
+		only[l->tensor_index] = 1;
+	}
+	for (uint64_t i = 0; i < h->tensor_count && !st; i++)
+		if (v->tensors[i].offset == 0 && !only[i])
+			st = CORRUPT("tensor '%s' has neither data nor a layout replacing it",
+				     v->strings + v->tensors[i].name_offset);
+	if (!st && !n)
+		st = CORRUPT("a version 3 manifest replaces no tensor by its layout");
+out:
+	free(only);
+	return st;
+}
+
 /* version 2: the layout table, its tags, and every layout's bytes after the tensors */
 static npushm_status_t check_layouts(const void *base, const struct npi_manifest_hdr *h,
 				     struct npi_manifest_view *v)
@@ -72,7 +111,8 @@ static npushm_status_t check_layouts(const void *base, const struct npi_manifest
 		const char *tag;
 		uint64_t end;
 
-		if (l->flags || l->tensor_index >= h->tensor_count ||
+		if ((l->flags & ~(h->version == NPI_MANIFEST_VERSION_ONLY ? NPI_LAYOUT_ONLY : 0)) ||
+		    l->tensor_index >= h->tensor_count ||
 		    !range_ok(l->tag_offset, (uint64_t)l->tag_len + 1, 1, 0, tags_size) ||
 		    l->tag_len == 0 || l->tag_len >= NPI_LAYOUT_TAG_MAX)
 			return CORRUPT("packed layout %llu names no tensor or has no valid tag",
@@ -88,11 +128,12 @@ static npushm_status_t check_layouts(const void *base, const struct npi_manifest
 				       (unsigned long long)l->tensor_index);
 		prev_end = end;
 	}
-	return NPUSHM_OK;
+	return h->version == NPI_MANIFEST_VERSION_ONLY ? check_only_layouts(h, v) : NPUSHM_OK;
 }
 
-void npi_manifest_content_hash(const uint8_t source_hash[16], size_t n, const char *const *names,
-			       const char *const *tags, const uint8_t (*hashes)[16], uint8_t out[16])
+void npi_manifest_content_hash(const uint8_t source_hash[16], bool only, size_t n,
+			       const char *const *names, const char *const *tags,
+			       const uint8_t (*hashes)[16], uint8_t out[16])
 {
 	XXH3_state_t *st = XXH3_createState();
 	XXH128_canonical_t c;
@@ -103,6 +144,8 @@ void npi_manifest_content_hash(const uint8_t source_hash[16], size_t n, const ch
 	}
 	XXH3_128bits_reset(st);
 	XXH3_128bits_update(st, source_hash, 16);
+	if (only)
+		XXH3_128bits_update(st, "packed-only", sizeof("packed-only"));
 	for (size_t i = 0; i < n; i++) {
 		XXH3_128bits_update(st, names[i], strlen(names[i]) + 1);
 		XXH3_128bits_update(st, tags[i], strlen(tags[i]) + 1);
@@ -121,9 +164,9 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 	memset(v, 0, sizeof(*v));
 	if (size < sizeof(*h) || memcmp(h->magic, NPI_MANIFEST_MAGIC, 8))
 		return CORRUPT("the region holds no npushm model (no manifest at its start)");
-	if (h->version != NPI_MANIFEST_VERSION && h->version != NPI_MANIFEST_VERSION_LAYOUTS)
-		return CORRUPT("the model's manifest has version %u but this library reads versions %u and %u; reload the model with this npushm",
-			       h->version, NPI_MANIFEST_VERSION, NPI_MANIFEST_VERSION_LAYOUTS);
+	if (h->version < NPI_MANIFEST_VERSION || h->version > NPI_MANIFEST_VERSION_ONLY)
+		return CORRUPT("the model's manifest has version %u but this library reads versions %u to %u; reload the model with this npushm",
+			       h->version, NPI_MANIFEST_VERSION, NPI_MANIFEST_VERSION_ONLY);
 	if (h->hdr_size != sizeof(*h))
 		return CORRUPT("the manifest header is %u bytes, expected %zu", h->hdr_size, sizeof(*h));
 	ms = h->manifest_size;
@@ -188,6 +231,8 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 		if (nbytes != t->nbytes)
 			return CORRUPT("tensor '%s': %llu bytes recorded but its shape gives %llu", name,
 				       (unsigned long long)t->nbytes, (unsigned long long)nbytes);
+		if (t->offset == 0 && h->version == NPI_MANIFEST_VERSION_ONLY)
+			continue;	/* stored only as a layout: check_only_layouts() */
 		if (t->offset % NPUSHM_TENSOR_ALIGN || t->offset < h->data_offset ||
 		    __builtin_add_overflow(t->offset, t->nbytes, &end) || end > h->data_end)
 			return CORRUPT("tensor '%s': its data [%llu, +%llu) is misaligned or outside the data area",
@@ -207,7 +252,7 @@ void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, si
 	t->ndim = e->ndim;
 	t->shape = v->dims + e->dims_index;
 	t->strides = v->dims + e->dims_index + e->ndim;
-	t->data = (const char *)base + e->offset;
+	t->data = e->offset ? (const char *)base + e->offset : NULL;
 	t->nbytes = e->nbytes;
 	t->offset = e->offset;
 	t->index = i;

@@ -16,6 +16,12 @@
  *   data_offset...    tensor data, each tensor at a 64-byte aligned offset
  *   data_end...       (version 2) the packed layouts' bytes, 64-byte aligned
  *
+ * Version 3 is version 2 where some layouts replace their tensor's plain
+ * bytes (flag NPI_LAYOUT_ONLY, `npushm load --packed-only`): such a tensor
+ * has offset 0 (no data in the region) and exactly its layouts carry the
+ * flag; the content hash then starts with "packed-only" and a NUL after the
+ * source hash, so the model is never taken for the one with both copies.
+ *
  * Version 2 is written only for a model that carries packed layouts (extra
  * copies of tensors in the layout a GEMM library wants, npushm_packer_t); it
  * then records the source file's own hash in source_hash, and hash becomes
@@ -35,6 +41,8 @@
 #define NPI_MANIFEST_MAGIC "NPUSHMWT"
 #define NPI_MANIFEST_VERSION 1		/* plain tensors only */
 #define NPI_MANIFEST_VERSION_LAYOUTS 2	/* with packed layouts */
+#define NPI_MANIFEST_VERSION_ONLY 3	/* some tensors stored only as a layout */
+#define NPI_LAYOUT_ONLY 1u		/* npi_manifest_layout.flags: no plain copy */
 #define NPI_LAYOUT_TAG_MAX 256		/* bytes of a tag, NUL included */
 #define NPI_LAYOUTS_MAX 65536
 
@@ -66,7 +74,7 @@ struct npi_manifest_layout {
 	uint64_t tensor_index;	/* in the name-sorted tensor table */
 	uint64_t tag_offset;	/* relative to the end of the layout table */
 	uint32_t tag_len;	/* without the NUL */
-	uint32_t flags;		/* zero */
+	uint32_t flags;		/* NPI_LAYOUT_ONLY (version 3), else zero */
 	uint64_t offset;	/* of the bytes in the region */
 	uint64_t nbytes;
 	uint8_t hash[16];	/* XXH3-128 of the bytes, big-endian */
@@ -103,10 +111,12 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 uint64_t npi_manifest_hash_of(const void *manifest, uint64_t manifest_size);
 /*
  * The content hash of a model with layouts (above) into @out. @names and @tags
- * give each layout's tensor name and tag; @hashes their bytes' hashes.
+ * give each layout's tensor name and tag; @hashes their bytes' hashes; @only:
+ * the layouts replace their tensors' plain bytes (version 3).
  */
-void npi_manifest_content_hash(const uint8_t source_hash[16], size_t n, const char *const *names,
-			       const char *const *tags, const uint8_t (*hashes)[16], uint8_t out[16]);
+void npi_manifest_content_hash(const uint8_t source_hash[16], bool only, size_t n,
+			       const char *const *names, const char *const *tags,
+			       const uint8_t (*hashes)[16], uint8_t out[16]);
 /* Fill @t from entry @i of @v. */
 void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, size_t i,
 			 npushm_tensor_t *t);

@@ -21,8 +21,11 @@ struct npushm_model {
 	uint64_t region_id;
 	struct npi_manifest_view view;
 	char *name;
+	bool accept_packed_only;	/* npushm_model_accept_packed_only() was called */
 };
 
+/* model_attach.c: position of tensor @name in the name-sorted table; false if none */
+bool npi_model_tensor_index(const npushm_model_t *m, const char *name, size_t *index);
 void npi_model_ref(npushm_model_t *m);
 void npi_model_unref(npushm_model_t *m);
 /* "model 'x' not found: ...; run `npushm load FILE --name x` first". */

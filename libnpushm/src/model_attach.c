@@ -145,6 +145,54 @@ NPUSHM_API const void *npushm_model_base(const npushm_model_t *m)
 	return m ? m->base : NULL;
 }
 
+/* tensor @i into @t, unless it is stored only as a layout and @m's caller did not say it reads such */
+static npushm_status_t tensor_out(const npushm_model_t *m, size_t i, npushm_tensor_t *t)
+{
+	if (!m->view.tensors[i].offset && !m->accept_packed_only) {
+		npushm_layout_t l;
+		const char *name = m->view.strings + m->view.tensors[i].name_offset;
+
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0, "tensor '%s' of model '%s' is stored only "
+				"in its packed layout '%s' (npushm load --packed-only): this program "
+				"reads plain tensors; load the model without --packed-only for it",
+				name, m->name, npushm_model_layout_find(m, name, &l) ? "?" : l.tag);
+	}
+	npi_manifest_tensor(&m->view, m->base, i, t);
+	return NPUSHM_OK;
+}
+
+NPUSHM_API size_t npushm_model_accept_packed_only(npushm_model_t *m)
+{
+	size_t n = 0;
+
+	if (!m)
+		return 0;
+	m->accept_packed_only = true;
+	for (uint64_t i = 0; i < m->view.hdr->tensor_count; i++)
+		n += !m->view.tensors[i].offset;
+	return n;
+}
+
+bool npi_model_tensor_index(const npushm_model_t *m, const char *name, size_t *index)
+{
+	size_t lo = 0, hi = (size_t)m->view.hdr->tensor_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, m->view.strings + m->view.tensors[mid].name_offset);
+
+		if (c == 0) {
+			*index = mid;
+			return true;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
 NPUSHM_API npushm_status_t npushm_model_tensor_at(const npushm_model_t *m, size_t index,
 						  npushm_tensor_t *t)
 {
@@ -153,31 +201,18 @@ NPUSHM_API npushm_status_t npushm_model_tensor_at(const npushm_model_t *m, size_
 	if (index >= m->view.hdr->tensor_count)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "tensor index %zu is out of range: model '%s' has %llu tensors",
 				index, m->name, (unsigned long long)m->view.hdr->tensor_count);
-	npi_manifest_tensor(&m->view, m->base, index, t);
-	return NPUSHM_OK;
+	return tensor_out(m, index, t);
 }
 
 NPUSHM_API npushm_status_t npushm_model_tensor_find(const npushm_model_t *m, const char *name,
 						    npushm_tensor_t *t)
 {
-	size_t lo = 0, hi;
+	size_t i;
 
 	if (!m || !name || !t)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_tensor_find: NULL argument");
-	hi = (size_t)m->view.hdr->tensor_count;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, m->view.strings + m->view.tensors[mid].name_offset);
-
-		if (c == 0) {
-			npi_manifest_tensor(&m->view, m->base, mid, t);
-			return NPUSHM_OK;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
+	if (npi_model_tensor_index(m, name, &i))
+		return tensor_out(m, i, t);
 	return npi_fail(NPUSHM_ERR_NOT_FOUND, 0, "model '%s' has no tensor named '%s'; `npushm info %s` lists them",
 			m->name, name, m->name);
 }

@@ -50,9 +50,12 @@ static npushm_status_t scatter(struct copier *c, const uint8_t *buf, uint64_t po
 		k = t->end - (pos + used);
 		if (k > n - used)
 			k = n - used;
-		st = npi_load_put(c->ld->r, c->ld->map, buf + used, (size_t)k, c->ld->l.dst[c->ti] + in_t);
-		if (st)
-			return st;
+		if (c->ld->l.dst[c->ti] != NPI_NOT_STORED) {
+			st = npi_load_put(c->ld->r, c->ld->map, buf + used, (size_t)k,
+					  c->ld->l.dst[c->ti] + in_t);
+			if (st)
+				return st;
+		}
 		used += (size_t)k;
 	}
 	return NPUSHM_OK;

@@ -64,6 +64,10 @@ NPUSHM_API npushm_status_t npushm_model_tensor_dlpack(npushm_model_t *m, size_t 
 	st = npushm_model_tensor_at(m, index, &t);
 	if (st)
 		return st;
+	if (!t.data)
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, 0, "tensor '%s' is stored only in its packed "
+				"layout (npushm load --packed-only): it has no plain elements for "
+				"DLPack; read it through npushm_model_layout_find", t.name);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate a DLPack tensor");

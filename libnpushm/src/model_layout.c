@@ -73,6 +73,26 @@ static npushm_status_t plan_packed(const struct npi_st_header *h, struct layout 
 	return NPUSHM_OK;
 }
 
+/* has file tensor @i a layout that replaces its plain bytes? (packed[] is in file order) */
+static bool only_packed(const struct layout *l, size_t i)
+{
+	size_t lo = 0, hi = l->npacked;
+
+	if (!l->packed_only)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->packed[mid].file_index == i)
+			return true;
+		if (l->packed[mid].file_index < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page,
 			      const npushm_packer_t *packer)
 {
@@ -105,6 +125,10 @@ npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, u
 		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot allocate the layout");
 	for (size_t i = 0; i < h->count; i++) {
 		/* The header is bounded by the file size, so none of this overflows. */
+		if (only_packed(l, i)) {
+			l->dst[i] = NPI_NOT_STORED;
+			continue;
+		}
 		npi_align_up(cursor, NPUSHM_TENSOR_ALIGN, &cursor);
 		l->dst[i] = cursor;
 		cursor += h->tensors[i].nbytes;
@@ -186,7 +210,7 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 		mt[i].dtype = (uint16_t)t->dtype;
 		mt[i].ndim = (uint16_t)t->ndim;
 		mt[i].dims_index = dims_at;
-		mt[i].offset = l->dst[file_index];
+		mt[i].offset = l->dst[file_index] == NPI_NOT_STORED ? 0 : l->dst[file_index];
 		mt[i].nbytes = t->nbytes;
 		mt[i].source_offset = h->data_start + t->begin;
 		memcpy(strings + str_at, t->name, t->name_len + 1);
@@ -203,7 +227,7 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 		char *tags = (char *)(ml + l->npacked);
 		uint64_t tag_at = 0;
 
-		mh->version = NPI_MANIFEST_VERSION_LAYOUTS;
+		mh->version = l->packed_only ? NPI_MANIFEST_VERSION_ONLY : NPI_MANIFEST_VERSION_LAYOUTS;
 		mh->layouts_offset = l->layouts_offset;
 		mh->layouts_count = l->npacked;
 		memcpy(mh->source_hash, source_hash, 16);
@@ -214,6 +238,7 @@ npushm_status_t npi_load_manifest(const struct npi_st_header *h, const struct la
 			ml[i].tensor_index = sorted_index[p->file_index];
 			ml[i].tag_offset = tag_at;
 			ml[i].tag_len = (uint32_t)len;
+			ml[i].flags = l->packed_only ? NPI_LAYOUT_ONLY : 0;
 			ml[i].offset = p->offset;
 			ml[i].nbytes = p->nbytes;
 			memcpy(ml[i].hash, p->hash, 16);

@@ -39,15 +39,15 @@ NPUSHM_API npushm_status_t npushm_model_layout_at(const npushm_model_t *m, size_
 NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *m, const char *name,
 						    npushm_layout_t *l)
 {
-	npushm_tensor_t t;
-	size_t n = npushm_model_layout_count(m);
+	size_t n = npushm_model_layout_count(m), ti;
 
 	if (!m || !name || !l)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_layout_find: NULL argument");
-	if (npushm_model_tensor_find(m, name, &t))
-		return NPUSHM_ERR_NOT_FOUND;
+	if (!npi_model_tensor_index(m, name, &ti))
+		return npi_fail(NPUSHM_ERR_NOT_FOUND, 0, "model '%s' has no tensor named '%s'",
+				m->name, name);
 	for (size_t i = 0; i < n; i++)
-		if (m->view.layouts[i].tensor_index == t.index)
+		if (m->view.layouts[i].tensor_index == ti)
 			return npushm_model_layout_at(m, i, l);
 	return npi_fail(NPUSHM_ERR_NOT_FOUND, 0, "tensor '%s' of model '%s' has no packed layout",
 			name, m->name);

@@ -71,6 +71,48 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 }
 
 /*
+ * Packed-only: the buffered copy, which leaves out the tensors stored only
+ * as layouts (a backend without a write call is written through a mapping).
+ */
+static npushm_status_t copy_skipping_packed(struct load *ld, bool mapped)
+{
+	npushm_status_t st;
+
+	if (mapped && (st = npushm_region_map(ld->r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE,
+					      &ld->map)))
+		return st;
+	return npi_load_copy(ld);
+}
+
+/*
+ * The plain bytes of file tensor @i for the packer: in the region, or, for a
+ * tensor stored only as its layout, read from the file into *@tmp (the
+ * caller frees it).
+ */
+static npushm_status_t plain_bytes(struct load *ld, size_t i, const void **data, void **tmp)
+{
+	const struct npi_st_tensor *t = &ld->h->tensors[i];
+	size_t got;
+	int err;
+
+	*tmp = NULL;
+	if (ld->l.dst[i] != NPI_NOT_STORED) {
+		*data = (const char *)ld->map + ld->l.dst[i];
+		return NPUSHM_OK;
+	}
+	if (!(*tmp = malloc(t->nbytes ? t->nbytes : 1)))
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot load '%s': no memory to pack "
+				"tensor '%s' (%llu bytes)", ld->path, t->name,
+				(unsigned long long)t->nbytes);
+	err = npi_pread_full(ld->fd, *tmp, t->nbytes, ld->h->data_start + t->begin, &got);
+	if (err || got != t->nbytes)
+		return npi_fail(NPUSHM_ERR_IO, err, "cannot read tensor '%s' of '%s' to pack it",
+				t->name, ld->path);
+	*data = *tmp;
+	return NPUSHM_OK;
+}
+
+/*
  * Copy the data in: straight into a mapping where the backend says that is
  * cheap (model_copy_direct.c: kmod, and posix on a huge-page tmpfs), else
  * through the backend's write call (model_copy.c).
@@ -80,6 +122,8 @@ static npushm_status_t start_copy(struct load *ld)
 	bool direct = !ld->r->dev->ops->region_write;
 	npushm_status_t st;
 
+	if (ld->l.packed_only)
+		return copy_skipping_packed(ld, direct);
 	if (!direct && ld->r->dev->ops->region_prepare_direct) {
 		st = ld->r->dev->ops->region_prepare_direct(ld->r, &direct);
 		if (st)
@@ -134,12 +178,20 @@ static npushm_status_t pack_layouts(struct load *ld)
 		struct packed *p = &ld->l.packed[i];
 		char *dst = (char *)ld->map + p->offset;
 		XXH128_canonical_t c;
+		const void *plain = NULL;
+		void *tmp;
+		int bad;
 
 		npi_load_progress(ld, NPUSHM_LOAD_SEAL, i, ld->l.npacked);
-		npi_load_tensor_view(ld->h, p->file_index,
-				     (const char *)ld->map + ld->l.dst[p->file_index], strides, &t);
+		if ((st = plain_bytes(ld, p->file_index, &plain, &tmp))) {
+			free(tmp);
+			goto out;
+		}
+		npi_load_tensor_view(ld->h, p->file_index, plain, strides, &t);
 		why[0] = '\0';
-		if (pk->pack(pk->arg, &t, p->tag, dst, p->nbytes, why, sizeof(why))) {
+		bad = pk->pack(pk->arg, &t, p->tag, dst, p->nbytes, why, sizeof(why));
+		free(tmp);
+		if (bad) {
 			st = npi_fail(NPUSHM_ERR_INVALID, 0, "cannot load '%s': packing tensor '%s' "
 				      "as '%s' failed: %s", ld->path, t.name, p->tag,
 				      why[0] ? why : "the packer gave no reason");
@@ -152,7 +204,7 @@ static npushm_status_t pack_layouts(struct load *ld)
 		tags[i] = p->tag;
 	}
 	memcpy(ld->source_hash, ld->hash, 16);
-	npi_manifest_content_hash(ld->source_hash, ld->l.npacked, names, tags,
+	npi_manifest_content_hash(ld->source_hash, ld->l.packed_only, ld->l.npacked, names, tags,
 				  (const uint8_t (*)[16])hashes, ld->hash);
 	npi_hex(ld->hash, 16, ld->hash_hex);
 out:
@@ -418,8 +470,13 @@ static npushm_status_t check_args(npushm_dev_t *dev, const char *path, const cha
 	*mode = opts && opts->mode ? opts->mode : 0640;
 	if (*mode & ~0666u)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "mode %04o is not a subset of 0666", *mode);
-	if (opts && (opts->flags & ~(NPUSHM_LOAD_NO_DEDUP | NPUSHM_LOAD_REPLACE)))
+	if (opts && (opts->flags & ~(NPUSHM_LOAD_NO_DEDUP | NPUSHM_LOAD_REPLACE |
+				     NPUSHM_LOAD_PACKED_ONLY)))
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_load: unknown flags 0x%x", opts->flags);
+	if (opts && (opts->flags & NPUSHM_LOAD_PACKED_ONLY) &&
+	    !(opts->packer && opts->packer->size))
+		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_load: NPUSHM_LOAD_PACKED_ONLY "
+				"needs a packer (the layouts that replace the plain tensors)");
 	return NPUSHM_OK;
 }
 
@@ -467,6 +524,7 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		npi_load_progress(&ld, NPUSHM_LOAD_DONE, 1, 1);
 		goto out;
 	}
+	ld.l.packed_only = opts && (opts->flags & NPUSHM_LOAD_PACKED_ONLY);
 	st = npi_load_plan(ld.h, &ld.l, dev->page_size, packer_of(&ld));
 	if (st)
 		goto out;

@@ -25,12 +25,16 @@ struct packed {
 	uint8_t hash[16];
 };
 
+/* l.dst of a tensor stored only in its packed layout */
+#define NPI_NOT_STORED UINT64_MAX
+
 struct layout {
+	bool packed_only;		/* NPUSHM_LOAD_PACKED_ONLY: packed tensors not stored */
 	uint64_t manifest_size;
 	uint64_t data_offset;
 	uint64_t data_end;
 	uint64_t region_size;
-	uint64_t *dst;			/* region offset per tensor (file order) */
+	uint64_t *dst;			/* region offset per tensor (file order), or NPI_NOT_STORED */
 	uint64_t dims_count;
 	uint64_t strings_size;
 	uint64_t metadata_size;

@@ -108,7 +108,7 @@ def test_load_info_ls_rm_json_agree_with_the_file():
     r = mine[0]
     check(r["sealed"] and r["persistent"] and r["id"] == res["region_id"])
     check(r["model"] == {"hash": res["hash"], "tensors": 6, "source_size": res["source_size"],
-                         "layouts": 0, "layouts_made_by": "-"})
+                         "layouts": 0, "layouts_made_by": "-", "packed_only_tensors": 0})
     check(r["mappers"] == 0, "nobody maps it (ls does not count itself)")
     check(r["pinned_bytes"] == (0 if KMOD else None), "pinned bytes %r" % r["pinned_bytes"])
     check(r["provider"] == ("sysmem" if KMOD else "shm") and r["device"] is None,

@@ -892,7 +892,7 @@ TEST(model_manifest_validation_catches_each_inconsistency)
 	copy[200] ^= 1;
 	CHECK_ST_MSG(npi_manifest_check(copy, size, &v), NPUSHM_ERR_CORRUPT, "checksum");
 	DAMAGE(h_->magic[0] = 'X', "no npushm model");
-	DAMAGE(h_->version = 3, "version 3");
+	DAMAGE(h_->version = 4, "version 4");
 	DAMAGE(h_->version = 2, "layout table is empty");
 	DAMAGE(h_->layouts_count = 1, "version 1 manifest lists packed layouts");
 	DAMAGE(h_->hdr_size = 8, "header is 8 bytes");
@@ -1003,7 +1003,7 @@ TEST(model_packed_layouts_stored_hashed_and_validated)
 		names[i] = l.tensor;
 		tags[i] = l.tag;
 	}
-	npi_manifest_content_hash(file_hash, 2, names, tags, (const uint8_t (*)[16])hashes, want);
+	npi_manifest_content_hash(file_hash, false, 2, names, tags, (const uint8_t (*)[16])hashes, want);
 	CHECK(memcmp(want, res.hash, 16) == 0);
 	CHECK_ST(npushm_model_layout_find(m, "b", &l), NPUSHM_OK);
 	CHECK(!strcmp(l.tensor, "b"));
@@ -1052,6 +1052,123 @@ TEST(model_packed_layouts_stored_hashed_and_validated)
 		     "the test packer refuses test-reversed/v1/w");
 	CHECK_ST(npushm_model_attach_dev(dev, bad, &m), NPUSHM_ERR_NOT_FOUND);
 	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
+	th_free_model(t, 3);
+	npushm_dev_close(dev);
+}
+
+/*
+ * Packed-only (NPUSHM_LOAD_PACKED_ONLY): the tensors given a layout are not
+ * stored plain (a smaller region, the packer still reads their bytes from
+ * the file); manifest version 3, the content hash marks it; such tensors
+ * are refused to callers that read plain tensors (and to DLPack) until the
+ * caller says it reads them through their layouts; a damaged manifest that
+ * breaks the pairing of tensors and layouts is CORRUPT.
+ */
+TEST(model_packed_only_stores_one_copy_hashed_and_validated)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *both = th_name("pkb"), *only = th_name("pko");
+	struct th_tensor t[3] = {
+		{ .name = "w", .dtype = "F32", .ndim = 2, .shape = { 40, 60 } },
+		{ .name = "ids", .dtype = "I64", .ndim = 1, .shape = { 3 } },
+		{ .name = "b", .dtype = "F32", .ndim = 1, .shape = { 40 } },
+	};
+	const char *path = path_in_tmp("pko.safetensors");
+	struct rev_packer rp = { 0 };
+	const npushm_packer_t packer = { rev_size, rev_pack, &rp };
+	npushm_load_opts_t lo = { .packer = &packer };
+	npushm_load_result_t rboth, ronly;
+	uint8_t file_hash[16], hashes[2][16], want[16];
+	const char *names[2], *tags[2];
+	npushm_model_info_t iboth, ionly;
+	struct npi_manifest_view v;
+	DLManagedTensor *dl = NULL;
+	npushm_model_t *mb, *m;
+	npushm_tensor_t x;
+	npushm_layout_t l;
+	uint8_t *copy;
+
+	th_write_model(path, t, 3, NULL, 21);
+	REQUIRE_OK(npushm_file_hash(path, file_hash, NULL));
+	REQUIRE_OK(npushm_model_load(dev, path, both, &lo, &rboth));
+	lo.flags = NPUSHM_LOAD_PACKED_ONLY;
+	REQUIRE_OK(npushm_model_load(dev, path, only, &lo, &ronly));
+	CHECK(rp.calls == 4);
+	CHECK(memcmp(ronly.hash, rboth.hash, 16) != 0 && memcmp(ronly.hash, file_hash, 16) != 0);
+	REQUIRE_OK(npushm_model_attach_dev(dev, both, &mb));
+	REQUIRE_OK(npushm_model_attach_dev(dev, only, &m));
+	npushm_model_info(mb, &iboth);
+	npushm_model_info(m, &ionly);
+	/* one copy: the plain bytes of w and b are not in the region */
+	CHECK(ionly.data_size + t[0].nbytes + t[2].nbytes <= iboth.data_size + 128);
+	CHECK(ionly.region_size < iboth.region_size);
+	CHECK(((const struct npi_manifest_hdr *)npushm_model_base(m))->version == 3);
+	/* refused to a plain reader, named with its layout; ids stays plain */
+	CHECK_ST_MSG(npushm_model_tensor_find(m, "w", &x), NPUSHM_ERR_UNSUPPORTED,
+		     "stored only in its packed layout 'test-reversed/v1/w'");
+	CHECK_ST(npushm_model_tensor_at(m, 0, &x), NPUSHM_ERR_UNSUPPORTED);	/* "b" */
+	REQUIRE_OK(npushm_model_tensor_find(m, "ids", &x));
+	CHECK(x.data && !memcmp(x.data, t[1].data, t[1].nbytes));
+	CHECK_ST_MSG(npushm_model_tensor_dlpack(m, 0, &dl), NPUSHM_ERR_UNSUPPORTED,
+		     "packed layout");
+	CHECK(npushm_model_accept_packed_only(mb) == 0);
+	CHECK(npushm_model_accept_packed_only(m) == 2);
+	CHECK_ST_MSG(npushm_model_tensor_dlpack(m, 0, &dl), NPUSHM_ERR_UNSUPPORTED,
+		     "no plain elements");
+	REQUIRE_OK(npushm_model_tensor_find(m, "w", &x));
+	CHECK(x.data == NULL && x.offset == 0 && x.nbytes == t[0].nbytes && x.shape[1] == 60);
+	/* the layouts, packed from the file's bytes, hashed into the model's hash */
+	for (int i = 0; i < 2; i++) {
+		struct th_tensor *src = i == 0 ? &t[0] : &t[2];
+
+		REQUIRE_OK(npushm_model_layout_find(m, src->name, &l));
+		for (size_t k = 0; k < l.nbytes; k++)
+			if (((const uint8_t *)l.data)[k] != src->data[l.nbytes - 1 - k])
+				th_check_failed(__FILE__, __LINE__, "layout %d byte %zu", i, k);
+		memcpy(hashes[i], l.hash, 16);
+		names[i] = l.tensor;
+		tags[i] = l.tag;
+	}
+	npi_manifest_content_hash(file_hash, true, 2, names, tags, (const uint8_t (*)[16])hashes,
+				  want);
+	CHECK(memcmp(want, ronly.hash, 16) == 0);
+	npi_manifest_content_hash(file_hash, false, 2, names, tags,
+				  (const uint8_t (*)[16])hashes, want);
+	CHECK(memcmp(want, rboth.hash, 16) == 0);
+	/* damaged pairings of tensors and layouts */
+	copy = malloc(ionly.region_size);
+	REQUIRE(copy);
+#define ODAMAGE(stmt, want)                                                                  \
+	do {                                                                                 \
+		struct npi_manifest_hdr *h_ = (void *)copy;                                  \
+		struct npi_manifest_layout *l_;                                              \
+		struct npi_manifest_tensor *t_;                                              \
+		memcpy(copy, npushm_model_base(m), ionly.region_size);                       \
+		l_ = (void *)(copy + h_->layouts_offset);                                    \
+		t_ = (void *)(copy + h_->tensors_offset);                                    \
+		(void)l_;                                                                    \
+		(void)t_;                                                                    \
+		stmt;                                                                        \
+		h_->manifest_hash = npi_manifest_hash_of(copy, h_->manifest_size);           \
+		CHECK_ST_MSG(npi_manifest_check(copy, ionly.region_size, &v),                \
+			     NPUSHM_ERR_CORRUPT, want);                                      \
+	} while (0)
+	ODAMAGE(l_[0].flags = 0, "neither data nor a layout");
+	ODAMAGE(l_[1].flags = 3, "names no tensor");
+	ODAMAGE(l_[0].tensor_index = 1, "which has data too");	/* "ids" */
+	ODAMAGE(t_[1].offset = 0, "neither data nor a layout");		/* "ids" */
+	ODAMAGE(h_->version = 2, "outside the data area");
+	ODAMAGE(h_->version = 4, "reads versions 1 to 3");
+#undef ODAMAGE
+	free(copy);
+	/* without a packer there is nothing to store the tensors in */
+	lo.packer = NULL;
+	CHECK_ST_MSG(npushm_model_load(dev, path, th_name("pkn"), &lo, NULL), NPUSHM_ERR_INVALID,
+		     "needs a packer");
+	npushm_model_detach(mb);
+	npushm_model_detach(m);
+	CHECK_ST(npushm_model_remove(dev, both), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, only), NPUSHM_OK);
 	th_free_model(t, 3);
 	npushm_dev_close(dev);
 }

@@ -381,6 +381,30 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
  */
 NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, const void *data,
 					   size_t nbytes);
+/**
+ * Since 1.1: a float32 [n, k] weight that exists only in its packed layout
+ * (a model stored without the plain copy, `npushm load --packed-only`):
+ * npt_linear reads it as its weight, in place; anything else that would read
+ * its elements (other ops, views, npt_tensor_data, DLPack, packing) is
+ * refused with NPT_E_UNSUPPORTED. Refused like npt_tensor_set_packed when
+ * tag is not what this CPU and library would make (then unpack it privately
+ * with npt_unpack_weight, or give up). data is read in place and must
+ * outlive the tensor. *out: free with npt_tensor_free. Thread-safe.
+ */
+NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, size_t nbytes,
+					    int64_t n, int64_t k, npt_tensor_t **out);
+/**
+ * Since 1.1: the plain [n, k] float32 weight held by packed bytes data
+ * (nbytes) in layout tag, written into dst (n * k floats, C order, the
+ * caller's): the inverse of npt_pack_weight, for a layout made by any CPU
+ * and oneDNN version, without oneDNN (the tag spells out the whole blocked
+ * layout). int8 layouts give the dequantised weights (q * scale[n]), bf16
+ * ones the rounded values. NPT_E_UNSUPPORTED, with nothing read, for a tag
+ * that is not one of npt_pack_query's; NPT_E_INVAL when the tag's shape is
+ * not [n, k] or its layout does not fit in nbytes. Thread-safe.
+ */
+NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t nbytes,
+				       int64_t n, int64_t k, float *dst);
 
 /* ---- 4-bit weights ------------------------------------------------------------
  * An [N, K] float32 weight stored in 4 bits per element: groups of

@@ -74,6 +74,8 @@ NPT_API npt_status_t npt_tensor_to_dlpack(npt_tensor_t *t, struct DLManagedTenso
 		return npt_fail(NPT_E_INVAL, "to_dlpack: NULL argument");
 	if ((s = npt_tensor_eval(t)))
 		return s;
+	if (t->packed_only)
+		return npt_plain_refused("to_dlpack", t);
 	export_t *e = calloc(1, sizeof(*e));
 
 	if (!e)

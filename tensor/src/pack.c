@@ -167,6 +167,8 @@ static npt_status_t check_weight(const char *op, const npt_tensor_t *w)
 
 	if (!w)
 		return npt_fail(NPT_E_INVAL, "%s: the weight is NULL", op);
+	if (w->packed_only)
+		return npt_plain_refused(op, w);
 	if (w->dtype != NPT_F32 || w->ndim != 2 || w->shape[0] < 1 || w->shape[1] < 1)
 		return npt_fail(NPT_E_SHAPE, "%s: the weight is %s of shape %s; packing takes a "
 				"float32 [out_features, in_features] weight", op,
@@ -321,16 +323,70 @@ out:
 	return s;
 }
 
+/* the descriptor of layout @tag for @w, when this CPU and library read it (else why) */
+static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
+			     dnnl_memory_desc_t *md, int *dtp, size_t *sbp)
+{
+	char want[NPT_PACK_TAG_MAX];
+	dnnl_engine_t eng;
+	const npt_dnnl_t *D;
+	npt_status_t s = NPT_OK;
+	int dt;
+	size_t sb;
+
+	if ((dt = tag_dtype(tag)) < 0)
+		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are in a "
+				"precision this library does not read; the plain weights are used",
+				tag);
+	if (!(D = onednn("set_packed", &eng)) ||
+	    (s = wanted(D, eng, (npt_dtype_t)dt, w->shape[0], w->shape[1], md, want,
+			sizeof(want)))) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", npt_last_error());
+		return npt_fail(D ? s : NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are "
+				"not used: %s", tag, why);
+	}
+	if (strcmp(tag, want))
+		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights were made for '%s' but this "
+				"CPU and library use '%s'; the plain weights are used (load the "
+				"model again on this machine to pack it for it)", tag, want);
+	sb = scale_bytes((npt_dtype_t)dt, w->shape[0]);
+	if (nbytes != sb + D->dnnl_memory_desc_get_size(md))
+		return npt_fail(NPT_E_INVAL, "set_packed: layout '%s' takes %zu bytes, the packed "
+				"data has %zu", tag, sb + D->dnnl_memory_desc_get_size(md), nbytes);
+	*dtp = dt;
+	*sbp = sb;
+	return NPT_OK;
+}
+
+/* attach layout @tag (checked) at @data to @w */
+static npt_status_t attach(npt_tensor_t *w, const char *tag, const void *data, size_t nbytes)
+{
+	dnnl_memory_desc_t md, *keep;
+	npt_status_t s;
+	int dt = 0;
+	size_t sb = 0;
+
+	if ((s = readable(w, tag, nbytes, &md, &dt, &sb)))
+		return s;
+	if (!(keep = malloc(sizeof(*keep))))
+		return npt_fail(NPT_E_NOMEM, "set_packed: out of memory");
+	*keep = md;
+	npt_eval_lock();
+	free(w->packed_md);
+	w->packed_md = keep;
+	w->packed = (const char *)data + sb;
+	w->packed_scales = dt == NPT_I8 ? data : NULL;
+	w->packed_dt = dt;
+	npt_eval_unlock();
+	return NPT_OK;
+}
+
 NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, const void *data,
 					   size_t nbytes)
 {
-	char want[NPT_PACK_TAG_MAX];
-	dnnl_memory_desc_t md, *keep;
-	dnnl_engine_t eng;
-	const npt_dnnl_t *D;
 	npt_status_t s;
-	int dt;
-	size_t sb;
 
 	if ((s = check_weight("set_packed", w)))
 		return s;
@@ -347,34 +403,31 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 	if (!tag || !data || (uintptr_t)data % 64)
 		return npt_fail(NPT_E_INVAL, "set_packed: a tag and 64-byte aligned data are "
 				"required (both NULL detaches)");
-	if ((dt = tag_dtype(tag)) < 0)
-		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are in a "
-				"precision this library does not read; the plain weights are used",
-				tag);
-	if (!(D = onednn("set_packed", &eng)))
-		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are not used: "
-				"%s; the plain weights are", tag, npt_last_error());
-	if ((s = wanted(D, eng, (npt_dtype_t)dt, w->shape[0], w->shape[1], &md, want,
-			sizeof(want))))
-		return npt_fail(s, "the packed weights (layout '%s') are not used: %s", tag,
-				npt_last_error());
-	if (strcmp(tag, want))
-		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights were made for '%s' but this "
-				"CPU and library use '%s'; the plain weights are used (load the "
-				"model again on this machine to pack it for it)", tag, want);
-	sb = scale_bytes((npt_dtype_t)dt, w->shape[0]);
-	if (nbytes != sb + D->dnnl_memory_desc_get_size(&md))
-		return npt_fail(NPT_E_INVAL, "set_packed: layout '%s' takes %zu bytes, the packed "
-				"data has %zu", tag, sb + D->dnnl_memory_desc_get_size(&md), nbytes);
-	if (!(keep = malloc(sizeof(*keep))))
-		return npt_fail(NPT_E_NOMEM, "set_packed: out of memory");
-	*keep = md;
-	npt_eval_lock();
-	free(w->packed_md);
-	w->packed_md = keep;
-	w->packed = (const char *)data + sb;
-	w->packed_scales = dt == NPT_I8 ? data : NULL;
-	w->packed_dt = dt;
-	npt_eval_unlock();
+	return attach(w, tag, data, nbytes);
+}
+
+NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, size_t nbytes,
+					    int64_t n, int64_t k, npt_tensor_t **out)
+{
+	int64_t shape[2] = { n, k };
+	npt_tensor_t *w;
+	npt_status_t s;
+
+	if (!out)
+		return npt_fail(NPT_E_INVAL, "from_packed: out is NULL");
+	*out = NULL;
+	if (!tag || !data || (uintptr_t)data % 64 || n < 1 || k < 1)
+		return npt_fail(NPT_E_INVAL, "from_packed: a tag, 64-byte aligned data and a "
+				"weight shape of at least [1, 1] are required");
+	/* a placeholder plain view: never read (npt_plain_refused guards every reader) */
+	if ((s = npt_tensor_from_data((void *)data, NPT_F32, 2, shape, (int64_t[]){ 0, 0 },
+				      NPT_BORROW_READONLY, NULL, NULL, &w)))
+		return s;
+	w->packed_only = 1;
+	if ((s = attach(w, tag, data, nbytes))) {
+		npt_tensor_free(w);
+		return s;
+	}
+	*out = w;
 	return NPT_OK;
 }

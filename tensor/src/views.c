@@ -21,6 +21,8 @@ npt_status_t npt_tensor_new_view(npt_tensor_t *base, int ndim, const int64_t *sh
 
 	if ((s = npt_tensor_eval(base)))
 		return s;
+	if (base->packed_only)
+		return npt_plain_refused("view", base);
 	npt_tensor_t *t = NULL;
 
 	/* a zero-size tensor is enough to get a struct; fill it in by hand */

@@ -477,6 +477,151 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
 }
 
+/* v rounded to bfloat16, nearest even */
+static double bf16_round(float v)
+{
+	uint32_t u;
+	float r;
+
+	memcpy(&u, &v, sizeof(u));
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&r, &u, sizeof(r));
+	return r;
+}
+
+/* largest |a - b| of two evaluated float32 tensors of one shape */
+static double max_abs_diff(npt_tensor_t *a, npt_tensor_t *b)
+{
+	float *pa, *pb;
+	double worst = 0;
+
+	npt_tensor_data(a, (void **)&pa);
+	npt_tensor_data(b, (void **)&pb);
+	for (int64_t i = 0; i < npt_tensor_numel(a); i++)
+		worst = fmax(worst, fabs((double)pa[i] - pb[i]));
+	return worst;
+}
+
+/*
+ * Weights with no plain copy (a model stored packed-only): npt_unpack_weight
+ * reads every layout npt_pack_query makes back from its tag alone (f32 exact,
+ * bf16 the rounded values, int8 q * scale[n] within half a scale step), also
+ * when the tag names another CPU; npt_tensor_from_packed gives a weight that
+ * npt_linear reads in place (its input rows strided too) and nothing else
+ * can read; tags this library does not know are refused before any byte is
+ * read, bytes that do not fit the tag too.
+ */
+TEST(weights_packed_only_read_in_place_or_unpacked)
+{
+	static const npt_dtype_t dts[3] = { NPT_F32, NPT_BF16, NPT_I8 };
+	const char *mode = getenv("NPT_GEMM");
+	int64_t n = 200, k = 96, M = 9;
+	int64_t ws[2] = { n, k }, xs[2] = { 2 * M, k }, bs[1] = { n };
+	npt_tensor_t *w = randn(2, ws), *x = randn(2, xs), *b = randn(1, bs);
+	char tag[NPT_PACK_TAG_MAX], other[NPT_PACK_TAG_MAX + 32];
+	size_t nbytes;
+	float *pw, *plain = malloc((size_t)(n * k) * sizeof(float));
+
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, plain);
+	npt_tensor_data(w, (void **)&pw);
+	if (mode && !strcmp(mode, "openblas"))
+		SKIP(return, "nothing is packed on OpenBLAS");
+	if (npt_pack_query(NPT_F32, n, k, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
+		SKIP(return, "nothing to pack here: %s", npt_last_error());
+	for (int d = 0; d < 3; d++) {
+		npt_tensor_t *pk, *y, *y0, *view, *sum, *rows;
+		char *packed, *isa;
+		double worst = 0;
+
+		if (npt_pack_query(dts[d], n, k, tag, sizeof(tag), &nbytes)) {
+			TH_LOG("%s not packed here: %s", npt_dtype_name(dts[d]), npt_last_error());
+			continue;
+		}
+		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes));
+		/* unpacked: the values the packed product computes with */
+		ASSERT_EQ(NPT_OK, npt_unpack_weight(tag, packed, nbytes, n, k, plain)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		for (int64_t r = 0; r < n; r++) {
+			float amax = 0;
+
+			for (int64_t c = 0; c < k; c++)
+				amax = fmaxf(amax, fabsf(pw[r * k + c]));
+			for (int64_t c = 0; c < k; c++) {
+				float v = pw[r * k + c], u = plain[r * k + c];
+				double e = dts[d] == NPT_F32 ? fabs(u - v) :
+					   dts[d] == NPT_BF16 ? fabs(u - bf16_round(v)) :
+					   fabs(u - v) / (amax / 127.0f);
+
+				worst = e > worst ? e : worst;
+			}
+		}
+		ASSERT_TRUE(dts[d] == NPT_I8 ? worst <= 0.5 + 1e-4 : worst == 0) {
+			TH_LOG("%s unpacked: worst error %g", npt_dtype_name(dts[d]), worst);
+		}
+		/* the same bytes under another CPU's tag: not read in place, still unpacked */
+		isa = strchr(tag, '/');
+		snprintf(other, sizeof(other), "%.*s/avx2%s", (int)(isa - tag), tag,
+			 strchr(isa + 1, '/'));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_from_packed(other, packed, nbytes, n, k, &pk));
+		ASSERT_NE(NULL, strstr(npt_last_error(), other));
+		ASSERT_EQ(NPT_OK, npt_unpack_weight(other, packed, nbytes, n, k, plain));
+		/* read in place: the same result as the plain weight with the layout attached */
+		ASSERT_EQ(NPT_OK, npt_tensor_from_packed(tag, packed, nbytes, n, k, &pk)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+		ASSERT_EQ(NPT_OK, npt_linear(x, pk, b, NPT_ACT_GELU, &y));
+		ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y0));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y0));
+		ASSERT_EQ(0.0, max_abs_diff(y, y0));
+		npt_tensor_free(y);
+		/* strided input rows (every other row, as hidden[:, 0, :]) */
+		ASSERT_EQ(NPT_OK, npt_tensor_slice(x, 0, 0, 2 * M, 2, &rows));
+		ASSERT_EQ(NPT_OK, npt_linear(rows, pk, NULL, NPT_ACT_NONE, &y));
+		ASSERT_EQ(NPT_OK, npt_tensor_eval(y)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		npt_tensor_free(y);
+		npt_tensor_free(rows);
+		ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, NULL, NULL, 0));
+		npt_tensor_free(y0);
+		/* nothing else reads its elements */
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_data(pk, (void **)&pw));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_transpose(pk, 0, 1, &view));
+		ASSERT_EQ(NPT_OK, npt_add(pk, pk, &sum));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_eval(sum));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "packed layout"));
+		npt_tensor_free(sum);
+		ASSERT_EQ(NPT_OK, npt_linear(pk, w, NULL, NPT_ACT_NONE, &sum));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_eval(sum));
+		npt_tensor_free(sum);
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_weight(pk, tag, packed, nbytes));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_set_packed(pk, NULL, NULL, 0));
+		npt_tensor_free(pk);
+		npt_tensor_data(w, (void **)&pw);
+		/* tags not understood: nothing read; bytes that do not fit */
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_unpack_weight("npt-q4_0/g32-f16/200x96", packed,
+							       nbytes, n, k, plain));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_unpack_weight("onednn-2.6.3/avx2/f64/k96.n200/"
+							       "pad96.256/str64.6144/blk64n", packed,
+							       nbytes, n, k, plain));
+		snprintf(other, sizeof(other), "%s/more", tag);
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_unpack_weight(other, packed, nbytes, n, k, plain));
+		ASSERT_EQ(NPT_E_INVAL, npt_unpack_weight(tag, packed, nbytes / 2, n, k, plain));
+		ASSERT_EQ(NPT_E_INVAL, npt_unpack_weight(tag, packed, nbytes, n + 1, k, plain));
+		free(packed);
+	}
+	free(plain);
+	npt_tensor_free(w);
+	npt_tensor_free(x);
+	npt_tensor_free(b);
+}
+
 /*
  * int8 weights: quantised per output channel at packing, the input per row
  * at each product, int32 sums. Two checks per element: against the same
@@ -595,17 +740,6 @@ TEST(linear_int8_weights_exact_sums_and_quantisation_bound)
  * against the float64 product of the unrounded values: within 2^-8 of the
  * magnitude (each rounding is at most 2^-9 relative).
  */
-static double bf16_round(float v)
-{
-	uint32_t u;
-	float r;
-
-	memcpy(&u, &v, sizeof(u));
-	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&r, &u, sizeof(r));
-	return r;
-}
-
 TEST(linear_bf16_weights_rounded_once)
 {
 	const char *mode = getenv("NPT_GEMM");

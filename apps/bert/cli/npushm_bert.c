@@ -45,7 +45,7 @@
 struct args {
 	const char *model, *ids, *types, *mask, *text, *out, *stream_s, *dtype;
 	int heads, tp, threads, repeat, info, profile, memory, keep, hold, json, pad_id;
-	int eps_given, no_weight_check;
+	int eps_given, no_weight_check, packed_only;
 	double eps;
 	stream_spec_t stream;
 };
@@ -98,6 +98,8 @@ static void usage(FILE *f)
 		"                      packed for this CPU's GEMM (bf16: rounded; int8: quantised\n"
 		"                      per output channel, inputs per row), as `npushm load\n"
 		"                      --dtype` does\n"
+		"  --packed-only       (with --dtype) store those weights packed only, without\n"
+		"                      their plain copies, as `npushm load --packed-only` does\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                      stdin, serve, report, then wait for end of input\n"
 		"  --version           print the version and exit\n"
@@ -155,7 +157,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_TYPES, O_MASK, O_TEXT, O_OUT, O_STREAM, O_HEADS, O_TP, O_THREADS,
 	       O_REPEAT, O_INFO, O_PROFILE, O_MEMORY, O_KEEP, O_HOLD, O_JSON, O_EPS, O_PAD, O_VERSION,
-	       O_DTYPE, O_NO_WEIGHT_CHECK };
+	       O_DTYPE, O_NO_WEIGHT_CHECK, O_PACKED_ONLY };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS }, { "types", required_argument, NULL, O_TYPES },
 		{ "mask", required_argument, NULL, O_MASK }, { "text", required_argument, NULL, O_TEXT },
@@ -170,6 +172,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "version", no_argument, NULL, O_VERSION },
 		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "no-weight-check", no_argument, NULL, O_NO_WEIGHT_CHECK },
+		{ "packed-only", no_argument, NULL, O_PACKED_ONLY },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -212,6 +215,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		case O_INFO: a->info = 1; break;
 		case O_NO_WEIGHT_CHECK: a->no_weight_check = 1; break;
+		case O_PACKED_ONLY: a->packed_only = 1; break;
 		case O_PROFILE: a->profile = 1; break;
 		case O_MEMORY: a->memory = 1; break;
 		case O_KEEP: a->keep = 1; break;
@@ -241,6 +245,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return -1;
 	}
 	a->model = argv[optind];
+	if (a->packed_only && !a->dtype) {
+		fprintf(stderr, "%s: --packed-only needs --dtype f32, bf16 or int8 (the packed "
+			"weights that replace the plain ones)\n", prog);
+		return -1;
+	}
 	int inputs = !!a->ids + !!a->text + !!a->stream_s;
 
 	if (!a->info && inputs != 1) {
@@ -833,15 +842,16 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	}
 	if (npushm_file_hash(a->model, hash, hex))
 		return die("%s", npushm_last_error());
-	snprintf(name, len, "npushm-bert.%.16s%s%s", hex, a->dtype ? "." : "",
-		 a->dtype ? a->dtype : "");
+	snprintf(name, len, "npushm-bert.%.16s%s%s%s", hex, a->dtype ? "." : "",
+		 a->dtype ? a->dtype : "", a->packed_only ? ".only" : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
 		npushm_model_detach(m);
 		return 0;	/* already loaded (e.g. --keep earlier) */
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return die("%s", npushm_last_error());
-	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL };
+	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL,
+				  .flags = a->packed_only ? NPUSHM_LOAD_PACKED_ONLY : 0 };
 
 	if (npushm_model_load(dev, a->model, name, &lo, NULL)) {
 		die("%s", npushm_last_error());

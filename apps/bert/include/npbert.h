@@ -216,7 +216,12 @@ NPBERT_API void npbert_get_memory(const npbert_t *bert, npbert_memory_t *mem);
  * place (@used; none with tensor parallelism, whose slices are plain). NULL
  * when every one is used or there are none, else one line saying why the
  * first was not (another CPU or library made it): the engine then reads the
- * plain weights, with the same results. Either pointer may be NULL.
+ * plain weights, with the same results. A model loaded packed-only (`npushm
+ * load --packed-only`) has no plain weights: those the engine cannot read in
+ * place are unpacked into this process's memory, and the line says so with
+ * the memory it took (not counted in npbert_memory_t.weight_bytes, which
+ * counts the shared bytes read in place); a layout it cannot read at all
+ * fails npbert_create(). Either pointer may be NULL.
  */
 NPBERT_API const char *npbert_packed_weights(const npbert_t *bert, int *used, int *total);
 

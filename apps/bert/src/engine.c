@@ -71,6 +71,7 @@ NPBERT_API npbert_status_t npbert_create(npushm_model_t *model, const npbert_opt
 				"with npushm_model_attach)");
 	if ((st = check_opts(opts)))
 		return st;
+	npushm_model_accept_packed_only(model);	/* weights.c reads them through their layouts */
 	if (!(e = calloc(1, sizeof(*e))))
 		return npb_fail(NPBERT_ERR_NO_MEMORY, "out of memory for the engine");
 	e->nranks = 1;
@@ -95,7 +96,7 @@ NPBERT_API npbert_status_t npbert_create(npushm_model_t *model, const npbert_opt
 				   !(opts && (opts->flags & NPBERT_NO_WEIGHT_CHECK)), &e->w)))
 		goto fail;
 	e->scale = 1.0 / sqrt((double)e->cfg.head_dim);
-	e->mem.weight_bytes = e->w.bytes;
+	e->mem.weight_bytes = e->w.bytes - e->w.private_bytes;
 	*out = e;
 	return NPBERT_OK;
 fail:

@@ -58,6 +58,7 @@ typedef struct {
 	int packed_total;	/* linear weights the model carries packed layouts for */
 	int packed_used;	/* of those, read packed (the rest plain) */
 	char packed_why[640];	/* why the first one was not used, "" if all were */
+	uint64_t private_bytes;	/* packed-only weights unpacked into this process */
 } npb_weights_t;
 
 /* @check: also refuse non-finite weights (finite.c) */

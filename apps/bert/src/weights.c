@@ -18,6 +18,15 @@
  * make is refused by libnptensor and the plain weight is used, the first
  * refusal kept for npbert_packed_weights().
  *
+ * A model loaded packed-only (`npushm load --dtype X --packed-only`) has no
+ * plain copy of those weights: each is read in place from its layout
+ * (npt_tensor_from_packed) when this process can; otherwise (another CPU or
+ * library made the layout, or tensor parallelism slices the weight) it is
+ * unpacked into this process's own memory (npt_unpack_weight: the layout's
+ * tag describes its bytes), and npbert_packed_weights() says so with the
+ * memory it took. A layout the engine cannot read at all (not one of
+ * libnptensor's) is refused, naming the tensor and the layout.
+ *
  * With the check on, every tensor is scanned for NaN and infinities
  * (finite.c) in the form it is read: a weight read packed in its layout.
  */
@@ -27,6 +36,75 @@
 #include <string.h>
 
 #include "internal.h"
+
+/* the int8 layout's per-channel scales (the bytes' start): finite and > 0 */
+static npbert_status_t check_scales(const npushm_tensor_t *t, const npushm_layout_t *l)
+{
+	for (int64_t n = 0; n < t->shape[0] && (uint64_t)(n + 1) * 4 <= l->nbytes; n++) {
+		float s;
+
+		memcpy(&s, (const char *)l->data + n * 4, sizeof(s));
+		if (!(s > 0) || s > 3.4e38f)
+			return npb_fail(NPBERT_ERR_WEIGHTS, "tensor '%s': the scale of output channel "
+					"%lld in its packed (int8) layout is %g, not a finite positive "
+					"number: the model is damaged; load it again", t->name,
+					(long long)n, (double)s);
+	}
+	return NPBERT_OK;
+}
+
+/*
+ * @t is stored only in its packed layout: read it in place (@in_place: this
+ * engine reads the weight whole) if libnptensor takes the layout here, else
+ * unpack it into this process's memory; with @check, refuse non-finite values.
+ */
+static npbert_status_t import_packed(npushm_model_t *m, const npushm_tensor_t *t, bool in_place,
+				     bool check, npt_tensor_t **out, npb_weights_t *w)
+{
+	npushm_tensor_t un = *t;
+	npushm_layout_t l;
+	int64_t rows = t->shape[0], cols = t->ndim == 2 ? t->shape[1] : 0;
+	float *p;
+
+	if (npushm_model_layout_find(m, t->name, &l) || t->ndim != 2)
+		return npb_fail(NPBERT_ERR_LAYOUT, "tensor '%s' has no plain data and no packed "
+				"layout the engine can read", t->name);
+	w->packed_total++;
+	if (in_place && npt_tensor_from_packed(l.tag, l.data, (size_t)l.nbytes, rows, cols,
+					       out) == NPT_OK) {
+		w->packed_used++;
+		if (!check)
+			return NPBERT_OK;
+		return strstr(l.tag, "/s8/") ? check_scales(t, &l) :
+		       npb_check_finite_packed(t, l.tag, l.data, l.nbytes);
+	}
+	if (in_place && !w->packed_why[0])
+		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
+	if (!(p = malloc((size_t)(rows * cols) * sizeof(float))))
+		return npb_fail(NPBERT_ERR_NO_MEMORY, "out of memory to unpack tensor '%s'", t->name);
+	if (npt_unpack_weight(l.tag, l.data, (size_t)l.nbytes, rows, cols, p)) {
+		npbert_status_t st = npb_fail(NPBERT_ERR_LAYOUT, "tensor '%s' is stored only in its "
+					      "packed layout '%s', which this engine cannot "
+					      "read (%s); load the model without --packed-only",
+					      t->name, l.tag, npt_last_error());
+
+		free(p);
+		return st;
+	}
+	w->private_bytes += (uint64_t)(rows * cols) * sizeof(float);
+	un.data = p;
+	if (check && npb_check_finite(&un)) {
+		free(p);
+		return NPBERT_ERR_WEIGHTS;
+	}
+	if (npt_tensor_from_data(p, NPT_F32, 2, t->shape, NULL, NPT_BORROW_READONLY, free, p,
+				 out)) {
+		free(p);
+		return npb_fail(NPBERT_ERR_NO_MEMORY, "cannot view unpacked tensor '%s': %s",
+				t->name, npt_last_error());
+	}
+	return NPBERT_OK;
+}
 
 static npbert_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_tensor_t **out)
 {
@@ -55,6 +133,8 @@ static npbert_status_t use_packed(npushm_model_t *m, const npushm_tensor_t *src,
 {
 	npushm_layout_t l;
 
+	if (!src->data)
+		return NPBERT_OK;	/* packed only: read by import_packed() */
 	if (npushm_model_layout_find(m, src->name, &l))
 		return check ? npb_check_finite(src) : NPBERT_OK;
 	w->packed_total++;
@@ -103,6 +183,11 @@ static npbert_status_t layer(npushm_model_t *m, const npb_layer_src_t *s, int r,
 					 src[i] == &s->v_w || src[i] == &s->o_w ||
 					 src[i] == &s->i_w || src[i] == &s->d_w);
 
+		if (!src[i]->data) {
+			if ((st = import_packed(m, src[i], n == 1, check, dst[i], all)))
+				return st;
+			continue;
+		}
 		if ((st = import(m, src[i], dst[i])) ||
 		    (check && !linear && (st = npb_check_finite(src[i]))))
 			return st;
@@ -152,7 +237,11 @@ npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, bool 
 	    (st = import(m, &l->type, &w->type)) || (st = import(m, &l->eln_w, &w->eln_w)) ||
 	    (st = import(m, &l->eln_b, &w->eln_b)))
 		return st;
-	if (c->has_pooler &&
+	if (c->has_pooler && !l->pool_w.data &&
+	    ((st = import_packed(m, &l->pool_w, n == 1, check, &w->pool_w, w)) ||
+	     (st = import(m, &l->pool_b, &w->pool_b))))
+		return st;
+	if (c->has_pooler && l->pool_w.data &&
 	    ((st = import(m, &l->pool_w, &w->pool_w)) || (st = import(m, &l->pool_b, &w->pool_b))))
 		return st;
 	for (size_t i = 0; check && i < sizeof(plain) / sizeof(plain[0]); i++)
@@ -164,10 +253,19 @@ npbert_status_t npb_weights_make(npushm_model_t *m, const npb_layout_t *l, bool 
 		if ((st = layer(m, &l->layers[i], r, n, c->hidden / n, c->ffn / n, check,
 				&w->layers[i], w)))
 			return st;
-	if (c->has_pooler && n == 1)
-		return use_packed(m, &l->pool_w, w->pool_w, check, w);
-	if (c->has_pooler && check)
-		return npb_check_finite(&l->pool_w);
+	if (c->has_pooler && n == 1 && (st = use_packed(m, &l->pool_w, w->pool_w, check, w)))
+		return st;
+	if (c->has_pooler && n > 1 && check && l->pool_w.data &&
+	    (st = npb_check_finite(&l->pool_w)))
+		return st;
+	if (w->private_bytes) {
+		char why[sizeof(w->packed_why)];
+
+		snprintf(why, sizeof(why), "%s", w->packed_why);
+		snprintf(w->packed_why, sizeof(w->packed_why), "the model holds them packed only: "
+			 "unpacked into this process's memory (%.1f MiB)%s%.500s",
+			 (double)w->private_bytes / 1048576.0, why[0] ? ", because " : "", why);
+	}
 	return NPBERT_OK;
 }
 

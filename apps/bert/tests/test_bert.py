@@ -134,6 +134,52 @@ def test_packed_weights_match_pytorch(tools, workdir, models, threads):
     assert_close("pooled output", pooled, rp)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "int8"])
+def test_packed_only_model_matches_pytorch(tools, workdir, models, dtype):
+    """`npushm load --dtype X --packed-only`: the linear weights stored packed only (one copy),
+    read in place by the engine, shown as such by `npushm ls` and `npushm info`; f32 within
+    the f32 tolerance of PyTorch, int8 within the int8 tolerances."""
+    name = "w21-packed-only-%s-%d" % (dtype, os.getpid())
+    r = subprocess.run([tools.npushm, "load", models["tiny3"], "--name", name, "--dtype", dtype,
+                        "--packed-only", "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        loaded = json.loads(r.stdout)
+        assert loaded["packed_only"] is True
+        info = json.loads(subprocess.run([tools.npushm, "info", name, "--json"], capture_output=True,
+                                         text=True, timeout=60, check=True).stdout)
+        if not info["layouts"]:
+            pytest.skip("nothing packed here (the GEMM runs on OpenBLAS, or no %s kernels)" % dtype)
+        assert info["packed_only_tensors"] == 13 == len(info["layouts"])
+        only = {t["name"] for t in info["tensors"] if t["packed_only"]}
+        assert only == {l["tensor"] for l in info["layouts"]}
+        assert info["region_size"] < 1.1 * os.path.getsize(models["tiny3"]) + (1 << 20)
+        ls = subprocess.run([tools.npushm, "ls"], capture_output=True, text=True, timeout=60, check=True)
+        assert any(name in line and "packed only" in line for line in ls.stdout.splitlines()), ls.stdout
+        r = subprocess.run([tools.bert, "--info", name], capture_output=True, text=True, timeout=60)
+        assert "packed linear weights read in place: 13 of 13" in r.stdout, r.stdout + r.stderr
+        ids, types, mask = batch("mixed", 120, 40, seed=31)
+        hidden, pooled = run_engine(tools, workdir, name, ids, types, mask)
+        rh, rp = run_ref(models["tiny3"], ids, types, mask)
+        if dtype == "f32":
+            assert_close("last hidden state", hidden, rh)
+            assert_close("pooled output", pooled, rp)
+        else:
+            err = float(np.abs(hidden.astype(np.float64) - rh).max() / np.abs(rh).max())
+            assert 1e-5 < err <= INT8_HIDDEN_TOL, err
+    finally:
+        subprocess.run([tools.npushm, "rm", name, "--quiet"], timeout=60)
+
+
+def test_packed_only_needs_a_dtype(tools, models):
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", "x", "--packed-only"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--packed-only needs --dtype" in r.stderr, r.stderr
+    r = subprocess.run([tools.bert, "--info", "--packed-only", models["tiny"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--packed-only needs --dtype" in r.stderr, r.stderr
+
+
 # int8 (weights per output channel, inputs per row): measured on these models
 # 0.13-0.92 % for the hidden state's largest error and pooled cosines >= 0.99987
 INT8_HIDDEN_TOL = 0.02      # max |error| / max |reference| of the last hidden state

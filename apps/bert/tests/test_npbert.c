@@ -37,14 +37,14 @@ static const char *model_path(const char *file, char *buf, size_t len)
 	return buf;
 }
 
-/* load FILE under a unique name (with @packer's layouts) and attach it; 0 or -1 */
-static int load_packed(const char *file, const npushm_packer_t *packer, char *name, size_t len,
-		       npushm_model_t **m, npushm_load_result_t *res)
+/* load FILE under a unique name (with @packer's layouts, stored with @flags) and attach it; 0 or -1 */
+static int load_flags(const char *file, const npushm_packer_t *packer, uint32_t flags, char *name,
+		      size_t len, npushm_model_t **m, npushm_load_result_t *res)
 {
 	static int seq;
 	char path[4096];
 	npushm_dev_t *dev;
-	npushm_load_opts_t lo = { .mode = 0600, .packer = packer };
+	npushm_load_opts_t lo = { .mode = 0600, .flags = flags, .packer = packer };
 	int rc = -1;
 
 	snprintf(name, len, "npbert-test.%d.%d", (int)getpid(), seq++);
@@ -57,6 +57,12 @@ static int load_packed(const char *file, const npushm_packer_t *packer, char *na
 		fprintf(stderr, "# load %s: %s\n", path, npushm_last_error());
 	npushm_dev_close(dev);
 	return rc;
+}
+
+static int load_packed(const char *file, const npushm_packer_t *packer, char *name, size_t len,
+		       npushm_model_t **m, npushm_load_result_t *res)
+{
+	return load_flags(file, packer, 0, name, len, m, res);
 }
 
 static int load(const char *file, char *name, size_t len, npushm_model_t **m)
@@ -412,9 +418,10 @@ TEST(weights_read_in_place)
 
 /* ------------------------------------------------------------ packed weights */
 
-/* mode of the test packer: real layouts, real tags with one byte changed, or
- * another CPU's tag over bytes that are all NaN */
-enum { PACK_REAL, PACK_FLIP, PACK_FOREIGN };
+/* mode of the test packer: real layouts, real tags with one byte changed,
+ * another CPU's tag over bytes that are all NaN, real bytes under another
+ * CPU's tag (the same blocking), or a tag of a library npushm does not know */
+enum { PACK_REAL, PACK_FLIP, PACK_FOREIGN, PACK_FOREIGN_REAL, PACK_ALIEN };
 
 static uint64_t test_pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
 {
@@ -426,7 +433,10 @@ static uint64_t test_pack_size(void *arg, const npushm_tensor_t *t, char tag[NPU
 	    strstr(t->name, "embeddings") ||
 	    npt_pack_query(NPT_F32, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &n))
 		return 0;
-	if (mode == PACK_FOREIGN && (isa = strchr(tag, '/')) && (rest = strchr(isa + 1, '/'))) {
+	if (mode == PACK_ALIEN)
+		snprintf(tag, NPUSHM_LAYOUT_TAG_MAX, "alien-1.0/any/f32/%s", t->name);
+	if ((mode == PACK_FOREIGN || mode == PACK_FOREIGN_REAL) && (isa = strchr(tag, '/')) &&
+	    (rest = strchr(isa + 1, '/'))) {
 		snprintf(buf, sizeof(buf), "%.*s/avx2_vnni%s", (int)(isa - tag), tag, rest);
 		memcpy(tag, buf, sizeof(buf));
 	}
@@ -440,14 +450,19 @@ static int test_pack(void *arg, const npushm_tensor_t *t, const char *tag, void 
 	npt_tensor_t *w = NULL;
 	npt_status_t s;
 
-	if (mode == PACK_FOREIGN) {
+	char real[NPT_PACK_TAG_MAX];
+	size_t n;
+
+	if (mode == PACK_FOREIGN || mode == PACK_ALIEN) {
 		memset(dst, 0xff, nbytes);
 		return 0;
 	}
 	s = npt_tensor_from_data((void *)t->data, NPT_F32, 2, t->shape, NULL, NPT_BORROW_READONLY,
 				 NULL, NULL, &w);
+	if (!s && mode == PACK_FOREIGN_REAL)	/* the bytes of this CPU's own layout */
+		s = npt_pack_query(NPT_F32, t->shape[0], t->shape[1], real, sizeof(real), &n);
 	if (!s)
-		s = npt_pack_weight(w, tag, dst, nbytes);
+		s = npt_pack_weight(w, mode == PACK_FOREIGN_REAL ? real : tag, dst, nbytes);
 	npt_tensor_free(w);
 	if (s) {
 		snprintf(why, why_size, "%s", npt_last_error());
@@ -513,6 +528,20 @@ static double max_rel_diff(const float *a, const float *b, size_t n)
 	return err / (mag + 1e-30);
 }
 
+/* run @b on the fixture's batch at the default thread count: 0 when its
+ * outputs are bitwise the plain engine's (@hidden, @pooled) */
+static int same_bits_as_plain(npbert_t *b, const float *hidden, const float *pooled)
+{
+	static float h[PB * PS * PH], p[PB * PH];
+	int64_t ids[PB * PS];
+	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
+
+	fill_ids(ids);
+	if (npt_set_num_threads(0) || npbert_run(b, &in, h, p))
+		return -1;
+	return memcmp(h, hidden, sizeof(h)) || memcmp(p, pooled, sizeof(p));
+}
+
 /* read packed in place: same results, private memory does not grow by the weights */
 TEST_F(packed, read_in_place_with_the_plain_results)
 {
@@ -574,16 +603,12 @@ TEST_F(packed, foreign_layout_refused_and_plain_used)
 		return;
 	static const int mode = PACK_FOREIGN;
 	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
-	int64_t ids[PB * PS];
-	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
-	static float hidden[PB * PS * PH], pooled[PB * PH];
 	char name[96];
 	npushm_model_t *m;
 	npbert_t *b;
 	const char *why;
 	int used, total;
 
-	fill_ids(ids);
 	ASSERT_EQ(0, load_packed("big.safetensors", &pk, name, sizeof(name), &m, NULL));
 	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b));
 	why = npbert_packed_weights(b, &used, &total);
@@ -594,10 +619,7 @@ TEST_F(packed, foreign_layout_refused_and_plain_used)
 	ASSERT_NE(NULL, strstr(why, "avx2_vnni"));
 	ASSERT_NE(NULL, strstr(why, "plain weights are used"));
 	ASSERT_EQ(NULL, strchr(why, '\n'));
-	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
-	ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
-	ASSERT_EQ(0, memcmp(hidden, self->hidden, sizeof(hidden)));
-	ASSERT_EQ(0, memcmp(pooled, self->pooled, sizeof(pooled)));
+	ASSERT_EQ(0, same_bits_as_plain(b, self->hidden, self->pooled));
 	npbert_destroy(b);
 	npushm_model_detach(m);
 	unload(name);
@@ -641,6 +663,149 @@ TEST_F(packed, hash_covers_the_packed_bytes)
 	unload(n1);
 	unload(n2);
 	unload(n3);
+}
+
+/* packed only: one copy in the region, read in place, private memory at activation size */
+TEST_F(packed, packed_only_read_in_place_at_activation_memory)
+{
+	if (_metadata->skip)	/* the setup skipped: no packed layouts */
+		return;
+	static const int mode = PACK_REAL;
+	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
+	int64_t ids[PB * PS];
+	npbert_batch_t in = { PB, PS, ids, NULL, NULL };
+	static float hidden[PB * PS * PH], pooled[PB * PH];
+	uint64_t dense = 2ull * (4 * PH * PH + 2 * PH * 2048) * 4;
+	npushm_load_result_t rboth, ronly;
+	npushm_model_info_t plain, only;
+	char name[96], both[96];
+	npushm_model_t *m, *mb;
+	npbert_t *b;
+	npbert_memory_t mem;
+	long anon0, anon1, shm0, shm1;
+	int used, total;
+
+	fill_ids(ids);
+	ASSERT_EQ(0, load_flags("big.safetensors", &pk, NPUSHM_LOAD_PACKED_ONLY, name, sizeof(name),
+				&m, &ronly));
+	ASSERT_EQ(0, load_packed("big.safetensors", &pk, both, sizeof(both), &mb, &rboth));
+	npushm_model_info(self->plain, &plain);
+	npushm_model_info(m, &only);
+	TH_LOG("region: plain %llu kB, packed only %llu kB, packed and plain %llu kB",
+	       (unsigned long long)plain.region_size >> 10,
+	       (unsigned long long)only.region_size >> 10,
+	       (unsigned long long)rboth.region_size >> 10);
+	/* one copy of the weights: about the plain model's size, and another hash */
+	ASSERT_LT(only.region_size, plain.region_size + plain.region_size / 10);
+	ASSERT_LT(only.region_size + dense / 2, rboth.region_size);
+	ASSERT_NE(0, memcmp(ronly.hash, rboth.hash, 16));
+	ASSERT_NE(0, memcmp(ronly.hash, plain.hash, 16));
+	anon0 = smaps("Anonymous");
+	shm0 = smaps("Rss") - smaps("Anonymous");
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b)) {
+		TH_LOG("%s", npbert_last_error());
+	}
+	ASSERT_EQ(NULL, npbert_packed_weights(b, &used, &total)) {
+		TH_LOG("%s", npbert_packed_weights(b, NULL, NULL));
+	}
+	ASSERT_EQ(13, total);
+	ASSERT_EQ(13, used);
+	for (int threads = 1; threads <= 2; threads++) {
+		ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
+		ASSERT_EQ(NPBERT_OK, npbert_run(b, &in, hidden, pooled));
+		double eh = max_rel_diff(hidden, self->hidden, PB * PS * PH);
+		double ep = max_rel_diff(pooled, self->pooled, PB * PH);
+
+		TH_LOG("%d threads: packed only vs plain, hidden %.2g, pooled %.2g of the largest",
+		       threads, eh, ep);
+		ASSERT_TRUE(eh < 1e-5 && ep < 1e-5);
+	}
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
+	anon1 = smaps("Anonymous");
+	shm1 = smaps("Rss") - smaps("Anonymous");
+	npbert_get_memory(b, &mem);
+	TH_LOG("private +%ld kB, shared resident +%ld kB (dense weights %llu kB), workspace %llu kB",
+	       anon1 - anon0, shm1 - shm0, (unsigned long long)dense >> 10,
+	       (unsigned long long)mem.workspace_bytes >> 10);
+	ASSERT_LE((long)(dense * 9 / 10 / 1024), shm1 - shm0);
+	ASSERT_GT((long)(dense / 2 / 1024), anon1 - anon0);
+	/* a program that reads plain tensors only is refused, naming the layout */
+	{
+		npushm_model_t *m2;
+		npushm_tensor_t t;
+
+		ASSERT_EQ(NPUSHM_OK, npushm_model_attach(name, &m2));
+		ASSERT_EQ(NPUSHM_ERR_UNSUPPORTED,
+			  npushm_model_tensor_find(m2, "pooler.dense.weight", &t));
+		ASSERT_NE(NULL, strstr(npushm_last_error(), "--packed-only"));
+		npushm_model_detach(m2);
+	}
+	npbert_destroy(b);
+	npushm_model_detach(m);
+	npushm_model_detach(mb);
+	unload(name);
+	unload(both);
+}
+
+/* packed only, a layout another CPU made: said in one line, unpacked privately, the plain bits */
+TEST_F(packed, packed_only_foreign_layout_unpacked_privately)
+{
+	if (_metadata->skip)	/* the setup skipped: no packed layouts */
+		return;
+	static const int mode = PACK_FOREIGN_REAL;
+	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
+	uint64_t dense = 2ull * (4 * PH * PH + 2 * PH * 2048) * 4;
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b;
+	const char *why;
+	long anon0, anon1;
+	int used, total;
+
+	ASSERT_EQ(0, load_flags("big.safetensors", &pk, NPUSHM_LOAD_PACKED_ONLY, name, sizeof(name),
+				&m, NULL));
+	anon0 = smaps("Anonymous");
+	ASSERT_EQ(NPBERT_OK, npbert_create(m, NULL, &b)) {
+		TH_LOG("%s", npbert_last_error());
+	}
+	anon1 = smaps("Anonymous");
+	why = npbert_packed_weights(b, &used, &total);
+	ASSERT_NE(NULL, why);
+	TH_LOG("%s", why);
+	TH_LOG("private +%ld kB for %llu kB of dense weights", anon1 - anon0,
+	       (unsigned long long)dense >> 10);
+	ASSERT_EQ(13, total);
+	ASSERT_EQ(0, used);
+	ASSERT_NE(NULL, strstr(why, "unpacked into this process's memory"));
+	ASSERT_NE(NULL, strstr(why, "avx2_vnni"));
+	ASSERT_EQ(NULL, strchr(why, '\n'));
+	ASSERT_LE((long)(dense / 2 / 1024), anon1 - anon0);	/* the private copy */
+	ASSERT_EQ(0, same_bits_as_plain(b, self->hidden, self->pooled));
+	npbert_destroy(b);
+	npushm_model_detach(m);
+	unload(name);
+}
+
+/* packed only, a layout of a library the engine does not know: refused, nothing read */
+TEST_F(packed, packed_only_unreadable_layout_refused)
+{
+	if (_metadata->skip)	/* the setup skipped: no packed layouts */
+		return;
+	static const int mode = PACK_ALIEN;
+	const npushm_packer_t pk = { test_pack_size, test_pack, (void *)&mode };
+	char name[96];
+	npushm_model_t *m;
+	npbert_t *b = NULL;
+
+	ASSERT_EQ(0, load_flags("big.safetensors", &pk, NPUSHM_LOAD_PACKED_ONLY, name, sizeof(name),
+				&m, NULL));
+	ASSERT_EQ(NPBERT_ERR_LAYOUT, npbert_create(m, NULL, &b));
+	TH_LOG("%s", npbert_last_error());
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "alien-1.0/any/f32/"));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "without --packed-only"));
+	ASSERT_EQ(NULL, b);
+	npushm_model_detach(m);
+	unload(name);
 }
 
 TEST_HARNESS_MAIN

@@ -40,7 +40,9 @@
  * the other post-ops are right.
  *
  * Contracts: called under the evaluation lock (one GEMM at a time; each
- * thread's cache has its own lock anyway). A and B have a unit stride in
+ * thread's cache has its own lock anyway). B may be NULL with packed
+ * weights that have no plain copy (never with OpenBLAS: such weights exist
+ * only where oneDNN runs). A and B have a unit stride in
  * one dimension and a leading dimension >= the other (what cblas accepts);
  * C is row-major with ldc >= N; bias is N contiguous floats or NULL;
  * M, N, K > 0.
@@ -698,6 +700,36 @@ NPT_API const char *npt_gemm_self_check(void)
 	return gemm_check[0] ? gemm_check : NULL;
 }
 
+/*
+ * oneDNN would not take a weight that has no plain copy (npt_tensor_from_packed)
+ * for this product: its blocked kernels want unit-stride input rows, so
+ * strided rows (hidden[:, 0, :]) are copied together and the product tried
+ * again; anything else is refused.
+ */
+static npt_status_t packed_only(const npt_gemm_t *g)
+{
+	npt_gemm_t rows = *g;
+	npt_status_t st;
+	float *a;
+
+	if ((!g->ta && g->lda == g->K) || g->aq || g->abf)
+		return npt_fail(NPT_E_UNSUPPORTED, "gemm: oneDNN has no kernel for a [%lld, %lld] x "
+				"[%lld, %lld] product with this packed weight, and the weight has "
+				"no plain copy to fall back on", (long long)g->M, (long long)g->K,
+				(long long)g->K, (long long)g->N);
+	if (!(a = malloc((size_t)(g->M * g->K) * sizeof(float))))
+		return npt_fail(NPT_E_NOMEM, "gemm: out of memory for the input rows");
+	for (int64_t m = 0; m < g->M; m++)
+		for (int64_t k = 0; k < g->K; k++)
+			a[m * g->K + k] = g->ta ? g->a[k * g->lda + m] : g->a[m * g->lda + k];
+	rows.a = a;
+	rows.lda = g->K;
+	rows.ta = 0;
+	st = npt_gemm_f32(&rows);
+	free(a);
+	return st;
+}
+
 npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 {
 	int threads = npt_pool_threads();
@@ -737,6 +769,8 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 		run_blas(g);
 		return NPT_OK;
 	}
+	if (!g->b)
+		return packed_only(g);
 	/* oneDNN would not take the packed layout for this product: the plain weight */
 	npt_log(NPT_LOG_INFO, "gemm: oneDNN has no kernel for the packed weight in a [%lld, %lld] "
 		"x [%lld, %lld] product; using the plain weight", (long long)g->M,

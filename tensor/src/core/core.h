@@ -110,6 +110,7 @@ struct npt_tensor {
 	void *packed_md;      /* its oneDNN memory descriptor (owned) */
 	const float *packed_scales; /* int8 layouts: the N weight scales, else NULL */
 	int packed_dt;        /* NPT_F32, NPT_BF16 or NPT_I8 when packed */
+	int packed_only;      /* npt_tensor_from_packed: no plain elements to read */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];
 };
@@ -121,6 +122,9 @@ NPT_HIDDEN void npt_node_free(npt_node_t *n);
 /* lazy @t, evaluated into its buffer: its node (and the node's hold on its
  * inputs) goes, it leaves the list of live lazy tensors */
 NPT_HIDDEN void npt_tensor_settle(npt_tensor_t *t);
+/* NPT_E_UNSUPPORTED for @op reading the elements of @t, a weight that
+ * exists only in its packed layout (npt_tensor_from_packed) */
+NPT_HIDDEN npt_status_t npt_plain_refused(const char *op, const npt_tensor_t *t);
 /* the live lazy tensors, not fused in evaluation @epoch (0: none), one of
  * whose node's inputs reads memory overlapping @w's buffer; retained, or NULL */
 NPT_HIDDEN npt_tensor_t *npt_lazy_reader_of(const npt_tensor_t *w, uint64_t epoch);

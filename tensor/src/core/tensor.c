@@ -293,3 +293,10 @@ NPT_API bool npt_tensor_shares_buffer(const npt_tensor_t *a, const npt_tensor_t 
 	return a && b && a->buf && a->buf == b->buf;
 }
 
+npt_status_t npt_plain_refused(const char *op, const npt_tensor_t *t)
+{
+	return npt_fail(NPT_E_UNSUPPORTED, "%s: this [%lld, %lld] weight exists only in its packed "
+			"layout (npt_tensor_from_packed): npt_linear reads it as its weight, nothing "
+			"else can read its elements (unpack it with npt_unpack_weight)", op,
+			(long long)t->shape[0], (long long)t->shape[1]);
+}

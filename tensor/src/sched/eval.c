@@ -103,6 +103,10 @@ static npt_status_t plan_prog(npt_tensor_t *root, npt_prog_t *p, uint64_t epoch)
 
 		if ((s = npt_eval_locked(l)))
 			break;
+		if (l->packed_only) {
+			s = npt_plain_refused(npt_op_name(root->node->op), l);
+			break;
+		}
 		if (npt_cfg_expand_mode() != NPT_EXPAND_MATERIALIZE ||
 		    (l->ndim == root->ndim && !memcmp(l->shape, root->shape,
 						      l->ndim * sizeof(int64_t)))) {
@@ -161,9 +165,12 @@ static npt_status_t reduce_input(npt_tensor_t *x, npt_prog_t *p)
 
 	if (x->node && x->node->kind == NPT_NODE_EW)
 		return plan_prog(x, p, npt_eval_epoch());
-	if (!(s = npt_eval_locked(x)))
-		npt_prog_single(p, x);
-	return s;
+	if ((s = npt_eval_locked(x)))
+		return s;
+	if (x->packed_only)
+		return npt_plain_refused("reduce", x);
+	npt_prog_single(p, x);
+	return NPT_OK;
 }
 
 static npt_status_t dispatch(const npt_kcall_t *k)
@@ -192,7 +199,7 @@ static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 	if (t->node->kind == NPT_NODE_REDUCE) {
 		npt_tensor_t *x = t->node->in[0];
 
-		if (!(p = malloc(sizeof(*p))))
+		if (!(p = calloc(1, sizeof(*p))))
 			return npt_fail(NPT_E_NOMEM, "reduce: out of memory");
 		k.node = t->node;
 		k.prologue = p;
@@ -422,6 +429,8 @@ NPT_API npt_status_t npt_tensor_data(npt_tensor_t *t, void **ptr)
 		return npt_fail(NPT_E_INVAL, "data: NULL argument");
 	if ((s = npt_tensor_eval(t)))
 		return s;
+	if (t->packed_only)
+		return npt_plain_refused("data", t);
 	*ptr = npt_tensor_ptr(t);
 	return NPT_OK;
 }

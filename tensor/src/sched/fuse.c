@@ -269,13 +269,13 @@ static void assign_slots(npt_prog_t *p)
 
 npt_status_t npt_fuse_plan(npt_tensor_t *root, npt_prog_t *p, uint64_t epoch)
 {
-	builder_t *b = calloc(1, sizeof(*b));
+	builder_t *b;
 	npt_status_t s;
 	int reg;
 
-	if (!b)
-		return npt_fail(NPT_E_NOMEM, "out of memory compiling a fused chain");
 	memset(p, 0, offsetof(npt_prog_t, ins));
+	if (!(b = calloc(1, sizeof(*b))))
+		return npt_fail(NPT_E_NOMEM, "out of memory compiling a fused chain");
 	b->p = p;
 	b->root = root;
 	b->epoch = epoch;

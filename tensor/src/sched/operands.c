@@ -19,10 +19,12 @@
 
 npt_status_t npt_sched_copy_into(npt_tensor_t *src, npt_tensor_t *out)
 {
-	npt_prog_t *p = malloc(sizeof(*p));
+	npt_prog_t *p;
 	npt_status_t s;
 
-	if (!p)
+	if (src->packed_only)
+		return npt_plain_refused("copy", src);
+	if (!(p = malloc(sizeof(*p))))
 		return npt_fail(NPT_E_NOMEM, "copy: out of memory");
 	npt_prog_single(p, src);
 	s = npt_run_prog(p, "copy", out->ndim, out->shape, out);
@@ -64,6 +66,10 @@ static const char *kind_name(npt_node_kind_t kind)
 	case NPT_NODE_MATMUL: return "matmul";
 	case NPT_NODE_LINEAR: return "linear";
 	case NPT_NODE_ATTENTION: return "attention";
+	case NPT_NODE_ARGMAX: return "argmax";
+	case NPT_NODE_SOFTMAX: return "softmax";
+	case NPT_NODE_LAYERNORM: return "layernorm";
+	case NPT_NODE_TAKE: return "take";
 	default: return "op";
 	}
 }
@@ -81,6 +87,8 @@ npt_status_t npt_kcall_inputs(npt_tensor_t *t, npt_kcall_t *k)
 		npt_dtype_t dt = in ? in->dtype : NPT_F32;
 		npt_operand_t need = in ? operand_need(t, i, in, &dt, &what) : NPT_OPERAND_AS_IS;
 
+		if (in && in->packed_only && !(t->node->kind == NPT_NODE_LINEAR && i == 1))
+			return npt_plain_refused(op, in);
 		if (need == NPT_OPERAND_AS_IS) {
 			k->in[i] = npt_tensor_retain(in);
 			continue;
