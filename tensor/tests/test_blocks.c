@@ -20,6 +20,12 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
+
+/* Each test packs and multiplies BERT-sized weights at 1 and 2 threads: on a
+ * shared 2-core machine under load (or under ASan) that can take longer than
+ * the harness's 30 s; the limit only catches hangs. */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 180
 #include "nptensor.h"
 
 static uint64_t rng_state = 88172645463325252ull;
@@ -489,16 +495,22 @@ static double bf16_round(float v)
 	return r;
 }
 
-/* largest |a - b| of two evaluated float32 tensors of one shape */
+/* largest |a - b| of two float tensors of one shape, compared in float32
+ * (exact for f16 and bf16); NaN if either holds a NaN */
 static double max_abs_diff(npt_tensor_t *a, npt_tensor_t *b)
 {
+	npt_tensor_t *fa = NULL, *fb = NULL;
 	float *pa, *pb;
 	double worst = 0;
 
-	npt_tensor_data(a, (void **)&pa);
-	npt_tensor_data(b, (void **)&pb);
-	for (int64_t i = 0; i < npt_tensor_numel(a); i++)
-		worst = fmax(worst, fabs((double)pa[i] - pb[i]));
+	if (npt_tensor_cast(a, NPT_F32, &fa) || npt_tensor_cast(b, NPT_F32, &fb) ||
+	    npt_tensor_data(fa, (void **)&pa) || npt_tensor_data(fb, (void **)&pb))
+		worst = NAN;
+	for (int64_t i = 0; worst == 0 && i < npt_tensor_numel(a); i++)
+		worst = pa[i] != pa[i] || pb[i] != pb[i] ? NAN :
+			fmax(worst, fabs((double)pa[i] - pb[i]));
+	npt_tensor_free(fa);
+	npt_tensor_free(fb);
 	return worst;
 }
 
@@ -620,6 +632,89 @@ TEST(weights_packed_only_read_in_place_or_unpacked)
 	npt_tensor_free(w);
 	npt_tensor_free(x);
 	npt_tensor_free(b);
+}
+
+/*
+ * bias + residual + LayerNorm in one pass: layernorm (and softmax) of a lazy
+ * elementwise chain computes the chain row by row inside its kernel, so only
+ * the output is allocated; the result is bitwise the unfused one (the chain
+ * evaluated into a tensor first, then normalised), for f32 and f16, any
+ * thread count, a broadcast bias, a strided residual and rows longer than a
+ * block.
+ */
+TEST(layernorm_and_softmax_fuse_their_elementwise_input)
+{
+	static const int64_t shapes[3][2] = { { 33, 768 }, { 7, 5000 }, { 1, 1 } };
+	static const npt_dtype_t dts[2] = { NPT_F32, NPT_F16 };
+
+	for (int si = 0; si < 3; si++) {
+		for (int di = 0; di < 2; di++) {
+			int64_t T = shapes[si][0], H = shapes[si][1], th[2] = { T, H };
+			int64_t h[1] = { H }, t2h[2] = { T, 2 * H };
+			npt_tensor_t *y0 = randn(2, th), *wide = randn(2, t2h), *bias = randn(1, h);
+			npt_tensor_t *g = randn(1, h), *b = randn(1, h), *y, *resid, *rs, *b0 = bias;
+			npt_stats_t st;
+
+			ASSERT_NE(NULL, b);
+			ASSERT_EQ(NPT_OK, npt_tensor_cast(y0, dts[di], &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			ASSERT_EQ(NPT_OK, npt_tensor_cast(b0, dts[di], &bias));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(bias));
+			npt_tensor_free(b0);
+			/* a strided residual: every other column of a wider tensor */
+			ASSERT_EQ(NPT_OK, npt_tensor_slice(wide, 1, 0, 2 * H, 2, &rs));
+			ASSERT_EQ(NPT_OK, npt_tensor_cast(rs, dts[di], &resid));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(resid));
+			for (int threads = 1; threads <= 2; threads++) {
+				npt_tensor_t *s1, *s2, *ln, *ln0, *sm, *sm0, *sum;
+
+				ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
+				/* unfused: the chain into a tensor, then the row ops */
+				ASSERT_EQ(NPT_OK, npt_add(y, bias, &s1));
+				ASSERT_EQ(NPT_OK, npt_add(s1, resid, &sum));
+				ASSERT_EQ(NPT_OK, npt_tensor_eval(sum));
+				ASSERT_EQ(NPT_OK, npt_layernorm(sum, -1, g, b, 1e-12, &ln0));
+				ASSERT_EQ(NPT_OK, npt_softmax(sum, -1, &sm0));
+				ASSERT_EQ(NPT_OK, npt_tensor_eval(ln0));
+				ASSERT_EQ(NPT_OK, npt_tensor_eval(sm0));
+				npt_tensor_free(sum);
+				/* fused: one pass, only the output allocated */
+				ASSERT_EQ(NPT_OK, npt_add(s1, resid, &s2));
+				ASSERT_EQ(NPT_OK, npt_layernorm(s2, -1, g, b, 1e-12, &ln));
+				npt_tensor_free(s2);
+				npt_stats_reset();
+				ASSERT_EQ(NPT_OK, npt_tensor_eval(ln));
+				npt_stats_get(&st);
+				ASSERT_EQ((uint64_t)(T * H) * npt_dtype_size(npt_tensor_dtype(ln)),
+					  st.os_bytes + st.reused_bytes + st.inplace_bytes);
+				ASSERT_EQ(0, st.materialized_bytes);
+				ASSERT_EQ(0.0, max_abs_diff(ln, ln0)) {
+					TH_LOG("layernorm [%lld, %lld] %s, %d threads: fused differs",
+					       (long long)T, (long long)H, npt_dtype_name(dts[di]),
+					       threads);
+				}
+				ASSERT_EQ(NPT_OK, npt_add(s1, resid, &s2));
+				ASSERT_EQ(NPT_OK, npt_softmax(s2, -1, &sm));
+				npt_tensor_free(s2);
+				ASSERT_EQ(NPT_OK, npt_tensor_eval(sm));
+				ASSERT_EQ(0.0, max_abs_diff(sm, sm0));
+				npt_tensor_free(s1);
+				npt_tensor_free(ln);
+				npt_tensor_free(ln0);
+				npt_tensor_free(sm);
+				npt_tensor_free(sm0);
+			}
+			npt_tensor_free(y0);
+			npt_tensor_free(y);
+			npt_tensor_free(wide);
+			npt_tensor_free(rs);
+			npt_tensor_free(resid);
+			npt_tensor_free(bias);
+			npt_tensor_free(g);
+			npt_tensor_free(b);
+		}
+	}
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
 }
 
 /*

@@ -9,7 +9,8 @@
  *   Q, K, V  = linear(x, W[qkv] slice, b slice)          [T, Hl]
  *   context  = attention(Q4, K4, V4, mask bias, 1/sqrt(d)) [B, S, hl, d] = [T, Hl]
  *   part     = linear(context, Wo column slice, bo on rank 0); AllReduce
- *   h1       = LayerNorm(part + x)
+ *   h1       = LayerNorm(part + x)                        (one pass: the sum is
+ *                                                         LayerNorm's prologue)
  *   inter    = linear(h1, Wi slice, bi slice, GELU)       [T, Fl]
  *   part     = linear(inter, Wd column slice, bd on rank 0); AllReduce
  *   x        = LayerNorm(part + h1)
@@ -203,15 +204,20 @@ static npbert_status_t attention(struct npbert *e, const npb_layer_t *w, views_t
 	return st;
 }
 
+/* out = LayerNorm(part + resid) in one pass: the sum is layernorm's prologue,
+ * computed row by row in its kernel (the dense layer's bias was its GEMM's
+ * post-op), never stored */
 static npbert_status_t add_norm(struct npbert *e, views_t *v, npt_tensor_t *resid,
 				npt_tensor_t *g, npt_tensor_t *bias, npt_tensor_t *out)
 {
+	npt_tensor_t *sum = NULL;
+	npt_status_t s = npt_add(v->part2, resid, &sum);
 	npbert_status_t st;
 	double t0 = now();
 
-	if (!(st = EVAL(npt_add(v->part2, resid, &o_), v->part2, "residual")))
-		st = EVAL(npt_layernorm(v->part2, -1, g, bias, e->cfg.layer_norm_eps, &o_), out,
-			  "LayerNorm");
+	st = EVAL(s ? s : npt_layernorm(sum, -1, g, bias, e->cfg.layer_norm_eps, &o_), out,
+		  "residual + LayerNorm");
+	npt_tensor_free(sum);
 	e->prof.elementwise += now() - t0;
 	return st;
 }

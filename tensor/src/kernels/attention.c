@@ -7,8 +7,8 @@
  * Each batch entry (for a transformer: one sequence and one head) is one
  * task: its scores [Sq, Sk] are computed by one single-threaded GEMM
  * (gemm.c's npt_gemm_f32_here: oneDNN on one thread, the scale as its
- * post-op, else OpenBLAS's sgemm) into a
- * per-thread scratch block that stays in L1/L2, biased (the additive mask),
+ * post-op, else OpenBLAS's sgemm) into the thread's scratch block (kept
+ * from one call to the next) that stays in L1/L2, biased (the additive mask),
  * turned into probabilities in place (row max, vectorised exp and sum from
  * act_vec.c, one division per element) and multiplied by v straight into the
  * output, so no [batch, heads, Sq, Sk] tensor is ever written to memory.
@@ -182,7 +182,8 @@ static void one(attn_job_t *j, int64_t bi, float *sc, int tid)
 static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
 {
 	attn_job_t *j = arg;
-	float *sc = malloc((size_t)(j->Sq * j->Sk > 0 ? j->Sq * j->Sk : 1) * sizeof(float));
+	float *sc = npt_thread_scratch(NPT_TLS_SCORES,
+				       (size_t)(j->Sq * j->Sk > 0 ? j->Sq * j->Sk : 1) * sizeof(float));
 	int64_t bi;
 
 	(void)begin;
@@ -193,7 +194,6 @@ static void attn_task(void *arg, int64_t begin, int64_t end, int tid)
 	}
 	while ((bi = atomic_fetch_add(&j->next, 1)) < j->nb)
 		one(j, bi, sc, tid);
-	free(sc);
 }
 
 npt_status_t npt_run_attention(const npt_kcall_t *kc)

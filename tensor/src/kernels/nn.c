@@ -4,7 +4,9 @@
  * nn.c - softmax and layernorm along one axis (fusion boundaries).
  *
  * Each row along the axis is gathered into an f32 (f16/bf16/f32 inputs) or
- * f64 buffer, processed there (it fits in L1 for typical widths such as
+ * f64 buffer (or computed into it: a lazy elementwise input, such as a
+ * residual sum, comes as the scheduler's prologue program and is evaluated
+ * row by row here, never stored), processed there (it fits in L1 for typical widths such as
  * 768) and written once: softmax = exp(x - max) / sum; layernorm =
  * (x - mean) / sqrt(var + eps) * weight + bias with the biased variance from
  * a second pass over the row. Rows are split across threads.
@@ -20,7 +22,11 @@
 #include <string.h>
 
 typedef struct {
-	npt_tensor_t *x, *w, *b, *dst;
+	npt_tensor_t *x, *w, *b, *dst; /* x NULL: the input is the prologue p */
+	const npt_prog_t *p;
+	npt_dtype_t xdt;
+	int64_t lo[NPT_PROG_MAX_LEAVES][NPT_MAX_DIMS]; /* the leaves' outer strides */
+	int64_t ls[NPT_PROG_MAX_LEAVES];               /* and strides along the axis */
 	int axis;
 	double eps;
 	npt_dtype_t rt;
@@ -31,7 +37,7 @@ typedef struct {
 	int w_const, b_const;
 	float *wrow, *brow; /* f32 rows when constant across rows (rt f32) */
 	double *wrowd, *browd;
-	atomic_int nomem;
+	atomic_int nomem, value_error;
 } row_job_t;
 
 #define SUM16(T, NAME)                                                 \
@@ -110,35 +116,44 @@ NORM(double, norm_d)
 SOFTMAX(float, softmax_f, expf)
 SOFTMAX(double, softmax_d, exp)
 
-static void setup(row_job_t *j, const npt_kcall_t *k)
+static void setup(row_job_t *j, const npt_kcall_t *k, npt_space_t *sp)
 {
 	const npt_node_t *n = k->node;
 	npt_tensor_t *dst = k->out;
 	int64_t ws[NPT_MAX_DIMS] = { 0 }, bs[NPT_MAX_DIMS] = { 0 };
+	const npt_prog_t *p = k->prologue;
+	int xnd = p ? k->in_ndim : k->in[0]->ndim;
+	const int64_t *xshape = p ? k->in_shape : k->in[0]->shape;
 
-	j->x = k->in[0];
+	j->x = p ? NULL : k->in[0];
+	j->p = p;
+	j->xdt = p ? p->out_dtype : j->x->dtype;
 	j->w = k->nin > 1 ? k->in[1] : NULL;
 	j->b = k->nin > 2 ? k->in[2] : NULL;
 	j->dst = dst;
 	j->axis = n->axis;
 	j->eps = n->eps;
-	j->rt = npt_rt(j->x->dtype);
+	j->rt = npt_rt(j->xdt);
 	if (j->w)
-		npt_broadcast_strides(j->w, j->x->ndim, j->x->shape, ws);
+		npt_broadcast_strides(j->w, xnd, xshape, ws);
 	if (j->b)
-		npt_broadcast_strides(j->b, j->x->ndim, j->x->shape, bs);
+		npt_broadcast_strides(j->b, xnd, xshape, bs);
+	if (p)
+		npt_prog_space(p, xnd, xshape, sp);
 	j->w_const = j->b_const = 1;
-	for (int d = 0; d < j->x->ndim; d++) {
+	for (int d = 0; d < xnd; d++) {
 		if (d == j->axis)
 			continue;
-		j->oshape[j->ond] = j->x->shape[d];
-		j->xo[j->ond] = j->x->strides[d];
+		j->oshape[j->ond] = xshape[d];
+		j->xo[j->ond] = p ? 0 : j->x->strides[d];
+		for (int l = 0; p && l < p->nleaf; l++)
+			j->lo[l][j->ond] = sp->strides[l][d];
 		j->wo[j->ond] = ws[d];
 		j->bo[j->ond] = bs[d];
 		j->doff[j->ond] = dst->strides[d];
-		if (ws[d] && j->x->shape[d] > 1)
+		if (ws[d] && xshape[d] > 1)
 			j->w_const = 0;
-		if (bs[d] && j->x->shape[d] > 1)
+		if (bs[d] && xshape[d] > 1)
 			j->b_const = 0;
 		j->ond++;
 	}
@@ -147,8 +162,10 @@ static void setup(row_job_t *j, const npt_kcall_t *k)
 		j->xs = j->ds = 1;
 		return;
 	}
-	j->len = j->x->shape[j->axis];
-	j->xs = j->x->strides[j->axis];
+	j->len = xshape[j->axis];
+	j->xs = p ? 0 : j->x->strides[j->axis];
+	for (int l = 0; p && l < p->nleaf; l++)
+		j->ls[l] = sp->strides[l][j->axis];
 	j->ws = ws[j->axis];
 	j->bs = bs[j->axis];
 	j->ds = dst->strides[j->axis];
@@ -159,7 +176,7 @@ static void row_ptrs(row_job_t *j, int64_t o, const char **xp, const char **wp, 
 {
 	int64_t rem = o;
 
-	*xp = npt_tensor_ptr(j->x);
+	*xp = j->x ? npt_tensor_ptr(j->x) : NULL;
 	*dp = npt_tensor_ptr(j->dst);
 	*wp = j->w ? npt_tensor_ptr(j->w) : NULL;
 	*bp = j->b ? npt_tensor_ptr(j->b) : NULL;
@@ -167,7 +184,7 @@ static void row_ptrs(row_job_t *j, int64_t o, const char **xp, const char **wp, 
 		int64_t i = rem % j->oshape[d];
 
 		rem /= j->oshape[d];
-		*xp += i * j->xo[d] * (int64_t)npt_dtype_size(j->x->dtype);
+		*xp += i * j->xo[d] * (int64_t)npt_dtype_size(j->xdt);
 		*dp += i * j->doff[d] * (int64_t)npt_dtype_size(j->dst->dtype);
 		if (j->w)
 			*wp += i * j->wo[d] * (int64_t)npt_dtype_size(j->w->dtype);
@@ -184,14 +201,50 @@ static void *load_row(row_job_t *j, npt_tensor_t *src, const char *p, int64_t st
 	return buf;
 }
 
+/* row @o of the input computed by the prologue into @buf, block by block in
+ * the thread's @blocks; NULL on a value error */
+static void *prologue_row(row_job_t *j, int64_t o, char *blocks, char *buf)
+{
+	const npt_prog_t *p = j->p;
+	npt_dtype_t vt = p->reg_rt[p->out_reg];
+	size_t esz = npt_dtype_size(j->rt);
+	char *lp[NPT_PROG_MAX_LEAVES], *ptr[NPT_PROG_MAX_LEAVES];
+	int64_t rem = o;
+
+	for (int l = 0; l < p->nleaf; l++)
+		lp[l] = npt_tensor_ptr(p->leaf[l]);
+	for (int d = j->ond - 1; d >= 0; d--) {
+		int64_t i = rem % j->oshape[d];
+
+		rem /= j->oshape[d];
+		for (int l = 0; l < p->nleaf; l++)
+			lp[l] += i * j->lo[l][d] * (int64_t)npt_dtype_size(p->leaf[l]->dtype);
+	}
+	for (int64_t s = 0; s < j->len; s += p->block) {
+		int64_t n = j->len - s < p->block ? j->len - s : p->block;
+		int scalar;
+
+		for (int l = 0; l < p->nleaf; l++)
+			ptr[l] = lp[l] + s * j->ls[l] * (int64_t)npt_dtype_size(p->leaf[l]->dtype);
+		const void *v = npt_block_run(blocks, p, n, ptr, j->ls, NULL, 0, &scalar);
+
+		if (!v)
+			return NULL;
+		npt_conv(vt, j->rt)(n, buf + (size_t)s * esz, 1, v, scalar ? 0 : 1);
+	}
+	return buf;
+}
+
 static void row_task(void *arg, int64_t begin, int64_t end, int tid, int softmax)
 {
 	row_job_t *j = arg;
 	size_t esz = npt_dtype_size(j->rt), rb = (size_t)j->len * esz + 64;
 	char *mem = malloc(rb * 4);
+	char *blocks = j->p ? npt_thread_scratch(NPT_TLS_BLOCK, npt_prog_block_bytes(j->p)) : NULL;
 
 	(void)tid;
-	if (!mem) {
+	if (!mem || (j->p && !blocks)) {
+		free(mem);
 		atomic_store(&j->nomem, 1);
 		return;
 	}
@@ -209,7 +262,12 @@ static void row_task(void *arg, int64_t begin, int64_t end, int tid, int softmax
 		char *dp;
 
 		row_ptrs(j, o, &xp, &wp, &bp, &dp);
-		void *x = load_row(j, j->x, xp, j->xs, xb);
+		void *x = j->p ? prologue_row(j, o, blocks, xb) : load_row(j, j->x, xp, j->xs, xb);
+
+		if (!x) {
+			atomic_store(&j->value_error, 1);
+			break;
+		}
 		void *y = direct ? (void *)dp : yb;
 
 		if (softmax) {
@@ -257,17 +315,24 @@ static void layernorm_task(void *arg, int64_t b, int64_t e, int tid)
 static npt_status_t run_rows(const npt_kcall_t *k, int softmax)
 {
 	row_job_t *j = calloc(1, sizeof(*j));
+	npt_space_t *sp = malloc(sizeof(*sp));
 
-	if (!j)
+	if (!j || !sp) {
+		free(j);
+		free(sp);
 		return npt_fail(NPT_E_NOMEM, "%s: out of memory", softmax ? "softmax" : "layernorm");
-	setup(j, k);
+	}
+	setup(j, k, sp);
+	free(sp);
 	int64_t rows = npt_numel(j->ond, j->oshape);
 
 	if (j->len > 0 && rows > 0)
 		npt_parallel_for(rows, 32768 / j->len + 1, softmax ? softmax_task : layernorm_task, j);
-	int nomem = atomic_load(&j->nomem);
+	int nomem = atomic_load(&j->nomem), value = atomic_load(&j->value_error);
 
 	free(j);
+	if (value)
+		return npt_value_error();
 	if (nomem)
 		return npt_fail(NPT_E_NOMEM, "%s: out of memory for row buffers",
 				softmax ? "softmax" : "layernorm");

@@ -8,9 +8,9 @@
  * chain planned (fuse.c), the chain's leaves materialised in order, and the
  * program run (kernels/ewise.c) into a fresh pooled buffer, or into the
  * buffer of a dead intermediate leaf of the same size (in-place planning).
- * Any other node has its inputs materialised first (a reduction's
- * elementwise input is planned as its prologue instead, computed block by
- * block), laid out as its kernel asks (operands.c), an output allocated,
+ * Any other node has its inputs materialised first (the elementwise input of
+ * a reduction, softmax or layernorm is planned as its prologue instead,
+ * computed block by block or row by row inside the kernel), laid out as its kernel asks (operands.c), an output allocated,
  * then its kernel called with those buffers. When t's node is freed its
  * inputs are released, so dead intermediates go back to the pool at once
  * and the next allocation in the same evaluation reuses them.
@@ -157,9 +157,25 @@ static npt_status_t eval_ew(npt_tensor_t *t)
 	return s;
 }
 
-/* a reduction's input as a program: its elementwise chain (computed block by
+/* does node @t read its input 0 as a prologue (an elementwise chain computed
+ * inside its kernel, never stored)? a reduction always (a plain read at
+ * least), softmax and layernorm when that input is a lazy elementwise chain */
+static int prologue_input(const npt_tensor_t *t)
+{
+	const npt_tensor_t *x = t->node->in[0];
+	int ew = x && x->node && x->node->kind == NPT_NODE_EW;
+
+	switch (t->node->kind) {
+	case NPT_NODE_REDUCE: return 1;
+	case NPT_NODE_SOFTMAX:
+	case NPT_NODE_LAYERNORM: return ew;
+	default: return 0;
+	}
+}
+
+/* a node's input 0 as a program: its elementwise chain (computed block by
  * block, never stored) or a plain read of the materialised input */
-static npt_status_t reduce_input(npt_tensor_t *x, npt_prog_t *p)
+static npt_status_t input_program(npt_tensor_t *x, npt_prog_t *p)
 {
 	npt_status_t s;
 
@@ -168,7 +184,7 @@ static npt_status_t reduce_input(npt_tensor_t *x, npt_prog_t *p)
 	if ((s = npt_eval_locked(x)))
 		return s;
 	if (x->packed_only)
-		return npt_plain_refused("reduce", x);
+		return npt_plain_refused("read", x);
 	npt_prog_single(p, x);
 	return NPT_OK;
 }
@@ -196,16 +212,18 @@ static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 	npt_prog_t *p = NULL;
 	npt_status_t s;
 
-	if (t->node->kind == NPT_NODE_REDUCE) {
+	if (prologue_input(t)) {
 		npt_tensor_t *x = t->node->in[0];
 
 		if (!(p = calloc(1, sizeof(*p))))
-			return npt_fail(NPT_E_NOMEM, "reduce: out of memory");
-		k.node = t->node;
+			return npt_fail(NPT_E_NOMEM, "out of memory");
 		k.prologue = p;
 		k.in_ndim = x->ndim;
 		k.in_shape = x->shape;
-		s = reduce_input(x, p);
+		if (!(s = input_program(x, p)) && (s = npt_kcall_inputs(t, &k)) == NPT_OK) {
+			npt_tensor_free(k.in[0]);	/* read through the prologue */
+			k.in[0] = NULL;
+		}
 	} else {
 		s = npt_kcall_inputs(t, &k);
 	}
@@ -243,8 +261,8 @@ static npt_status_t eval_inputs(npt_tensor_t *t)
 
 		if (!in)
 			continue;
-		if (t->node->kind == NPT_NODE_REDUCE && in->node && in->node->kind == NPT_NODE_EW)
-			continue;
+		if (i == 0 && prologue_input(t) && in->node)
+			continue;	/* computed inside the kernel (run_boundary) */
 		if ((s = npt_eval_locked(in)))
 			return s;
 	}
