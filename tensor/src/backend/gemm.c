@@ -23,7 +23,8 @@
  * Threads: with more than one, the library's pool splits the output's
  * columns into panels of GEMM_NBLK (rows, with packed weights) and each
  * thread runs oneDNN on one OpenMP thread over its range (NPT_GEMM_OMP=1:
- * one primitive on OpenMP with all the threads instead). K is never split, but oneDNN may pick
+ * one primitive on OpenMP with all the threads instead); a product too
+ * small to split runs on one thread. K is never split, but oneDNN may pick
  * another kernel for a panel than for the whole product, so results can
  * differ in the last bits between thread counts.
  *
@@ -747,6 +748,8 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
 	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
 	 * threads instead, to compare. Products with packed weights split rows.
+	 * A product too small to split runs on the calling thread alone (never
+	 * on OpenMP's threads, whose barriers stall behind a descheduled one).
 	 */
 	if (threads > 1 && !gemm_omp && (g->packed ? g->M >= 2 * GEMM_MROWS :
 					 g->N >= 2 * GEMM_NBLK)) {
@@ -760,7 +763,7 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 			return j.st;
 		if (!atomic_load(&j.blas))
 			return NPT_OK;
-	} else if ((c = cache_of(0)) && !run_one(c, g, threads, &st)) {
+	} else if ((c = cache_of(0)) && !run_one(c, g, gemm_omp ? threads : 1, &st)) {
 		if (!st && g->aq)
 			s8_epilogue(g, 0, g->M);
 		return st;

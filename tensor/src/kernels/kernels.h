@@ -99,6 +99,9 @@ NPT_HIDDEN npt_status_t npt_run_prog(const npt_prog_t *p, const char *opname, in
 /* ---- quant.c: q = round(x / scale[m]) per row, scale[m] = max |x[m, :]| / 127 ---- */
 NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx,
 				     int8_t *q, float *scale);
+/* h [M, K] = x rounded to bfloat16 (nearest even), rows threaded */
+NPT_HIDDEN void npt_round_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx,
+				    uint16_t *h);
 
 /* ---- the node kernels ----
  * The scheduler hands each one the node's parameters, the node's inputs

@@ -162,8 +162,7 @@ npt_status_t npt_run_linear(const npt_kcall_t *k)
 				goto out;
 			}
 			g.abf = (const uint16_t *)qbuf;
-			for (int64_t r = 0; r < M; r++)
-				npt_conv(NPT_F32, NPT_BF16)(K, qbuf + r * K * 2, 1, g.a + r * lda, 1);
+			npt_round_rows_bf16(g.a, M, K, lda, (uint16_t *)qbuf);
 		}
 		s = npt_gemm_f32(&g);
 	}

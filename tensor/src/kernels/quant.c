@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * quant.c - dynamic int8 quantisation of a linear layer's input, per row:
+ * quant.c - a linear layer's input in the precision of its packed weights,
+ * per row, threaded and vectorised. int8: dynamic quantisation,
  * scale[m] = max_k |x[m, k]| / 127 (1 for a row of zeros), q = round(x /
  * scale) in [-127, 127], round half to even (nearbyintf in the default
  * rounding mode). The product then accumulates q against the int8 weights
@@ -10,11 +11,13 @@
  * Contracts: x is M rows of K floats, row stride ldx, unit column stride;
  * q is M * K bytes, row-major; rows are independent (threads split rows).
  * A NaN or infinity in a row makes its scale NaN, so the row's outputs are
- * NaN (a float product would give NaN or infinities).
+ * NaN (a float product would give NaN or infinities). bf16: each value
+ * rounded to nearest even (NaN kept quiet), bit for bit npt_f32_to_bf16.
  */
 #include "kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct {
 	const float *x;
@@ -51,6 +54,39 @@ static void quant_task(void *arg, int64_t begin, int64_t end, int tid)
 	(void)tid;
 	for (int64_t r = begin; r < end; r++)
 		quant_row(j->x + r * j->ldx, j->K, j->q + r * j->K, j->scale + r);
+}
+
+NPT_SIMD static void bf16_row(const float *x, int64_t K, uint16_t *h)
+{
+	for (int64_t k = 0; k < K; k++) {
+		uint32_t u;
+
+		memcpy(&u, &x[k], sizeof(u));
+		h[k] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) :
+			(uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	}
+}
+
+typedef struct {
+	const float *x;
+	int64_t K, ldx;
+	uint16_t *h;
+} bf16_job_t;
+
+static void bf16_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	const bf16_job_t *j = arg;
+
+	(void)tid;
+	for (int64_t r = begin; r < end; r++)
+		bf16_row(j->x + r * j->ldx, j->K, j->h + r * j->K);
+}
+
+void npt_round_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *h)
+{
+	bf16_job_t j = { x, K, ldx, h };
+
+	npt_parallel_for(M, 65536 / (K ? K : 1) + 1, bf16_task, &j);
 }
 
 void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64_t ldx, int8_t *q,
