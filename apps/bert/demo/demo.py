@@ -14,7 +14,8 @@ copy of the weights, measured beside PyTorch in the same run.
        and, where this CPU's GEMM has packed layouts, N npushm engine workers on
        a second copy with the linear weights packed for it in the fastest
        precision the engine runs here (int8 with VNNI, else f32: npushm load
-       --dtype), checked against the reference too,
+       --dtype X --packed-only, so that copy holds the packed weights only),
+       checked against the reference too,
      every worker one thread, and prints one table: sequences/s per worker and
      in total, p50/p99 latency, RSS and PSS, and the host memory each row
      really uses (the shared model once + every process's private memory).
@@ -113,12 +114,13 @@ def main():
     log("\nnpushm demo: BERT-base-shaped model (%s), loaded once in %.1f s as '%s', backend %s"
         % (serving.mib(shared), load_s, NAME, backend))
     # the fastest precision this CPU runs: int8 where oneDNN has VNNI kernels for it,
-    # else f32 with the weights packed for its GEMM; none where the GEMM is OpenBLAS's
+    # else f32 with the weights packed for its GEMM; none where the GEMM is OpenBLAS's;
+    # packed only: that copy holds the packed weights instead of the plain ones
     fast = None
     for dtype in ("int8", "f32"):
         serving.npushm_cli("rm", NAME_FAST)
         r = serving.npushm_cli("load", a.model, "--name", NAME_FAST, "--mode", "0644", "--dtype", dtype,
-                               "--quiet")
+                               "--packed-only", "--quiet")
         if r.returncode:
             log("(npushm load --dtype %s failed: %s)" % (dtype, r.stderr.strip()))
             continue
