@@ -76,6 +76,8 @@ include apps/llama/llama.mk
 include bench/bench.mk
 include tools/licences.mk
 include tools/install.mk
+include tests/install/install.mk
+include tests/packages/packages.mk
 include tests/programs/programs.mk
 
 # Plain "make" builds what can be built with the packages of "tools/setup.sh
@@ -143,9 +145,6 @@ demo:
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory run-demo
 
-clean:
+# everything is under build/ but the module's objects (kmod/kmod.mk)
+clean: clean-modules
 	rm -rf $(BUILD)
-	rm -f kmod/*.o kmod/.*.cmd kmod/*.ko kmod/*.mod kmod/*.mod.c kmod/.*.d \
-		kmod/modules.order modules.order Module.symvers .Module.symvers.cmd .modules.order.cmd
-	rm -f kmod/test/*.o kmod/test/.*.cmd kmod/test/*.ko kmod/test/*.mod kmod/test/*.mod.c \
-		kmod/test/.*.d kmod/test/modules.order
