@@ -8,5 +8,5 @@
 
 CHECK_SUITES += programs
 .PHONY: check-programs
-check-programs: $(LIBNPUSHM_CLI) $(BERT_CLI) $(BERT_GEN) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
+check-programs: $(LIBNPUSHM_CLI) $(BERT_CLI) $(BERT_GEN) $(LLAMA_CLI) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
 	@tools/run-suite programs tests/programs/run-program-tests.sh

@@ -9,6 +9,11 @@
  * then RoPE in place on Q and the new keys. Attention reads the cache
  * (kernels.c); the residual stream stays in x. Only the last token goes
  * through the final norm and the output projection.
+ *
+ * Tensor parallelism (split.c): the sizes are this rank's (its heads, KV
+ * heads, FFN columns, output rows); o_proj and down_proj write partial sums
+ * into the engine's shared buffer, which an AllReduce completes before the
+ * residual add, and the logits are joined by an AllGather.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,11 +50,15 @@ static npllama_status_t linear(const float *x, int n, int in, npt_tensor_t *w, c
 static npllama_status_t fit(struct npllama_seq *s, int n)
 {
 	const npllama_config_t *c = &s->e->cfg;
-	int64_t Q = (int64_t)c->heads * c->head_dim;
+	const npl_split_t *sp = &s->e->sp;
+	int64_t Q = (int64_t)sp->heads * c->head_dim;
 	int64_t wide = Q > c->hidden ? Q : c->hidden;
 	float **bufs[] = { &s->x, &s->h, &s->q, &s->att, &s->mid, &s->up };
-	int64_t per[] = { c->hidden, wide, Q, Q, c->ffn, c->ffn };
+	int64_t per[] = { c->hidden, wide, Q, Q, sp->ffn, sp->ffn };
+	npllama_status_t st;
 
+	if ((st = npl_split_reserve(s->e, n)))
+		return st;
 	if (n <= s->act_tokens)
 		return NPLLAMA_OK;
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
@@ -73,14 +82,15 @@ static npllama_status_t fit(struct npllama_seq *s, int n)
 static void attention(struct npllama_seq *s, const float *kc, const float *vc, int n)
 {
 	const npllama_config_t *c = &s->e->cfg;
-	int d = c->head_dim, Q = c->heads * d, KVD = c->kv_heads * d;
+	const npl_split_t *p = &s->e->sp;
+	int d = c->head_dim, Q = p->heads * d, KVD = p->kv_heads * d;
 	int group = c->heads / c->kv_heads;
 	float scale = (float)(1.0 / sqrt((double)d));
 
 	for (int i = 0; i < n; i++) {
 		int len = s->len + i + 1;
 
-		for (int h = 0; h < c->heads; h++) {
+		for (int h = 0; h < p->heads; h++) {
 			int g = h / group;
 
 			npl_attend(s->q + (int64_t)i * Q + (int64_t)h * d, kc + (int64_t)g * d,
@@ -90,12 +100,28 @@ static void attention(struct npllama_seq *s, const float *kc, const float *vc, i
 	}
 }
 
+/* x += the output @y of a projection whose partial sums the ranks complete */
+static npllama_status_t residual(struct npllama_seq *s, const float *y, int n)
+{
+	struct npllama *e = s->e;
+	int64_t count = (int64_t)n * e->cfg.hidden;
+	npllama_status_t st;
+
+	if (e->comm && (st = npl_split_allreduce(e, n)))
+		return st;
+	for (int64_t i = 0; i < count; i++)
+		s->x[i] += y[i];
+	return NPLLAMA_OK;
+}
+
 static npllama_status_t layer(struct npllama_seq *s, int l, int n)
 {
-	const struct npllama *e = s->e;
+	struct npllama *e = s->e;
 	const npllama_config_t *c = &e->cfg;
+	const npl_split_t *p = &e->sp;
 	const npl_layer_t *w = &e->w.layers[l];
-	int H = c->hidden, d = c->head_dim, Q = c->heads * d, KVD = c->kv_heads * d;
+	int H = c->hidden, d = c->head_dim, Q = p->heads * d, KVD = p->kv_heads * d;
+	float *part = e->comm ? e->part : s->h;	/* where o_proj and down_proj write */
 	float *kc = s->kv + (int64_t)l * 2 * s->capacity * KVD;
 	float *vc = kc + (int64_t)s->capacity * KVD;
 	float *knew = kc + (int64_t)s->len * KVD, *vnew = vc + (int64_t)s->len * KVD;
@@ -108,31 +134,29 @@ static npllama_status_t layer(struct npllama_seq *s, int l, int n)
 	    (st = linear(s->h, n, H, w->v, w->q4[NPL_V], KVD, vnew, "v_proj")))
 		return st;
 	for (int i = 0; i < n; i++) {
-		npl_rope(s->q + (int64_t)i * Q, c->heads, d, s->len + i, e->inv_freq, c->rope_scale);
-		npl_rope(knew + (int64_t)i * KVD, c->kv_heads, d, s->len + i, e->inv_freq,
+		npl_rope(s->q + (int64_t)i * Q, p->heads, d, s->len + i, e->inv_freq, c->rope_scale);
+		npl_rope(knew + (int64_t)i * KVD, p->kv_heads, d, s->len + i, e->inv_freq,
 			 c->rope_scale);
 	}
 	attention(s, kc, vc, n);
-	if ((st = linear(s->att, n, Q, w->o, w->q4[NPL_O], H, s->h, "o_proj")))
+	if ((st = linear(s->att, n, Q, w->o, w->q4[NPL_O], H, part, "o_proj")) ||
+	    (st = residual(s, part, n)))
 		return st;
-	for (int64_t i = 0; i < (int64_t)n * H; i++)
-		s->x[i] += s->h[i];
 	for (int i = 0; i < n; i++)
 		npl_rmsnorm(s->x + (int64_t)i * H, w->ln2, H, c->rms_eps, s->h + (int64_t)i * H);
-	if ((st = linear(s->h, n, H, w->gate, w->q4[NPL_GATE], c->ffn, s->mid, "gate_proj")) ||
-	    (st = linear(s->h, n, H, w->up, w->q4[NPL_UP], c->ffn, s->up, "up_proj")))
+	if ((st = linear(s->h, n, H, w->gate, w->q4[NPL_GATE], p->ffn, s->mid, "gate_proj")) ||
+	    (st = linear(s->h, n, H, w->up, w->q4[NPL_UP], p->ffn, s->up, "up_proj")))
 		return st;
-	npl_swiglu(s->mid, s->up, n * c->ffn);
-	if ((st = linear(s->mid, n, c->ffn, w->down, w->q4[NPL_DOWN], H, s->h, "down_proj")))
+	npl_swiglu(s->mid, s->up, n * p->ffn);
+	if ((st = linear(s->mid, n, p->ffn, w->down, w->q4[NPL_DOWN], H, part, "down_proj")) ||
+	    (st = residual(s, part, n)))
 		return st;
-	for (int64_t i = 0; i < (int64_t)n * H; i++)
-		s->x[i] += s->h[i];
 	return NPLLAMA_OK;
 }
 
 npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n, float *logits)
 {
-	const struct npllama *e = s->e;
+	struct npllama *e = s->e;
 	const npllama_config_t *c = &e->cfg;
 	int H = c->hidden;
 	npllama_status_t st;
@@ -148,5 +172,11 @@ npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n, f
 	if (!logits)
 		return NPLLAMA_OK;
 	npl_rmsnorm(s->x + (int64_t)(n - 1) * H, e->w.norm, H, c->rms_eps, s->h);
-	return linear(s->h, 1, H, e->w.head, e->w.head_q4, c->vocab, logits, "lm_head");
+	if (!e->comm)
+		return linear(s->h, 1, H, e->w.head, e->w.head_q4, c->vocab, logits, "lm_head");
+	if (e->sp.vocab_rows > 0 &&
+	    (st = linear(s->h, 1, H, e->w.head, NULL, e->sp.vocab_rows,
+			 e->gather + (int64_t)e->sp.rank * e->sp.vocab_chunk, "lm_head")))
+		return st;
+	return npl_split_logits(e, logits);
 }

@@ -56,7 +56,9 @@ typedef struct {
 	char packed_why[640];	/* why the first one was not used, "" if all were */
 } npl_weights_t;
 
-NPL_HIDDEN npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l,
+struct npllama;
+/* views of the weights, this rank's slices with tensor parallelism (split.c's sizes) */
+NPL_HIDDEN npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e,
 					     npl_weights_t *w);
 NPL_HIDDEN void npl_weights_free(npl_weights_t *w, int layers);
 
@@ -70,6 +72,33 @@ NPL_HIDDEN void npl_swiglu(float *gate, const float *up, int n);
 NPL_HIDDEN void npl_attend(const float *q, const float *kc, const float *vc, int len, int stride,
 			   int d, float scale, float *scores, float *out);
 
+/* ---- split.c: tensor parallelism over an npccl communicator ---- */
+/* this rank's part of the model (the whole model with one rank) */
+typedef struct {
+	int rank, nranks;
+	int heads, kv_heads, ffn;	/* this rank's heads, KV heads, FFN columns */
+	int head0, kv0, ffn0;		/* the first of each */
+	int vocab0, vocab_rows;		/* its rows of the output projection */
+	int vocab_chunk;		/* ceil(vocab / nranks): the AllGather's count */
+} npl_split_t;
+
+NPL_HIDDEN npllama_status_t npl_split_make(const npllama_config_t *c, npccl_comm_t comm,
+					   npl_split_t *out);
+/* the engine's shared buffers: partial sums for @tokens tokens (collective) */
+NPL_HIDDEN npllama_status_t npl_split_reserve(struct npllama *e, int tokens);
+NPL_HIDDEN void npl_split_free(struct npllama *e);
+/* complete the partial sums e->part[0 .. n * hidden) (AllReduce SUM) */
+NPL_HIDDEN npllama_status_t npl_split_allreduce(struct npllama *e, int n);
+/* e->gather holds this rank's logits at rank * vocab_chunk: join them into @logits */
+NPL_HIDDEN npllama_status_t npl_split_logits(struct npllama *e, float *logits);
+/* collectives the prefix code needs: every rank ends with rank 0's @v */
+NPL_HIDDEN npllama_status_t npl_split_bcast_int(struct npllama *e, int *v);
+/* every rank ends with the smallest @v of all ranks */
+NPL_HIDDEN npllama_status_t npl_split_min_int(struct npllama *e, int *v);
+/* @all [nranks * count] = every rank's @mine [count] floats, in rank order */
+NPL_HIDDEN npllama_status_t npl_split_gather(struct npllama *e, const float *mine, size_t count,
+					     float *all);
+
 /* ---- forward.c ---- */
 struct npllama_seq;
 NPL_HIDDEN npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *ids, int n,
@@ -78,6 +107,12 @@ NPL_HIDDEN npllama_status_t npl_forward(struct npllama_seq *s, const int64_t *id
 struct npllama {
 	npl_layout_t layout;
 	npllama_config_t cfg;
+	npl_split_t sp;			/* this rank's part */
+	npccl_comm_t comm;		/* NULL: one process */
+	float *part;			/* npccl_mem_alloc: [part_tokens, hidden] partial sums */
+	int part_tokens;
+	float *gather;			/* npccl_mem_alloc: [nranks * vocab_chunk] logits */
+	npllama_profile_t prof;
 	npl_weights_t w;
 	npushm_dev_t *dev;		/* for the sequences' regions */
 	uint8_t hash[16];		/* the model's content hash (prefix keys) */
@@ -89,7 +124,8 @@ struct npllama {
 struct npllama_seq {
 	struct npllama *e;
 	npushm_region_t *region;	/* the KV cache */
-	float *kv;			/* its mapping: [layers][2][capacity][kv_heads * head_dim] */
+	float *kv;			/* its mapping: [layers][2][capacity][kv_heads * head_dim],
+					   this rank's KV heads with tensor parallelism */
 	uint64_t kv_bytes;
 	int capacity, len;
 	int64_t *ids;			/* the tokens fed so far, capacity of them */

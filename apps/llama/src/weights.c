@@ -17,6 +17,11 @@
  * refused by libnptensor and the plain f32 weight is used, the first refusal
  * kept for npllama_packed_weights(). A 4-bit layout (`--dtype q4`, tag
  * NPL_Q4_TAG/NxK) is read by npt_q4_linear instead of npt_linear.
+ *
+ * Tensor parallelism (split.c): a rank keeps views of its slices, rows of
+ * q/k/v/gate/up_proj and of the output projection, columns of o_proj and
+ * down_proj, and reads them plain (packed layouts are made for whole
+ * weights); step_bytes counts its slices only.
  */
 #include <stdio.h>
 #include <dlpack/dlpack.h>
@@ -86,8 +91,42 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
 }
 
-npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_weights_t *w)
+/* replace *@t by its slice [start, start + len) along @axis; count its bytes */
+static npllama_status_t slice(npt_tensor_t **t, int axis, int64_t start, int64_t len,
+			      npl_weights_t *w)
 {
+	const int64_t *sh = npt_tensor_shape(*t);
+	npt_tensor_t *v;
+
+	w->step_bytes += (uint64_t)len * (uint64_t)sh[1 - axis] * sizeof(float);
+	if (npt_tensor_slice(*t, axis, start, start + len, 1, &v))
+		return npl_tensor_fail(NPT_E_INVAL, "slicing a weight for tensor parallelism");
+	npt_tensor_free(*t);
+	*t = v;
+	return NPLLAMA_OK;
+}
+
+/* a rank's slices of layer @d's projections (tensor parallelism) */
+static npllama_status_t split_layer(npl_layer_t *d, const npl_split_t *p, int hd,
+				    npl_weights_t *w)
+{
+	npllama_status_t st;
+
+	if ((st = slice(&d->q, 0, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
+	    (st = slice(&d->k, 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
+	    (st = slice(&d->v, 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
+	    (st = slice(&d->o, 1, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
+	    (st = slice(&d->gate, 0, p->ffn0, p->ffn, w)) ||
+	    (st = slice(&d->up, 0, p->ffn0, p->ffn, w)) ||
+	    (st = slice(&d->down, 1, p->ffn0, p->ffn, w)))
+		return st;
+	return NPLLAMA_OK;
+}
+
+npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, npl_weights_t *w)
+{
+	const npl_layout_t *l = &e->layout;
+	const npl_split_t *p = &e->sp;
 	npllama_status_t st;
 
 	memset(w, 0, sizeof(*w));
@@ -96,7 +135,13 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for %d layers", l->cfg.layers);
 	if ((st = import(m, &l->head, &w->head)))
 		return st;
-	use_packed(m, &l->head, w->head, &w->head_q4, w);
+	if (p->nranks > 1) {
+		if (p->vocab_rows > 0 &&
+		    (st = slice(&w->head, 0, p->vocab0, p->vocab_rows, w)))
+			return st;
+	} else {
+		use_packed(m, &l->head, w->head, &w->head_q4, w);
+	}
 	w->embed = l->embed.data;
 	w->norm = l->norm.data;
 	w->step_bytes += (uint64_t)l->cfg.hidden * sizeof(float) * (2 * (uint64_t)l->cfg.layers + 2);
@@ -109,6 +154,13 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		    (st = import(m, &s->gate, &d->gate)) || (st = import(m, &s->up, &d->up)) ||
 		    (st = import(m, &s->down, &d->down)))
 			return st;
+		d->ln1 = s->ln1.data;
+		d->ln2 = s->ln2.data;
+		if (p->nranks > 1) {
+			if ((st = split_layer(d, p, l->cfg.head_dim, w)))
+				return st;
+			continue;
+		}
 		use_packed(m, &s->q, d->q, &d->q4[NPL_Q], w);
 		use_packed(m, &s->k, d->k, &d->q4[NPL_K], w);
 		use_packed(m, &s->v, d->v, &d->q4[NPL_V], w);
@@ -116,8 +168,6 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		use_packed(m, &s->gate, d->gate, &d->q4[NPL_GATE], w);
 		use_packed(m, &s->up, d->up, &d->q4[NPL_UP], w);
 		use_packed(m, &s->down, d->down, &d->q4[NPL_DOWN], w);
-		d->ln1 = s->ln1.data;
-		d->ln2 = s->ln2.data;
 	}
 	return NPLLAMA_OK;
 }

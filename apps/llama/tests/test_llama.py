@@ -539,3 +539,311 @@ def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
                                                         os.path.join(workdir, "x.npy")],
             check=False)
     refused(r, "does not go with --attach-prefix", status=2)
+
+
+# ------------------------------------------------------------------ tensor parallelism
+
+@pytest.mark.parametrize("name", ["tiny", "tied", "wide"])
+def test_tp2_matches_reference(tools, workdir, models, name):
+    """--tp 2: logits within 1e-4 of the reference at the prefill and at every decode step,
+    greedy tokens identical over 32 steps."""
+    ref = reference(models[name])
+    prompt = prompt_for(ref.vocab, 7, seed=12)
+    want_ids, want_logits = ref.generate(prompt, STEPS)
+    ids, logits = run(tools, workdir, models[name], prompt, STEPS, ["--tp", "2"])
+    assert_close(logits, want_logits, "%s at tp 2" % name)
+    assert list(ids) == list(want_ids), "%s at tp 2: greedy tokens differ from the reference" % name
+
+
+def test_tp2_vocab_not_dividing(tools, workdir):
+    """A vocabulary of 97 rows over 2 ranks (49 + 48 output rows): the logits are whole."""
+    path = hostile(workdir, "vocab97", ["--vocab", "97", "--seed", "6"])
+    ref = reference(path)
+    prompt = prompt_for(97, 5, seed=13)
+    want_ids, want_logits = ref.generate(prompt, 8)
+    ids, logits = run(tools, workdir, path, prompt, 8, ["--tp", "2"])
+    assert logits.shape == (8, 97)
+    assert_close(logits, want_logits, "vocab 97 at tp 2")
+    assert list(ids) == list(want_ids)
+
+
+@pytest.mark.parametrize("publish_tp,attach_tp", [(2, 2), (1, 2), (2, 1)])
+def test_tp2_with_attached_prefix(tools, workdir, models, no_prefixes, publish_tp, attach_tp):
+    """A prefix published at one split attaches at another: the reference's logits within 1e-4
+    at every step and its greedy tokens over 32 steps."""
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, 24, seed=25)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 2,
+                         ["--publish-prefix", "--tp", str(publish_tp)])
+    assert prefix_lines(r, "published")[0].startswith("prefix: published 16 tokens"), r.stdout
+    other = np.concatenate([prompt[:20], prompt_for(96, 5, seed=26)])
+    want_ids, want_logits = ref.generate(other, STEPS)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], other, STEPS,
+                                ["--attach-prefix", "--tp", str(attach_tp)])
+    assert prefix_lines(r, "attached") == ["prefix: attached 16 tokens"], r.stdout
+    assert_close(logits, want_logits, "tp %d after a prefix published at tp %d" % (
+        attach_tp, publish_tp))
+    assert list(ids) == list(want_ids)
+
+
+def test_tp2_timing_reports_the_collectives(tools, workdir, models):
+    prompt = prompt_for(96, 5, seed=14)
+    base = os.path.join(workdir, "case")
+    np.save(base + ".prompt.npy", prompt)
+    r = subprocess.run([tools.llama, models["tiny"], "--ids", base + ".prompt.npy", "--max-new",
+                        "6", "--out", base + ".ids.npy", "--tp", "2", "--timing"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("timing: tp 2: ")]
+    # 2 layers: 2 AllReduces each and the logits' AllGather per decoded token
+    assert ", 5.0 per token," in line, line
+    assert "AllReduce of one hidden vector (64 floats) p50 " in line, line
+
+
+@pytest.mark.parametrize("model,args,tp,phrase", [
+    ("tiny", [], 3, "the 4 attention heads do not divide by 3"),
+    ("mqa", [], 2, "the 1 KV heads do not divide by 2"),
+    (None, ["--ffn", "130"], 4, "the FFN width 130 (intermediate_size) does not divide by 4"),
+])
+def test_tp_refuses_splits_that_do_not_divide(tools, workdir, models, model, args, tp, phrase):
+    path = models[model] if model else hostile(workdir, "ffn130", ["--heads", "4",
+                                                                     "--kv-heads", "4"] + args)
+    r = run(tools, workdir, path, [1, 2, 3], 2, ["--tp", str(tp)], check=False)
+    refused(r, phrase)
+    assert r.stderr.count(phrase) == 1, "the refusal was said more than once: %s" % r.stderr
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _ended(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _start_held(tools, model, tp, env):
+    """npushm-llama --stream --hold at --tp tp: returns once it printed 'ready'."""
+    p = subprocess.Popen([tools.llama, model, "--stream", "1,4,4,2,1", "--hold", "--tp", str(tp)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    line = p.stdout.readline()
+    assert line.strip() == "ready", "no 'ready' line: %r %s" % (line, p.stderr.read())
+    return p
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_tp_ranks_end_with_their_parent(tools, models, sig):
+    """The ranks of a --tp 2 run end when their parent is killed; SIGTERM and SIGINT also
+    remove the model the run loaded from its file (nothing left in shared memory)."""
+    import signal
+    import tempfile
+    import time
+    shm = tempfile.mkdtemp(prefix="npllama-kill.", dir="/dev/shm")
+    env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+    try:
+        p = _start_held(tools, models["tiny"], 2, env)
+        ranks = _children(p.pid)
+        assert len(ranks) == 2, ranks
+        assert os.listdir(shm), "the model was not loaded into %s" % shm
+        p.send_signal(getattr(signal, sig))
+        p.wait(timeout=30)
+        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
+        deadline = time.time() + 20
+        while time.time() < deadline and not all(_ended(r) for r in ranks):
+            time.sleep(0.1)
+        alive = [r for r in ranks if not _ended(r)]
+        for r in alive:
+            os.kill(r, signal.SIGKILL)
+        assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+        if sig != "SIGKILL":
+            assert not os.listdir(shm), "left behind after %s: %s" % (sig, os.listdir(shm))
+    finally:
+        subprocess.run(["rm", "-rf", shm])
+
+
+# ------------------------------------------------------------------ --stream
+
+def splitmix(state):
+    state = (state + 0x9e3779b97f4a7c15) & (2 ** 64 - 1)
+    z = state
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & (2 ** 64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & (2 ** 64 - 1)
+    return state, z ^ (z >> 31)
+
+
+def stream_prompt(k, min_len, max_len, seed, vocab, shared=0):
+    """Request k's prompt of --stream COUNT,MIN,MAX,NEW,SEED --stream-prefix shared (serve.c)."""
+    s, ids = seed, []
+    for _ in range(shared):
+        s, z = splitmix(s)
+        ids.append(z % vocab)
+    s = seed + ((k + 1) << 32)
+    s, z = splitmix(s)
+    n = min_len + z % (max_len - min_len + 1)
+    for _ in range(n):
+        s, z = splitmix(s)
+        ids.append(z % vocab)
+    return np.array(ids, dtype=np.int64)
+
+
+def stream(tools, workdir, model, spec, extra=(), env=None):
+    out = os.path.join(workdir, "stream.ids.npy")
+    if os.path.exists(out):
+        os.unlink(out)
+    r = subprocess.run([tools.llama, model, "--stream", spec, "--out", out] + list(extra),
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, "npushm-llama --stream failed (%d): %s" % (r.returncode, r.stderr)
+    return r, np.load(out)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_stream_serves_the_reference_tokens(tools, workdir, models, tp):
+    """--stream 5 requests: the last one's tokens are the reference's for its prompt; the
+    report gives time to first token and inter-token latency."""
+    ref = reference(models["tiny"])
+    r, ids = stream(tools, workdir, models["tiny"], "5,6,20,12,7", ["--tp", str(tp)])
+    want_ids, _ = ref.generate(stream_prompt(4, 6, 20, 7, 96), 12)
+    assert list(ids) == list(want_ids)
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("5 requests of 6..20")]
+    assert "tp %d: time to first token p50 " % tp in line and "inter-token latency p50 " in line
+
+
+def test_stream_json_and_shared_prefix(tools, workdir, models, no_prefixes):
+    """--json: one latency per request and per later token; with --stream-prefix 32,
+    --publish-prefix and --attach-prefix the first request publishes and the others attach."""
+    import json
+    ref = reference(models["tiny"])
+    r, ids = stream(tools, workdir, models["tiny"], "4,3,9,5,11",
+                    ["--stream-prefix", "32", "--publish-prefix", "--attach-prefix", "--json"])
+    (js,) = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert js["requests"] == 4 and js["new"] == 5 and js["tokens"] == 20
+    assert len(js["ttft_s"]) == 4 and len(js["itl_s"]) == 4 * 4
+    assert all(t > 0 for t in js["ttft_s"] + js["itl_s"])
+    assert js["attached"] == [0, 32, 32, 32], js["attached"]
+    want_ids, _ = ref.generate(stream_prompt(3, 3, 9, 11, 96, shared=32), 5)
+    assert list(ids) == list(want_ids), "tokens after an attached prefix differ"
+
+
+@pytest.mark.parametrize("extra,phrase", [
+    (["--stream", "1,2,3"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    (["--stream", "2,5,4,2,1"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    (["--stream", "2,4,5,2,1", "--max-new", "3"], "--stream sets the tokens per request"),
+    (["--json"], "go with --stream"),
+    (["--stream-prefix", "16"], "go with --stream"),
+    (["--tp", "0"], "--tp wants an integer in 1..64"),
+])
+def test_stream_and_tp_refuse_bad_options(tools, workdir, models, extra, phrase):
+    args = [tools.llama, models["tiny"]] + extra
+    if "--stream" not in extra:
+        np.save(os.path.join(workdir, "opt.npy"), np.array([1, 2], dtype=np.int64))
+        args += ["--ids", os.path.join(workdir, "opt.npy"), "--out",
+                 os.path.join(workdir, "opt.out.npy")]
+        if "--max-new" not in extra:
+            args += ["--max-new", "2"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    refused(r, phrase, status=2)
+
+
+def test_stream_refuses_requests_past_the_context(tools, workdir, models):
+    r = subprocess.run([tools.llama, models["tiny"], "--stream", "2,10,40,8,1", "--stream-prefix",
+                        "20"], capture_output=True, text=True, timeout=60)
+    refused(r, "need 67 positions", "context is 64")
+
+
+# ------------------------------------------------------------------ hostile prefix regions
+
+def npushm_lib(tools):
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
+    P = ctypes.c_void_p
+    lib.npushm_dev_open.argtypes = [ctypes.c_int, ctypes.POINTER(P)]
+    lib.npushm_region_open.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_size.argtypes = [P]
+    lib.npushm_region_size.restype = ctypes.c_uint64
+    lib.npushm_region_alloc.argtypes = [P, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_map.argtypes = [P, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_unmap.argtypes = [P, P]
+    lib.npushm_region_seal.argtypes = [P]
+    lib.npushm_region_publish.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32]
+    lib.npushm_region_close.argtypes = [P]
+    lib.npushm_dev_close.argtypes = [P]
+    return lib
+
+
+def read_region(tools, name):
+    """The bytes of published region @name."""
+    import ctypes
+    lib, P = npushm_lib(tools), ctypes.c_void_p
+    dev, r, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_open(dev, name.encode(), 0, ctypes.byref(r)) == 0
+    size = lib.npushm_region_size(r)
+    assert lib.npushm_region_map(r, 1, ctypes.byref(m)) == 0
+    data = ctypes.string_at(m, size)
+    lib.npushm_region_unmap(r, m)
+    lib.npushm_region_close(r)
+    lib.npushm_dev_close(dev)
+    return data
+
+
+def forge_region(tools, name, payload):
+    """Publish a sealed region @name holding @payload (bytes) through libnpushm."""
+    import ctypes
+    lib, P = npushm_lib(tools), ctypes.c_void_p
+    dev, r, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_alloc(dev, max(len(payload), 1), 0, ctypes.byref(r)) == 0
+    assert lib.npushm_region_map(r, 3, ctypes.byref(m)) == 0
+    ctypes.memmove(m, payload, len(payload))
+    lib.npushm_region_unmap(r, m)
+    assert lib.npushm_region_seal(r) == 0
+    assert lib.npushm_region_publish(r, name.encode(), 0o640, 0) == 0
+    lib.npushm_region_close(r)
+    lib.npushm_dev_close(dev)
+
+
+@pytest.mark.parametrize("kind", ["empty", "short", "garbage", "header-only", "wrong-ids",
+                                  "huge-offsets"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_hostile_prefix_regions_never_attach(tools, workdir, models, no_prefixes, kind, tp):
+    """Regions under this model's prefix name that are not a valid prefix: never attached,
+    never a crash; the run prefills everything and gives the reference's tokens."""
+    import struct
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, 20, seed=27)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 1, ["--publish-prefix"])
+    name = prefix_lines(r, "published")[0].split()[-1]
+    good = read_region(tools, name)
+    subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
+    if kind == "empty":
+        payload = b""
+    elif kind == "short":
+        payload = good[:100]
+    elif kind == "garbage":
+        payload = bytes(np.random.default_rng(1).integers(0, 256, len(good), dtype=np.uint8))
+    elif kind == "header-only":
+        payload = good[:64] + bytes(len(good) - 64)
+    elif kind == "wrong-ids":
+        b = bytearray(good)
+        b[64:72] = struct.pack("<q", (int(prompt[0]) + 1) % 96)
+        payload = bytes(b)
+    else:
+        b = bytearray(good)
+        b[48:64] = struct.pack("<QQ", 2 ** 63, 2 ** 63)
+        payload = bytes(b)
+    forge_region(tools, name, payload)
+    want_ids, want_logits = ref.generate(prompt, 8)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], prompt, 8,
+                                ["--attach-prefix", "--tp", str(tp)])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], (kind, r.stdout)
+    assert list(ids) == list(want_ids)
+    assert_close(logits, want_logits, "beside a hostile prefix region (%s)" % kind)
