@@ -7,6 +7,7 @@
 #   make              build/lib/libnpllama.so (+ .a), build/bin/npushm-llama
 #   make check-llama  against the plain-PyTorch reference and the refusals,
 #                     posix backend (models from apps/llama/tools/gen_model.py)
+#   make check-llama-kmod  the same small models on the kmod backend, in the VM
 #   make bench-llama  decode and prompt speed per dtype against the read bandwidth
 #                     (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a smaller model)
 
@@ -50,10 +51,13 @@ $(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h) $(BERT_DIR)/
 
 -include $(LLAMA_OBJS:.o=.d)
 
-CHECK_SUITES += llama
-.PHONY: check-llama
+CHECK_SUITES += llama llama-kmod
+.PHONY: check-llama check-llama-kmod
 check-llama: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@tools/run-suite llama apps/llama/tests/run-tests.sh
+
+check-llama-kmod: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
+	@tools/run-suite llama-kmod apps/llama/tests/run-kmod-vm.sh
 
 .PHONY: bench-llama
 bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)

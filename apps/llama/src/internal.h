@@ -39,16 +39,32 @@ enum { NPL_Q, NPL_K, NPL_V, NPL_O, NPL_GATE, NPL_UP, NPL_DOWN, NPL_NPROJ };
 /* the tag of a 4-bit layout (`npushm load --dtype q4`), then "/NxK" */
 #define NPL_Q4_TAG "npt-q4_0/g32-f16"
 
+/*
+ * One projection [out, in] and the ways to compute with it: a 4-bit layout
+ * (npt_q4_linear), else for up to NPT_GEMV_MAX_ROWS input rows (decode) the
+ * weight streamed once by npt_gemv_packed (its packed layout) or npt_gemv_f32
+ * (the plain rows: f32, ld floats apart), else npt_linear on the view (with
+ * its packed layout attached when there is one).
+ */
 typedef struct {
-	npt_tensor_t *q, *k, *v, *o, *gate, *up, *down;	/* [out, in] */
-	const void *q4[NPL_NPROJ];	/* 4-bit bytes in the mapping (npt_q4_linear), or NULL */
+	npt_tensor_t *t;		/* the view [out, in] (a slice with tensor parallelism) */
+	const float *f32;		/* its first element, in the mapping */
+	int64_t ld;			/* floats between its rows */
+	const void *q4;			/* 4-bit bytes in the mapping, or NULL */
+	char tag[NPT_PACK_TAG_MAX];	/* the packed layout npt_linear reads, "" if none */
+	const void *packed;		/* its bytes, in the mapping */
+	size_t packed_bytes;
+	int gemv_packed;		/* 1 until npt_gemv_packed refuses the layout */
+} npl_proj_t;
+
+typedef struct {
+	npl_proj_t p[NPL_NPROJ];
 	const float *ln1, *ln2;				/* [hidden], in the mapping */
 } npl_layer_t;
 
 typedef struct {
 	const float *embed, *norm;	/* in the mapping */
-	npt_tensor_t *head;		/* [vocab, hidden] */
-	const void *head_q4;		/* its 4-bit layout, or NULL */
+	npl_proj_t head;		/* [vocab, hidden] (this rank's rows) */
 	npl_layer_t *layers;
 	uint64_t step_bytes;	/* weight bytes one decode step reads */
 	int packed_total;	/* projections the model carries packed layouts for */

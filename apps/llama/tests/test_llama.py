@@ -345,14 +345,24 @@ def q4_reference(w):
 INT_PATH = all(f in open("/proc/cpuinfo").read().split() for f in ("avx2", "fma", "f16c"))
 
 
-def test_q4_kernel_against_numpy():
-    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
+def nptensor():
+    """libnptensor through ctypes, with the signatures the kernel tests call."""
     import ctypes
     lib = ctypes.CDLL(os.path.join(os.environ.get("BUILD", os.path.join(
         os.path.dirname(__file__), "..", "..", "..", "build")), "lib", "libnptensor.so"))
     P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.npt_tensor_from_data.argtypes = [P, ctypes.c_int, ctypes.c_int, P, P, ctypes.c_uint, P,
                                          P, ctypes.POINTER(P)]
+    lib.npt_tensor_free.argtypes = [P]
+    lib.npt_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def test_q4_kernel_against_numpy():
+    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
+    import ctypes
+    lib = nptensor()
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.npt_q4_size.argtypes = [I64, I64, ctypes.POINTER(ctypes.c_size_t)]
     lib.npt_q4_pack.argtypes = [P, P, ctypes.c_size_t]
     lib.npt_q4_linear.argtypes = [P, I64, P, I64, I64, P]
@@ -389,6 +399,104 @@ def test_q4_kernel_against_numpy():
         assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
     size = ctypes.c_size_t()
     assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
+
+
+# ------------------------------------------------------------------ the decode-step kernels
+
+CPU_FLAGS = open("/proc/cpuinfo").read().split()
+
+
+def test_gemv_f32_against_numpy():
+    """npt_gemv_f32: 1..4 input rows, row strides wider than K (a column slice), K not a
+    multiple of the vector width, against float64 NumPy; more than 4 rows refused."""
+    import ctypes
+    lib = nptensor()
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
+    lib.npt_gemv_f32.argtypes = [P, I64, P, I64, I64, I64, P]
+    rng = np.random.default_rng(3)
+    for m, n, k, ld in [(1, 1, 1, 1), (1, 7, 13, 13), (2, 33, 64, 80), (3, 130, 100, 100),
+                        (4, 5, 2048, 2048), (1, 1000, 37, 64), (4, 64, 17, 33)]:
+        w = rng.standard_normal((n, ld)).astype(np.float32)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        y = np.full((m, n), np.nan, dtype=np.float32)
+        assert lib.npt_gemv_f32(x.ctypes.data, m, w.ctypes.data, ld, n, k, y.ctypes.data) == 0, \
+            lib.npt_last_error()
+        want = x.astype(np.float64) @ w[:, :k].T.astype(np.float64)
+        err = np.abs(y - want).max() / np.abs(want).max()
+        assert err < 1e-5, "[%d x %d x %d, ld %d]: relative error %.3g" % (m, n, k, ld, err)
+    x = np.zeros((5, 8), dtype=np.float32)
+    y = np.zeros((5, 8), dtype=np.float32)
+    assert lib.npt_gemv_f32(x.ctypes.data, 5, x.ctypes.data, 8, 8, 8, y.ctypes.data) != 0
+    assert b"1 to 4" in lib.npt_last_error()
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "int8"])
+def test_gemv_packed_against_numpy(dtype):
+    """npt_gemv_packed reads npt_pack_weight's layouts in place: products within 1e-5 of a
+    NumPy model of the precision (bf16: both operands rounded; int8: the input quantised per
+    row, the weight per output channel, exact sums) and of npt_linear on the same layout."""
+    import ctypes
+    lib = nptensor()
+    P, I64, SZ = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
+    lib.npt_pack_query.argtypes = [ctypes.c_int, I64, I64, ctypes.c_char_p, SZ,
+                                   ctypes.POINTER(SZ)]
+    lib.npt_pack_weight.argtypes = [P, ctypes.c_char_p, P, SZ]
+    lib.npt_gemv_packed.argtypes = [P, I64, ctypes.c_char_p, P, SZ, I64, I64, P]
+    need = {"f32": ["avx512f"], "bf16": ["avx512f", "avx512_bf16"],
+            "int8": ["avx512f", "avx512_vnni"]}[dtype]
+    code = {"f32": 7, "bf16": 6, "int8": 1}[dtype]
+    rng = np.random.default_rng(5)
+    read = 0
+    for m, n, k in [(1, 64, 64), (1, 100, 48), (2, 256, 256), (4, 130, 2048), (3, 5632 // 8, 96),
+                    (1, 1, 16)]:
+        tag = ctypes.create_string_buffer(256)
+        nbytes = SZ()
+        if lib.npt_pack_query(code, n, k, tag, 256, ctypes.byref(nbytes)):
+            continue    # nothing to pack for this shape here (OpenBLAS, a reference kernel)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        shape = (I64 * 2)(n, k)
+        t = P()
+        assert lib.npt_tensor_from_data(w.ctypes.data, 7, 2, shape, None, 1, None, None,
+                                        ctypes.byref(t)) == 0
+        raw = ctypes.create_string_buffer(nbytes.value + 64)
+        dst = (ctypes.addressof(raw) + 63) // 64 * 64
+        assert lib.npt_pack_weight(t, tag.value, dst, nbytes) == 0, lib.npt_last_error()
+        lib.npt_tensor_free(t)
+        y = np.full((m, n), np.nan, dtype=np.float32)
+        st = lib.npt_gemv_packed(x.ctypes.data, m, tag.value, dst, nbytes, n, k, y.ctypes.data)
+        if st:
+            assert not all(f in CPU_FLAGS for f in need) or b"blk16k64n" not in tag.value, \
+                "layout %s refused on a CPU with %s: %s" % (tag.value, need, lib.npt_last_error())
+            continue
+        read += 1
+        if dtype == "f32":
+            xr, wr = x.astype(np.float64), w.astype(np.float64)
+        elif dtype == "bf16":
+            def bf(a):
+                u = a.view(np.uint32).astype(np.uint64)
+                u = (u + 0x7fff + ((u >> 16) & 1)) >> 16 << 16
+                return u.astype(np.uint32).view(np.float32).astype(np.float64)
+            xr, wr = bf(x), bf(w)
+        else:
+            ws = np.abs(w).max(1) / np.float32(127)
+            wq = np.clip(np.rint(w / ws[:, None]), -127, 127)
+            xs = np.abs(x).max(1) / np.float32(127)
+            xq = np.clip(np.rint(x * (np.float32(1) / xs)[:, None]), -127, 127)
+            xr, wr = xq * xs[:, None].astype(np.float64), wq * ws[:, None].astype(np.float64)
+        want = xr @ wr.T
+        err = np.abs(y - want).max() / np.abs(want).max()
+        assert err < 1e-5, "%s [%d x %d x %d]: relative error %.3g (%s)" % (
+            dtype, m, n, k, err, tag.value)
+    if not all(f in CPU_FLAGS for f in need):
+        pytest.skip("this CPU lacks %s: npt_gemv_packed refuses %s layouts" % (need, dtype))
+    assert read > 0, "no %s layout of this CPU was read by npt_gemv_packed" % dtype
+    y = np.zeros((1, 64), dtype=np.float32)
+    x = np.zeros((1, 64), dtype=np.float32)
+    assert lib.npt_gemv_packed(x.ctypes.data, 1, b"onednn-2.6.3/avx2/f32/k64.n64/pad64.64/"
+                               b"str8.512/blk8n", y.ctypes.data, 16384, 64, 64,
+                               y.ctypes.data) != 0
+    assert b"not one this product reads" in lib.npt_last_error()
 
 
 # ------------------------------------------------------------------ shared prompt prefixes
