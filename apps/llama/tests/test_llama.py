@@ -341,8 +341,11 @@ def q4_reference(w):
     return blocks.reshape(-1).tobytes(), deq.reshape(n, k)
 
 
-# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C
+# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C; its
+# tiles for more rows (prefill) AVX-512F and AVX512_VNNI too; else the input stays float
 INT_PATH = all(f in open("/proc/cpuinfo").read().split() for f in ("avx2", "fma", "f16c"))
+TILE_PATH = INT_PATH and all(f in open("/proc/cpuinfo").read().split()
+                             for f in ("avx512f", "avx512_vnni"))
 
 
 def nptensor():
@@ -370,7 +373,7 @@ def test_q4_kernel_against_numpy():
     NPT_F32 = 7
     rng = np.random.default_rng(0)
     for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (4, 50, 128), (5, 130, 256),
-                    (1, 300, 2048), (9, 40, 2048)]:
+                    (1, 300, 2048), (9, 40, 2048), (17, 16, 64), (8, 1, 32), (130, 37, 160)]:
         w = rng.standard_normal((n, k)).astype(np.float32)
         w[0, :32] = 0  # an all-zero group: scale 0
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -388,7 +391,7 @@ def test_q4_kernel_against_numpy():
         y = np.zeros((m, n), dtype=np.float32)
         assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
         xr = x
-        if m <= 4 and INT_PATH:
+        if (m <= 4 and INT_PATH) or (m > 4 and TILE_PATH):
             # the decode path: x quantised per group of 32 to int8 (max |x| / 127, nearest even)
             g = x.reshape(m, k // 32, 32)
             dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
