@@ -373,7 +373,8 @@ def test_q4_kernel_against_numpy():
     NPT_F32 = 7
     rng = np.random.default_rng(0)
     for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (4, 50, 128), (5, 130, 256),
-                    (1, 300, 2048), (9, 40, 2048), (17, 16, 64), (8, 1, 32), (130, 37, 160)]:
+                    (1, 300, 2048), (9, 40, 2048), (17, 16, 64), (8, 1, 32), (130, 37, 160),
+                    (2, 9, 544), (4, 20, 1056), (3, 5, 512)]:
         w = rng.standard_normal((n, k)).astype(np.float32)
         w[0, :32] = 0  # an all-zero group: scale 0
         x = rng.standard_normal((m, k)).astype(np.float32)
