@@ -9,7 +9,11 @@
 #                     posix backend (models from apps/llama/tools/gen_model.py)
 #   make check-llama-kmod  the same small models on the kmod backend, in the VM
 #   make bench-llama  decode and prompt speed per dtype against the read bandwidth
-#                     (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a smaller model)
+#                     and llama.cpp (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a
+#                     smaller model)
+#   make demo-llama   N serving workers on one shared copy, and a shared prompt
+#                     prefix's time to first token (apps/llama/demo/; a couple of
+#                     minutes on 2 cores, so not part of make demo)
 
 LLAMA_DIR := $(CURDIR)/apps/llama
 LLAMA_OBJDIR := $(BUILD)/obj/llama
@@ -59,6 +63,9 @@ check-llama: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 check-llama-kmod: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@tools/run-suite llama-kmod apps/llama/tests/run-kmod-vm.sh
 
-.PHONY: bench-llama
+.PHONY: bench-llama demo-llama
 bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@bench/llama/run.sh $(LLAMA_BENCH_ARGS)
+
+demo-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
+	@/usr/bin/python3 apps/llama/demo/demo.py $(LLAMA_DEMO_ARGS)

@@ -14,9 +14,10 @@
  * to its first token picked (attach, prefill, output projection, sampling);
  * inter-token latency: each later token's feed and pick. One warm-up
  * request (request 0's prompt, 2 tokens, no prefix options) runs first and
- * is not counted. --publish-prefix: request 0 publishes its prompt after its
- * first token (not in its time to first token). --tp: every rank serves the
- * same stream in step; rank 0 reports.
+ * is not counted. --publish-prefix: request 0 publishes the shared prefix
+ * (fed on its own first, then the rest; whole blocks of it) or, without
+ * --stream-prefix, its prompt after its first token. --tp: every rank
+ * serves the same stream in step; rank 0 reports.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,8 @@ static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const 
 	npllama_sampling_t sp = { .temperature = a->temperature, .top_p = a->top_p };
 	uint64_t rng = a->seed + (uint64_t)k;
 	double t0 = now(), t;
-	int skip = 0, vocab = 0, pub;
+	int skip = 0, vocab = 0, pub = 0, published = 0;
+	int publish = opts && k == 0 && a->publish_prefix;
 	npllama_config_t c;
 	int64_t tok;
 	char name[NPUSHM_NAME_MAX + 1];
@@ -93,20 +95,27 @@ static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const 
 	npllama_seq_reset(seq);
 	if (opts && a->attach_prefix && npllama_seq_attach_prefix(seq, prompt, n, &skip))
 		return die("request %d: %s", k, npllama_last_error());
+	/* the publisher feeds the shared prefix on its own first, to publish just that */
+	if (publish && skip < a->shared_prefix && a->shared_prefix < n) {
+		if (npllama_seq_feed(seq, prompt + skip, a->shared_prefix - skip, NULL) ||
+		    npllama_seq_publish_prefix(seq, &pub, name, sizeof(name)))
+			return die("request %d: %s", k, npllama_last_error());
+		skip = a->shared_prefix;
+		published = 1;
+	}
 	if (npllama_seq_feed(seq, prompt + skip, n - skip, logits) ||
 	    npllama_sample(logits, vocab, a->sampled ? &sp : NULL, &rng, &tok))
 		return die("request %d: %s", k, npllama_last_error());
 	if (o) {
 		o->ttft[k] = now() - t0;
-		o->attached[k] = skip;
+		o->attached[k] = published ? 0 : skip;
 		o->last[0] = tok;
 	}
-	if (opts && k == 0 && a->publish_prefix) {
-		if (npllama_seq_publish_prefix(seq, &pub, name, sizeof(name)))
-			return die("request 0: %s", npllama_last_error());
-		if (x->rank == 0 && !a->json)
-			printf("prefix: published %d tokens as %s\n", pub, name);
-	}
+	if (publish && !published &&
+	    npllama_seq_publish_prefix(seq, &pub, name, sizeof(name)))
+		return die("request %d: %s", k, npllama_last_error());
+	if (publish && x->rank == 0 && !a->json)
+		printf("prefix: published %d tokens as %s\n", pub, name);
 	for (int i = 1; i < new; i++) {
 		t = now();
 		if (npllama_seq_feed(seq, &tok, 1, logits) ||
