@@ -8,12 +8,10 @@
 #   make check-llama  against the plain-PyTorch reference and the refusals,
 #                     posix backend (models from apps/llama/tools/gen_model.py)
 #   make check-llama-kmod  the same small models on the kmod backend, in the VM
-#   make bench-llama  decode and prompt speed per dtype against the read bandwidth
-#                     and llama.cpp (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a
-#                     smaller model)
 #   make demo-llama   N serving workers on one shared copy, and a shared prompt
 #                     prefix's time to first token (apps/llama/demo/; a couple of
 #                     minutes on 2 cores, so not part of make demo)
+# (its benchmark: make bench-llama, bench/bench.mk)
 
 LLAMA_DIR := $(CURDIR)/apps/llama
 LLAMA_OBJDIR := $(BUILD)/obj/llama
@@ -43,14 +41,14 @@ $(LLAMA_ALIB): $(LLAMA_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LLAMA_OBJS)
 
-# the .npy reader and writer are the BERT command's (apps/bert/cli/npy.c); --dtype
-# packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
-$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h) $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/npy.h \
-		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(LLAMA_LIB) $(CURDIR)/VERSION
+# the .npy reader and writer are the BERT command's (bert.mk's BERT_NPY_O); --dtype
+# packs with the packer of `npushm load --dtype` (libnpushm.mk's LIBNPUSHM_PACK_O)
+$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h) $(BERT_NPY_O) $(BERT_DIR)/cli/npy.h \
+		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(LLAMA_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
 		-I$(BERT_DIR)/cli -I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) \
-		$(BERT_DIR)/cli/npy.c $(LIBNPUSHM_DIR)/cli/pack.c \
+		$(BERT_NPY_O) $(LIBNPUSHM_PACK_O) \
 		-L$(LIBDIR) -lnpllama -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 -include $(LLAMA_OBJS:.o=.d)
@@ -63,9 +61,6 @@ check-llama: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 check-llama-kmod: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@tools/run-suite llama-kmod apps/llama/tests/run-kmod-vm.sh
 
-.PHONY: bench-llama demo-llama
-bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
-	@bench/llama/run.sh $(LLAMA_BENCH_ARGS)
-
+.PHONY: demo-llama
 demo-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@/usr/bin/python3 apps/llama/demo/demo.py $(LLAMA_DEMO_ARGS)
