@@ -9,8 +9,8 @@
 #                     posix backend (models from apps/llama/tools/gen_model.py)
 #   make check-llama-kmod  the same small models on the kmod backend, in the VM
 #   make demo-llama   N serving workers on one shared copy, and a shared prompt
-#                     prefix's time to first token (apps/llama/demo/; a couple of
-#                     minutes on 2 cores, so not part of make demo)
+#                     prefix's time to first token (apps/llama/demo/; about 35 s on
+#                     2 cores: make demo runs it last, natively)
 # (its benchmark: make bench-llama, bench/bench.mk)
 
 LLAMA_DIR := $(CURDIR)/apps/llama
