@@ -14,9 +14,10 @@ BUILD=${BUILD:-$root/build}
 PY=/usr/bin/python3
 export BUILD
 cd "$root" || exit 1
+. "$root/tools/tap.sh"
 if [ ! -f kmod/npushm.ko ]; then
-	echo "1..1"
-	echo "ok 1 - Llama engine on kmod # SKIP kmod/npushm.ko is not built (make modules)"
+	tap_skip "Llama engine on kmod" "kmod/npushm.ko is not built (make modules)"
+	tap_end
 	exit 0
 fi
 in=$BUILD/vm/llama-in
@@ -26,14 +27,12 @@ rm -rf "$in" "$out"
 mkdir -p "$in" "$out"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-. "$root/tools/tap.sh"
 
 if ! "$PY" "$here/kmod_cases.py" prepare "$in" "$models" > "$tmp" 2>&1 ||
    ! "$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.array([5, 96, 7]))' \
 	"$in/bad.prompt.npy" >> "$tmp" 2>&1; then
-	sed 's/^/# /' "$tmp"
-	echo "not ok 1 - the PyTorch reference for the kmod cases"
-	echo "1..1"
+	result 1 "the PyTorch reference for the kmod cases" "$tmp"
+	tap_end
 	exit 1
 fi
 selftests/vm/vm-suite.sh llama -t "${LLAMA_VM_TIMEOUT:-500}" -- "$here/kmod-guest.sh" "$in" \
