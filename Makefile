@@ -78,6 +78,7 @@ include tools/licences.mk
 include tools/install.mk
 include tests/install/install.mk
 include tests/packages/packages.mk
+include tests/runners/runners.mk
 include tests/programs/programs.mk
 
 # Plain "make" builds what can be built with the packages of "tools/setup.sh
@@ -127,7 +128,7 @@ VM_KDIR = /usr/src/linux-headers-$$(cat $(BUILD)/kernel/abi)
 # 17 minutes, build included; a fresh machine adds its apt installs, a cached
 # debug kernel adds the debug lane (7 minutes serially).
 CHECK_JOBS ?= $(shell n=$$(nproc); [ "$$n" -ge 2 ] && echo 2 || echo 1)
-CHECK_LONGEST := debug-lane ccl-rdma ccl-python libnpushm-kmod ccl packages module sanitizers bert-kmod static bert programs
+CHECK_LONGEST := debug-lane ccl-rdma ccl-python libnpushm-kmod ccl packages module sanitizers bert-kmod llama-kmod static bert programs
 CHECK_ORDER = $(filter $(CHECK_SUITES),$(CHECK_LONGEST)) $(filter-out $(CHECK_LONGEST),$(CHECK_SUITES))
 
 check:
