@@ -16,6 +16,7 @@
  * gflops counts 2 operations per multiply-add lane (int8: GOP/s).
  *
  *     fma-peak [THREADS]    (default 2; the 1-thread figure is always taken)
+ *     fma-peak --help | --version
  */
 #include <cpuid.h>
 #include <immintrin.h>
@@ -23,7 +24,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#ifndef NPUSHM_VERSION
+#define NPUSHM_VERSION "(unknown version)"
+#endif
 
 typedef double (*kernel_fn)(long iters);
 
@@ -230,8 +236,20 @@ int main(int argc, char **argv)
 	};
 	const struct kernel *fp32 = NULL, *bf16 = NULL, *int8 = NULL;
 	double sink = 0, g512 = 0, g256;
-	int threads = argc > 1 ? atoi(argv[1]) : 2;
+	int threads;
 
+	if (argc > 1 && !strcmp(argv[1], "--help")) {
+		printf("usage: fma-peak [THREADS]  (1..1024, default 2)\n"
+		       "The machine's arithmetic peak for the BERT benchmark: independent FMA chains in\n"
+		       "registers (512-bit with AVX-512F, else 256-bit AVX2+FMA) on 1 and THREADS\n"
+		       "threads, and the bf16/int8 dot-product rates the CPU has, as one JSON object.\n");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("fma-peak %s\n", NPUSHM_VERSION);
+		return 0;
+	}
+	threads = argc > 1 ? atoi(argv[1]) : 2;
 	if (threads < 1 || threads > 1024) {
 		fprintf(stderr, "usage: fma-peak [THREADS]  (1..1024, default 2)\n");
 		return 2;

@@ -52,7 +52,8 @@ fi
 export NPUSHM_BENCH_ORT=$ort
 
 mkdir -p "$BUILD/bench"
-cc -O2 -Wall -pthread -o "$BUILD/bench/fma-peak" "$here/fma_peak.c"
+cc -O2 -Wall -pthread -DNPUSHM_VERSION="\"$(cat "$root/VERSION")\"" -o "$BUILD/bench/fma-peak" \
+	"$here/fma_peak.c"
 export FMA_PEAK=$BUILD/bench/fma-peak
 
 if [ "${NPUSHM_BACKEND:-posix}" = posix ] && [ -z "${NPUSHM_SHM_DIR:-}" ]; then
