@@ -96,6 +96,49 @@ typedef struct {
 	atomic_int nomem;
 } attn_job_t;
 
+typedef float v8f_t __attribute__((vector_size(32)));
+typedef int32_t v8i_t __attribute__((vector_size(32)));
+
+/* row += bias (unit stride; NULL: none); the row's largest value, NaN if it
+ * holds a NaN (the maximum is exact in any order; 8 lanes, then the tail) */
+NPT_SIMD static float bias_max(int64_t n, float *row, const float *bias)
+{
+	v8f_t mv = { -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+		     -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+	v8i_t nanv = { 0 };
+	float m = -INFINITY;
+	int nan = 0;
+	int64_t c = 0;
+
+	if (bias)
+		for (int64_t k = 0; k < n; k++)
+			row[k] += bias[k];
+	for (; c + 8 <= n; c += 8) {
+		v8f_t v;
+		v8i_t gt;
+
+		memcpy(&v, row + c, sizeof(v));
+		gt = v > mv;
+		nanv |= v != v;
+		mv = (v8f_t)(((v8i_t)v & gt) | ((v8i_t)mv & ~gt));
+	}
+	for (int k = 0; k < 8; k++) {
+		nan |= nanv[k];
+		m = mv[k] > m ? mv[k] : m;
+	}
+	for (; c < n; c++) {
+		nan |= row[c] != row[c];
+		m = row[c] > m ? row[c] : m;
+	}
+	return nan ? NAN : m;
+}
+
+NPT_SIMD static void divide_row(int64_t n, float *row, float s)
+{
+	for (int64_t c = 0; c < n; c++)
+		row[c] = row[c] / s;
+}
+
 static void one(attn_job_t *j, int64_t bi, float *sc, int tid)
 {
 	int64_t qo = 0, ko = 0, vo = 0, bo = 0, rem = bi, Sq = j->Sq, Sk = j->Sk, ldc;
@@ -143,29 +186,15 @@ static void one(attn_job_t *j, int64_t bi, float *sc, int tid)
 		}
 	}
 	for (int64_t i = 0; i < Sq; i++) {
-		float *row = sc + i * Sk, m = -INFINITY, s;
-		int nan = 0;
+		float *row = sc + i * Sk, s;
+		const float *br = j->bias ? j->bias + bo + i * j->bstr[nd - 2] : NULL;
+		int64_t bs = j->bstr[nd - 1];
 
-		if (j->bias) {
-			const float *br = j->bias + bo + i * j->bstr[nd - 2];
-			int64_t bs = j->bstr[nd - 1];
-
-			if (bs == 1)
-				for (int64_t c = 0; c < Sk; c++)
-					row[c] += br[c];
-			else
-				for (int64_t c = 0; c < Sk; c++)
-					row[c] += br[c * bs];
-		}
-		for (int64_t c = 0; c < Sk; c++) {
-			nan |= row[c] != row[c];
-			m = row[c] > m ? row[c] : m;
-		}
-		if (nan)
-			m = NAN;
-		s = npt_exp_sum_f32(Sk, row, m);
-		for (int64_t c = 0; c < Sk; c++)
-			row[c] = row[c] / s;
+		if (br && bs != 1)
+			for (int64_t c = 0; c < Sk; c++)
+				row[c] += br[c * bs];
+		s = npt_exp_sum_f32(Sk, row, bias_max(Sk, row, bs == 1 ? br : NULL));
+		divide_row(Sk, row, s);
 	}
 	npt_gemm_t g2 = {
 		.M = Sq, .N = j->dv, .K = Sk, .lda = Sk, .ldb = j->mv.ld, .ldc = ldc,
