@@ -821,6 +821,30 @@ TEST(linear_int8_weights_exact_sums_and_quantisation_bound)
 			ASSERT_TRUE(any_err > 1e-5);   /* it did run in int8 */
 			npt_tensor_free(y);
 		}
+		/* a NaN or an infinity in an input row makes that row's outputs NaN
+		 * (its scale is NaN), and leaves the other rows as they were */
+		{
+			float keep0 = px[0], keep1 = px[K + 1], *py0;
+			npt_tensor_t *y0;
+
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y0));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y0));
+			npt_tensor_data(y0, (void **)&py0);
+			px[0] = NAN;
+			px[K + 1] = -INFINITY;
+			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+			npt_tensor_data(y, (void **)&py);
+			for (int64_t n = 0; n < N; n++) {
+				ASSERT_TRUE(isnan(py[n]) && isnan(py[N + n]));
+				for (int64_t m = 2; m < M; m++)
+					ASSERT_EQ(py0[m * N + n], py[m * N + n]);
+			}
+			px[0] = keep0;
+			px[K + 1] = keep1;
+			npt_tensor_free(y);
+			npt_tensor_free(y0);
+		}
 		free(packed);
 		npt_tensor_free(x);
 		npt_tensor_free(w);

@@ -443,18 +443,24 @@ static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 	run_part(j, &sub, tid);
 }
 
+/* one row of int32 sums (in place of the floats) times as * ws[n] */
+NPT_SIMD static void s8_dequant_row(int64_t n, float *row, float as, const float *ws)
+{
+	for (int64_t k = 0; k < n; k++) {
+		int32_t v;
+
+		memcpy(&v, &row[k], sizeof(v));
+		row[k] = (float)v * (as * ws[k]);
+	}
+}
+
 /* int8: rows [m0, m1) of c hold int32 sums; make them act(sum * ascale[m] * wscale[n] + bias) */
 static void s8_epilogue(const npt_gemm_t *g, int64_t m0, int64_t m1)
 {
 	for (int64_t r = m0; r < m1; r++) {
-		float *row = g->c + r * g->ldc, as = g->ascale[r];
+		float *row = g->c + r * g->ldc;
 
-		for (int64_t n = 0; n < g->N; n++) {
-			int32_t v;
-
-			memcpy(&v, &row[n], sizeof(v));
-			row[n] = (float)v * (as * g->wscale[n]);
-		}
+		s8_dequant_row(g->N, row, g->ascale[r], g->wscale);
 		if (g->bias || g->act != NPT_ACT_NONE)
 			npt_act_rows_f32(g->act, g->N, row, g->bias);
 	}

@@ -26,18 +26,38 @@ typedef struct {
 	float *scale;
 } quant_job_t;
 
+/*
+ * max |x[k]| as the largest of the bit patterns with the sign cleared (for
+ * such patterns the unsigned order is the order of the magnitudes, infinity
+ * above every finite value and NaN above infinity): an integer maximum, which
+ * vectorises where a float one with NaN rules does not
+ */
+NPT_SIMD static uint32_t amax_bits(const float *x, int64_t K)
+{
+	uint32_t m = 0;
+
+	for (int64_t k = 0; k < K; k++) {
+		uint32_t u;
+
+		memcpy(&u, &x[k], sizeof(u));
+		u &= 0x7fffffffu;
+		m = u > m ? u : m;
+	}
+	return m;
+}
+
 NPT_SIMD static void quant_row(const float *x, int64_t K, int8_t *q, float *scale)
 {
-	float amax = 0, inv;
+	uint32_t mb = amax_bits(x, K);
+	float amax, inv;
 
-	for (int64_t k = 0; k < K; k++)
-		amax = fmaxf(amax, fabsf(x[k]));
-	if (!isfinite(amax)) {
+	if (mb >= 0x7f800000u) {	/* an infinity or a NaN */
 		for (int64_t k = 0; k < K; k++)
 			q[k] = 0;
 		*scale = NAN;
 		return;
 	}
+	memcpy(&amax, &mb, sizeof(amax));
 	*scale = amax > 0 ? amax / 127.0f : 1.0f;
 	inv = 1.0f / *scale;
 	for (int64_t k = 0; k < K; k++) {
