@@ -26,6 +26,9 @@ LLAMA_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(LLAMA_INCS)
 
 USER_TARGETS += $(LLAMA_LIB) $(LLAMA_ALIB) $(LLAMA_CLI)
 
+# attention runs per head and position: vectorised (target_clones) at -O3
+$(LLAMA_OBJDIR)/attend.o: LLAMA_CFLAGS += -O3
+
 $(LLAMA_OBJDIR)/%.o: $(LLAMA_DIR)/src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
