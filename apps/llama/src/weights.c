@@ -23,8 +23,16 @@
  * q/k/v/gate/up_proj and of the output projection, columns of o_proj and
  * down_proj, and reads them plain (packed layouts are made for whole
  * weights); step_bytes counts its slices only.
+ *
+ * Attaching a model maps it without touching it; the bytes each projection
+ * reads are then prefaulted here (MADV_POPULATE_READ: page-table entries
+ * for pages the model already has, no copy), so that a worker's first
+ * request does not pay a page fault per 4 KiB of weights. Where the
+ * mapping cannot be populated so (an older kernel), it faults as before.
  */
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <dlpack/dlpack.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +149,37 @@ static npllama_status_t split_layer(npl_layer_t *d, const npl_split_t *p, int hd
 	return NPLLAMA_OK;
 }
 
+/* map the page-table entries of the bytes projection @p reads (see above) */
+static void prefault(const npl_proj_t *p)
+{
+	static long page;
+	const char *b;
+	size_t n;
+	uintptr_t lo;
+
+	if (p->q4) {
+		const int64_t *sh = npt_tensor_shape(p->t);
+		size_t nbytes;
+
+		if (npt_q4_size(sh[0], sh[1], &nbytes))
+			return;
+		b = p->q4;
+		n = nbytes;
+	} else if (p->packed) {
+		b = p->packed;
+		n = p->packed_bytes;
+	} else {
+		const int64_t *sh = npt_tensor_shape(p->t);
+
+		b = (const char *)p->f32;
+		n = sizeof(float) * (size_t)((sh[0] - 1) * p->ld + sh[1]);
+	}
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	lo = (uintptr_t)b / (uintptr_t)page * (uintptr_t)page;
+	(void)madvise((void *)lo, (size_t)((uintptr_t)b + n - lo), MADV_POPULATE_READ);
+}
+
 npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, npl_weights_t *w)
 {
 	const npl_layout_t *l = &e->layout;
@@ -182,6 +221,11 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, np
 		for (int k = 0; k < NPL_NPROJ; k++)
 			use_packed(m, src[k], &d->p[k], w);
 	}
+	for (int i = 0; i < l->cfg.layers; i++)
+		for (int k = 0; k < NPL_NPROJ; k++)
+			prefault(&w->layers[i].p[k]);
+	if (p->vocab_rows > 0)
+		prefault(&w->head);
 	return NPLLAMA_OK;
 }
 
