@@ -20,7 +20,7 @@ LLAMA_OBJS := $(patsubst $(LLAMA_DIR)/src/%.c,$(LLAMA_OBJDIR)/%.o,$(LLAMA_SRCS))
 LLAMA_LIB := $(LIBDIR)/libnpllama.so
 LLAMA_ALIB := $(LIBDIR)/libnpllama.a
 LLAMA_CLI := $(BINDIR)/npushm-llama
-LLAMA_INCS := -I$(LLAMA_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/libnpushm/include \
+LLAMA_INCS := -I$(LLAMA_DIR)/include -I$(CURDIR)/apps/common -I$(CURDIR)/tensor/include -I$(CURDIR)/libnpushm/include \
 	-I$(CURDIR)/ccl/include
 LLAMA_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(LLAMA_INCS)
 

@@ -18,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+import engine_tests
+
 from conftest import gen
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
@@ -610,30 +612,10 @@ def test_tp_refuses_splits_that_do_not_divide(tools, workdir, models, model, arg
     assert r.stderr.count(phrase) == 1, "the refusal was said more than once: %s" % r.stderr
 
 
-def _children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _ended(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def _start_held(tools, model, tp, env):
     """npushm-llama --stream --hold at --tp tp: returns once it printed 'ready'."""
-    p = subprocess.Popen([tools.llama, model, "--stream", "1,4,4,2,1", "--hold", "--tp", str(tp)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
-    line = p.stdout.readline()
-    assert line.strip() == "ready", "no 'ready' line: %r %s" % (line, p.stderr.read())
-    return p
+    return engine_tests.start_held([tools.llama, model, "--stream", "1,4,4,2,1", "--hold",
+                                    "--tp", str(tp)], env)
 
 
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
@@ -642,24 +624,15 @@ def test_tp_ranks_end_with_their_parent(tools, models, sig):
     remove the model the run loaded from its file (nothing left in shared memory)."""
     import signal
     import tempfile
-    import time
     shm = tempfile.mkdtemp(prefix="npllama-kill.", dir="/dev/shm")
     env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
     try:
         p = _start_held(tools, models["tiny"], 2, env)
-        ranks = _children(p.pid)
+        ranks = engine_tests.children(p.pid)
         assert len(ranks) == 2, ranks
         assert os.listdir(shm), "the model was not loaded into %s" % shm
-        p.send_signal(getattr(signal, sig))
-        p.wait(timeout=30)
-        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
-        deadline = time.time() + 20
-        while time.time() < deadline and not all(_ended(r) for r in ranks):
-            time.sleep(0.1)
-        alive = [r for r in ranks if not _ended(r)]
-        for r in alive:
-            os.kill(r, signal.SIGKILL)
-        assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+        rc = engine_tests.ranks_end_with_parent(p, ranks, sig)
+        assert rc == -getattr(signal, sig), "exit status %d" % rc
         if sig != "SIGKILL":
             assert not os.listdir(shm), "left behind after %s: %s" % (sig, os.listdir(shm))
     finally:
