@@ -12,7 +12,9 @@
  * divided by -8, so that element is exactly -8 * d and the rest round to
  * the nearest step, clamped to 0..15.
  *
- * The product: each pool thread takes a range of output rows and reads each
+ * The product (npt_q4_linear; npt_q4_linear_strided reads rows further apart:
+ * a column slice of a wider weight, as a tensor-parallel rank reads its
+ * columns in place): each pool thread takes a range of output rows and reads each
  * weight byte once per call whatever M is. Up to NPT_Q4_INT_ROWS input rows
  * (decode) on AVX2 CPUs: every input row is first quantised per group of
  * 32 to int8 (scale max |x| / 127, round to nearest even), and each group's
@@ -269,12 +271,13 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_int_avx2(const uint8_t
 #define TILE_N 16
 #define TILE_M 8
 
-/* 16 weight rows from @q (@rows of them real, the rest zero) into @w ([k/G][8][16][4]
+/* 16 weight rows from @q, @rb bytes apart (@rows of them real, the rest zero), into @w ([k/G][8][16][4]
  * unsigned 4-bit values) and @d ([k/G][16] scales) */
-__attribute__((target("avx2,f16c"))) static void tile_unpack(const uint8_t *q, int rows,
-							      int64_t k, uint8_t *w, float *d)
+__attribute__((target("avx2,f16c"))) static void tile_unpack(const uint8_t *q, int64_t rb,
+							      int rows, int64_t k, uint8_t *w,
+							      float *d)
 {
-	const int64_t rb = k / G * BLOCK, groups = k / G;
+	const int64_t groups = k / G;
 	const __m128i m4 = _mm_set1_epi8(15);
 
 	for (int c = 0; c < TILE_N; c++) {
@@ -353,6 +356,7 @@ typedef float (*dot_fn)(const float *, const float *, int64_t);
 struct q4_job {
 	const float *x;
 	const uint8_t *q;
+	size_t ldq;		/* bytes between the weight's rows (k / G * BLOCK, or more) */
 	float *y;
 	int64_t m, n, k;
 	expand_fn expand;
@@ -492,7 +496,7 @@ void dot_vnni_rows(const uint8_t *const *w, int R, int64_t quads, int m, const s
 __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi"))) static void dot_vnni(
 	const struct q4_job *j, const int64_t *rows, int R)
 {
-	const int64_t groups = j->k / G, quads = groups / 4, rb = groups * BLOCK;
+	const int64_t groups = j->k / G, quads = groups / 4, rb = (int64_t)j->ldq;
 	const uint8_t *w[4] = { j->q, j->q, j->q, j->q };
 	float s[4][NPT_Q4_INT_ROWS];
 
@@ -544,7 +548,7 @@ static int tile_buffer(int tid, int64_t k)
 
 static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid)
 {
-	int64_t rb = j->k / G * BLOCK;
+	int64_t rb = (int64_t)j->ldq;
 
 	if (tile_buffer(tid, j->k))
 		return;	/* cannot happen after npt_q4_linear's own reservation */
@@ -552,7 +556,7 @@ static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid
 		int64_t n0 = t * TILE_N;
 		int rows = j->n - n0 < TILE_N ? (int)(j->n - n0) : TILE_N;
 
-		tile_unpack(j->q + n0 * rb, rows, j->k, tiles[tid].w, tiles[tid].d);
+		tile_unpack(j->q + n0 * rb, rb, rows, j->k, tiles[tid].w, tiles[tid].d);
 		for (int64_t i = 0; i < j->m; i += TILE_M)
 			tile_rows(tiles[tid].w, tiles[tid].d, j->k, j->xq, j->xs, j->xsum, i,
 				  j->m - i < TILE_M ? (int)(j->m - i) : TILE_M, j->y, j->n, n0);
@@ -562,7 +566,7 @@ static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid
 static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 {
 	const struct q4_job *j = arg;
-	int64_t rb = j->k / G * BLOCK;
+	int64_t rb = (int64_t)j->ldq;
 	float *row;
 
 	if (j->tiles) {
@@ -654,7 +658,14 @@ static float *scratch_rows(int64_t k)
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
 				   int64_t k, float *y)
 {
-	struct q4_job j = { .x = x, .q = q, .y = y, .m = m, .n = n, .k = k };
+	/* a K that is no multiple of the group: npt_q4_linear_strided's npt_q4_size says so */
+	return npt_q4_linear_strided(x, m, q, k >= G ? (size_t)(k / G * BLOCK) : 0, n, k, y);
+}
+
+NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
+					   int64_t n, int64_t k, float *y)
+{
+	struct q4_job j = { .x = x, .q = q, .ldq = ldq, .y = y, .m = m, .n = n, .k = k };
 	int avx2, vnni;
 	npt_status_t s;
 	size_t nb;
@@ -666,6 +677,9 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 				(long long)m);
 	if ((s = npt_q4_size(n, k, &nb)))
 		return s;
+	if (ldq < (size_t)(k / G * BLOCK))
+		return npt_fail(NPT_E_SHAPE, "npt_q4_linear: rows %zu bytes apart cannot hold %lld "
+				"columns (%lld bytes)", ldq, (long long)k, (long long)(k / G * BLOCK));
 	avx2 = npt_decode_has(NPT_ISA_AVX2, "avx2,fma,f16c");
 	if (avx2) {
 		j.expand = expand_avx2;

@@ -43,6 +43,7 @@ def nptensor():
     lib.npt_q4_size.argtypes = [I64, I64, ctypes.POINTER(SZ)]
     lib.npt_q4_pack.argtypes = [P, P, SZ]
     lib.npt_q4_linear.argtypes = [P, I64, P, I64, I64, P]
+    lib.npt_q4_linear_strided.argtypes = [P, I64, P, SZ, I64, I64, P]
     lib.npt_gemv_f32.argtypes = [P, I64, P, I64, I64, I64, P]
     lib.npt_pack_query.argtypes = [ctypes.c_int, I64, I64, ctypes.c_char_p, SZ,
                                    ctypes.POINTER(SZ)]
@@ -116,6 +117,36 @@ def check_q4(isa):
             m, n, k, err, "quantised" if quantised else "float")
         print("q4 %s [%d x %d x %d]: input %s, relative error %.2g" % (
             isa, m, n, k, "quantised" if quantised else "float", err))
+    # npt_q4_linear_strided: columns [c, c + k) of a wider weight, read in place (as a
+    # tensor-parallel rank reads o_proj and down_proj)
+    for m, n, K, c, k in [(1, 70, 256, 64, 128), (3, 9, 5632, 2816, 2816), (6, 33, 160, 32, 96),
+                          (1, 5, 64, 32, 32)]:
+        w = rng.standard_normal((n, K)).astype(np.float32)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        want_bytes, deq = q4_reference(w)
+        buf = ctypes.create_string_buffer(want_bytes, len(want_bytes))
+        y = np.zeros((m, n), dtype=np.float32)
+        assert lib.npt_q4_linear_strided(x.ctypes.data, m, ctypes.addressof(buf) + c // 32 * 18,
+                                         K // 32 * 18, n, k, y.ctypes.data) == 0, \
+            lib.npt_last_error()
+        xr = x
+        quantised = q4_quantised_input(isa, m)
+        if quantised:
+            g = x.reshape(m, k // 32, 32)
+            dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
+            qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
+            xr = (qx * dx).reshape(m, k)
+        want = xr.astype(np.float64) @ deq[:, c:c + k].T.astype(np.float64)
+        err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
+        assert err < 1e-5, "strided [%d x %d x %d of %d at %d]: relative error %.3g" % (
+            m, n, k, K, c, err)
+        print("q4 strided %s [%d x %d x %d of %d at column %d]: relative error %.2g" % (
+            isa, m, n, k, K, c, err))
+    y = np.zeros((1, 4), dtype=np.float32)
+    x = np.zeros((1, 64), dtype=np.float32)
+    assert lib.npt_q4_linear_strided(x.ctypes.data, 1, y.ctypes.data, 18, 4, 64,
+                                     y.ctypes.data) != 0, "rows 18 bytes apart for 64 columns"
+    assert b"cannot hold" in lib.npt_last_error()
     size = SZ()
     assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
 
