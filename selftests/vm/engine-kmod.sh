@@ -15,7 +15,7 @@
 #                                $tmp, removed at exit
 #   engine_kmod_prepare CASES ARGS...  `CASES prepare $in ARGS...` (kmod_cases.py:
 #                                the reference's outputs and in/cases.txt); on
-#                                failure its output, one failing result, exit 1
+#                                failure one failing result with its output, exit 1
 #   engine_kmod_vm NAME SECONDS GUEST ARGS...  selftests/vm/vm-suite.sh runs
 #                                GUEST ARGS in the VM with the module loaded;
 #                                $vmrc its status (the end of its output and
@@ -39,9 +39,10 @@ engine_kmod_begin() {
 	BUILD=${BUILD:-$root/build}
 	PY=/usr/bin/python3
 	export BUILD
+	. "$root/tools/tap.sh"
 	if [ ! -f kmod/npushm.ko ]; then
-		echo "1..1"
-		echo "ok 1 - $2 on kmod # SKIP kmod/npushm.ko is not built (make modules)"
+		tap_skip "$2 on kmod" "kmod/npushm.ko is not built (make modules)"
+		tap_end
 		exit 0
 	fi
 	in=$BUILD/vm/$1-in
@@ -50,16 +51,14 @@ engine_kmod_begin() {
 	mkdir -p "$in" "$out"
 	tmp=$(mktemp)
 	trap 'rm -f "$tmp"' EXIT
-	. "$root/tools/tap.sh"
 }
 
 engine_kmod_prepare() {
 	_cases=$1
 	shift
 	if ! "$PY" "$_cases" prepare "$in" "$@" > "$tmp" 2>&1; then
-		sed 's/^/# /' "$tmp"
-		echo "not ok 1 - the PyTorch reference for the kmod cases"
-		echo "1..1"
+		result 1 "the PyTorch reference for the kmod cases" "$tmp"
+		tap_end
 		exit 1
 	fi
 }

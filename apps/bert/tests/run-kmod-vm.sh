@@ -23,24 +23,12 @@ grep -h "packed linear weights\|self-check" "$out/gemm.log" 2>/dev/null | sed 's
 
 engine_kmod_numerics "$here/kmod_cases.py"
 
-{
-	echo "1..2"
-	if [ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
-	   grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"; then
-		echo "ok 1 - kmod backend: a token id outside the vocabulary is refused"
-	else
-		sed 's/^/# /' "$out/refuse-id.log" 2>/dev/null
-		echo "not ok 1 - kmod backend: a token id outside the vocabulary is refused"
-	fi
-	if [ "$(cat "$out/refuse-tp.rc" 2>/dev/null)" = 1 ] &&
-	   grep -q "the 4 attention heads do not divide by 3" "$out/refuse-tp.log"; then
-		echo "ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
-	else
-		sed 's/^/# /' "$out/refuse-tp.log" 2>/dev/null
-		echo "not ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
-	fi
-} > "$tmp"
-tap_fold refusals 0 "" < "$tmp"
+[ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
+	grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"
+result $? "refusals: kmod backend: a token id outside the vocabulary is refused" "$out/refuse-id.log"
+[ "$(cat "$out/refuse-tp.rc" 2>/dev/null)" = 1 ] &&
+	grep -q "the 4 attention heads do not divide by 3" "$out/refuse-tp.log"
+result $? "refusals: kmod backend: --tp 3 of a 4-head model is refused" "$out/refuse-tp.log"
 
 if [ -f "$out/c.tap" ]; then
 	cp "$out/c.tap" "$tmp"
