@@ -14,7 +14,9 @@
  *
  * FORMAT: f32 (plain rows, npt_gemv_f32), packed-f32, bf16, int8 (the
  * layouts npt_pack_weight makes here, npt_gemv_packed), q4 (npt_q4_linear).
- * One layer's weights are made and packed once, then copied L times.
+ * One layer's weights are made and packed once, then copied L times. Built
+ * by run.sh with -O3 -march=native, as read_bw.c: the read pass must be
+ * vectorised to be bound by the memory.
  */
 #include <math.h>
 #include <pthread.h>
