@@ -83,6 +83,16 @@ def q4_quantised_input(isa, m):
     return m <= 4 or (isa == "avx512" and cpu_has("avx512f", "avx512_vnni"))
 
 
+def q4_input(x):
+    """x as the integer paths see it: per group of 32, int8 at scale max |x| / 127 (nearest
+    even), dequantised."""
+    m, k = x.shape
+    g = x.reshape(m, k // 32, 32)
+    dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
+    qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
+    return (qx * dx).reshape(m, k)
+
+
 def check_q4(isa):
     lib = nptensor()
     rng = np.random.default_rng(0)
@@ -104,13 +114,8 @@ def check_q4(isa):
         assert buf.raw == want_bytes, "[%d, %d]: packed bytes differ from the format" % (n, k)
         y = np.zeros((m, n), dtype=np.float32)
         assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
-        xr = x
         quantised = q4_quantised_input(isa, m)
-        if quantised:
-            g = x.reshape(m, k // 32, 32)
-            dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
-            qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
-            xr = (qx * dx).reshape(m, k)
+        xr = q4_input(x) if quantised else x
         want = xr.astype(np.float64) @ deq.T.astype(np.float64)
         err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
         assert err < 1e-5, "[%d x %d x %d]: relative error %.3g (input %s)" % (
@@ -129,13 +134,7 @@ def check_q4(isa):
         assert lib.npt_q4_linear_strided(x.ctypes.data, m, ctypes.addressof(buf) + c // 32 * 18,
                                          K // 32 * 18, n, k, y.ctypes.data) == 0, \
             lib.npt_last_error()
-        xr = x
-        quantised = q4_quantised_input(isa, m)
-        if quantised:
-            g = x.reshape(m, k // 32, 32)
-            dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
-            qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
-            xr = (qx * dx).reshape(m, k)
+        xr = q4_input(x) if q4_quantised_input(isa, m) else x
         want = xr.astype(np.float64) @ deq[:, c:c + k].T.astype(np.float64)
         err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
         assert err < 1e-5, "strided [%d x %d x %d of %d at %d]: relative error %.3g" % (
