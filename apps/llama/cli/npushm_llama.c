@@ -38,7 +38,6 @@
 #include "pack.h"
 #include "ranks.h"
 
-const char *prog = "npushm-llama";
 
 static void usage(FILE *f)
 {
@@ -104,26 +103,6 @@ static void usage(FILE *f)
 
 		"Exit status: 0 done; 1 the model or the prompt was refused (the message says why);\n"
 		"2 usage error.\n");
-}
-
-int die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 1;
-}
-
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int parse_real(const char *opt, const char *s, double *out)
