@@ -5,7 +5,7 @@
 # the tree holds.
 #  1. every shell script a Makefile fragment hands to tools/run-suite (and the
 #     command it has selftests/vm/vm-suite.sh run in the VM) sources
-#     tools/tap.sh;
+#     tools/tap.sh, itself or through a runner library of the tree it sources;
 #  2. no shell script but tools/tap.sh prints a TAP result line ("ok N",
 #     "not ok N") itself;
 #  3. only selftests/vm/vm-suite.sh boots the test VM for a suite:
@@ -31,9 +31,18 @@ done | tr ' \t' '\n\n' | grep '\.sh$' |
 	sed -e 's/^\$(CCL_DIR)/ccl/' -e 's/^\$(TENSOR_DIR)/tensor/' -e 's/^\$(DEBUG_DIR)/selftests\/debug/' \
 		-e 's/^\$(CURDIR)\///' | LC_ALL=C sort -u > "$out/runners"
 : > "$out/bad"
+# sources_tap FILE: FILE sources tools/tap.sh, itself or through a runner
+# library of the tree it sources (". "$root/selftests/vm/engine-kmod.sh"")
+sources_tap() {
+	grep -q 'tools/tap\.sh\|/tap\.sh"' "$1" && return 0
+	for lib in $(sed -n 's|^\. "\$[a-z]*/\([^"$]*\.sh\)"$|\1|p' "$1"); do
+		[ -f "$lib" ] && grep -q 'tools/tap\.sh' "$lib" && return 0
+	done
+	return 1
+}
 while read -r s; do
 	[ -f "$s" ] || { echo "$s: named by a fragment, not in the tree" >> "$out/bad"; continue; }
-	grep -q 'tools/tap\.sh\|/tap\.sh"' "$s" || echo "$s does not source tools/tap.sh" >> "$out/bad"
+	sources_tap "$s" || echo "$s does not source tools/tap.sh" >> "$out/bad"
 done < "$out/runners"
 [ -s "$out/runners" ] && [ ! -s "$out/bad" ]
 result $? "every suite runner the fragments name sources tools/tap.sh ($(wc -l < "$out/runners") scripts)" \
