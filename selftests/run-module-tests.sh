@@ -11,10 +11,18 @@
 # default kmod/npushm.ko; the importer is test/npushm_test.ko next to it),
 # NPUSHM_TEST_PARAMS (module parameters), NPUSHM_SELFTESTS (a subset of test
 # programs to run; no reload then), NPUSHM_FAULT_INJECT (set by the debug
-# lane's fault pass: run the fault-injection loops instead).
+# lane's fault pass: run the fault-injection loops instead), NPUSHM_TEST_BAR
+# (ADDR@BAR: a PCI BAR the module serves as a provider, bars= at load; the
+# VM's ivshmem device).
+#
+# After the whole suite on system memory, the programs that exercise what a
+# provider must give (mapping, dma-buf, pins, RDMA) run again on an instance
+# of each other provider the VM has: the BAR, and the memory-only node.
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M}
+# Not under the fault pass: its loops load the module with these parameters.
+[ -n "${NPUSHM_TEST_BAR:-}" ] && [ -z "${NPUSHM_FAULT_INJECT:-}" ] && params="$params bars=$NPUSHM_TEST_BAR"
 export NPUSHM_TEST_PARAMS="$params"
 fail=0
 n=0
@@ -68,6 +76,18 @@ for t in $tests; do
 	"$t" || fail=1
 done
 if [ -z "${NPUSHM_FAULT_INJECT:-}" ] && [ -z "${NPUSHM_SELFTESTS:-}" ]; then
+	providers=
+	[ -n "${NPUSHM_TEST_BAR:-}" ] && providers="bar:${NPUSHM_TEST_BAR%@*}"
+	for n in /sys/devices/system/node/node[0-9]*; do
+		[ -s "$n/cpulist" ] && [ -n "$(tr -d '\n' < "$n/cpulist")" ] && continue
+		providers="$providers node:${n##*node}"
+	done
+	for p in $providers; do
+		for t in map dmabuf pins rdma; do
+			echo "# ==== npushm_${t}_test on provider=$p"
+			NPUSHM_TEST_MOUNT_OPTS="provider=$p" "$BUILD/selftests/npushm_${t}_test" || fail=1
+		done
+	done
 	echo "# ==== npushm_reload"
 	"$BUILD/selftests/npushm_reload" || fail=1
 fi

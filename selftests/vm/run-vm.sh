@@ -15,7 +15,13 @@
 # tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
 # VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_NUMA_NODE1 (a
 # size in MiB: the guest gets a second NUMA node of that much memory and no
-# CPUs, taken from MEM, as a CXL expander appears), VM_QUIET=1 (do not
+# CPUs, taken from MEM, as a CXL expander appears), VM_NUMA_SPLIT=1 (instead:
+# two NUMA nodes, each with half of MEM and one CPU, each CPU a socket of its
+# own (VM_SMP is ignored): a
+# two-socket host in small), VM_IVSHMEM (a size in MiB: a PCI
+# ivshmem-plain device, id ivshmem0 on a hot-pluggable PCIe root port, whose
+# BAR 2 is that much memory; its PCI address is written to
+# OUTDIR/ivshmem-address), VM_QUIET=1 (do not
 # echo the console), VM_STORM_LIMIT (stop the VM after this many WARNING/BUG
 # lines, default 200), VM_REPORTS_JUDGED_BY (kernel reports do not fail the
 # run here: the named caller judges them; the debug lane, whose fault pass
@@ -132,10 +138,32 @@ if [ -n "${VM_NUMA_NODE1:-}" ]; then
 	      -numa "node,nodeid=1,memdev=m1")
 fi
 
+smp=${VM_SMP:-2}
+if [ "${VM_NUMA_SPLIT:-0}" = 1 ]; then
+	case "$mem" in
+	*G) total=$((${mem%G} * 1024)) ;;
+	*M) total=${mem%M} ;;
+	*) total=$mem ;;
+	esac
+	smp=2,sockets=2,cores=1,threads=1
+	numa=(-object "memory-backend-ram,id=m0,size=$((total / 2))M"
+	      -object "memory-backend-ram,id=m1,size=$((total - total / 2))M"
+	      -numa "node,nodeid=0,cpus=0,memdev=m0"
+	      -numa "node,nodeid=1,cpus=1,memdev=m1")
+fi
+ivshmem=()
+if [ -n "${VM_IVSHMEM:-}" ]; then
+	# Bus 1 behind the root port in slot 1 of q35's root bus.
+	ivshmem=(-object "memory-backend-ram,id=ivshmem0-mem,size=${VM_IVSHMEM}M,share=on"
+		 -device "pcie-root-port,id=ivshmem0-port,chassis=1,slot=1"
+		 -device "ivshmem-plain,memdev=ivshmem0-mem,bus=ivshmem0-port,id=ivshmem0")
+	echo "0000:01:00.0" > "$out/ivshmem-address"
+fi
+
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi
 timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
-	-machine q35 -cpu max -smp "${VM_SMP:-2}" -m "$mem" -accel tcg "${numa[@]}" \
+	-machine q35 -cpu max -smp "$smp" -m "$mem" -accel tcg "${numa[@]}" "${ivshmem[@]}" \
 	-nodefaults -no-reboot -display none -monitor none \
 	-chardev stdio,id=con,signal=off -serial chardev:con \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
