@@ -13,7 +13,11 @@
  * and never compound: their reference count is read directly, which keeps
  * the module free of static keys.) An allocation the
  * machine (or the memory cgroup) cannot satisfy fails with ENOMEM instead
- * of invoking the OOM killer (__GFP_RETRY_MAYFAIL).
+ * of invoking the OOM killer (__GFP_RETRY_MAYFAIL). The pages go where the
+ * allocating task's NUMA memory policy says, as tmpfs and anonymous memory
+ * do (the node local to its CPU by default; with MPOL_BIND strictly the
+ * nodes bound, a full node being ENOMEM): the loader of a model places one
+ * copy per node that way (docs/kmod.md, "One copy per NUMA node").
  */
 #include <linux/gfp.h>
 #include <linux/log2.h>
@@ -44,7 +48,8 @@ void npushm_pages_free(struct page **pages, unsigned long n)
  * npushm_pages_alloc - zeroed order-0 pages, in chunks where possible
  * @pages: filled with @npages pages
  * @npages: how many
- * @nid: the node they must all come from, or NUMA_NO_NODE for any
+ * @nid: the node they must all come from, or NUMA_NO_NODE for where the
+ *	current task's memory policy puts them
  *
  * Return: 0, -ENOMEM (nothing left, on @nid when given), -EINTR (killed).
  */
@@ -56,12 +61,15 @@ int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid)
 	unsigned int order = NPUSHM_SYSMEM_ORDER;
 	unsigned long done = 0, i;
 	struct page *page;
+	gfp_t g;
 	int ret;
 
 	while (done < npages) {
 		order = min_t(unsigned int, order, ilog2(npages - done));
-		page = alloc_pages_node(nid, order ? (gfp & ~__GFP_RETRY_MAYFAIL) |
-					__GFP_NORETRY : gfp, order);
+		g = order ? (gfp & ~__GFP_RETRY_MAYFAIL) | __GFP_NORETRY : gfp;
+		/* Any node: where the task's memory policy puts its memory. */
+		page = nid == NUMA_NO_NODE ? alloc_pages(g, order) :
+		       alloc_pages_node(nid, g, order);
 		if (!page) {
 			if (!order) {
 				ret = -ENOMEM;

@@ -10,7 +10,8 @@
  * module held while an instance uses it, and every page given back. And
  * the NUMA node providers: "node:N" places every page on node N (checked
  * with move_pages(2)), a full node is ENOMEM and never memory elsewhere, a
- * node with CPUs needs allow_cpus. The module suite's VM has a memory-only
+ * node with CPUs needs allow_cpus; sysmem follows the task's memory policy
+ * (MPOL_BIND strictly). The module suite's VM has a memory-only
  * node 1 (VM_NUMA_NODE1). And the PCI BAR providers ("bar:ADDR", the BAR
  * NPUSHM_TEST_BAR=ADDR@BAR names, an ivshmem-plain device in the VM, bound
  * at load by the module's bars= parameter): every page of a region inside
@@ -452,6 +453,39 @@ TEST_F(npushm, node_with_cpus_needs_allow_cpus)
 	close(fd);
 	close(root);
 	EXPECT_EQ(0, npu_umount(dir));
+}
+
+/*
+ * sysmem places pages where the task's memory policy says (as tmpfs does):
+ * bound to the memory-only node, every page is there; beyond what the node
+ * has, ENOMEM, never a page elsewhere. Loaders place per-node copies so.
+ */
+TEST_F(npushm, sysmem_follows_the_memory_policy)
+{
+	int nid = memory_only_node(), fd, more;
+	unsigned long mask;
+	uint64_t rest;
+
+	if (nid < 0)
+		SKIP(return, "no memory-only NUMA node (qemu -numa, VM_NUMA_NODE1)");
+	mask = 1UL << nid;
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, 2 /* MPOL_BIND */, &mask, 64));
+	fd = npu_create(self->root, "r", 8 * MiB, 0600);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, region_off_node(fd, 8 * MiB, nid));
+	close(fd);
+	EXPECT_EQ(0, npu_unlink(self->root, "r"));
+	/* within the owner's quota (256 MiB in the suite), past the node's memory */
+	rest = (node_free(nid) + 8 * MiB) & ~(MiB - 1);
+	more = npu_tmpfile(self->root, 0, 0600);
+	ASSERT_LE(0, more);
+	EXPECT_EQ(-ENOMEM, npu_size(more, rest)) {
+		TH_LOG("%llu MiB bound to node %d, which has %llu MiB free",
+		       (unsigned long long)(rest >> 20), nid,
+		       (unsigned long long)(node_free(nid) >> 20));
+	}
+	close(more);
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0));
 }
 
 /* The BAR under test (NPUSHM_TEST_BAR=ADDR@BAR), its provider and range. */

@@ -5,7 +5,8 @@
 # own as strict C99 and C++11 (before and after the UAPI header), and
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
 # (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h) and
-# NPUSHM_1.4 (npushm_space.h); the last three compile on their own too.
+# NPUSHM_1.4 (npushm_space.h) and NPUSHM_1.5 (npushm_model_node, npushm.h); the
+# headers of 1.1, 1.2 and 1.4 compile on their own too.
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
@@ -22,15 +23,15 @@ else
 	echo "not ok 1 - npushm.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[01234]$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[012345]$')
 if [ -n "$syms" ] && [ -z "$bad" ]; then
-	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.4 ($(echo "$syms" | wc -l) of them)"
+	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.5 ($(echo "$syms" | wc -l) of them)"
 else
 	echo "not ok 2 - unexpected exports:"; echo "$bad" | sed 's/^/# /'
 fi
 missing=""
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
-	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[03]$" || missing="$missing $f"
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[035]$" || missing="$missing $f"
 done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_rdma.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.1$" || missing="$missing $f"
@@ -42,7 +43,7 @@ for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_space.h" | sed 's/
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.4$" || missing="$missing $f"
 done
 if [ -z "$missing" ]; then
-	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2) and npushm_space.h (NPUSHM_1.4) is exported"
+	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3, the per-node copies' 1.5), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2) and npushm_space.h (NPUSHM_1.4) is exported"
 else
 	echo "not ok 3 - declared but not exported:$missing"
 fi
