@@ -30,7 +30,17 @@ LIBDIR := $(BUILD)/lib
 # A build/lib library that needs another finds it beside itself (make install
 # drops it: installed libraries carry no RUNPATH, tools/install.sh).
 LIB_RUNPATH := -Wl,-rpath,'$$ORIGIN'
+# The build tree's programs, by what they are for:
+#   build/bin    the programs make install installs, under their installed names
+#   build/tests  the test programs, each <part>-<what>-test (part: libnpushm, ccl,
+#                tensor, bert, module), run by the suites
+#   build/bench  the benchmark programs, npushm-bench-<thing> (make bench-<thing>)
+#   build/tools  programs the tests, benchmarks and demo use, not installed
+#                (npushm-bert-gen)
 BINDIR := $(BUILD)/bin
+TESTDIR := $(BUILD)/tests
+BENCH_BINDIR := $(BUILD)/bench
+TOOLDIR := $(BUILD)/tools
 
 # Kernel tree to build the module against: the running kernel's when it has
 # one, else the Debian headers tools/setup.sh installed (ABI derived, not fixed).
@@ -50,12 +60,13 @@ HARNESS_BINS :=
 TEST_USAGE := $(CURDIR)/tests/common/test_usage.c
 TEST_USAGE_LINK = $(TEST_USAGE) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"'
 
-.PHONY: all modules setup check check-suites demo clean static-check
+.PHONY: all modules setup check check-suites demo clean
 all: user
 
 include kmod/kmod.mk
 include libnpushm/libnpushm.mk
 include ccl/ccl.mk
+include python/python.mk
 include tensor/tensor.mk
 include selftests/selftests.mk
 include selftests/debug/debug.mk

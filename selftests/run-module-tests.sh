@@ -4,7 +4,7 @@
 # run-module-tests.sh - inside the test VM (as root): load npushm.ko with the
 # test parameters and the selftests' importer npushm_test.ko, run every
 # module selftest (each mounts its own instance of the filesystem), then
-# npushm_reload (unloads and reloads npushm.ko), check the kernel untainted,
+# module-reload-test (unloads and reloads npushm.ko), check the kernel untainted,
 # unload both modules. Prints TAP; exits non-zero on any failure.
 #
 # Environment: BUILD (build directory), NPUSHM_KO (the module to load,
@@ -41,7 +41,7 @@ testko=$(dirname "$ko")/test/npushm_test.ko
 export NPUSHM_KO="$ko"
 if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
 	# The debug lane's fault-injection pass: module init and exit through
-	# every injection point, then every entry point (npushm_faults).
+	# every injection point, then every entry point (module-faults-test).
 	echo "# ==== fault-loop modinit"
 	fault-loop modinit "$ko" "$params" || fail=1
 fi
@@ -67,9 +67,10 @@ else
 fi
 
 if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
-	tests=${NPUSHM_SELFTESTS:-$BUILD/selftests/fault/npushm_faults}
+	tests=${NPUSHM_SELFTESTS:-$BUILD/tests/module-faults-test}
 else
-	tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
+	# every build/tests/module-*-test but the two that run on their own
+	tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/tests/module-*-test | grep -v -e '/module-reload-test$' -e '/module-faults-test$')}
 fi
 for t in $tests; do
 	echo "# ==== $(basename "$t")"
@@ -84,12 +85,12 @@ if [ -z "${NPUSHM_FAULT_INJECT:-}" ] && [ -z "${NPUSHM_SELFTESTS:-}" ]; then
 	done
 	for p in $providers; do
 		for t in map dmabuf pins rdma; do
-			echo "# ==== npushm_${t}_test on provider=$p"
-			NPUSHM_TEST_MOUNT_OPTS="provider=$p" "$BUILD/selftests/npushm_${t}_test" || fail=1
+			echo "# ==== module-$t-test on provider=$p"
+			NPUSHM_TEST_MOUNT_OPTS="provider=$p" "$BUILD/tests/module-$t-test" || fail=1
 		done
 	done
-	echo "# ==== npushm_reload"
-	"$BUILD/selftests/npushm_reload" || fail=1
+	echo "# ==== module-reload-test"
+	"$BUILD/tests/module-reload-test" || fail=1
 fi
 
 # Epilogue: more TAP lines, after the programs' own plans.

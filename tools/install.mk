@@ -51,7 +51,7 @@ INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)"
 # What install copies out of the build tree (built first if needed; the
 # module is installed as source, for DKMS, not built).
 INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(TENSOR_ALIB) \
-	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/ccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
+	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/npccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
 	$(BINDIR)/npccl-load
 
 .PHONY: install uninstall install-list installable

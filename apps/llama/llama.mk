@@ -7,8 +7,7 @@
 #   make              build/lib/libnpllama.so (+ .a), build/bin/npushm-llama
 #   make check-llama  against the plain-PyTorch reference and the refusals,
 #                     posix backend (models from apps/llama/tools/gen_model.py)
-#   make bench-llama  decode and prompt speed per dtype against the read bandwidth
-#                     (bench/llama/; LLAMA_BENCH_ARGS="--layers 4" for a smaller model)
+# (its benchmark: make bench-llama, bench/bench.mk)
 
 LLAMA_DIR := $(CURDIR)/apps/llama
 LLAMA_OBJDIR := $(BUILD)/obj/llama
@@ -37,14 +36,14 @@ $(LLAMA_ALIB): $(LLAMA_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LLAMA_OBJS)
 
-# the .npy reader and writer are the BERT command's (apps/bert/cli/npy.c); --dtype
-# packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
-$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c) $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/npy.h \
-		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(LLAMA_LIB) $(CURDIR)/VERSION
+# the .npy reader and writer are the BERT command's (bert.mk's BERT_NPY_O); --dtype
+# packs with the packer of `npushm load --dtype` (libnpushm.mk's LIBNPUSHM_PACK_O)
+$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h) $(BERT_NPY_O) $(BERT_DIR)/cli/npy.h \
+		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(LLAMA_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
 		-I$(BERT_DIR)/cli -I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) \
-		$(BERT_DIR)/cli/npy.c $(LIBNPUSHM_DIR)/cli/pack.c \
+		$(BERT_NPY_O) $(LIBNPUSHM_PACK_O) \
 		-L$(LIBDIR) -lnpllama -lnptensor -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 -include $(LLAMA_OBJS:.o=.d)
@@ -53,7 +52,3 @@ CHECK_SUITES += llama
 .PHONY: check-llama
 check-llama: $(LLAMA_LIB) $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@tools/run-suite llama apps/llama/tests/run-tests.sh
-
-.PHONY: bench-llama
-bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
-	@bench/llama/run.sh $(LLAMA_BENCH_ARGS)

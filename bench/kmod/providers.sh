@@ -25,6 +25,6 @@ NPUSHM_TEST_PARAMS="capacity=1G uid_quota=0 bars=$bar@2" VM_NUMA_NODE1=256 VM_IV
 	mount -t npushm -o provider=node:1 npushm /run/npushm-node1 &&
 	mount -t npushm -o provider=bar:'"$bar"' npushm /run/npushm-bar &&
 	"$0" --providers /run/npushm sysmem /run/npushm-node1 node:1 /run/npushm-bar bar > "$1"
-	rc=$?; umount /run/npushm-node1 /run/npushm-bar; exit $rc' "$BUILD/bench/npushm_bench" "$out/providers.md"
+	rc=$?; umount /run/npushm-node1 /run/npushm-bar; exit $rc' "$BUILD/bench/npushm-bench-kmod" "$out/providers.md"
 cat "$out/providers.md"
 echo "# host load after: $(uptime | sed 's/.*load average: //')"

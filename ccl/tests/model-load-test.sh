@@ -6,10 +6,10 @@
 # TCP between them), each with its own POSIX shared-memory directory, so
 # every host's names are its own. The same cases run over RDMA between
 # soft-RoCE hosts in the test VM (rdma/rdma-guest.sh). TAP on stdout.
-BIN=${1:?usage: model-load-test.sh BINDIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$root/build}
 export BUILD
+BIN=$BUILD/bin
 ML_OUT=$(mktemp -d /tmp/ccl-model-load.XXXXXX)
 shm=$(mktemp -d /dev/shm/ccl-model-load.XXXXXX)
 trap 'rm -rf "$ML_OUT" "$shm"' EXIT

@@ -9,7 +9,8 @@
 # and that killing a rank on one host makes every
 # rank on the other hosts fail naming it. Everything it creates carries a
 # per-run prefix and is removed on exit. Needs root (skips otherwise).
-BIN=${1:?usage: netns-test.sh BINDIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+TESTS=${BUILD:-$root/build}/tests
 n=0 fail=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
@@ -82,7 +83,7 @@ launch_ranks() {
 # run_job NAME EXPECT_HOSTS "h1 h1 h2 h2 ...": every collective checked
 run_job() {
 	name=$1 hosts=$2 layout=$3
-	launch_ranks "$name" 120 "$layout" "$BIN/ccl-test" env-worker
+	launch_ranks "$name" 120 "$layout" "$TESTS/ccl-test" env-worker
 	nok=$(cat "$out/$name".* | grep -c "^envcheck rank .* hosts $hosts ok")
 	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
 		ok "$name: $world ranks on $hosts hosts, every collective correct ($(grep -h 'predicted' "$out/$name".* | sed 's/.*| //' | cut -c1-110))"
@@ -102,7 +103,7 @@ run_job "2 hosts with 1 and 2 ranks (non-uniform)" 2 "1 2 2"
 # placement of the ranks on hosts (hierarchical, interleaved)
 det_job() {
 	name=$1 layout=$2
-	launch_ranks "$name" 180 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env
+	launch_ranks "$name" 180 "$layout" env NPCCL_DETERMINISTIC=1 "$TESTS/ccl-det-test" env
 	nok=$(cat "$out/$name".* | grep -c "^detcheck rank .* ok")
 	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
 		ok "deterministic $name: every rank's AllReduce/ReduceScatter/Reduce bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/$name.0" | cut -c1-100))"
@@ -119,7 +120,7 @@ port=$((port + 1))
 r=0 pids=""
 for h in 1 1 2 2; do
 	RANK=$r WORLD_SIZE=4 MASTER_ADDR=198.18.0.1 MASTER_PORT=$port NPCCL_TIMEOUT_MS=5000 \
-		timeout -k 5 60 ip netns exec "${P}h$h" "$BIN/ccl-test" env-loop >"$out/kill.$r" 2>&1 &
+		timeout -k 5 60 ip netns exec "${P}h$h" "$TESTS/ccl-test" env-loop >"$out/kill.$r" 2>&1 &
 	eval "pid$r=$!"
 	r=$((r + 1))
 done

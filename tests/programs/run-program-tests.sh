@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-program-tests.sh - suite "programs" (TAP): every program the build
-# makes (build/bin, the test programs) answers --help (exit 0, usage on
+# makes (build/bin, build/tests, build/bench, build/tools) answers --help (exit 0, usage on
 # stdout) and --version (exit 0, its name and the version); then every
 # example command of the manual pages (docs/man/*.1, EXAMPLES) and every
 # command quoted in a --help text is run on a scratch model, so that a wrong
@@ -11,8 +11,8 @@
 #
 #   run-program-tests.sh
 #
-# Examples run in a scratch directory with the installed names on PATH
-# (npccl-perf is the build's ccl-perf), the posix backend in a private
+# Examples run in a scratch directory with the installed programs and
+# npushm-bert-gen on PATH, the posix backend in a private
 # directory, a small generated BERT model as bert.safetensors (and under
 # /models/, which the pages use), ids.npy and mask.npy for it. A launcher in
 # front of a command (torchrun ..., mpirun -np N) is dropped: the command runs
@@ -30,8 +30,8 @@ log=$S/log
 mkdir -p "$log"
 
 # ------------------------------------------------- --help and --version
-progs=$(find "$BUILD/bin" "$BUILD/libnpushm" "$BUILD/selftests" -maxdepth 2 -type f -perm -u+x 2>/dev/null |
-	grep -v '/fuzz-' | LC_ALL=C sort)
+progs=$(find "$BUILD/bin" "$BUILD/tests" "$BUILD/bench" "$BUILD/tools" -maxdepth 1 -type f -perm -u+x \
+	2>/dev/null | LC_ALL=C sort)
 [ -n "$progs" ]
 result $? "the build made programs to check (run make first)"
 for p in $progs; do
@@ -57,11 +57,10 @@ done
 # ------------------------------------------------------------ examples
 # the scratch world: installed names, a model, its inputs
 mkdir -p "$S/bin" "$S/models" "$S/shm" "$S/run"
-for p in npushm npushm-bert npushm-bert-gen npccl-load; do
-	ln -s "$BUILD/bin/$p" "$S/bin/$p"
+for p in "$BUILD"/bin/* "$BUILD/tools/npushm-bert-gen"; do
+	ln -s "$p" "$S/bin/${p##*/}"
 done
-ln -s "$BUILD/bin/ccl-perf" "$S/bin/npccl-perf"
-"$BUILD/bin/npushm-bert-gen" --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 100 --positions 32 \
+"$BUILD/tools/npushm-bert-gen" --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 100 --positions 32 \
 	"$S/models/bert.safetensors" > "$log/gen.log" 2>&1 &&
 	"$PY" -c 'import numpy as np, sys
 d = sys.argv[1]

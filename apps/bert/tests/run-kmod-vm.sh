@@ -19,7 +19,7 @@ if [ ! -f kmod/npushm.ko ]; then
 	exit 0
 fi
 models=$BUILD/bert-test
-"$here/make-models.sh" "$BUILD/bin/npushm-bert-gen" "$models" || exit 1
+"$here/make-models.sh" "$BUILD/tools/npushm-bert-gen" "$models" || exit 1
 
 in=$BUILD/vm/bert-in
 out=$BUILD/vm/bert

@@ -11,10 +11,11 @@
 #  4. one model load for the cluster, and a rank killed mid-broadcast;
 #  5. single copy without ptrace (npushm spaces), Yama scope 3 and seccomp.
 # One TAP stream; every part under `timeout`.
-BIN=${1:?usage: rdma-guest.sh BINDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 BUILD=${BUILD:-$root/build}
+# the test programs and the installed programs (npccl-load, npushm)
+TESTS=$BUILD/tests BIN=$BUILD/bin
 out=$(mktemp -d /tmp/rdma-tests.XXXXXX)
 . "$root/tools/tap.sh"
 . "$here/topology.sh"
@@ -53,7 +54,7 @@ else
 	exit 1
 fi
 
-NPUSHM_RDMA_DEV=$TOPO_DEV_1 part reg 60 "$BUILD/libnpushm/npushm-rdma-reg-test"
+NPUSHM_RDMA_DEV=$TOPO_DEV_1 part reg 60 "$TESTS/libnpushm-rdma-reg-test"
 
 # ---- ranks in the hosts' namespaces, launched with torchrun-style variables
 port=$((30000 + $$ % 20000))
@@ -94,7 +95,7 @@ export NPCCL_TRANSPORT=rdma NPCCL_EXPECT_TRANSPORT=rdma NPCCL_TIMEOUT_MS=60000 N
 for layout in "1 2" "1 2 3" "1 2 3 4"; do
 	t0=$(up)
 	p=$(echo $layout | wc -w)
-	launch "matrix-p$p" 300 "$layout" "$BIN/ccl-test" env-matrix
+	launch "matrix-p$p" 300 "$layout" "$TESTS/ccl-test" env-matrix
 	tap_job "matrix-p$p"
 	echo "# matrix p=$p: $(since "$t0") s"
 done
@@ -102,7 +103,7 @@ done
 # 2. two ranks per host: shared memory inside, RDMA between; every AllReduce
 #    algorithm (hierarchical included) and every collective
 t0=$(up)
-launch hier 300 "1 1 2 2" "$BIN/ccl-test" env-worker
+launch hier 300 "1 1 2 2" "$TESTS/ccl-test" env-worker
 nok=$(cat "$out"/hier.[0-3] | grep -c "^envcheck rank .* hosts 2 ok")
 if [ "$nok" = 4 ]; then
 	ok "2 hosts x 2 ranks (shm + RDMA): every AllReduce algorithm incl. hierarchical, every collective ($(grep -h predicted "$out"/hier.0 | sed 's/.*| //' | cut -c1-100))"
@@ -119,7 +120,7 @@ echo "# hier: $(since "$t0") s"
 for layout in "1 1 2 2"; do
 	t0=$(up)
 	world=$(echo $layout | wc -w)
-	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env --quick
+	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$TESTS/ccl-det-test" env --quick
 	nok=$(cat "$out/det-$world".[0-9] | grep -c "^detcheck rank .* ok")
 	if [ "$nok" = "$world" ]; then
 		ok "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
@@ -132,7 +133,7 @@ done
 
 # 3. npccl_mem_alloc buffers: zero copy, registration cache invalidated by npccl_mem_free
 t0=$(up)
-launch zc 200 "1 2" "$BIN/ccl-test" env-zc
+launch zc 200 "1 2" "$TESTS/ccl-test" env-zc
 tap_job zc
 echo "# zc: $(since "$t0") s"
 
@@ -140,15 +141,15 @@ echo "# zc: $(since "$t0") s"
 #     registration dropped when the pages change; and never registered with
 #     NPCCL_RDMA_CACHE_BYTES=0
 t0=$(up)
-launch usercache 200 "1 2" "$BIN/ccl-test" env-usercache
+launch usercache 200 "1 2" "$TESTS/ccl-test" env-usercache
 tap_job usercache
-launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$BIN/ccl-test" env-usercache
+launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$TESTS/ccl-test" env-usercache
 tap_job usercache0
 # the module's per-uid limit at 0: no range can be watched, so nothing is registered
 wlimit=/sys/module/npushm/parameters/watch_ranges_per_uid
 wsaved=$(cat "$wlimit")
 echo 0 >"$wlimit"
-launch usercachelimit 200 "1 2" env CCL_TEST_WATCH_LIMITED=1 "$BIN/ccl-test" env-usercache
+launch usercachelimit 200 "1 2" env CCL_TEST_WATCH_LIMITED=1 "$TESTS/ccl-test" env-usercache
 echo "$wsaved" >"$wlimit"
 tap_job usercachelimit
 echo "# usercache: $(since "$t0") s"
@@ -208,18 +209,18 @@ fault_job() {
 		cat "$out/$fname".[0-9] | sed 's/^/# /' | tail -12
 	fi
 }
-LOOP="$BIN/ccl-test env-loop"
+LOOP="$TESTS/ccl-test env-loop"
 DIED="a peer process died or closed its connection"
 MISMATCH="ranks made mismatched calls"
 fault_job kill9 "$DIED" "rank 1" "1 2 3" KILL 1 NPCCL_TIMEOUT_MS=5000 $LOOP
 fault_job sigstop "a peer did not arrive within the deadline" "rank 2" "1 2 3" STOP 2 \
 	NPCCL_TIMEOUT_MS=2000 $LOOP
 fault_job mismatch-count "$MISMATCH" "rank 1" "1 2 3" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-count 1
+	"$TESTS/ccl-test" env-fault mismatch-count 1
 fault_job mismatch-count-large "$MISMATCH" "rank 1" "1 2" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-count-large 1
+	"$TESTS/ccl-test" env-fault mismatch-count-large 1
 fault_job mismatch-root "$MISMATCH" "rank 1" "1 2 3" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-root 1
+	"$TESTS/ccl-test" env-fault mismatch-root 1
 fault_job qp-error "$DIED" "queue pair is in the error state" "1 2 3" - 1 \
 	"NPCCL_TIMEOUT_MS=5000 NPCCL_FAULT_INJECT=qperr:1:6" $LOOP
 
@@ -250,7 +251,7 @@ echo "# cluster load: $(since "$t0") s"
 t0=$(up)
 if [ -w /proc/sys/kernel/yama/ptrace_scope ] && echo 3 > /proc/sys/kernel/yama/ptrace_scope; then
 	launch single-copy 200 "1 1" env -u NPCCL_TRANSPORT -u NPCCL_EXPECT_TRANSPORT \
-		CCL_TEST_SINGLE_COPY=1 "$BIN/ccl-test" env-matrix
+		CCL_TEST_SINGLE_COPY=1 "$TESTS/ccl-test" env-matrix
 	tap_job single-copy
 else
 	notok "single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
