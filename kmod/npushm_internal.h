@@ -72,6 +72,10 @@ int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
 void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
+int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
+		      struct page *(*chunk)(void *ctx, unsigned int order),
+		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
+		      void *ctx);
 int npushm_provider_for_each(unsigned long *pos,
 			     int (*put)(void *ctx, const struct npushm_provider *p,
 					u64 used),

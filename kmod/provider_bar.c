@@ -33,13 +33,11 @@
  * gone. Until then the same memory cannot be bound again (EBUSY).
  */
 #include <linux/genalloc.h>
-#include <linux/log2.h>
 #include <linux/memremap.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -98,43 +96,28 @@ static void npushm_bar_free(struct npushm_provider *provider,
 	}
 }
 
+static struct page *npushm_bar_chunk(void *ctx, unsigned int order)
+{
+	struct npushm_bar *b = ctx;
+	unsigned long addr = gen_pool_alloc(b->pool, PAGE_SIZE << order);
+
+	if (!addr)
+		return NULL;
+	memset((void *)addr, 0, PAGE_SIZE << order);
+	return virt_to_page((void *)addr);
+}
+
+static void npushm_bar_undo(void *ctx, struct page **pages, unsigned long n)
+{
+	npushm_bar_free(&((struct npushm_bar *)ctx)->provider, pages, n);
+}
+
+/* The capacity, checked before this is called, leaves the pool the pages. */
 static int npushm_bar_alloc(struct npushm_provider *provider,
 			    struct page **pages, unsigned long n)
 {
-	struct npushm_bar *b = to_npushm_bar(provider);
-	unsigned int order = NPUSHM_BAR_ORDER;
-	unsigned long done = 0, addr, i;
-	struct page *page;
-	int ret;
-
-	while (done < n) {
-		order = min_t(unsigned int, order, ilog2(n - done));
-		addr = gen_pool_alloc(b->pool, PAGE_SIZE << order);
-		if (!addr) {
-			if (!order) {
-				/* Within the capacity, the pool cannot be empty. */
-				ret = -ENOSPC;
-				goto out_free;
-			}
-			order--;
-			continue;
-		}
-		memset((void *)addr, 0, PAGE_SIZE << order);
-		page = virt_to_page((void *)addr);
-		for (i = 0; i < (1UL << order); i++)
-			pages[done + i] = page + i;
-		done += 1UL << order;
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			goto out_free;
-		}
-		cond_resched();
-	}
-	return 0;
-
-out_free:
-	npushm_bar_free(provider, pages, done);
-	return ret;
+	return npushm_pages_fill(pages, n, NPUSHM_BAR_ORDER, npushm_bar_chunk,
+				 npushm_bar_undo, to_npushm_bar(provider));
 }
 
 static void npushm_bar_teardown(struct work_struct *work)

@@ -19,7 +19,8 @@
  * node), capacity and quota, seal and dma-buf; unbinding and removing the
  * device with regions mapped, pinned and exported revokes them (SIGBUS,
  * EIO, ENODEV, INFO and netlink say so) and the memory comes back, and the
- * device binds again, only once the last of them is gone.
+ * device binds again, only once the last of them is gone; the same when
+ * qemu unplugs the device (device_del through its monitor).
  */
 #include <linux/mount.h>
 #include <signal.h>
@@ -735,6 +736,53 @@ TEST_F(npushm, bar_provider_backs_regions)
 	EXPECT_EQ(0, npu_umount(dir));
 }
 
+/*
+ * Run one QMP command in the qemu the test runs under (through the host's
+ * selftests/vm/qmp-relay.py and the VM's result share): 0 when qemu
+ * answered without an error, -ENOENT without a relay, -ETIMEDOUT.
+ */
+static int qmp(const char *cmd)
+{
+	const char *out = getenv("NPUSHM_VM_OUT");
+	char req[256], tmp[256], rep[256], buf[512] = "";
+	FILE *f;
+	int i;
+
+	if (!out)
+		return -ENOENT;
+	snprintf(req, sizeof(req), "%s/qmp-request", out);
+	snprintf(tmp, sizeof(tmp), "%s/qmp-request.tmp", out);
+	snprintf(rep, sizeof(rep), "%s/qmp-reply", out);
+	snprintf(buf, sizeof(buf), "%s/qmp.sock", out);
+	if (access(buf, F_OK))
+		return -ENOENT;
+	unlink(rep);
+	f = fopen(tmp, "w");
+	if (!f || fputs(cmd, f) < 0 || fclose(f) || rename(tmp, req))
+		return -errno;
+	for (i = 0; i < 300 && access(rep, F_OK); i++)
+		usleep(100000);
+	f = fopen(rep, "r");
+	if (!f)
+		return -ETIMEDOUT;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strstr(buf, "\"return\"") ? 0 : -EIO;
+}
+
+/* Wait up to 60 s for the device to be there (@present) or gone. */
+static bool pci_wait(const struct bar *b, bool present)
+{
+	char path[128];
+	int i;
+
+	snprintf(path, sizeof(path), PCI_DEVICES "/%s", b->addr);
+	for (i = 0; i < 600 && !access(path, F_OK) != present; i++)
+		usleep(100000);
+	return !access(path, F_OK) == present;
+}
+
 /* Regions of every kind on the BAR, then the device goes (@how). */
 static void bar_goes_with_live_regions(struct __test_metadata *_metadata,
 				       struct bar *b, const char *how)
@@ -777,9 +825,12 @@ static void bar_goes_with_live_regions(struct __test_metadata *_metadata,
 
 	if (!strcmp(how, "unbind")) {
 		ASSERT_EQ(0, sysfs_write(BAR_DRIVER "/unbind", b->addr));
-	} else {
+	} else if (!strcmp(how, "remove")) {
 		snprintf(path, sizeof(path), PCI_DEVICES "/%s/remove", b->addr);
 		ASSERT_EQ(0, sysfs_write(path, "1"));
+	} else {
+		ASSERT_EQ(0, qmp("{\"execute\": \"device_del\", \"arguments\": {\"id\": \"ivshmem0\"}}"));
+		ASSERT_TRUE(pci_wait(b, false));
 	}
 	EXPECT_FALSE(bar_bound(b));
 
@@ -817,8 +868,13 @@ static void bar_goes_with_live_regions(struct __test_metadata *_metadata,
 	close(late);
 	close(root);
 	EXPECT_EQ(0, npu_umount(dir));
-	if (strcmp(how, "unbind"))
+	if (!strcmp(how, "remove"))
 		ASSERT_EQ(0, sysfs_write("/sys/bus/pci/rescan", "1"));
+	if (!strcmp(how, "hotunplug")) {
+		ASSERT_EQ(0, qmp("{\"execute\": \"device_add\", \"arguments\": {\"driver\": \"ivshmem-plain\", "
+				 "\"memdev\": \"ivshmem0-spare\", \"bus\": \"ivshmem0-port\", \"id\": \"ivshmem1\"}}"));
+		ASSERT_TRUE(pci_wait(b, true));
+	}
 	ASSERT_EQ(0, bar_rebind(b));
 	ASSERT_EQ(0, npu_mount(dir, b->opt));
 	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -853,6 +909,19 @@ TEST_F(npushm, bar_device_removal_revokes_live_regions)
 		SKIP(return, "no PCI BAR to test (NPUSHM_TEST_BAR=ADDR@BAR; the VM's ivshmem)");
 	ASSERT_TRUE(bar_bound(&b));
 	bar_goes_with_live_regions(_metadata, &b, "remove");
+}
+
+/* qemu's device_del: the guest's hotplug driver removes the device. */
+TEST_F(npushm, bar_device_hot_unplug_revokes_live_regions)
+{
+	struct bar b;
+
+	if (bar_under_test(&b))
+		SKIP(return, "no PCI BAR to test (NPUSHM_TEST_BAR=ADDR@BAR; the VM's ivshmem)");
+	if (qmp("{\"execute\": \"query-status\"}"))
+		SKIP(return, "no access to qemu's monitor (run-vm.sh VM_IVSHMEM relays it)");
+	ASSERT_TRUE(bar_bound(&b));
+	bar_goes_with_live_regions(_metadata, &b, "hotunplug");
 }
 
 TEST_F(npushm, bar_binds_only_what_bars_names)

@@ -19,9 +19,11 @@
 # two NUMA nodes, each with half of MEM and one CPU, each CPU a socket of its
 # own (VM_SMP is ignored): a
 # two-socket host in small), VM_IVSHMEM (a size in MiB: a PCI
-# ivshmem-plain device, id ivshmem0 on a hot-pluggable PCIe root port, whose
+# ivshmem-plain device, id ivshmem0 on a hot-pluggable PCIe root port (and
+# a spare memory backend, ivshmem0-spare, to plug one back), whose
 # BAR 2 is that much memory; its PCI address is written to
-# OUTDIR/ivshmem-address), VM_QUIET=1 (do not
+# OUTDIR/ivshmem-address; the guest may then drive qemu's monitor through
+# OUTDIR, NPUSHM_VM_OUT to it: selftests/vm/qmp-relay.py), VM_QUIET=1 (do not
 # echo the console), VM_STORM_LIMIT (stop the VM after this many WARNING/BUG
 # lines, default 200), VM_REPORTS_JUDGED_BY (kernel reports do not fail the
 # run here: the named caller judges them; the debug lane, whose fault pass
@@ -92,7 +94,7 @@ fi
 # The script the guest runs: the command, in this directory, with this PATH.
 {
 	echo "cd '$(pwd)' || exit 1"
-	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 CI='${CI:-}'"
+	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 NPUSHM_VM_OUT='$out' CI='${CI:-}'"
 	# The project's own settings (NPUSHM_*, NPCCL_*, NPT_*) pass through.
 	for v in $(compgen -e | grep -E '^(NPUSHM|NPCCL|NPT)_[A-Za-z0-9_]*$'); do
 		printf 'export %s=%q\n' "$v" "${!v}"
@@ -154,10 +156,18 @@ fi
 ivshmem=()
 if [ -n "${VM_IVSHMEM:-}" ]; then
 	# Bus 1 behind the root port in slot 1 of q35's root bus.
+	# ivshmem0-spare: a device plugged back after device_del needs a memory
+	# backend of its own (qemu 7.2 asserts on a backend used before).
 	ivshmem=(-object "memory-backend-ram,id=ivshmem0-mem,size=${VM_IVSHMEM}M,share=on"
+		 -object "memory-backend-ram,id=ivshmem0-spare,size=${VM_IVSHMEM}M,share=on"
 		 -device "pcie-root-port,id=ivshmem0-port,chassis=1,slot=1"
 		 -device "ivshmem-plain,memdev=ivshmem0-mem,bus=ivshmem0-port,id=ivshmem0")
 	echo "0000:01:00.0" > "$out/ivshmem-address"
+	# Hot-unplug and plug from the guest: its requests relayed to qemu's QMP.
+	rm -f "$out/qmp.sock" "$out/qmp-request" "$out/qmp-reply"
+	ivshmem+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
+	/usr/bin/python3 "$here/qmp-relay.py" "$out" &
+	relay=$!
 fi
 
 set +e
@@ -174,8 +184,8 @@ timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
 	-kernel "$kimg" -initrd "$irf" -append "$append" </dev/null 2>&1 |
 	tee "$out/console.log" > "$sink"
 qrc=${PIPESTATUS[0]}
-kill "$watcher" 2>/dev/null
-wait "$watcher" 2>/dev/null
+kill "$watcher" ${relay:-} 2>/dev/null
+wait "$watcher" ${relay:-} 2>/dev/null
 set -e
 [ -f "$out/storm" ] && cat "$out/storm" >&2
 
