@@ -352,10 +352,12 @@ static void npushm_bar_bind_named(void)
 			pr_err("npushm: bars=%s: no such PCI device\n", entry);
 			continue;
 		}
-		if (!pdev->dev.driver &&
-		    !driver_set_override(&pdev->dev, &pdev->driver_override,
-					 NPUSHM_BAR_DRIVER, strlen(NPUSHM_BAR_DRIVER)) &&
-		    device_attach(&pdev->dev) <= 0)
+		if (pdev->dev.driver)
+			pci_err(pdev, "npushm: bars=%s: bound to another driver; unbind it, then bind npushm_bar\n",
+				entry);
+		else if (driver_set_override(&pdev->dev, &pdev->driver_override,
+					     NPUSHM_BAR_DRIVER, strlen(NPUSHM_BAR_DRIVER)) ||
+			 device_attach(&pdev->dev) <= 0)
 			pci_err(pdev, "npushm: bars=%s: not bound\n", entry);
 		pci_dev_put(pdev);
 	}
