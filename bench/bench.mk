@@ -13,8 +13,8 @@
 #                             (npushm-bench-gemm, bench/gemm)
 #   make bench-bert           BERT-base: npushm engine vs ONNX Runtime and PyTorch
 #   make bench-llama          the Llama decoder: decode and prompt speed per dtype against
-#                             the read bandwidth (bench/llama; BENCH_ARGS="--layers 4"
-#                             for a smaller model)
+#                             the read bandwidth and llama.cpp, 4 workers, shared-prefix
+#                             TTFT (bench/llama; BENCH_ARGS="--layers 4" for a smaller model)
 #   make bench-ccl            npccl vs Open MPI and MPICH, intra-host and over veth (root)
 #   make bench-ccl-targets    npccl's private-buffer targets vs the better MPI and memcpy
 #   make bench-ccl-det        deterministic reductions vs the default, shm and TCP

@@ -62,21 +62,3 @@ uninstall:
 	@$(INSTALL_VARS) tools/install.sh uninstall
 install-list:
 	@$(INSTALL_VARS) tools/install.sh list
-
-# Suite "install": install into a scratch DESTDIR and use only that tree
-# (tests/install/run-install-tests.sh says how and why).
-CHECK_SUITES += install
-.PHONY: check-install
-check-install: $(INSTALL_BUILT)
-	@tools/run-suite install tests/install/run-install-tests.sh "$(MAKE)"
-
-# Suite "packages": the Debian packages, lintian, DKMS, the VM loading the
-# DKMS-built module (tests/packages/run-package-tests.sh); about 2-3 minutes
-# on 2 cores. PACKAGES_IN_CHECK=no leaves it out of make check.
-PACKAGES_IN_CHECK ?= yes
-ifneq ($(PACKAGES_IN_CHECK),no)
-CHECK_SUITES += packages
-endif
-.PHONY: check-packages
-check-packages:
-	@tools/run-suite packages tests/packages/run-package-tests.sh

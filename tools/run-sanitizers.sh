@@ -28,9 +28,9 @@ if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" C
 	"$SAN_BUILD/tests/tensor-test" \
 	"$SAN_BUILD/tests/tensor-blocks-test" "$SAN_BUILD/tests/ccl-unit-test" \
 	"$SAN_BUILD/tests/bert-test" "$SAN_BUILD/tools/npushm-bert-gen" >"$log" 2>&1; then
-	tail -20 "$log" | sed 's/^/# /'
-	echo "not ok 1 - build the C tests with ASan and UBSan"
-	echo "1..1"
+	. "$root/tools/tap.sh"
+	result 1 "build the C tests with ASan and UBSan" "$log"
+	tap_end
 	exit 1
 fi
 

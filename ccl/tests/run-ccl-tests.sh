@@ -18,38 +18,24 @@ out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 . "$root/tools/tap.sh"
 
-# run PART TIMEOUT CMD...: fold the part's TAP into ours (tools/tap.sh)
-run() {
-	part=$1 tmo=$2
-	shift 2
-	timeout -k 5 "$tmo" "$@" >"$out/$part.out" 2>"$out/$part.err"
-	rc=$?
-	note="part $part"
-	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	tap_fold "" "$rc" "$note" <"$out/$part.out"
-	if [ "$rc" != 0 ]; then
-		sed 's/^/# /' "$out/$part.err" | tail -20
-	fi
-}
 
-run unit 60 "$TESTS/ccl-unit-test"
-run matrix-shm 200 "$TESTS/ccl-test" matrix --ranks 1-8
-run matrix-tcp 180 "$TESTS/ccl-test" matrix --tcp --ranks 2-5
-run misc 120 "$TESTS/ccl-test" misc
-run shm 150 "$TESTS/ccl-test" shm
-run faults 180 "$TESTS/ccl-test" fault
-run det-shm 150 "$TESTS/ccl-det-test" --ranks 2-5
-run det-tcp 150 "$TESTS/ccl-det-test" --tcp --api --ranks 2-4
-run async 150 "$TESTS/ccl-async-test"
-run async-tcp 150 "$TESTS/ccl-async-test" --tcp
-run model-load 150 "$root/ccl/tests/model-load-test.sh"
+part_within unit 60 "$TESTS/ccl-unit-test"
+part_within matrix-shm 200 "$TESTS/ccl-test" matrix --ranks 1-8
+part_within matrix-tcp 180 "$TESTS/ccl-test" matrix --tcp --ranks 2-5
+part_within misc 120 "$TESTS/ccl-test" misc
+part_within shm 150 "$TESTS/ccl-test" shm
+part_within faults 180 "$TESTS/ccl-test" fault
+part_within det-shm 150 "$TESTS/ccl-det-test" --ranks 2-5
+part_within det-tcp 150 "$TESTS/ccl-det-test" --tcp --api --ranks 2-4
+part_within async 150 "$TESTS/ccl-async-test"
+part_within async-tcp 150 "$TESTS/ccl-async-test" --tcp
+part_within model-load 150 "$root/ccl/tests/model-load-test.sh"
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
 for mpi in openmpi mpich; do
 	runner=$(command -v mpirun.$mpi)
 	if [ -z "$runner" ]; then
-		n=$((n + 1))
-		echo "ok $n - launch by mpirun.$mpi # SKIP mpirun.$mpi not installed"
+		tap_skip "launch by mpirun.$mpi" "mpirun.$mpi not installed"
 		continue
 	fi
 	extra=""
@@ -57,14 +43,9 @@ for mpi in openmpi mpich; do
 	timeout -k 5 60 "$runner" $extra -np 3 "$TESTS/ccl-test" env-worker >"$out/$mpi.out" 2>&1
 	rc=$?
 	good=$(grep -c '^envcheck rank .* ok' "$out/$mpi.out")
-	n=$((n + 1))
-	if [ "$rc" = 0 ] && [ "$good" = 3 ]; then
-		echo "ok $n - launch by mpirun.$mpi -np 3: init from its environment, collectives correct"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - launch by mpirun.$mpi -np 3 (exit $rc, $good of 3 ranks ok)"
-		sed 's/^/# /' "$out/$mpi.out" | tail -20
-	fi
+	[ "$rc" = 0 ] && [ "$good" = 3 ]
+	result $? "launch by mpirun.$mpi -np 3: init from its environment, collectives correct (exit $rc, $good of 3 ranks ok)" \
+		"$out/$mpi.out"
 done
 
 # torchrun-style variables on one host
@@ -77,14 +58,8 @@ for r in 0 1 2 3; do
 done
 ok=1
 for p in $pids; do wait "$p" || ok=0; done
-n=$((n + 1))
-if [ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]; then
-	echo "ok $n - torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks"
-else
-	failed=$((failed + 1))
-	echo "not ok $n - torchrun-style environment, 4 ranks"
-	cat "$out"/torch.* | sed 's/^/# /' | tail -20
-fi
+[ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]
+result $? "torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks" "$out"/torch.*
 # check OK DESCRIPTION [FILES...]: one result, passing when OK is 1; the
 # files as diagnostics on failure (tools/tap.sh's result)
 check() {
@@ -182,17 +157,10 @@ check $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall
 port=$((port + 1))
 NPCCL_TRANSPORT=rdmaa RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 	timeout -k 5 60 "$TESTS/ccl-test" env-worker >"$out/badtransport.0" 2>&1
-n=$((n + 1))
-if grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"; then
-	echo "ok $n - NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are"
-else
-	failed=$((failed + 1))
-	echo "not ok $n - NPCCL_TRANSPORT=rdmaa was not refused"
-	sed 's/^/# /' "$out/badtransport.0" | tail -5
-fi
-n=$((n + 1))
+grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"
+result $? "NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are" "$out/badtransport.0"
 if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-	echo "ok $n - NPCCL_TRANSPORT=rdma without a device # SKIP this host has RDMA devices (the VM suite ccl-rdma covers it)"
+	tap_skip "NPCCL_TRANSPORT=rdma without a device" "this host has RDMA devices (the VM suite ccl-rdma covers it)"
 else
 	port=$((port + 1))
 	pids=""
@@ -202,13 +170,8 @@ else
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p"; done
-	if [ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]; then
-		echo "ok $n - NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - NPCCL_TRANSPORT=rdma without devices was not refused on both ranks"
-		cat "$out"/needrdma.[01] | sed 's/^/# /' | tail -6
-	fi
+	[ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]
+	result $? "NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)" \
+		"$out"/needrdma.[01]
 fi
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end

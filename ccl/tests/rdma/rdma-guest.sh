@@ -26,35 +26,21 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
 # seconds since boot (the clock the guest keeps best under emulation)
 up() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(up)" 'BEGIN { printf "%.1f", b - a }'; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-# part NAME TIMEOUT CMD...: fold the part's TAP into ours
-part() {
-	pname=$1 tmo=$2
-	shift 2
-	t0=$(up)
-	timeout -k 5 "$tmo" "$@" >"$out/$pname.out" 2>"$out/$pname.err"
-	rc=$?
-	note="part $pname"
-	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	tap_fold "$pname" "$rc" "$note" <"$out/$pname.out"
-	[ "$rc" != 0 ] && sed 's/^/# /' "$out/$pname.err" | tail -20
-	echo "# part $pname: $(since "$t0") s"
-}
+TAP_PART_TIMES=1
 
 t0=$(up)
 if topo_up 4; then
-	ok "4 soft-RoCE hosts: network namespaces for TCP, rxe devices on veths through a bridge ($(since "$t0") s)"
+	result 0 "4 soft-RoCE hosts: network namespaces for TCP, rxe devices on veths through a bridge ($(since "$t0") s)"
 else
-	notok "soft-RoCE hosts could not be created"
-	echo "1..$n"
+	result 1 "soft-RoCE hosts could not be created"
+	tap_end
 	exit 1
 fi
 
-NPUSHM_RDMA_DEV=$TOPO_DEV_1 part reg 60 "$TESTS/libnpushm-rdma-reg-test"
+part_within reg 60 env NPUSHM_RDMA_DEV="$TOPO_DEV_1" "$TESTS/libnpushm-rdma-reg-test"
 
 # ---- ranks in the hosts' namespaces, launched with torchrun-style variables
 port=$((30000 + $$ % 20000))
@@ -106,9 +92,9 @@ t0=$(up)
 launch hier 300 "1 1 2 2" "$TESTS/ccl-test" env-worker
 nok=$(cat "$out"/hier.[0-3] | grep -c "^envcheck rank .* hosts 2 ok")
 if [ "$nok" = 4 ]; then
-	ok "2 hosts x 2 ranks (shm + RDMA): every AllReduce algorithm incl. hierarchical, every collective ($(grep -h predicted "$out"/hier.0 | sed 's/.*| //' | cut -c1-100))"
+	result 0 "2 hosts x 2 ranks (shm + RDMA): every AllReduce algorithm incl. hierarchical, every collective ($(grep -h predicted "$out"/hier.0 | sed 's/.*| //' | cut -c1-100))"
 else
-	notok "2 hosts x 2 ranks (shm + RDMA), hierarchical AllReduce ($nok of 4 ok)"
+	result 1 "2 hosts x 2 ranks (shm + RDMA), hierarchical AllReduce ($nok of 4 ok)"
 	cat "$out"/hier.[0-3] | sed 's/^/# /' | tail -12
 fi
 echo "# hier: $(since "$t0") s"
@@ -123,9 +109,9 @@ for layout in "1 1 2 2"; do
 	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$TESTS/ccl-det-test" env --quick
 	nok=$(cat "$out/det-$world".[0-9] | grep -c "^detcheck rank .* ok")
 	if [ "$nok" = "$world" ]; then
-		ok "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
+		result 0 "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
 	else
-		notok "deterministic reductions over RDMA, hosts '$layout' ($nok of $world ranks ok)"
+		result 1 "deterministic reductions over RDMA, hosts '$layout' ($nok of $world ranks ok)"
 		cat "$out/det-$world".[0-9] | sed 's/^/# /' | tail -8
 	fi
 	echo "# det $layout: $(since "$t0") s"
@@ -202,10 +188,10 @@ fault_job() {
 		r=$((r + 1))
 	done
 	if [ $named = $want ] && { [ "$fsig" = - ] || [ -n "$vpid" ]; }; then
-		ok "fault $fname over RDMA: all $want ranks fail with \"$fstatus\" naming \"$ftext\" ($(since "$t0") s)"
+		result 0 "fault $fname over RDMA: all $want ranks fail with \"$fstatus\" naming \"$ftext\" ($(since "$t0") s)"
 		grep -h "status" "$out/$fname.0" | sed 's/^/# /' | cut -c1-300
 	else
-		notok "fault $fname over RDMA ($named of $want ranks right; victim pid '${vpid:-}')"
+		result 1 "fault $fname over RDMA ($named of $want ranks right; victim pid '${vpid:-}')"
 		cat "$out/$fname".[0-9] | sed 's/^/# /' | tail -12
 	fi
 }
@@ -254,10 +240,9 @@ if [ -w /proc/sys/kernel/yama/ptrace_scope ] && echo 3 > /proc/sys/kernel/yama/p
 		CCL_TEST_SINGLE_COPY=1 "$TESTS/ccl-test" env-matrix
 	tap_job single-copy
 else
-	notok "single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
+	result 1 "single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
 fi
 echo "# single copy without ptrace: $(since "$t0") s"
 
 echo "# total: $(since 0) s since boot"
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end
