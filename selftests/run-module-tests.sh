@@ -83,13 +83,13 @@ done
 if [ -z "${NPUSHM_FAULT_INJECT:-}" ] && [ -z "${NPUSHM_SELFTESTS:-}" ]; then
 	providers=
 	[ -n "${NPUSHM_TEST_BAR:-}" ] && providers="bar:${NPUSHM_TEST_BAR%@*}"
-	for n in /sys/devices/system/node/node[0-9]*; do
-		[ -s "$n/cpulist" ] && [ -n "$(tr -d '\n' < "$n/cpulist")" ] && continue
-		providers="$providers node:${n##*node}"
+	for node_dir in /sys/devices/system/node/node[0-9]*; do
+		[ -n "$(tr -d '\n' < "$node_dir/cpulist")" ] && continue
+		providers="$providers node:${node_dir##*node}"
 	done
-	for p in $providers; do
+	for provider in $providers; do
 		for t in map dmabuf pins rdma; do
-			part "module-$t-test on $p" env NPUSHM_TEST_MOUNT_OPTS="provider=$p" \
+			part "module-$t-test on $provider" env NPUSHM_TEST_MOUNT_OPTS="provider=$provider" \
 				"$BUILD/tests/module-$t-test"
 		done
 	done
