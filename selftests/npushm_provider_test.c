@@ -20,8 +20,10 @@
  * device with regions mapped, pinned and exported revokes them (SIGBUS,
  * EIO, ENODEV, INFO and netlink say so) and the memory comes back, and the
  * device binds again, only once the last of them is gone; the same when
- * qemu unplugs the device (device_del through its monitor).
+ * qemu unplugs the device (device_del through its monitor). The BAR tests
+ * wait for hotplug and teardown: 300 s each, for the debug kernel.
  */
+#include <dirent.h>
 #include <linux/mount.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -302,6 +304,40 @@ TEST_F(npushm, registered_provider_backs_regions)
 	EXPECT_EQ(-EINVAL, npu_mount(dir, "provider=test"));
 }
 
+static int sysfs_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+#define UID_QUOTA "/sys/module/npushm/parameters/uid_quota"
+
+/* The uid_quota parameter, as read: 0 or -errno. */
+static int uid_quota_get(char *buf, size_t size)
+{
+	FILE *f = fopen(UID_QUOTA, "r");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)size, f))
+		ret = -EIO;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return ret;
+}
+
+static int uid_quota_set(const char *val)
+{
+	return sysfs_write(UID_QUOTA, val);
+}
+
 /* A node with memory and no CPUs (as qemu -numa gives), or -1. */
 static int memory_only_node(void)
 {
@@ -383,7 +419,7 @@ TEST_F(npushm, node_provider_places_pages_on_its_node_only)
 {
 	int nid = memory_only_node(), root, fd, big, more, s;
 	struct npushm_region_info info;
-	char dir[64], opt[64];
+	char dir[64], opt[64], quota[32];
 	uint64_t fill;
 
 	if (nid < 0)
@@ -403,7 +439,12 @@ TEST_F(npushm, node_provider_places_pages_on_its_node_only)
 	EXPECT_EQ(0, region_off_node(s, 4 * MiB, 0));
 	close(s);
 	EXPECT_EQ(0, npu_unlink(self->root, "s"));
-	/* Fill the node: what it holds lands there; beyond, ENOMEM, never elsewhere. */
+	/*
+	 * Fill the node: what it holds lands there; beyond, ENOMEM, never
+	 * elsewhere. The node, not the owner's quota, is to run out.
+	 */
+	ASSERT_EQ(0, uid_quota_get(quota, sizeof(quota)));
+	ASSERT_EQ(0, uid_quota_set("0"));
 	fill = node_free(nid);
 	ASSERT_LT(32 * MiB, fill);
 	fill = (fill - 24 * MiB) & ~(MiB - 1);
@@ -417,6 +458,7 @@ TEST_F(npushm, node_provider_places_pages_on_its_node_only)
 	more = npu_tmpfile(root, 0, 0600);
 	ASSERT_LE(0, more);
 	EXPECT_EQ(-ENOMEM, npu_size(more, 48 * MiB));
+	EXPECT_EQ(0, uid_quota_set(quota));
 	close(more);
 	close(big);
 	close(fd);
@@ -465,6 +507,7 @@ TEST_F(npushm, sysmem_follows_the_memory_policy)
 {
 	int nid = memory_only_node(), fd, more;
 	unsigned long mask;
+	char quota[32];
 	uint64_t rest;
 
 	if (nid < 0)
@@ -476,7 +519,9 @@ TEST_F(npushm, sysmem_follows_the_memory_policy)
 	EXPECT_EQ(0, region_off_node(fd, 8 * MiB, nid));
 	close(fd);
 	EXPECT_EQ(0, npu_unlink(self->root, "r"));
-	/* within the owner's quota (256 MiB in the suite), past the node's memory */
+	/* past the node's memory; the owner's quota lifted: the node runs out */
+	ASSERT_EQ(0, uid_quota_get(quota, sizeof(quota)));
+	ASSERT_EQ(0, uid_quota_set("0"));
 	rest = (node_free(nid) + 8 * MiB) & ~(MiB - 1);
 	more = npu_tmpfile(self->root, 0, 0600);
 	ASSERT_LE(0, more);
@@ -486,6 +531,7 @@ TEST_F(npushm, sysmem_follows_the_memory_policy)
 		       (unsigned long long)(node_free(nid) >> 20));
 	}
 	close(more);
+	EXPECT_EQ(0, uid_quota_set(quota));
 	ASSERT_EQ(0, syscall(SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0));
 }
 
@@ -500,18 +546,6 @@ struct bar {
 
 #define PCI_DEVICES "/sys/bus/pci/devices"
 #define BAR_DRIVER "/sys/bus/pci/drivers/npushm_bar"
-
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
 
 /* 0, or -ENOENT when there is no BAR to test (SKIP). */
 static int bar_under_test(struct bar *b)
@@ -631,10 +665,6 @@ static int touch_in_child(volatile char *p)
 	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
-static int uid_quota_set(const char *val)
-{
-	return sysfs_write("/sys/module/npushm/parameters/uid_quota", val);
-}
 
 static uint64_t sum_bytes(const unsigned char *p, size_t len)
 {
@@ -646,7 +676,7 @@ static uint64_t sum_bytes(const unsigned char *p, size_t len)
 	return sum;
 }
 
-TEST_F(npushm, bar_provider_backs_regions)
+TEST_F_TIMEOUT(npushm, bar_provider_backs_regions, 300)
 {
 	struct npushm_test_import imp = { 0 };
 	struct npushm_region_info info;
@@ -655,7 +685,6 @@ TEST_F(npushm, bar_provider_backs_regions)
 	char dir[64], quota[32] = "", *sys;
 	unsigned char *m;
 	struct bar b;
-	FILE *f;
 
 	if (bar_under_test(&b))
 		SKIP(return, "no PCI BAR to test (NPUSHM_TEST_BAR=ADDR@BAR; the VM's ivshmem)");
@@ -698,11 +727,7 @@ TEST_F(npushm, bar_provider_backs_regions)
 	ASSERT_LE(0, big);
 	EXPECT_EQ(-ENOSPC, npu_size(big, b.size));
 	/* the owner's quota applies on top, whatever the provider */
-	f = fopen("/sys/module/npushm/parameters/uid_quota", "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(quota, sizeof(quota), f));
-	fclose(f);
-	quota[strcspn(quota, "\n")] = 0;
+	ASSERT_EQ(0, uid_quota_get(quota, sizeof(quota)));
 	ASSERT_EQ(0, uid_quota_set("12M"));
 	EXPECT_EQ(-EDQUOT, npu_size(big, 8 * MiB));
 	ASSERT_EQ(0, uid_quota_set(quota));
@@ -891,7 +916,7 @@ static void bar_goes_with_live_regions(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, npu_umount(dir));
 }
 
-TEST_F(npushm, bar_unbind_revokes_live_regions)
+TEST_F_TIMEOUT(npushm, bar_unbind_revokes_live_regions, 300)
 {
 	struct bar b;
 
@@ -901,7 +926,7 @@ TEST_F(npushm, bar_unbind_revokes_live_regions)
 	bar_goes_with_live_regions(_metadata, &b, "unbind");
 }
 
-TEST_F(npushm, bar_device_removal_revokes_live_regions)
+TEST_F_TIMEOUT(npushm, bar_device_removal_revokes_live_regions, 300)
 {
 	struct bar b;
 
@@ -911,8 +936,33 @@ TEST_F(npushm, bar_device_removal_revokes_live_regions)
 	bar_goes_with_live_regions(_metadata, &b, "remove");
 }
 
+/* Whether a hotplug driver (acpiphp, pciehp) serves the device's slot. */
+static bool hotplug_slot(const struct bar *b)
+{
+	char path[300], addr[32] = "";
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir("/sys/bus/pci/slots");
+	FILE *f;
+
+	while (d && !found && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/slots/%s/address", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(addr, sizeof(addr), f))
+			addr[0] = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/sys/bus/pci/slots/%s/power", e->d_name);
+		found = !strncmp(addr, b->addr, strcspn(addr, "\n")) && !access(path, F_OK);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* qemu's device_del: the guest's hotplug driver removes the device. */
-TEST_F(npushm, bar_device_hot_unplug_revokes_live_regions)
+TEST_F_TIMEOUT(npushm, bar_device_hot_unplug_revokes_live_regions, 300)
 {
 	struct bar b;
 
@@ -920,11 +970,13 @@ TEST_F(npushm, bar_device_hot_unplug_revokes_live_regions)
 		SKIP(return, "no PCI BAR to test (NPUSHM_TEST_BAR=ADDR@BAR; the VM's ivshmem)");
 	if (qmp("{\"execute\": \"query-status\"}"))
 		SKIP(return, "no access to qemu's monitor (run-vm.sh VM_IVSHMEM relays it)");
+	if (!hotplug_slot(&b))
+		SKIP(return, "no PCI hotplug driver serves %s's slot (HOTPLUG_PCI_ACPI or _PCIE)", b.addr);
 	ASSERT_TRUE(bar_bound(&b));
 	bar_goes_with_live_regions(_metadata, &b, "hotunplug");
 }
 
-TEST_F(npushm, bar_binds_only_what_bars_names)
+TEST_F_TIMEOUT(npushm, bar_binds_only_what_bars_names, 300)
 {
 	char saved[256] = "", path[128];
 	struct bar b;
