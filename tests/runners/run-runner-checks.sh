@@ -11,10 +11,9 @@
 #  3. only selftests/vm/vm-suite.sh boots the test VM for a suite:
 #     selftests/vm/run-vm.sh is called by nothing else but the benchmarks,
 #     the kmod demo (apps/bert/bert.mk) and the two named exceptions below.
-# Exceptions, named with their reason: the debug lane (selftests/debug/: its
-# own kernel, a fixed plan of 12 results whose detectors check-logs.sh
-# numbers) and suite packages' one VM step (tests/packages: the module DKMS
-# built, not kmod/npushm.ko).
+# Exceptions to 3, named with their reason: the debug lane
+# (selftests/debug/: its own kernel and VM options) and suite packages' one
+# VM step (tests/packages: the module DKMS built, not kmod/npushm.ko).
 #
 #   run-runner-checks.sh [TREE]     TREE: a checkout (default: this one)
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,7 +32,6 @@ done | tr ' \t' '\n\n' | grep '\.sh$' |
 		-e 's/^\$(CURDIR)\///' | LC_ALL=C sort -u > "$out/runners"
 : > "$out/bad"
 while read -r s; do
-	case "$s" in selftests/debug/*) continue ;; esac
 	[ -f "$s" ] || { echo "$s: named by a fragment, not in the tree" >> "$out/bad"; continue; }
 	grep -q 'tools/tap\.sh\|/tap\.sh"' "$s" || echo "$s does not source tools/tap.sh" >> "$out/bad"
 done < "$out/runners"
@@ -42,7 +40,7 @@ result $? "every suite runner the fragments name sources tools/tap.sh ($(wc -l <
 	"$out/bad" "$out/runners"
 
 # 2. TAP result lines printed by hand
-git ls-files '*.sh' | grep -v -e '^tools/tap\.sh$' -e '^selftests/debug/' |
+git ls-files '*.sh' | grep -v -e '^tools/tap\.sh$' |
 	xargs grep -n -E '(echo|printf) +"(not )?ok ' > "$out/own" 2>/dev/null
 [ ! -s "$out/own" ]
 result $? "no shell script but tools/tap.sh prints an \"ok N\" or \"not ok N\" line itself" "$out/own"
