@@ -21,6 +21,7 @@ struct cli_opts {
 	bool no_dedup;
 	bool replace;
 	bool packed_only;	/* load --packed-only */
+	bool per_node;
 	bool all;
 	npushm_backend_t backend;
 	const char *name;

@@ -382,7 +382,7 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, const void *data,
 					   size_t nbytes);
 /**
- * Since 1.1: a float32 [n, k] weight that exists only in its packed layout
+ * Since 1.2: a float32 [n, k] weight that exists only in its packed layout
  * (a model stored without the plain copy, `npushm load --packed-only`):
  * npt_linear reads it as its weight, in place; anything else that would read
  * its elements (other ops, views, npt_tensor_data, DLPack, packing) is
@@ -394,7 +394,7 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, size_t nbytes,
 					    int64_t n, int64_t k, npt_tensor_t **out);
 /**
- * Since 1.1: the plain [n, k] float32 weight held by packed bytes data
+ * Since 1.2: the plain [n, k] float32 weight held by packed bytes data
  * (nbytes) in layout tag, written into dst (n * k floats, C order, the
  * caller's): the inverse of npt_pack_weight, for a layout made by any CPU
  * and oneDNN version, without oneDNN (the tag spells out the whole blocked
@@ -427,6 +427,13 @@ NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes);
  *  chosen at run time. Results do not depend on the thread count. */
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
 				   int64_t k, float *y);
+/** npt_q4_linear on rows ldq bytes apart (ldq >= k / NPT_Q4_GROUP * 18): W is
+ *  the [n, k] block of a wider 4-bit weight whose rows start at q, q + ldq,
+ *  ..., for example columns [c, c + k) of a [N, K] weight (c and k multiples
+ *  of NPT_Q4_GROUP: q = its bytes + c / NPT_Q4_GROUP * 18, ldq = K /
+ *  NPT_Q4_GROUP * 18). (NPTENSOR_1.1) */
+NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
+					   int64_t n, int64_t k, float *y);
 
 /* ---- decode-step products ------------------------------------------------------
  * y[m, n] = x[m, k] @ W^T for the few input rows of a decoder's decode step,
