@@ -444,7 +444,7 @@ static void split_task(void *arg, int64_t begin, int64_t end, int tid)
 }
 
 /* one row of int32 sums (in place of the floats) times as * ws[n] */
-NPT_SIMD static void s8_dequant_row(int64_t n, float *row, float as, const float *ws)
+NPT_SIMD512 static void s8_dequant_row(int64_t n, float *row, float as, const float *ws)
 {
 	for (int64_t k = 0; k < n; k++) {
 		int32_t v;

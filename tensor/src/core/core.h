@@ -28,6 +28,9 @@
 #define NPT_HIDDEN __attribute__((visibility("hidden")))
 /* Kernels are compiled twice (AVX2+FMA+F16C and baseline) and picked at load. */
 #define NPT_SIMD __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* ... and those that are memory-bound streams at GEMM speed a third time, for
+ * AVX-512 (x86-64-v4): a linear layer's input conversions */
+#define NPT_SIMD512 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 /* ---- status.c ---- */
 NPT_HIDDEN npt_status_t npt_fail(npt_status_t s, const char *fmt, ...)

@@ -32,7 +32,7 @@ typedef struct {
  * above every finite value and NaN above infinity): an integer maximum, which
  * vectorises where a float one with NaN rules does not
  */
-NPT_SIMD static uint32_t amax_bits(const float *x, int64_t K)
+NPT_SIMD512 static uint32_t amax_bits(const float *x, int64_t K)
 {
 	uint32_t m = 0;
 
@@ -46,7 +46,7 @@ NPT_SIMD static uint32_t amax_bits(const float *x, int64_t K)
 	return m;
 }
 
-NPT_SIMD static void quant_row(const float *x, int64_t K, int8_t *q, float *scale)
+NPT_SIMD512 static void quant_row(const float *x, int64_t K, int8_t *q, float *scale)
 {
 	uint32_t mb = amax_bits(x, K);
 	float amax, inv;
@@ -76,7 +76,7 @@ static void quant_task(void *arg, int64_t begin, int64_t end, int tid)
 		quant_row(j->x + r * j->ldx, j->K, j->q + r * j->K, j->scale + r);
 }
 
-NPT_SIMD static void bf16_row(const float *x, int64_t K, uint16_t *h)
+NPT_SIMD512 static void bf16_row(const float *x, int64_t K, uint16_t *h)
 {
 	for (int64_t k = 0; k < K; k++) {
 		uint32_t u;
