@@ -95,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 2
+#define NPUSHM_VERSION_MINOR 5	/* the newest version node: NPUSHM_1.5 */
 
 /* ------------------------------------------------------------------ status */
 

@@ -4,14 +4,15 @@
 # check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
 # own as strict C99 and C++11 (before and after the UAPI header), and
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
-# (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h) and
-# NPUSHM_1.4 (npushm_space.h); the last three compile on their own too.
+# (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h),
+# NPUSHM_1.4 (npushm_space.h) and NPUSHM_1.5 (npushm_cluster.h); the last
+# four compile on their own too.
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..7"
 printf '#include <npushm.h>\n#include <linux/npushm.h>\nint main(void) { npushm_region_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/a.c"
 printf '#include <linux/npushm.h>\n#include <npushm.h>\nint f(void) { return NPUSHM_NAME_MAX; }\n' > "$tmp/b.c"
 if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/a.o" 2> "$tmp/log" &&
@@ -22,9 +23,9 @@ else
 	echo "not ok 1 - npushm.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[01234]$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[012345]$')
 if [ -n "$syms" ] && [ -z "$bad" ]; then
-	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.4 ($(echo "$syms" | wc -l) of them)"
+	echo "ok 2 - libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.5 ($(echo "$syms" | wc -l) of them)"
 else
 	echo "not ok 2 - unexpected exports:"; echo "$bad" | sed 's/^/# /'
 fi
@@ -41,8 +42,11 @@ done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_space.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.4$" || missing="$missing $f"
 done
+for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_cluster.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.5$" || missing="$missing $f"
+done
 if [ -z "$missing" ]; then
-	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2) and npushm_space.h (NPUSHM_1.4) is exported"
+	echo "ok 3 - every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2), npushm_space.h (NPUSHM_1.4) and npushm_cluster.h (NPUSHM_1.5) is exported"
 else
 	echo "not ok 3 - declared but not exported:$missing"
 fi
@@ -71,4 +75,11 @@ if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/s.c" 
 	echo "ok 6 - npushm_space.h is self-contained C99 and C++11 (no UAPI header needed), and compiles next to it"
 else
 	echo "not ok 6 - npushm_space.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
+fi
+printf '#include <npushm_cluster.h>\nint main(void) { npushm_cluster_result_t r; r.cause = NPUSHM_CLUSTER_OK; return (int)r.cause; }\n' > "$tmp/k.c"
+if gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/k.c" -o "$tmp/k.o" 2> "$tmp/log" &&
+   g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -c "$tmp/k.c" -o "$tmp/l.o" 2>> "$tmp/log"; then
+	echo "ok 7 - npushm_cluster.h is self-contained C99 and C++11"
+else
+	echo "not ok 7 - npushm_cluster.h does not compile on its own"; sed 's/^/# /' "$tmp/log"
 fi
