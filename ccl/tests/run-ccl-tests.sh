@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
-# API/bootstrap negatives, fault injection, deterministic reductions (bits
+# API/bootstrap negatives, fault injection, single-copy collectives and
+# their races, deterministic reductions (bits
 # against the canonical-order reference, shm and TCP), non-blocking calls, threads,
 # groups and key-value bootstrap (shm and TCP), the cluster model load
 # (npccl_model_load across three TCP "hosts"), and launches by real mpirun
@@ -34,6 +35,11 @@ run matrix-shm 200 "$BIN/ccl-test" matrix --ranks 1-8
 run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
 run misc 120 "$BIN/ccl-test" misc
 run shm 150 "$BIN/ccl-test" shm
+# single copy here by cross-memory attach (no module): correctness, the path
+# taken (copy counters), a rank's unmap/remap/CoW/exit during the copies;
+# through the module's spaces in the VM (suite ccl-rdma)
+run single-copy 150 "$BIN/ccl-test" single-copy
+run single-copy-race 120 "$BIN/ccl-test" single-copy-race
 run faults 180 "$BIN/ccl-test" fault
 run det-shm 150 "$BIN/ccl-det-test" --ranks 2-5
 run det-tcp 150 "$BIN/ccl-det-test" --tcp --api --ranks 2-4

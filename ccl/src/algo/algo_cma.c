@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * algo_cma.c - AllGather, Broadcast and ReduceScatter between private
- * buffers of the ranks of one host with a single copy: each rank copies
- * what it needs straight out of its peers' buffers with process_vm_readv
- * (Linux cross-memory attach), all ranks at once, instead of a copy into
- * and a copy out of the shared FIFOs. For two ranks the broadcast root
- * also writes half of the message into the receiver's buffer
- * (process_vm_writev), so both cores copy.
+ * algo_cma.c - single-copy collectives between private buffers of the ranks
+ * of one host: each rank copies what it needs straight out of (or into) its
+ * peers' buffers, all ranks at once, instead of a copy into and a copy out
+ * of shared memory. Here the common steps and the collectives that move
+ * data without reducing it: AllGather, Broadcast, Gather, Scatter and
+ * AllToAll (algo_cma_reduce.c has AllReduce, Reduce and ReduceScatter).
+ * For two ranks the broadcast root also writes half of the message into the
+ * receiver's buffer, so both cores copy; Gather's ranks write their blocks
+ * into the root's buffer, Scatter's read theirs from it, in parallel.
  *
  * Two kernel paths: with the npushm module each rank has a space (its
  * descriptor passed to the local peers at setup, transport_shm.c) and
@@ -15,18 +17,24 @@
  * peers copy with pread/pwrite on it, which needs no ptrace access (other
  * uids, any Yama scope, seccomp filters against process_vm_readv, other pid
  * namespaces); the grants are revoked once every peer is done. Without a
- * peer's space, cross-memory attach: same user, same pid namespace, ptrace
- * access allowed. cma_probe_begin() and cma_probe_peers() check at init
- * that every rank can read every peer one way or the other, and comm.c
- * agrees the result, so all ranks choose alike. Each
- * call publishes its buffers' addresses in the control block, then `staged`
- * (with the step hash, as the shm fast path, so mismatched calls are caught);
- * a rank copies, then publishes `reduced` and waits for every peer's
- * `reduced`: nobody's buffer is released while a peer may still read it.
+ * peer's space, cross-memory attach (process_vm_readv/writev): same user,
+ * same pid namespace, ptrace access allowed. Grants live for one call, not
+ * longer: a peer can reach a buffer only while a call that handed it over
+ * runs (two system calls per buffer and call; caching them would leave
+ * freed heap memory open to the peers, which no watch sees being reused).
+ * cma_probe_begin() and cma_probe_peers() check at init that every rank can
+ * read every peer one way or the other, and comm.c agrees the result, so
+ * all ranks choose alike. Each call publishes its buffers' addresses in the
+ * control block, then `staged` (with the step hash, as the shm fast path,
+ * so mismatched calls are caught); a rank copies, then publishes `reduced`
+ * and waits for every peer's `reduced`: nobody's buffer is released while a
+ * peer may still read or write it. Every copy is counted by path
+ * (npccl_comm_copy_stats).
  */
 #include "npccl_internal.h"
 #include "transport/transport.h"
 #include "algo/algo.h"
+#include "algo/cma.h"
 #include "npushm_space.h"
 
 #include <errno.h>
@@ -94,49 +102,6 @@ static void cma_publish(struct npccl_comm *c, int which, uint64_t v)
 	doorbell_ring_all_local(c);
 }
 
-/* Copies len bytes between local and peer k's address `remote` (read:
- * from the peer; write: to it). */
-static npccl_status_t cma_copy(struct npccl_comm *c, int k, char *local, uint64_t remote,
-			       size_t len, bool write)
-{
-	int rank = c->local_ranks[k];
-	pid_t pid = (pid_t)c->peers[rank].info.pid;
-	int space = c->peers[rank].space_fd;
-	size_t done = 0;
-	if (space >= 0 && len) {
-		npushm_status_t ps = write ? npushm_space_write(space, remote, local, len, &done)
-					   : npushm_space_read(space, remote, local, len, &done);
-		if (ps == NPUSHM_OK)
-			return NPCCL_OK;
-		if (ps == NPUSHM_ERR_NOT_FOUND)
-			return comm_peer_lost(c, rank, "its process exited");
-		char who[128];
-		peer_describe(c, rank, who, sizeof(who));
-		return comm_fail(c, NPCCL_ERR_SYSTEM, rank, "cannot %s the buffer of %s: %s",
-				 write ? "write" : "read", who, npushm_last_error());
-	}
-	while (done < len) {
-		struct iovec l = { local + done, len - done };
-		struct iovec r = { (void *)(uintptr_t)(remote + done), len - done };
-		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-				  : process_vm_readv(pid, &l, 1, &r, 1, 0);
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		int e = n < 0 ? errno : EFAULT;
-		if (e == ESRCH)
-			return comm_peer_lost(c, rank, "its process exited");
-		char who[128];
-		peer_describe(c, rank, who, sizeof(who));
-		return comm_fail(c, NPCCL_ERR_SYSTEM, rank, "cannot %s the buffer of %s: %s",
-				 write ? "write" : "read", who, strerror(e));
-	}
-	return NPCCL_OK;
-}
-
 /* Revoke this call's grants: no peer reads or writes my buffers after it. */
 static void cma_revoke(struct npccl_comm *c)
 {
@@ -165,12 +130,8 @@ static npccl_status_t cma_grant(struct npccl_comm *c, const void *sbuf, size_t s
 	return NPCCL_OK;
 }
 
-/* Step 1 of every call: my buffers granted (@slen bytes of the send
- * buffer peers read, @rlen of the receive buffer they write), their
- * addresses, then `staged`; on return everyone's are readable in
- * c->ctl[k]->cma_*. */
-static npccl_status_t cma_begin(struct npccl_comm *c, const void *sbuf, size_t slen,
-				const void *rbuf, size_t rlen, uint64_t *step)
+npccl_status_t cma_begin(struct npccl_comm *c, const void *sbuf, size_t slen, const void *rbuf,
+			 size_t rlen, uint64_t *step)
 {
 	struct shm_ctl *me = c->ctl[c->local_index];
 	npccl_status_t st = cma_grant(c, sbuf, slen, rbuf, rlen);
@@ -186,8 +147,7 @@ static npccl_status_t cma_begin(struct npccl_comm *c, const void *sbuf, size_t s
 	return st;
 }
 
-/* Last step: done with the peers' buffers; wait until they are with mine. */
-static npccl_status_t cma_end(struct npccl_comm *c, uint64_t step, npccl_status_t st)
+npccl_status_t cma_end(struct npccl_comm *c, uint64_t step, npccl_status_t st)
 {
 	if (!st) {
 		cma_publish(c, CNT_REDUCED, step + 1);
@@ -240,54 +200,87 @@ npccl_status_t cma_broadcast(struct npccl_comm *c, const struct coll_args *a)
 	return cma_end(c, step, st);
 }
 
-/* Block `me` of every rank's input, reduced straight into the output chunk
- * by chunk: my own block first, then each peer's (rank order), whose chunk
- * is first copied into a cache-sized buffer; own block and first peer are
- * combined in one pass. In place the output is my own block of the input:
- * that pass reads each element before it writes it, later ones only read
- * peers' copies. (Sum, product, min and max commute: any order is a valid
- * result; floats may round differently from the rank-order algorithms.) */
-npccl_status_t cma_reduce_scatter(struct npccl_comm *c, const struct coll_args *a)
+npccl_status_t cma_gather(struct npccl_comm *c, const struct coll_args *a)
 {
-	int P = c->nlocal, me = c->local_index;
-	size_t es = a->esize, bb = a->count * es;
-	size_t chunk = MAX(es, (npccl_config()->pipeline_chunk / es) * es);
-	char *in = comm_scratch(c, chunk);
-	if (!in && bb)
-		return comm_fail(c, NPCCL_ERR_NOMEM, -1, "no memory for %zu bytes", chunk);
+	int P = c->nlocal, me = c->local_index, root = c->peers[a->root].local_index;
+	size_t bb = a->count * a->esize;
 	uint64_t step;
-	npccl_status_t st = cma_begin(c, a->sbuf, bb * (size_t)P, a->rbuf, 0, &step);
+	npccl_status_t st = cma_begin(c, NULL, 0, a->rbuf, me == root ? bb * (size_t)P : 0, &step);
 	if (st)
 		return st;
-	const char *own = a->sbuf + (size_t)me * bb;
-	for (size_t off = 0; off < bb && !st; off += chunk) {
-		size_t len = MIN(chunk, bb - off), n = len / es;
-		bool first = true;
-		for (int k = 0; k < P && !st; k++) {
-			if (k == me)
-				continue;
-			st = cma_copy(c, k, in, c->ctl[k]->cma_sbuf + (uint64_t)me * bb + off, len,
-				      false);
-			if (st)
-				break;
-			if (first)
-				reduce_into(a->dtype, a->op, a->rbuf + off, own + off, in, n);
-			else
-				reduce_inplace(a->dtype, a->op, a->rbuf + off, in, n);
-			first = false;
-		}
+	if (me == root) {
+		char *own = a->rbuf + (size_t)me * bb;
+		if (own != a->sbuf && bb)
+			memmove(own, a->sbuf, bb);
+	} else {
+		st = cma_copy(c, root, (char *)a->sbuf, c->ctl[root]->cma_rbuf + (uint64_t)me * bb,
+			      bb, true);
 	}
 	return cma_end(c, step, st);
 }
 
-/* At init: can this rank read every local peer's memory? Each rank
+npccl_status_t cma_scatter(struct npccl_comm *c, const struct coll_args *a)
+{
+	int P = c->nlocal, me = c->local_index, root = c->peers[a->root].local_index;
+	size_t bb = a->count * a->esize;
+	uint64_t step;
+	npccl_status_t st = cma_begin(c, a->sbuf, me == root ? bb * (size_t)P : 0, NULL, 0, &step);
+	if (st)
+		return st;
+	if (me == root) {
+		const char *own = a->sbuf + (size_t)me * bb;
+		if (own != a->rbuf && bb)
+			memmove(a->rbuf, own, bb);
+	} else {
+		st = cma_copy(c, root, a->rbuf, c->ctl[root]->cma_sbuf + (uint64_t)me * bb, bb,
+			      false);
+	}
+	return cma_end(c, step, st);
+}
+
+/* Each rank reads block `me` of every peer's input. In place, peers read
+ * from a copy of it (the buffer's blocks are overwritten meanwhile). */
+npccl_status_t cma_alltoall(struct npccl_comm *c, const struct coll_args *a)
+{
+	int P = c->nlocal, me = c->local_index;
+	size_t bb = a->count * a->esize;
+	const char *src = a->sbuf;
+	if (a->sbuf == a->rbuf && bb) {
+		char *tmp = comm_scratch(c, bb * (size_t)P);
+		if (!tmp)
+			return comm_fail(c, NPCCL_ERR_NOMEM, -1, "no memory for %zu bytes",
+					 bb * (size_t)P);
+		memcpy(tmp, a->sbuf, bb * (size_t)P);
+		src = tmp;
+	}
+	uint64_t step;
+	npccl_status_t st = cma_begin(c, src, bb * (size_t)P, NULL, 0, &step);
+	if (st)
+		return st;
+	if (src == a->sbuf && bb)
+		memcpy(a->rbuf + (size_t)me * bb, src + (size_t)me * bb, bb);
+	for (int i = 1; i < P && !st; i++) {
+		int k = (me + i) % P;
+		st = cma_copy(c, k, a->rbuf + (size_t)k * bb, c->ctl[k]->cma_sbuf + (uint64_t)me * bb,
+			      bb, false);
+	}
+	return cma_end(c, step, st);
+}
+
+/* At init: can every rank read every local peer's memory? Each rank
  * publishes the address of a word holding its pid; everyone reads the
- * others' and the verdict is agreed (MIN over the ranks). */
+ * others' and the verdict is agreed (MIN over all ranks, those alone on
+ * their host agreeing). The collectives here need one host; the shm
+ * transport's rendezvous (transport_shm.c) serves local pairs of any
+ * communicator. */
 bool cma_probe_begin(struct npccl_comm *c)
 {
 	c->cma_ok = false;
-	if (c->nhosts != 1 || c->nlocal < 2 || npccl_config()->disable_cma)
+	/* the same verdict on every rank: some host has two ranks or more */
+	if (c->nranks == c->nhosts || npccl_config()->disable_cma)
 		return false;
+	if (c->nlocal < 2)
+		return true;	/* nothing to read here: agrees */
 	c->cma_word = (uint64_t)getpid();
 	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)&c->cma_word;
 	/* the probe word stays granted for the communicator's life */

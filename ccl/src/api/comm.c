@@ -387,6 +387,20 @@ npccl_status_t npccl_comm_cost_model(npccl_comm_t c, npccl_cost_model_t *out)
 	return NPCCL_OK;
 }
 
+npccl_status_t npccl_comm_copy_stats(npccl_comm_t c, npccl_copy_stats_t *out)
+{
+	if (!c || !out)
+		return NPCCL_ERR_INVALID_ARG;
+	*out = (npccl_copy_stats_t){
+		.space_bytes = atomic_load_explicit(&c->copied.space_bytes, memory_order_relaxed),
+		.space_copies = atomic_load_explicit(&c->copied.space_copies, memory_order_relaxed),
+		.cma_bytes = atomic_load_explicit(&c->copied.cma_bytes, memory_order_relaxed),
+		.cma_copies = atomic_load_explicit(&c->copied.cma_copies, memory_order_relaxed),
+		.shm_bytes = atomic_load_explicit(&c->copied.shm_bytes, memory_order_relaxed),
+	};
+	return NPCCL_OK;
+}
+
 /* ---- split ---------------------------------------------------------------- */
 
 struct split_entry {

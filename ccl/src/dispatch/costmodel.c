@@ -37,6 +37,11 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 	if (a == NPCCL_ALGO_CANONICAL)
 		return coll == NPCCL_COLL_ALLREDUCE || coll == NPCCL_COLL_REDUCE_SCATTER ||
 		       coll == NPCCL_COLL_REDUCE;
+	/* the single-copy algorithms (algo_cma.c): every collective that moves
+	 * data between ranks, where every rank reads every peer's memory */
+	if (a == NPCCL_ALGO_CMA)
+		return shm_ok && c->cma_ok && coll != NPCCL_COLL_BARRIER &&
+		       coll != NPCCL_COLL_SEND && coll != NPCCL_COLL_RECV;
 	switch (coll) {
 	case NPCCL_COLL_ALLREDUCE:
 		if (a == NPCCL_ALGO_SHM)
@@ -46,16 +51,10 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_RECDOUBLING ||
 		       a == NPCCL_ALGO_RABENSEIFNER || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_ALLGATHER:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_RECDOUBLING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE_SCATTER:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_BROADCAST:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE:
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
@@ -117,6 +116,9 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		}
 		case NPCCL_ALGO_DIRECT:
 			return n * cp + (P - 1) * al + (P - 1) * n * (be + ga);
+		case NPCCL_ALGO_CMA:	/* my slice: read every peer's, reduce, write to every peer */
+			return 2 * al + 2 * (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (2 * cp + ga);
 		case NPCCL_ALGO_CANONICAL:	/* direct reduce-scatter + allgather */
 			return 2 * (P - 1) * al + 2 * (P - 1) / P * n * be + n * ga;
 		case NPCCL_ALGO_SHM: {
@@ -161,6 +163,9 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	case NPCCL_COLL_REDUCE: {
 		double g = coll == NPCCL_COLL_REDUCE ? ga : 0;
 		double k = ceil(n / chunk), c1 = MIN(chunk, n);
+		if (algo == NPCCL_ALGO_CMA && coll == NPCCL_COLL_REDUCE)	/* the root reads all */
+			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / chunk + 1) +
+			       (P - 1) * n * (cp + ga);
 		if (algo == NPCCL_ALGO_CMA)	/* two ranks: root and receiver copy half each */
 			return 2 * al + CMA_CALL_US + n * cp / (P == 2 ? 2 : 1);
 		if (algo == NPCCL_ALGO_DIRECT)
@@ -173,10 +178,14 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	}
 	case NPCCL_COLL_GATHER:
 	case NPCCL_COLL_SCATTER:
+		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its own block at once */
+			return 2 * al + CMA_CALL_US + n / P * cp;
 		if (algo == NPCCL_ALGO_TREE)
 			return lg * al + (P - 1) / P * n * be + n * cp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_ALLTOALL:
+		if (algo == NPCCL_ALGO_CMA)	/* every rank reads its block of each peer's */
+			return 2 * al + (P - 1) * CMA_CALL_US + (P - 1) / P * n * cp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_BARRIER:
 		if (algo == NPCCL_ALGO_SHM)

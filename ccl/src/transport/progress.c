@@ -220,6 +220,15 @@ npccl_status_t p2p_progress_all(struct npccl_comm *c)
 	return NPCCL_OK;
 }
 
+void p2p_abandon(struct npccl_comm *c)
+{
+	for (int i = 0; i < c->nranks; i++) {
+		struct peer *p = &c->peers[i];
+		for (struct req *r = p->sendq; r && p->tp && p->tp->abandon_send; r = r->next)
+			p->tp->abandon_send(c, p, r);
+	}
+}
+
 struct wait_set {
 	struct npccl_comm *c;
 	struct req **r;

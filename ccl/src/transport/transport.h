@@ -42,6 +42,16 @@ NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_
 NPCCL_HIDDEN bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms);
 /* advance every per-peer queue; the failure status if a transport failed */
 NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
+/* the communicator failed: sends still queued release their buffers (no
+ * peer reaches them after it) */
+NPCCL_HIDDEN void p2p_abandon(struct npccl_comm *c);
+
+/* ---- one copy to or from a local peer's private memory (peer_copy.c) ---- */
+/* @len bytes between @local and local peer @rank's address @remote (read:
+ * from the peer; write: to it): through its npushm space, or by
+ * cross-memory attach where it has none; counted in c->copied */
+NPCCL_HIDDEN npccl_status_t peer_copy(struct npccl_comm *c, int rank, char *local,
+				      uint64_t remote, size_t len, bool write);
 
 /* ---- failure handling (fault.c) ---------------------------------------- */
 NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit,
@@ -79,7 +89,7 @@ enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
        FAULT_QP_ERROR,	/* fault_rank moves its RDMA queue pairs to the error
 			 * state in collective #fault_seq */
        FAULT_LOAD_KILL,	/* fault_rank's process is killed (SIGKILL) before chunk
-			 * #fault_seq of an npccl_model_load (model_share.c) */
+			 * #fault_seq of an npccl_model_load (model/model_load.c) */
        FAULT_LOAD_CORRUPT	/* fault_rank damages one byte of chunk #fault_seq of an
 			 * npccl_model_load after receiving it */ };
 
