@@ -278,9 +278,9 @@ NPCCL_API npccl_status_t npccl_comm_set_algo(npccl_comm_t comm, npccl_coll_t col
 					     npccl_algo_t algo);
 /** Deterministic reductions (`on` != 0; default NPCCL_DETERMINISTIC, else
  * off): from the next call on, AllReduce, ReduceScatter and Reduce on
- * floating-point data run NPCCL_ALGO_CANONICAL (AllReduce on one host: SHM,
- * which reduces in the same order) whatever algorithm is forced or
- * modelled, so each result element is ((x0 op x1) op x2) ... op x(p-1)
+ * floating-point data run NPCCL_ALGO_CANONICAL (on one host: CMA where it
+ * is forced or modelled, AllReduce otherwise SHM, both reducing in the same
+ * order) whatever other algorithm is forced or modelled, so each result element is ((x0 op x1) op x2) ... op x(p-1)
  * over the ranks' inputs in rank order, with the same kernels: bitwise the
  * same for every algorithm setting, transport, message size, arrival order
  * and placement of ranks on hosts, and on every rank. (Integer reductions

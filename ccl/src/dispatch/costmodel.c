@@ -72,13 +72,17 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 }
 
 /*
- * The deterministic mode's algorithm for a reducing call: AllReduce on one
- * host runs the shared-memory algorithm, which already reduces every
- * element over the local ranks in rank order with these kernels (same bits,
- * no cost); everything else runs the canonical algorithm (algo_canonical.c).
+ * The deterministic mode's algorithm for a reducing call that would run
+ * @chosen otherwise. On one host the shared-memory AllReduce and the
+ * single-copy reductions (algo_cma_reduce.c) already reduce every element
+ * over the ranks in rank order with these kernels (same bits, no cost):
+ * kept; AllReduce on one host otherwise runs the shared-memory algorithm;
+ * everything else the canonical algorithm (algo_canonical.c).
  */
-npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll)
+npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t chosen)
 {
+	if ((chosen == NPCCL_ALGO_SHM || chosen == NPCCL_ALGO_CMA) && algo_valid(c, coll, chosen))
+		return chosen;
 	if (coll == NPCCL_COLL_ALLREDUCE && algo_valid(c, coll, NPCCL_ALGO_SHM))
 		return NPCCL_ALGO_SHM;
 	return NPCCL_ALGO_CANONICAL;
@@ -234,16 +238,17 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	npccl_algo_t a = c->forced[coll];
 	bool det = c->deterministic;
 	pthread_mutex_unlock(&c->q_lock);
-	if (det && canon_applies(coll, dtype)) {
-		a = canon_algo(c, coll);
-		why = a == NPCCL_ALGO_SHM ? "deterministic mode: one host, already in rank order"
-					  : "deterministic mode";
-	} else if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
+	if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by NPCCL_ALGO";
 	} else {
 		a = costmodel_choose(c, coll, bytes, NULL);
+	}
+	if (det && canon_applies(coll, dtype)) {
+		a = canon_algo(c, coll, a);
+		why = a == NPCCL_ALGO_CANONICAL ? "deterministic mode"
+						: "deterministic mode: one host, already in rank order";
 	}
 	out->algo = a;
 	if (coll == NPCCL_COLL_SEND || coll == NPCCL_COLL_RECV) {

@@ -147,7 +147,7 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 	c->next_seq++;
 	c->cur.algo = (uint8_t)choose(c, o->coll, choice_bytes(c, o), o->forced);
 	if (o->deterministic && canon_applies(o->coll, dt))
-		c->cur.algo = (uint8_t)canon_algo(c, o->coll);
+		c->cur.algo = (uint8_t)canon_algo(c, o->coll, (npccl_algo_t)c->cur.algo);
 	publish_op(c);
 	struct coll_args a = { .coll = o->coll, .sbuf = o->sbuf, .rbuf = o->rbuf, .count = o->count,
 			       .dtype = dt, .op = op == NPCCL_AVG ? NPCCL_SUM : op, .root = root,

@@ -222,7 +222,7 @@ npccl_status_t p2p_progress_all(struct npccl_comm *c)
 
 void p2p_abandon(struct npccl_comm *c)
 {
-	for (int i = 0; i < c->nranks; i++) {
+	for (int i = 0; c->peers && i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];
 		for (struct req *r = p->sendq; r && p->tp && p->tp->abandon_send; r = r->next)
 			p->tp->abandon_send(c, p, r);

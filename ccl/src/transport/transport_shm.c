@@ -553,6 +553,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 
 void shm_teardown(struct npccl_comm *c)
 {
+	/* sends never received: their buffers go back to the caller, closed */
+	p2p_abandon(c);
 	for (int i = 0; i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];
 		shm_region_close(p->region);
