@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # ccl.mk - build and test rules for ccl/ (collectives: libnpccl, its tests, npccl-load;
-# ccl-perf, installed as npccl-perf, is built by bench/bench.mk).
+# npccl-perf is built by bench/bench.mk, the torch extension by python/python.mk).
 #
-#   make                      builds build/lib/libnpccl.so and the test programs
+#   make                      builds build/lib/libnpccl.so, build/bin/npccl-load and
+#                             the test programs (build/tests/ccl-*test)
 #   make check-ccl            unit + collective matrix + fault + negative tests
 #   make check-ccl-netns      multi-host tests over network namespaces (root)
 #   make check-ccl-rdma       the RDMA transport on soft-RoCE hosts in the test VM
 #   make check-ccl-full       opt-in: full cross product at large sizes (slow)
-#   make ccl-torch            the torch.distributed backend (npushm.ccl_torch; needs
-#                             libtorch-dev, python3-pybind11, python3-dev)
 #   make check-ccl-python     the Python binding and the torch backend (pytest, 2 and 3
 #                             processes, compared with gloo); check-ccl-python-full: larger sweep
 
@@ -32,8 +31,8 @@ CCL_NPUSHM_SO := $(LIBDIR)/libnpushm.so
 CCL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) -I$(CCL_DIR)/include -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include \
 	-fvisibility=hidden -pthread
 CCL_LIBS := -L$(LIBDIR) -lnpushm -lxxhash -lm -pthread
-CCL_TEST_BINS := $(BINDIR)/ccl-test $(BINDIR)/ccl-unit-test $(BINDIR)/ccl-async-test \
-	$(BINDIR)/ccl-det-test
+CCL_TEST_BINS := $(TESTDIR)/ccl-test $(TESTDIR)/ccl-unit-test $(TESTDIR)/ccl-async-test \
+	$(TESTDIR)/ccl-det-test
 # DT_RPATH (not RUNPATH): the loader also uses it for libnpccl's own libnpushm.so.1
 # The tests report through the kernel's kselftest.h (ccl/tests/ccl_tap.h), which
 # make setup extracts beside kselftest_harness.h: plain make without it leaves
@@ -62,19 +61,19 @@ $(CCL_ALIB): $(CCL_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(CCL_OBJS)
 
-$(BINDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
+$(TESTDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
+$(TESTDIR)/ccl-async-test: $(CCL_DIR)/tests/ccl_async_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-det-test: $(CCL_DIR)/tests/ccl_det_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
+$(TESTDIR)/ccl-det-test: $(CCL_DIR)/tests/ccl_det_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) -L$(LIBDIR) -lnpccl -Wl,-rpath,$(LIBDIR) -lm
 
-$(BINDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_OBJS) $(CCL_NPUSHM_SO) $(TEST_USAGE)
+$(TESTDIR)/ccl-unit-test: $(CCL_DIR)/tests/ccl_unit_test.c $(CCL_DIR)/tests/ccl_tap.h $(CCL_OBJS) $(CCL_NPUSHM_SO) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CCL_TEST_CFLAGS) -I$(CCL_DIR)/src -I$(CURDIR)/libnpushm/include -o $@ $< $(TEST_USAGE_LINK) \
 		$(CCL_OBJS) $(CCL_LIBS) -Wl,-rpath,$(LIBDIR)
@@ -85,44 +84,30 @@ $(BINDIR)/npccl-load: $(CCL_DIR)/tools/npccl_load.c $(CCL_LIB) $(CURDIR)/VERSION
 	$(CC) $(CCL_TEST_CFLAGS) -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $< \
 		-L$(LIBDIR) -lnpccl -Wl,-rpath,'$$ORIGIN/../lib'
 
-# ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (this extension) ----
-CCL_PY_DIR := $(CURDIR)/python/npushm
-CCL_TORCH_SO := $(LIBDIR)/_npccl_torch.so
-CCL_PY := /usr/bin/python3
-CCL_TORCH_CXXFLAGS := -std=c++17 -O2 -fPIC -shared -D_GLIBCXX_USE_CXX11_ABI=1 \
-	-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_npccl_torch \
-	-I/usr/include/torch/csrc/api/include -I$(CCL_DIR)/include
-$(CCL_TORCH_SO): $(CCL_PY_DIR)/_npccl_torch.cpp $(CCL_DIR)/include/npccl.h $(CCL_LIB)
-	@mkdir -p $(dir $@)
-	$(CXX) $(CCL_TORCH_CXXFLAGS) $$($(CCL_PY) -m pybind11 --includes) -o $@ $< \
-		-L$(LIBDIR) -lnpccl -Wl,--disable-new-dtags,-rpath,$(LIBDIR) -ltorch -ltorch_cpu -lc10 -ltorch_python
-
-.PHONY: ccl-torch check-ccl-python check-ccl-python-full
-ccl-torch: $(CCL_TORCH_SO)
-# in make check's build step, so that suite ccl-python does not wait for it
-CHECK_PREBUILD += $(CCL_TORCH_SO)
-
-check-ccl-python: $(CCL_LIB) $(CCL_TORCH_SO)
+# ---- Python: npushm.ccl (ctypes) and npushm.ccl_torch (python/python.mk builds
+# its extension, target ccl-torch) ----
+.PHONY: check-ccl-python check-ccl-python-full
+check-ccl-python: $(CCL_LIB) ccl-torch
 	@tools/run-suite ccl-python $(CCL_DIR)/tests/run-python-tests.sh
 
-check-ccl-python-full: $(CCL_LIB) $(CCL_TORCH_SO)
+check-ccl-python-full: $(CCL_LIB) ccl-torch
 	@NPCCL_PY_FULL=1 tools/run-suite ccl-python-full $(CCL_DIR)/tests/run-python-tests.sh
 
 CHECK_SUITES += ccl ccl-netns ccl-python ccl-rdma
 .PHONY: check-ccl check-ccl-netns check-ccl-full check-ccl-rdma
 # the cluster model load's tests run npccl-load and the npushm command
 CCL_LOAD_BINS := $(BINDIR)/npccl-load $(LIBNPUSHM_CLI)
-check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/ccl-perf $(CCL_LOAD_BINS)
-	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh $(BINDIR)
+check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/npccl-perf $(CCL_LOAD_BINS)
+	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)
-	@tools/run-suite ccl-netns $(CCL_DIR)/tests/netns-test.sh $(BINDIR)
+	@tools/run-suite ccl-netns $(CCL_DIR)/tests/netns-test.sh
 
 # soft-RoCE hosts in the test VM: the collectives, faults and the cluster
 # model load over the RDMA transport, npushm_region_reg_mr (ccl/tests/rdma/)
 check-ccl-rdma: $(CCL_LIB) $(CCL_TEST_BINS) $(CCL_LOAD_BINS) $(LIBNPUSHM_RDMA_TEST) modules
 	@tools/run-suite ccl-rdma selftests/vm/vm-suite.sh ccl-rdma -t $${CCL_RDMA_VM_TIMEOUT:-1200} -- \
-		ccl/tests/rdma/rdma-guest.sh $(BINDIR)
+		ccl/tests/rdma/rdma-guest.sh
 
 check-ccl-full: $(CCL_LIB) $(CCL_TEST_BINS)
-	@tools/run-suite ccl-full $(BINDIR)/ccl-test matrix --full
+	@tools/run-suite ccl-full $(TESTDIR)/ccl-test matrix --full

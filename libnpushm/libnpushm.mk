@@ -3,15 +3,15 @@
 # libnpushm.mk - build and test rules for libnpushm/ (included by the top-level Makefile).
 #
 #   make                     build/lib/libnpushm.{so,a}, build/bin/npushm, the tests
-#                            (the benchmark program: bench/bench.mk)
+#                            (build/tests/libnpushm-*-test)
 #   make check-libnpushm     the test suite on the posix backend, natively
 #   make check-libnpushm-kmod  the same suite on the kmod backend, in the VM
 #   make fuzz                libFuzzer on the safetensors header parser
-#                            (LIBNPUSHM_FUZZ_SECONDS, default 600)
+#                            (LIBNPUSHM_FUZZ_SECONDS, default 600; build/fuzz)
 
 LIBNPUSHM_DIR := $(CURDIR)/libnpushm
 LIBNPUSHM_OBJDIR := $(BUILD)/obj/libnpushm
-LIBNPUSHM_TESTDIR := $(BUILD)/libnpushm
+LIBNPUSHM_FUZZDIR := $(BUILD)/fuzz
 
 LIBNPUSHM_PKGS := libnl-genl-3.0 json-c libxxhash
 LIBNPUSHM_PKG_CFLAGS := $(shell pkg-config --cflags $(LIBNPUSHM_PKGS) 2>/dev/null || echo -I/usr/include/libnl3)
@@ -62,29 +62,42 @@ $(LIBNPUSHM_CLI): $(LIBNPUSHM_CLI_SRCS) $(LIBNPUSHM_CLI_HDRS) $(LIBNPUSHM_SO) $(
 		-DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' -o $@ $(LIBNPUSHM_CLI_SRCS) \
 		-L$(LIBDIR) -lnpushm -lnptensor $(LIBNPUSHM_RPATH) $(LIBNPUSHM_PKG_LIBS)
 
+# The packer of `npushm load --dtype` (cli/pack.c) as an object of its own:
+# npushm-bert and npushm-llama pack with it too (--dtype).
+LIBNPUSHM_PACK_O := $(LIBNPUSHM_OBJDIR)/cli/pack.o
+LIBNPUSHM_PACK_H := $(LIBNPUSHM_DIR)/cli/pack.h
+$(LIBNPUSHM_PACK_O): $(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_PACK_H) $(LIBNPUSHM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/tensor/include -c $< -o $@
+
 # ---------------------------------------------------------------- the tests
-# One program per tests/test_*.c, on the kernel's kselftest_harness.h (make
+# One program per tests/test_<what>.c, build/tests/libnpushm-<what>-test (an
+# underscore of <what> a dash), on the kernel's kselftest_harness.h (make
 # setup extracts it) with this suite's helpers (tests/harness.c).
-LIBNPUSHM_TEST_SRCS := $(wildcard $(LIBNPUSHM_DIR)/tests/test_*.c)
-LIBNPUSHM_TESTS := $(patsubst $(LIBNPUSHM_DIR)/tests/%.c,$(LIBNPUSHM_TESTDIR)/%,$(LIBNPUSHM_TEST_SRCS))
+LIBNPUSHM_TEST_NAMES := $(patsubst $(LIBNPUSHM_DIR)/tests/test_%.c,%,$(wildcard $(LIBNPUSHM_DIR)/tests/test_*.c))
+libnpushm_test_bin = $(TESTDIR)/libnpushm-$(subst _,-,$(1))-test
+LIBNPUSHM_TESTS := $(foreach t,$(LIBNPUSHM_TEST_NAMES),$(call libnpushm_test_bin,$(t)))
 USER_TARGETS += $(LIBNPUSHM_TESTS)
 HARNESS_BINS += $(LIBNPUSHM_TESTS)
 
 # Linked statically so the tests can reach the parser and the manifest checker.
-$(LIBNPUSHM_TESTDIR)/test_%: $(LIBNPUSHM_DIR)/tests/test_%.c $(LIBNPUSHM_DIR)/tests/harness.c \
+define LIBNPUSHM_TEST_RULE
+$(call libnpushm_test_bin,$(1)): $(LIBNPUSHM_DIR)/tests/test_$(1).c $(LIBNPUSHM_DIR)/tests/harness.c \
 		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A) $(TEST_USAGE)
-	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
+	@test -f $$(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "libnpushm: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -I$(SELFTEST_HARNESS) \
-		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $@ $< $(LIBNPUSHM_DIR)/tests/harness.c $(TEST_USAGE_LINK) \
+	@mkdir -p $$(dir $$@)
+	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -I$$(SELFTEST_HARNESS) \
+		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $$@ $$< $(LIBNPUSHM_DIR)/tests/harness.c $(TEST_USAGE_LINK) \
 		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
+endef
+$(foreach t,$(LIBNPUSHM_TEST_NAMES),$(eval $(call LIBNPUSHM_TEST_RULE,$(t))))
 
 # ------------------------------------------------------------------- fuzzing
 # Opt-in: make fuzz [LIBNPUSHM_FUZZ_SECONDS=600]. The committed corpus is copied
-# so the run does not rewrite it; crashes land in build/libnpushm/fuzz-artifacts
+# so the run does not rewrite it; crashes land in build/fuzz/artifacts
 # and belong in libnpushm/fuzz/regressions/ (tests parse every file there).
-LIBNPUSHM_FUZZ := $(LIBNPUSHM_TESTDIR)/fuzz-safetensors
+LIBNPUSHM_FUZZ := $(LIBNPUSHM_FUZZDIR)/libnpushm-fuzz-safetensors
 LIBNPUSHM_FUZZ_SECONDS ?= 600
 LIBNPUSHM_FUZZ_SRCS := $(LIBNPUSHM_DIR)/fuzz/fuzz_safetensors.c $(LIBNPUSHM_DIR)/src/safetensors.c \
 	$(LIBNPUSHM_DIR)/src/dtype.c $(LIBNPUSHM_DIR)/src/status.c
@@ -98,12 +111,12 @@ $(LIBNPUSHM_FUZZ): $(LIBNPUSHM_FUZZ_SRCS) $(LIBNPUSHM_HDRS)
 .PHONY: fuzz libnpushm-fuzz
 fuzz: libnpushm-fuzz
 libnpushm-fuzz: $(LIBNPUSHM_FUZZ)
-	@rm -rf $(LIBNPUSHM_TESTDIR)/fuzz-corpus && mkdir -p $(LIBNPUSHM_TESTDIR)/fuzz-artifacts
-	@cp -r $(LIBNPUSHM_DIR)/fuzz/corpus $(LIBNPUSHM_TESTDIR)/fuzz-corpus
+	@rm -rf $(LIBNPUSHM_FUZZDIR)/corpus && mkdir -p $(LIBNPUSHM_FUZZDIR)/artifacts
+	@cp -r $(LIBNPUSHM_DIR)/fuzz/corpus $(LIBNPUSHM_FUZZDIR)/corpus
 	$(LIBNPUSHM_FUZZ) -max_total_time=$(LIBNPUSHM_FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 		-dict=$(LIBNPUSHM_DIR)/fuzz/safetensors.dict -print_final_stats=1 \
-		-artifact_prefix=$(LIBNPUSHM_TESTDIR)/fuzz-artifacts/ \
-		$(LIBNPUSHM_TESTDIR)/fuzz-corpus $(LIBNPUSHM_DIR)/fuzz/regressions
+		-artifact_prefix=$(LIBNPUSHM_FUZZDIR)/artifacts/ \
+		$(LIBNPUSHM_FUZZDIR)/corpus $(LIBNPUSHM_DIR)/fuzz/regressions
 
 # Both suites: the same tests, posix natively and kmod in the VM.
 CHECK_SUITES += libnpushm libnpushm-kmod
@@ -118,7 +131,7 @@ check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 # npushm_region_reg_mr on a real device: run in the test VM by the rdma suite
 # (ccl/tests/rdma/). Built with the kernel's kselftest harness, so only once
 # make setup has extracted it (make check always has).
-LIBNPUSHM_RDMA_TEST := $(LIBNPUSHM_TESTDIR)/npushm-rdma-reg-test
+LIBNPUSHM_RDMA_TEST := $(TESTDIR)/libnpushm-rdma-reg-test
 LIBNPUSHM_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
 ifneq ($(wildcard $(LIBNPUSHM_HARNESS)/kselftest_harness.h),)
 USER_TARGETS += $(LIBNPUSHM_RDMA_TEST)

@@ -4,8 +4,9 @@
 # run-module-tests.sh - inside the test VM (as root): load npushm.ko with the
 # test parameters and the selftests' importer npushm_test.ko, run every
 # module selftest (each mounts its own instance of the filesystem), then
-# npushm_reload (unloads and reloads npushm.ko), check the kernel untainted,
-# unload both modules. Prints TAP; exits non-zero on any failure.
+# module-reload-test (unloads and reloads npushm.ko), check the kernel untainted,
+# unload both modules. Prints one TAP stream (tools/tap.sh: each program's
+# results folded in, prefixed with its name); exits non-zero on any failure.
 #
 # Environment: BUILD (build directory), NPUSHM_KO (the module to load,
 # default kmod/npushm.ko; the importer is test/npushm_test.ko next to it),
@@ -16,12 +17,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 params=${NPUSHM_TEST_PARAMS:-capacity=512M uid_quota=256M}
 export NPUSHM_TEST_PARAMS="$params"
-fail=0
-n=0
-tap() {	# tap ok|not-ok description
-	n=$((n + 1))
-	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
-}
+. "$here/tools/tap.sh"
 
 if [ "$(id -u)" != 0 ] || [ -z "${NPUSHM_IN_VM:-}" ]; then
 	echo "run-module-tests: run me inside the test VM: selftests/vm/run-vm.sh -- $0" >&2
@@ -33,17 +29,20 @@ testko=$(dirname "$ko")/test/npushm_test.ko
 export NPUSHM_KO="$ko"
 if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
 	# The debug lane's fault-injection pass: module init and exit through
-	# every injection point, then every entry point (npushm_faults).
+	# every injection point, then every entry point (module-faults-test).
 	echo "# ==== fault-loop modinit"
-	fault-loop modinit "$ko" "$params" || fail=1
+	log=$(mktemp)
+	fault-loop modinit "$ko" "$params" > "$log" 2>&1
+	result $? "fault-loop modinit: module init and exit through every injection point" "$log"
+	rm -f "$log"
 fi
 # shellcheck disable=SC2086
 if ! insmod "$ko" $params; then
-	echo "1..1"; tap not-ok "insmod $ko $params"; exit 1
+	result 1 "insmod $ko $params"; tap_end; exit 1
 fi
-[ -c /dev/npushm ] || { echo "1..1"; tap not-ok "/dev/npushm appeared"; rmmod npushm; exit 1; }
+[ -c /dev/npushm ] || { result 1 "/dev/npushm appeared"; rmmod npushm; tap_end; exit 1; }
 if ! insmod "$testko"; then
-	echo "1..1"; tap not-ok "insmod $testko"; rmmod npushm; exit 1
+	result 1 "insmod $testko"; rmmod npushm; tap_end; exit 1
 fi
 
 # Soft-RoCE for the RDMA test: one rxe device over a veth pair.
@@ -53,34 +52,40 @@ if modprobe rdma_rxe 2>/dev/null &&
    ip link set npushm-rxe0 up && ip link set npushm-rxe1 up &&
    rdma link add npushm_rxe0 type rxe netdev npushm-rxe0; then
 	export NPUSHM_RDMA_DEV=npushm_rxe0
-	rxe=ok
+	rxe=0
 else
-	rxe=not-ok
+	rxe=1
 fi
 
 if [ -n "${NPUSHM_FAULT_INJECT:-}" ]; then
-	tests=${NPUSHM_SELFTESTS:-$BUILD/selftests/fault/npushm_faults}
+	tests=${NPUSHM_SELFTESTS:-$BUILD/tests/module-faults-test}
 else
-	tests=${NPUSHM_SELFTESTS:-$(ls "$BUILD"/selftests/npushm_*_test)}
+	# every build/tests/module-*-test but the two that run on their own
+	tests=${NPUSHM_SELFTESTS:-}
+	if [ -z "$tests" ]; then
+		for t in "$BUILD"/tests/module-*-test; do
+			case ${t##*/} in module-reload-test|module-faults-test) ;; *) tests="$tests $t" ;; esac
+		done
+	fi
 fi
+TAP_PART_TIMES=1
 for t in $tests; do
-	echo "# ==== $(basename "$t")"
-	"$t" || fail=1
+	part "${t##*/}" "$t"
 done
 if [ -z "${NPUSHM_FAULT_INJECT:-}" ] && [ -z "${NPUSHM_SELFTESTS:-}" ]; then
-	echo "# ==== npushm_reload"
-	"$BUILD/selftests/npushm_reload" || fail=1
+	part module-reload-test "$BUILD/tests/module-reload-test"
 fi
 
-# Epilogue: more TAP lines, after the programs' own plans.
-echo "1..5"
-n=0
+# Epilogue: the machine after the programs.
 [ -n "${NPUSHM_RDMA_DEV:-}" ] && { rdma link delete npushm_rxe0; ip link del npushm-rxe0; } 2>/dev/null
-tap $rxe "soft-RoCE device (rdma_rxe over a veth) for the RDMA test"
+result $rxe "soft-RoCE device (rdma_rxe over a veth) for the RDMA test"
 taint=$(cat /proc/sys/kernel/tainted)
-if [ $((taint & ~12288)) = 0 ]; then tap ok "kernel not tainted beyond the out-of-tree module ($taint)"
-else tap not-ok "kernel tainted: $taint"; fi
-if rmmod npushm_test; then tap ok "rmmod npushm_test"; else tap not-ok "rmmod npushm_test"; fi
-if rmmod npushm; then tap ok "rmmod npushm"; else tap not-ok "rmmod npushm"; fi
-if [ ! -e /dev/npushm ]; then tap ok "/dev/npushm gone"; else tap not-ok "/dev/npushm gone"; fi
-exit $fail
+[ $((taint & ~12288)) = 0 ]
+result $? "kernel not tainted beyond the out-of-tree module ($taint)"
+rmmod npushm_test
+result $? "rmmod npushm_test"
+rmmod npushm
+result $? "rmmod npushm"
+[ ! -e /dev/npushm ]
+result $? "/dev/npushm gone"
+tap_end

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# selftests.mk - the module's kselftest-harness tests, run in a VM.
+# selftests.mk - the module's kselftest-harness tests, run in a VM, and its
+# static checks.
 #
-# Each selftests/npushm_*_test.c is one program built against the kernel's
-# kselftest_harness.h (extracted from linux-source-6.1 by tools/setup.sh).
+# Each selftests/npushm_<what>_test.c is one program, build/tests/module-<what>-test
+# (an underscore of <what> a dash), built against the kernel's
+# kselftest_harness.h (extracted from linux-source-6.1 by tools/setup.sh);
+# npushm_reload.c is module-reload-test, npushm_faults.c module-faults-test.
 # check-module boots Debian's kernel in qemu (with swiotlb=force, so that
 # DMA goes through bounce buffers, and slub_debug poisoning the accounted
 # kmalloc caches the module's objects come from, so that a write to a freed
@@ -14,8 +17,10 @@
 # unloads and reloads the module) (selftests/run-module-tests.sh).
 
 SELFTEST_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
-SELFTEST_SRCS := $(wildcard $(CURDIR)/selftests/npushm_*_test.c)
-SELFTEST_BINS := $(patsubst $(CURDIR)/selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRCS))
+# <what> of each selftests/npushm_<what>_test.c, and its program
+SELFTEST_NAMES := $(patsubst $(CURDIR)/selftests/npushm_%_test.c,%,$(wildcard $(CURDIR)/selftests/npushm_*_test.c))
+selftest_bin = $(TESTDIR)/module-$(subst _,-,$(1))-test
+SELFTEST_BINS := $(foreach t,$(SELFTEST_NAMES),$(call selftest_bin,$(t)))
 SELFTEST_CFLAGS := -O1 -g -Wall -D_GNU_SOURCE -pthread -I$(SELFTEST_HARNESS) \
 	-I$(CURDIR)/include/uapi -I$(CURDIR)/selftests -I$(CURDIR)/kmod/test
 SELFTEST_LIBNL := $(shell pkg-config --cflags --libs libnl-genl-3.0 2>/dev/null)
@@ -26,10 +31,10 @@ SELFTEST_LDLIBS_npushm_stress_test := $(SELFTEST_LIBNL)
 SELFTEST_LDLIBS_npushm_reload := $(SELFTEST_LIBNL)
 
 # Unloads and reloads the module: run on its own, after the others.
-SELFTEST_RELOAD := $(BUILD)/selftests/npushm_reload
+SELFTEST_RELOAD := $(TESTDIR)/module-reload-test
 
 # The fault-injection pass of the debug lane (not run on the stock kernel).
-SELFTEST_FAULTS := $(BUILD)/selftests/fault/npushm_faults
+SELFTEST_FAULTS := $(TESTDIR)/module-faults-test
 SELFTEST_LDLIBS_npushm_faults := $(SELFTEST_LIBNL)
 SELFTEST_BINS_ALL := $(SELFTEST_BINS) $(SELFTEST_FAULTS) $(SELFTEST_RELOAD)
 HARNESS_BINS += $(SELFTEST_BINS_ALL)
@@ -44,15 +49,27 @@ $(SELFTEST_FAULTS): $(CURDIR)/selftests/npushm_faults.c $(wildcard $(CURDIR)/sel
 	@mkdir -p $(dir $@)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) $(SELFTEST_LDLIBS_npushm_faults)
 
-$(BUILD)/selftests/%: $(CURDIR)/selftests/%.c $(wildcard $(CURDIR)/selftests/*.h) \
+# selftest_rule SOURCE-BASENAME PROGRAM
+define selftest_rule
+$(2): $(CURDIR)/selftests/$(1).c $(wildcard $(CURDIR)/selftests/*.h) \
 		$(CURDIR)/include/uapi/linux/npushm.h $(CURDIR)/kmod/test/npushm_test_uapi.h $(TEST_USAGE)
 	@test -f $(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "selftests: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(TEST_USAGE_LINK) $(SELFTEST_LDLIBS_$*)
+	@mkdir -p $$(dir $$@)
+	$(CC) $(SELFTEST_CFLAGS) -o $$@ $$< $(TEST_USAGE_LINK) $$(SELFTEST_LDLIBS_$(1))
+endef
+$(foreach t,$(SELFTEST_NAMES),$(eval $(call selftest_rule,npushm_$(t)_test,$(call selftest_bin,$(t)))))
+$(eval $(call selftest_rule,npushm_reload,$(SELFTEST_RELOAD)))
 
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
 	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" \
 		VM_NUMA_NODE1=$${VM_NUMA_NODE1:-256} tools/run-suite module \
 		selftests/vm/vm-suite.sh module -m 2G -t 900 --no-module -- selftests/run-module-tests.sh
+
+# The module's static checks: checkpatch --strict, W=1 and sparse builds
+# (selftests/static-checks.sh).
+CHECK_SUITES += static
+.PHONY: check-static
+check-static:
+	@tools/run-suite static selftests/static-checks.sh

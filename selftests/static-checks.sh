@@ -13,18 +13,7 @@ BUILD=${BUILD:-$here/build}
 KDIR=${KDIR:?KDIR must name the kernel build tree}
 out=$BUILD/static
 mkdir -p "$out"
-n=0 fail=0
-echo "1..5"
-result() {	# result NAME LOGFILE STATUS
-	n=$((n + 1))
-	if [ "$3" = 0 ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1 (log: $2)"
-		sed 's/^/#   /' "$2" | head -40
-		fail=1
-	fi
-}
+. "$here/tools/tap.sh"
 
 cp="$BUILD/linux-source/scripts/checkpatch.pl"
 if [ -x "$cp" ] || [ -f "$cp" ]; then
@@ -32,16 +21,16 @@ if [ -x "$cp" ] || [ -f "$cp" ]; then
 		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
 		-f $srcs "$here"/include/uapi/linux/npushm.h) > "$out/checkpatch.log" 2>&1
 	grep -qE ': (ERROR|WARNING|CHECK):' "$out/checkpatch.log"; st=$((1 - $?))
-	result "checkpatch.pl --strict kmod/ include/uapi/linux/npushm.h" "$out/checkpatch.log" $st
+	result $st "checkpatch.pl --strict kmod/ include/uapi/linux/npushm.h" "$out/checkpatch.log"
 else
-	echo "not ok $((n = n + 1)) - checkpatch.pl missing at $cp (run make setup)"; fail=1
+	result 1 "checkpatch.pl missing at $cp (run make setup)"
 fi
 
 # Spelling check for the SPDX tags checkpatch skipped above.
 bad=$(grep -L "SPDX-License-Identifier" $srcs "$here"/include/uapi/linux/npushm.h)
 [ -z "$bad" ]; st=$?
 echo "$bad" > "$out/spdx.log"
-result "every kmod/ and UAPI file has an SPDX tag" "$out/spdx.log" $st
+result $st "every kmod/ and UAPI file has an SPDX tag" "$out/spdx.log"
 
 cat > "$out/uapi.c" <<'EOF2'
 #include <linux/npushm.h>
@@ -65,7 +54,8 @@ inc="-I$here/include/uapi -I$here/kmod/test"
   "$out/uapi-c" &&
   g++ -x c++ -std=c++11 -Wall -Wextra -Werror $inc -o "$out/uapi-cxx" "$out/uapi.c" &&
   "$out/uapi-cxx"; } > "$out/uapi.log" 2>&1
-result "the UAPI headers (npushm.h, the test module's) are self-contained C99 and C++11 with the documented sizes" "$out/uapi.log" $?
+result $? "the UAPI headers (npushm.h, the test module's) are self-contained C99 and C++11 with the documented sizes" \
+	"$out/uapi.log"
 
 # A full build in a fresh copy of the module's sources, so that the
 # checkout's kmod/npushm.ko, which the VM suites load meanwhile (make check
@@ -77,9 +67,9 @@ rm -rf "$src" && mkdir -p "$src"
 	tar -xf - -C "$src"
 make -C "$KDIR" M="$src" W=1 modules > "$out/w1.log" 2>&1; st=$?
 grep -qE 'warning:|error:' "$out/w1.log" && st=1
-result "make W=1 builds npushm.ko with no warning" "$out/w1.log" $st
+result $st "make W=1 builds npushm.ko with no warning" "$out/w1.log"
 
 make -C "$KDIR" M="$src" C=2 modules > "$out/sparse.log" 2>&1; st=$?
 grep -E '^.*\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$out/sparse.log" | grep -q . && st=1
-result "make C=2 (sparse) reports nothing" "$out/sparse.log" $st
-exit $fail
+result $st "make C=2 (sparse) reports nothing" "$out/sparse.log"
+tap_end

@@ -3,7 +3,8 @@
 # tensor.mk - build and test rules for tensor/ (libnptensor: strided views,
 # NumPy broadcasting, fused lazy evaluation, buffer reuse).
 #
-#   make                      builds build/lib/libnptensor.so (+ .a) and the C test
+#   make                      builds build/lib/libnptensor.so (+ .a) and the C tests
+#                             (build/tests/tensor-test, tensor-blocks-test)
 #   make check-tensor-c       C unit and negative tests (kselftest_harness.h, TAP)
 #   make check-tensor-numpy   differential test against NumPy 1.24 (TAP)
 #   make check-tensor-blocks  take, linear, attention against naive references (TAP)
@@ -15,7 +16,7 @@ TENSOR_SRCS := $(wildcard $(TENSOR_DIR)/src/*.c)
 TENSOR_OBJS := $(patsubst $(TENSOR_DIR)/src/%.c,$(TENSOR_OBJDIR)/%.o,$(TENSOR_SRCS))
 TENSOR_LIB := $(LIBDIR)/libnptensor.so
 TENSOR_ALIB := $(LIBDIR)/libnptensor.a
-TENSOR_TEST := $(BINDIR)/test_tensor
+TENSOR_TEST := $(TESTDIR)/tensor-test
 # -O3 and a dynamic cost model so GCC vectorises the kernels (runtime alias
 # checks allowed); no -march: AVX2 clones come from target_clones.
 # -ffp-contract=off keeps float results bit-identical to NumPy's.
@@ -52,7 +53,7 @@ $(TENSOR_TEST): $(TENSOR_DIR)/tests/test_tensor.c $(TENSOR_LIB) $(TEST_USAGE)
 -include $(TENSOR_OBJS:.o=.d)
 
 # The model building blocks (take, linear, attention): kselftest-harness tests.
-TENSOR_BLOCKS_TEST := $(BINDIR)/test_tensor_blocks
+TENSOR_BLOCKS_TEST := $(TESTDIR)/tensor-blocks-test
 USER_TARGETS += $(TENSOR_BLOCKS_TEST)
 HARNESS_BINS += $(TENSOR_BLOCKS_TEST)
 CHECK_SUITES += tensor-blocks
@@ -81,14 +82,4 @@ tensor-sweep: $(TENSOR_LIB)
 	env PYTHONPATH=$(CURDIR)/python NPUSHM_LIBDIR=$(LIBDIR) \
 		NPT_TEST_CASES=$${NPT_TEST_CASES:-20000} /usr/bin/python3 $(TENSOR_DIR)/tests/test_numpy.py
 
-# npt-gemm-bench: GFLOP/s of the GEMM on BERT's linear shapes against the FMA
-# peak of the same run (a measuring tool, not a test): make bench-gemm
-# (bench/bench.mk)
-GEMM_BENCH := $(BINDIR)/npt-gemm-bench
-USER_TARGETS += $(GEMM_BENCH)
-
-$(GEMM_BENCH): $(TENSOR_DIR)/tools/gemm_bench.c $(TENSOR_LIB) $(CURDIR)/VERSION
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -O2 -DNPUSHM_VERSION='"$(shell cat $(CURDIR)/VERSION)"' \
-		-I$(TENSOR_DIR)/include -o $@ $< -L$(LIBDIR) \
-		-lnptensor -Wl,-rpath,$(LIBDIR) -lpthread
+# (its benchmarks: make bench-tensor, bench-tensor-reduce, bench-gemm; bench/bench.mk)

@@ -11,24 +11,17 @@ cd "$here" || exit 1
 BUILD=${BUILD:-$here/build}
 out=$BUILD/licences
 mkdir -p "$out"
-echo "1..2"
-fail=0
+. "$here/tools/tap.sh"
 if ! command -v reuse >/dev/null; then
-	echo "not ok 1 - reuse lint (the reuse command is missing: run make setup)"
-	fail=1
-elif reuse lint > "$out/reuse-lint.log" 2>&1; then
-	echo "ok 1 - reuse lint: the tree is REUSE compliant"
+	result 1 "reuse lint (the reuse command is missing: run make setup)"
 else
-	echo "not ok 1 - reuse lint (log: $out/reuse-lint.log)"
-	sed -n '/^# MISSING/,$p' "$out/reuse-lint.log" | sed 's/^/#   /' | head -60
-	fail=1
+	reuse lint > "$out/reuse-lint.log" 2>&1
+	st=$?
+	# on failure, the part of the report that names the files
+	sed -n '/^# MISSING/,$p' "$out/reuse-lint.log" > "$out/reuse-missing.log"
+	result $st "reuse lint: the tree is REUSE compliant" "$out/reuse-missing.log"
 fi
 git ls-files -z | xargs -0 tools/spdx-tag --check > "$out/spdx-tag.log" 2>&1
-if [ $? = 0 ]; then
-	echo "ok 2 - every tracked source file carries the licence its path calls for"
-else
-	echo "not ok 2 - files without the right SPDX tags (fix: tools/spdx-tag FILE...; log: $out/spdx-tag.log)"
-	sed 's/^/#   /' "$out/spdx-tag.log" | head -60
-	fail=1
-fi
-exit $fail
+result $? "every tracked source file carries the licence its path calls for (fix: tools/spdx-tag FILE...)" \
+	"$out/spdx-tag.log"
+tap_end

@@ -51,7 +51,7 @@ INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)"
 # What install copies out of the build tree (built first if needed; the
 # module is installed as source, for DKMS, not built).
 INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(TENSOR_ALIB) \
-	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/ccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
+	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/npccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
 	$(BINDIR)/npccl-load
 
 .PHONY: install uninstall install-list installable
@@ -62,21 +62,3 @@ uninstall:
 	@$(INSTALL_VARS) tools/install.sh uninstall
 install-list:
 	@$(INSTALL_VARS) tools/install.sh list
-
-# Suite "install": install into a scratch DESTDIR and use only that tree
-# (tests/install/run-install-tests.sh says how and why).
-CHECK_SUITES += install
-.PHONY: check-install
-check-install: $(INSTALL_BUILT)
-	@tools/run-suite install tests/install/run-install-tests.sh "$(MAKE)"
-
-# Suite "packages": the Debian packages, lintian, DKMS, the VM loading the
-# DKMS-built module (tests/packages/run-package-tests.sh); about 2-3 minutes
-# on 2 cores. PACKAGES_IN_CHECK=no leaves it out of make check.
-PACKAGES_IN_CHECK ?= yes
-ifneq ($(PACKAGES_IN_CHECK),no)
-CHECK_SUITES += packages
-endif
-.PHONY: check-packages
-check-packages:
-	@tools/run-suite packages tests/packages/run-package-tests.sh

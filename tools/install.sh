@@ -111,7 +111,7 @@ plan() {
 
 	# programs, their manual pages and completion
 	program "$BUILD/bin/npushm" "$bindir/npushm"
-	program "$BUILD/bin/ccl-perf" "$bindir/npccl-perf"
+	program "$BUILD/bin/npccl-perf" "$bindir/npccl-perf"
 	program "$BUILD/bin/npushm-bert" "$bindir/npushm-bert"
 	program "$BUILD/bin/npccl-load" "$bindir/npccl-load"
 	for m in "$root"/docs/man/*.[1-8]; do

@@ -16,7 +16,8 @@ sed 's/^/# /' "$out/log" | tail -30
 if [ -s "$out/tap" ]; then
 	cat "$out/tap"
 else
-	echo "not ok 1 - ${path##*/}: pytest ran no test (exit status $rc)"
-	echo "1..1"
+	. "$(dirname "$0")/tap.sh"
+	result 1 "${path##*/}: pytest ran no test (exit status $rc)"
+	tap_end
 fi
 exit $rc

@@ -23,13 +23,14 @@ mkdir -p "$SAN_BUILD"
 [ -e "$SAN_BUILD/linux-source" ] || ln -s ../linux-source "$SAN_BUILD/linux-source"
 echo "# building with: $SAN_CC -O1 -g (log: $log)"
 if ! $MAKE -C "$root" --no-print-directory -j2 BUILD="$SAN_BUILD" CC="$SAN_CC" CFLAGS="-O1 -g" \
-	$(cd "$root/libnpushm/tests" && for f in test_*.c; do echo "$SAN_BUILD/libnpushm/${f%.c}"; done) \
-	"$SAN_BUILD/bin/test_tensor" \
-	"$SAN_BUILD/bin/test_tensor_blocks" "$SAN_BUILD/bin/ccl-unit-test" \
-	"$SAN_BUILD/bin/npbert-test" "$SAN_BUILD/bin/npushm-bert-gen" >"$log" 2>&1; then
-	tail -20 "$log" | sed 's/^/# /'
-	echo "not ok 1 - build the C tests with ASan and UBSan"
-	echo "1..1"
+	$(cd "$root/libnpushm/tests" && for f in test_*.c; do
+		w=${f#test_}; echo "$SAN_BUILD/tests/libnpushm-$(echo "${w%.c}" | tr _ -)-test"; done) \
+	"$SAN_BUILD/tests/tensor-test" \
+	"$SAN_BUILD/tests/tensor-blocks-test" "$SAN_BUILD/tests/ccl-unit-test" \
+	"$SAN_BUILD/tests/bert-test" "$SAN_BUILD/tools/npushm-bert-gen" >"$log" 2>&1; then
+	. "$root/tools/tap.sh"
+	result 1 "build the C tests with ASan and UBSan" "$log"
+	tap_end
 	exit 1
 fi
 
@@ -38,17 +39,17 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 . "$root/tools/tap.sh"
 TAP_PART_HINT="sanitizer report above?"
 
-for t in "$SAN_BUILD"/libnpushm/test_*; do
+for t in "$SAN_BUILD"/tests/libnpushm-*-test; do
 	part libnpushm env NPUSHM_BACKEND=posix "$t"
 done
-part tensor "$SAN_BUILD/bin/test_tensor"
-part tensor-blocks "$SAN_BUILD/bin/test_tensor_blocks"
-part ccl-unit "$SAN_BUILD/bin/ccl-unit-test"
+part tensor "$SAN_BUILD/tests/tensor-test"
+part tensor-blocks "$SAN_BUILD/tests/tensor-blocks-test"
+part ccl-unit "$SAN_BUILD/tests/ccl-unit-test"
 # the BERT engine's C API tests on small generated models, in a private tmpfs directory
 models=$SAN_BUILD/bert-test
-"$root/apps/bert/tests/make-models.sh" "$SAN_BUILD/bin/npushm-bert-gen" "$models" || exit 1
+"$root/apps/bert/tests/make-models.sh" "$SAN_BUILD/tools/npushm-bert-gen" "$models" || exit 1
 shm=/dev/shm/npushm-san-bert.$$
 mkdir -m 0700 "$shm"
-part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/bin/npbert-test"
+part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/tests/bert-test"
 rm -rf "$shm"
 tap_end

@@ -10,6 +10,8 @@
 #                                       on failure the end of each LOG as comments
 #   tap_skip DESCRIPTION REASON         one result, skipped
 #   part NAME CMD...                    run CMD (output captured) and fold its TAP in
+#   part_within NAME SECONDS CMD...     the same under timeout(1): killed after SECONDS
+#                                       (a hang fails the part, "timed out after N s")
 #   tap_fold PREFIX RC NOTE < OUTPUT    fold a program's TAP output already captured
 #                                       (from a file: in a pipe it would run in a
 #                                       subshell and the counters would be lost)
@@ -87,12 +89,30 @@ tap_fold() {
 part() {
 	_name=$1
 	shift
+	_tap_part "$_name" "" "$@"
+}
+
+part_within() {
+	_name=$1 _secs=$2
+	shift 2
+	_tap_part "$_name" "$_secs" "$@"
+}
+
+_tap_part() {	# _tap_part NAME SECONDS|"" CMD...
+	_name=$1 _secs=$2
+	shift 2
 	_out=$(mktemp "${TMPDIR:-/tmp}/npushm-part.XXXXXX") || return 1
 	_t0=$(date +%s)
-	"$@" > "$_out" 2>&1
+	if [ -n "$_secs" ]; then
+		timeout -k 5 "$_secs" "$@" > "$_out" 2>&1
+	else
+		"$@" > "$_out" 2>&1
+	fi
 	_rc=$?
+	_note=${TAP_PART_HINT:-}
+	[ -n "$_secs" ] && [ "$_rc" = 124 ] && _note="timed out after $_secs s${_note:+; $_note}"
 	[ "${TAP_PART_TIMES:-0}" = 1 ] && echo "# part $_name: $(($(date +%s) - _t0)) s"
-	tap_fold "$_name" "$_rc" "${TAP_PART_HINT:-}" < "$_out"
+	tap_fold "$_name" "$_rc" "$_note" < "$_out"
 	rm -f "$_out"
 }
 

@@ -4,7 +4,8 @@
 # shared npushm model, computed with libnptensor, tensor parallel with libnpccl).
 #
 #   make                  build/lib/libnpbert.so (+ .a), build/bin/npushm-bert (the command),
-#                         build/bin/npushm-bert-gen (deterministic test models)
+#                         build/tools/npushm-bert-gen (deterministic test models),
+#                         build/tests/bert-test (the C API tests)
 #   make check-bert       against the PyTorch reference and the error cases, posix backend
 #   make check-bert-kmod  the engine on the kmod backend, in the VM
 #   make run-demo         the serving demo (make demo = setup + build + this);
@@ -18,8 +19,8 @@ BERT_OBJS := $(patsubst $(BERT_DIR)/src/%.c,$(BERT_OBJDIR)/%.o,$(BERT_SRCS))
 BERT_LIB := $(LIBDIR)/libnpbert.so
 BERT_ALIB := $(LIBDIR)/libnpbert.a
 BERT_CLI := $(BINDIR)/npushm-bert
-BERT_GEN := $(BINDIR)/npushm-bert-gen
-BERT_TEST := $(BINDIR)/npbert-test
+BERT_GEN := $(TOOLDIR)/npushm-bert-gen
+BERT_TEST := $(TESTDIR)/bert-test
 BERT_INCS := -I$(BERT_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/ccl/include \
 	-I$(CURDIR)/libnpushm/include
 BERT_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(BERT_INCS)
@@ -47,13 +48,23 @@ $(BERT_ALIB): $(BERT_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(BERT_OBJS)
 
-# --dtype packs with the packer of `npushm load --dtype` (libnpushm/cli/pack.c)
-$(BERT_CLI): $(wildcard $(BERT_DIR)/cli/*.c $(BERT_DIR)/cli/*.h) \
-		$(LIBNPUSHM_DIR)/cli/pack.c $(LIBNPUSHM_DIR)/cli/pack.h $(BERT_LIB) $(CURDIR)/VERSION
+# The command's .npy reader and writer (npushm-llama's too) and its memory
+# figures (npushm-bench-weights' too), as objects the others link.
+BERT_NPY_O := $(BERT_OBJDIR)/cli/npy.o
+BERT_MEMSTAT_O := $(BERT_OBJDIR)/cli/memstat.o
+$(BERT_NPY_O) $(BERT_MEMSTAT_O): $(BERT_OBJDIR)/cli/%.o: $(BERT_DIR)/cli/%.c $(BERT_DIR)/cli/%.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -c $< -o $@
+
+# --dtype packs with the packer of `npushm load --dtype` (libnpushm.mk's
+# LIBNPUSHM_PACK_O)
+BERT_CLI_SRCS := $(filter-out $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/memstat.c,$(wildcard $(BERT_DIR)/cli/*.c))
+$(BERT_CLI): $(BERT_CLI_SRCS) $(wildcard $(BERT_DIR)/cli/*.h) $(BERT_NPY_O) $(BERT_MEMSTAT_O) \
+		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(BERT_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
-		-I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(BERT_DIR)/cli/*.c) \
-		$(LIBNPUSHM_DIR)/cli/pack.c $(BERT_LIBS) -pthread
+		-I$(LIBNPUSHM_DIR)/cli -o $@ $(BERT_CLI_SRCS) $(BERT_NPY_O) $(BERT_MEMSTAT_O) \
+		$(LIBNPUSHM_PACK_O) $(BERT_LIBS) -pthread
 
 $(BERT_GEN): $(BERT_DIR)/tools/gen_model.c $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)

@@ -363,7 +363,7 @@ def main():
 
     if not os.path.exists(a.model):
         os.makedirs(os.path.dirname(a.model), exist_ok=True)
-        subprocess.run([os.path.join(serving.BUILD, "bin", "npushm-bert-gen"), a.model], check=True)
+        subprocess.run([os.path.join(serving.BUILD, "tools", "npushm-bert-gen"), a.model], check=True)
     b.dims = model_dims(a.model)
     L, H, F, b.vocab, b.types, P = b.dims
     if P < 128:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * backend.h - the thin layer ccl-perf measures through. One implementation
+ * backend.h - the thin layer npccl-perf measures through. One implementation
  * is compiled in: backend_npccl.c (libnpccl) or backend_mpi.c (any MPI, via
  * its mpicc: Open MPI 4.1 and MPICH 4.0 here). The harness (perf.c) is the
  * same source for all of them.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * backend_mpi.c - ccl-perf backend over MPI. Build with the MPI's own mpicc
+ * backend_mpi.c - npccl-perf backend over MPI. Build with the MPI's own mpicc
  * (mpicc.openmpi, mpicc.mpich); launch with its mpirun.
  */
 #include "backend.h"

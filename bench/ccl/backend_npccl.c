@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * backend_npccl.c - ccl-perf backend over libnpccl.
+ * backend_npccl.c - npccl-perf backend over libnpccl.
  *
  * Under a launcher (mpirun, torchrun-style variables, NPCCL_RANK...) it
  * joins with npccl_comm_init_env. Standalone, `-n N` forks N ranks sharing a
@@ -53,7 +53,7 @@ int bk_init(int *argc, char ***argv, int *rank, int *size)
 		if (bind && getenv("NPCCL_RANK"))
 			bind_cpu(atoi(getenv("NPCCL_RANK")));
 		if (npccl_comm_init_env(&comm, err, sizeof(err))) {
-			fprintf(stderr, "ccl-perf: %s\n(use -n N to fork N local ranks)\n", err);
+			fprintf(stderr, "npccl-perf: %s\n(use -n N to fork N local ranks)\n", err);
 			return -1;
 		}
 	} else {
@@ -72,7 +72,7 @@ int bk_init(int *argc, char ***argv, int *rank, int *size)
 		if (bind)
 			bind_cpu(r);
 		if (npccl_comm_init_rank_err(&comm, n, &id, r, err, sizeof(err))) {
-			fprintf(stderr, "ccl-perf rank %d: %s\n", r, err);
+			fprintf(stderr, "npccl-perf rank %d: %s\n", r, err);
 			_exit(1);
 		}
 		if (r != 0) {

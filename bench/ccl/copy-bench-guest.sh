@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # copy-bench-guest.sh - inside the test VM with the npushm module loaded
-# (run-copy-bench.sh boots it): ccl-perf with 2 local ranks, float32, out of
+# (run-copy-bench.sh boots it): npccl-perf with 2 local ranks, float32, out of
 # place, for AllGather, Broadcast and AllReduce, each path in turn per run:
 #   space  single copy through the peers' npushm spaces (NPCCL_ALGO=COLL=cma)
 #   cma    single copy by process_vm_readv (the same, NPCCL_DISABLE_SPACE=1)
@@ -11,15 +11,18 @@
 # then the median time per path and size over the runs, the ratios cma/space
 # and two/space (above 1: spaces faster) and each path's bus bandwidth
 # against single-core memcpy in the same VM.
-#   copy-bench-guest.sh BINDIR OUTDIR [RUNS]
-BIN=${1:?usage: copy-bench-guest.sh BINDIR OUTDIR [RUNS]}
-OUT=${2:?usage}
-RUNS=${3:-3}
+#   copy-bench-guest.sh OUTDIR [RUNS]
+OUT=${1:?usage: copy-bench-guest.sh OUTDIR [RUNS]}
+RUNS=${2:-3}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$root/build}
+# npccl-perf (installed program) and the memcpy ceiling run-copy-bench.sh built
+BIN=$BUILD/bin BENCH=$BUILD/bench
 mkdir -p "$OUT"
 unset NPCCL_ALGO NPCCL_DISABLE_CMA NPCCL_DISABLE_SPACE OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 echo "# copy-bench: $(nproc) vCPUs (TCG), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $RUNS runs"
 lscpu | grep -i -E "model name|cache" | sed 's/^/# /'
-"$BIN/ccl-memcpy-bw" $((16 << 20)) | tee "$OUT/memcpy.txt"
+"$BENCH/memcpy-bw" $((16 << 20)) | tee "$OUT/memcpy.txt"
 ARGS="-b 64K -e 16M -f 16 -t 0.3 -w 2 -n 2"
 for run in $(seq 1 "$RUNS"); do
 	for coll in allgather broadcast allreduce; do
@@ -30,13 +33,13 @@ for run in $(seq 1 "$RUNS"); do
 			two) env="NPCCL_DISABLE_CMA=1" ;;
 			esac
 			# shellcheck disable=SC2086
-			env $env timeout -k 5 600 "$BIN/ccl-perf" -c "$coll" $ARGS \
+			env $env timeout -k 5 600 "$BIN/npccl-perf" -c "$coll" $ARGS \
 				>"$OUT/$coll.$path.$run.txt" 2>&1 ||
 				echo "# $coll $path run $run failed: $(tail -1 "$OUT/$coll.$path.$run.txt")"
 		done
 	done
 done
-# size, out-of-place time (us), busbw, algorithm: the data rows of ccl-perf
+# size, out-of-place time (us), busbw, algorithm: the data rows of npccl-perf
 awk -v runs="$RUNS" '
 	FNR == 1 {
 		n = split(FILENAME, p, "/"); split(p[n], f, ".")

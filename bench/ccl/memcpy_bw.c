@@ -2,7 +2,7 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * memcpy_bw.c - single-core memcpy bandwidth, the intra-host ceiling printed
- * next to ccl-perf: copies SIZE bytes between two prefaulted buffers for
+ * next to npccl-perf: copies SIZE bytes between two prefaulted buffers for
  * >= 1 s and prints "memcpy SIZE bytes: X GB/s" (bytes copied per second).
  */
 #include <stdio.h>

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * perf.c - ccl-perf: the nccl-tests style collective benchmark, one source
+ * perf.c - npccl-perf: the nccl-tests style collective benchmark, one source
  * for every backend (backend.h).
  *
- *   ccl-perf [-c allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]
- *            [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-t SECONDS] [-w WARMUP]
- *            [-d f32|f64|i32] [--odd] [--fresh] [--shared]
- *            [backend options: -n N --bind]
- *   ccl-perf --help | --version
+ *   npccl-perf [-c allreduce|allgather|reduce_scatter|broadcast|reduce|alltoall]
+ *              [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-t SECONDS] [-w WARMUP]
+ *              [-d f32|f64|i32] [--odd] [--fresh] [--shared]
+ *              [backend options: -n N --bind]
+ *   npccl-perf --help | --version
  *
  * For each size: warm-up, then enough iterations for -t seconds (default
  * 0.5, agreed by all ranks), out of place and in place. t is the mean time
@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (!known) {
-			fprintf(stderr, "ccl-perf: %s '%s' is not one of the %s (ccl-perf --help)\n", a, v,
+			fprintf(stderr, "npccl-perf: %s '%s' is not one of the %s (npccl-perf --help)\n", a, v,
 				a[1] == 'c' ? "collectives" : "data types");
 			return 2;
 		}
@@ -325,7 +325,7 @@ int main(int argc, char **argv)
 			shared = 1;
 		} else {
 			if (rank == 0)
-				fprintf(stderr, "ccl-perf: unknown option %s (ccl-perf --help)\n", a);
+				fprintf(stderr, "npccl-perf: unknown option %s (npccl-perf --help)\n", a);
 			bk_finalize();
 			return 2;
 		}
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 		b.recv = bk_alloc_shared(b.bytes);
 		if (!b.send || !b.recv) {
 			if (rank == 0)
-				fprintf(stderr, "ccl-perf: %s has no shared allocator\n", bk_name());
+				fprintf(stderr, "npccl-perf: %s has no shared allocator\n", bk_name());
 			bk_finalize();
 			return 2;
 		}
@@ -352,13 +352,13 @@ int main(int argc, char **argv)
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	}
 	if (b.send == MAP_FAILED || b.recv == MAP_FAILED) {
-		fprintf(stderr, "ccl-perf: cannot allocate %zu bytes\n", b.bytes);
+		fprintf(stderr, "npccl-perf: cannot allocate %zu bytes\n", b.bytes);
 		return 1;
 	}
 	double F = c == BK_ALLREDUCE ? 2.0 * (p - 1) / p
 		   : (c == BK_BROADCAST || c == BK_REDUCE) ? 1.0 : (double)(p - 1) / p;
 	if (rank == 0) {
-		printf("# ccl-perf %s, backend %s, %d ranks, dtype %s, >= %.2f s per size%s%s\n",
+		printf("# npccl-perf %s, backend %s, %d ranks, dtype %s, >= %.2f s per size%s%s\n",
 		       coll_names[c], bk_name(), p, dt_names[d], min_time,
 		       fresh_output ? ", out-of-place output freshly mapped for every call" : "",
 		       shared ? ", buffers from the library's shared allocator" : "");

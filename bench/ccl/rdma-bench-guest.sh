@@ -2,19 +2,21 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # rdma-bench-guest.sh - inside the test VM (root; run-rdma-bench.sh boots it):
-# two soft-RoCE "hosts" (ccl/tests/rdma/topology.sh), ccl-perf between them
+# two soft-RoCE "hosts" (ccl/tests/rdma/topology.sh), npccl-perf between them
 # over the RDMA transport and over TCP, taking turns run by run (so a change
-# of load hits both alike), RUNS runs each; then Open MPI's ccl-perf over the
+# of load hits both alike), RUNS runs each; then Open MPI's build of the same harness (mpi-perf-openmpi) over the
 # same soft-RoCE devices (UCX, then the openib BTL) and over TCP, where its
 # Debian build can; then caller buffers over RDMA registered and watched vs
 # copied vs npccl_mem_alloc buffers. The VM is emulated (TCG): only ratios
 # mean anything.
-#   rdma-bench-guest.sh BINDIR OUTDIR [RUNS]
-BIN=${1:?usage: rdma-bench-guest.sh BINDIR OUTDIR [RUNS]}
-OUT=${2:?usage}
-RUNS=${3:-3}
+#   rdma-bench-guest.sh OUTDIR [RUNS]
+OUT=${1:?usage: rdma-bench-guest.sh OUTDIR [RUNS]}
+RUNS=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$root/build}
+# npccl-perf (installed program) and the Open MPI build of its harness
+BIN=$BUILD/bin BENCH=$BUILD/bench
 . "$root/ccl/tests/rdma/topology.sh"
 trap topo_down EXIT INT TERM
 mkdir -p "$OUT"
@@ -36,7 +38,7 @@ perf() {
 	port=$((port + 1))
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 MASTER_ADDR=198.18.0.1 MASTER_PORT=$port NPCCL_TRANSPORT=$2 \
-			topo_exec $((r + 1)) timeout -k 5 300 env ${6:-} "$BIN/ccl-perf" -c "$3" $ARGS ${5:-} \
+			topo_exec $((r + 1)) timeout -k 5 300 env ${6:-} "$BIN/npccl-perf" -c "$3" $ARGS ${5:-} \
 			>"$OUT/$1.$r" 2>&1 &
 	done
 	wait
@@ -59,7 +61,7 @@ ompi() {	# NAME MCA-ARGS...
 	# mpirun in host 1's namespace, so that its daemons can call it back
 	topo_exec 1 timeout -k 5 300 mpirun.openmpi --allow-run-as-root -np 2 --host 198.18.0.1,198.18.0.2 \
 		--mca plm_rsh_agent "$root/bench/ccl/netns-rsh" --mca btl_tcp_if_include 198.18.0.0/24 \
-		--mca oob_tcp_if_include 198.18.0.0/24 "$@" "$OUT/ompi-dev.sh" "$BIN/ccl-perf-openmpi" \
+		--mca oob_tcp_if_include 198.18.0.0/24 "$@" "$OUT/ompi-dev.sh" "$BENCH/mpi-perf-openmpi" \
 		-c allreduce $ARGS >"$OUT/ompi-$_n.txt" 2>&1
 	echo "# open mpi $_n: exit $?"
 }
@@ -68,7 +70,7 @@ for coll in allreduce broadcast; do
 		perf "$coll-rdma-$i" rdma "$coll"
 		perf "$coll-tcp-$i" tcp "$coll"
 		# Open MPI over TCP between the same namespaces, in the same turn
-		[ "$coll" = allreduce ] && [ -x "$BIN/ccl-perf-openmpi" ] &&
+		[ "$coll" = allreduce ] && [ -x "$BENCH/mpi-perf-openmpi" ] &&
 			ompi tcp-$i --mca pml ob1 --mca btl tcp,self && cat "$OUT/ompi-tcp-$i.txt" >>"$OUT/ompi-tcp.txt"
 		echo "# $coll run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
 	done
@@ -86,13 +88,13 @@ for i in $(seq 1 "$RUNS"); do
 	echo "# registration cache run $i done, load $(cut -d' ' -f1 /proc/loadavg)"
 done
 
-if [ -x "$BIN/ccl-perf-openmpi" ]; then
+if [ -x "$BENCH/mpi-perf-openmpi" ]; then
 	ompi ucx --mca pml ucx -x UCX_TLS=rc,self
 	ompi ucx-rcv-tcp --mca pml ucx -x UCX_TLS=rc_verbs,tcp,self
 	ompi openib --mca pml ob1 --mca btl openib,self --mca btl_openib_allow_ib 1 \
 		--mca btl_openib_cpc_include udcm
 	[ "$RUNS" = 0 ] && ompi tcp --mca pml ob1 --mca btl tcp,self
 else
-	echo "# no ccl-perf-openmpi"
+	echo "# no mpi-perf-openmpi"
 fi
 echo "# done, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,7 +5,7 @@
 
    rdma_summary.py OUTDIR
 
-Reads OUTDIR/npccl-{rdma,tcp}-COLL.txt (RUNS ccl-perf tables each, the runs
+Reads OUTDIR/npccl-{rdma,tcp}-COLL.txt (RUNS npccl-perf tables each, the runs
 of the two transports interleaved) and OUTDIR/ompi-*.txt; prints per size
 the range over runs of t(TCP)/t(RDMA) (paired run by run, out-of-place mean
 time), Open MPI's time over npccl-RDMA's median where it ran, and the
@@ -18,12 +18,12 @@ import sys
 
 
 def tables(path):
-    """[{size: out-of-place time us}] per run (a new table starts at its '# ccl-perf' line)."""
+    """[{size: out-of-place time us}] per run (a new table starts at its '# npccl-perf' line)."""
     runs = []
     if not os.path.exists(path):
         return runs
     for line in open(path, errors="replace"):
-        if line.startswith("# ccl-perf"):
+        if line.startswith("# npccl-perf"):
             runs.append({})
             continue
         f = line.split()

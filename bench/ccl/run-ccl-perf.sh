@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-perf.sh - npccl vs Open MPI 4.1 vs MPICH 4.0, side by side, with
-# the same harness (bench/ccl/perf.c) built three times: ccl-perf (npccl,
-# by make), and ccl-perf-openmpi / ccl-perf-mpich with their mpicc here.
+# the same harness (bench/ccl/perf.c) built three times: npccl-perf (npccl,
+# by make), and mpi-perf-openmpi / mpi-perf-mpich (build/bench) with their mpicc here.
 # npccl runs twice on one host: with private buffers (as the MPIs) and, for
 # AllReduce, with buffers from npccl_mem_alloc (--shared: zero-copy path).
 # 2 ranks bound to the 2 cores:
@@ -22,7 +22,8 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-BIN=$BUILD/bin
+BIN=$BUILD/bin BENCH=$BUILD/bench
+mkdir -p "$BENCH"
 OUT=$BUILD/bench/ccl
 mkdir -p "$OUT"
 COLL=allreduce MAXB=256M T=0.5 QUICK=0
@@ -44,15 +45,15 @@ echo "# command: $0 -c $COLL -e $MAXB -t $T"
 
 # --- build the MPI variants of the same harness
 for mpi in openmpi mpich; do
-	mpicc.$mpi -O2 -o "$BIN/ccl-perf-$mpi" "$ROOT/bench/ccl/perf.c" "$ROOT/bench/ccl/backend_mpi.c" -lm ||
-		{ echo "cannot build ccl-perf-$mpi" >&2; exit 1; }
+	mpicc.$mpi -O2 -o "$BENCH/mpi-perf-$mpi" "$ROOT/bench/ccl/perf.c" "$ROOT/bench/ccl/backend_mpi.c" -lm ||
+		{ echo "cannot build mpi-perf-$mpi" >&2; exit 1; }
 done
-cc -O2 -o "$BIN/ccl-memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c"
-[ -x "$BIN/ccl-perf" ] || { echo "build/bin/ccl-perf missing: run make" >&2; exit 1; }
+cc -O2 -o "$BENCH/memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c"
+[ -x "$BIN/npccl-perf" ] || { echo "build/bin/npccl-perf missing: run make" >&2; exit 1; }
 
 echo
 echo "## ceiling: single-core memcpy"
-taskset -c 0 "$BIN/ccl-memcpy-bw" $((64 << 20)) | tee "$OUT/memcpy.txt"
+taskset -c 0 "$BENCH/memcpy-bw" $((64 << 20)) | tee "$OUT/memcpy.txt"
 
 OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core"
 MPICH="mpirun.mpich -np 2 -bind-to core"
@@ -68,7 +69,7 @@ rm -f "$OUT"/intra-*.txt
 # share the cores with them
 settle() {
 	i=0
-	while pgrep -f "ccl-perf-(openmpi|mpich)" >/dev/null && [ $i -lt 50 ]; do
+	while pgrep -f "mpi-perf-(openmpi|mpich)" >/dev/null && [ $i -lt 50 ]; do
 		i=$((i + 1)); sleep 0.2
 	done
 	sleep 1
@@ -77,10 +78,10 @@ for band in $BANDS; do
 	b=${band%:*} e=${band#*:}
 	settle
 	BARGS="-c $COLL -b $b -e $e -f 2 -t $T --odd"
-	"$BIN/ccl-perf" -n 2 --bind $BARGS >>"$OUT/intra-npccl.txt"
-	[ "$COLL" = allreduce ] && "$BIN/ccl-perf" -n 2 --bind --shared $BARGS >>"$OUT/intra-npccl-shared.txt"
-	$OMPI "$BIN/ccl-perf-openmpi" $BARGS >>"$OUT/intra-openmpi.txt" 2>&1
-	$MPICH "$BIN/ccl-perf-mpich" $BARGS >>"$OUT/intra-mpich.txt" 2>&1
+	"$BIN/npccl-perf" -n 2 --bind $BARGS >>"$OUT/intra-npccl.txt"
+	[ "$COLL" = allreduce ] && "$BIN/npccl-perf" -n 2 --bind --shared $BARGS >>"$OUT/intra-npccl-shared.txt"
+	$OMPI "$BENCH/mpi-perf-openmpi" $BARGS >>"$OUT/intra-openmpi.txt" 2>&1
+	$MPICH "$BENCH/mpi-perf-mpich" $BARGS >>"$OUT/intra-mpich.txt" 2>&1
 	echo "# band $band done, load $(cut -d' ' -f1 /proc/loadavg)"
 done
 for b in npccl npccl-shared openmpi mpich; do
@@ -91,9 +92,9 @@ echo
 echo "## intra-host, out-of-place output freshly mapped for every call (page faults included)"
 FARGS="-c $COLL -b 1M -e 64M -f 8 -t $T --fresh"
 settle
-"$BIN/ccl-perf" -n 2 --bind $FARGS | tee "$OUT/fresh-npccl.txt"
-$OMPI "$BIN/ccl-perf-openmpi" $FARGS 2>&1 | tee "$OUT/fresh-openmpi.txt"
-$MPICH "$BIN/ccl-perf-mpich" $FARGS 2>&1 | tee "$OUT/fresh-mpich.txt"
+"$BIN/npccl-perf" -n 2 --bind $FARGS | tee "$OUT/fresh-npccl.txt"
+$OMPI "$BENCH/mpi-perf-openmpi" $FARGS 2>&1 | tee "$OUT/fresh-openmpi.txt"
+$MPICH "$BENCH/mpi-perf-mpich" $FARGS 2>&1 | tee "$OUT/fresh-mpich.txt"
 
 # --- two "hosts": network namespaces joined by one veth pair
 P=cclb$$
@@ -148,9 +149,9 @@ echo "## across two network namespaces over veth, 1 rank per namespace"
 echo "### npccl (TCP)"
 port=$((40000 + $$ % 20000))
 ip netns exec "${P}h2" env NPCCL_RANK=1 NPCCL_NRANKS=2 NPCCL_ROOT_ADDR=198.18.1.1:$port \
-	taskset -c 1 "$BIN/ccl-perf" $ARGS >/dev/null 2>"$OUT/tcp-npccl.err" &
+	taskset -c 1 "$BIN/npccl-perf" $ARGS >/dev/null 2>"$OUT/tcp-npccl.err" &
 ip netns exec "${P}h1" env NPCCL_RANK=0 NPCCL_NRANKS=2 NPCCL_ROOT_ADDR=198.18.1.1:$port \
-	taskset -c 0 "$BIN/ccl-perf" $ARGS 2>&1 | tee "$OUT/tcp-npccl.txt"
+	taskset -c 0 "$BIN/npccl-perf" $ARGS 2>&1 | tee "$OUT/tcp-npccl.txt"
 wait
 
 printf '198.18.1.1 slots=1\n198.18.1.2 slots=1\n' >"$OUT/hostfile"
@@ -158,11 +159,11 @@ echo "### Open MPI (TCP BTL, one rank per namespace, launched through netns-rsh)
 ip netns exec "${P}h1" unshare --uts /bin/sh -c "hostname host1; mpirun.openmpi --allow-run-as-root -np 2 \
 	--hostfile $OUT/hostfile --mca plm_rsh_agent $ROOT/bench/ccl/netns-rsh \
 	--mca btl tcp,self --mca btl_tcp_if_include 198.18.1.0/24 --mca oob_tcp_if_include 198.18.1.0/24 \
-	--bind-to none $ROOT/bench/ccl/bind-by-rank $BIN/ccl-perf-openmpi $ARGS" 2>&1 | tee "$OUT/tcp-openmpi.txt"
+	--bind-to none $ROOT/bench/ccl/bind-by-rank $BENCH/mpi-perf-openmpi $ARGS" 2>&1 | tee "$OUT/tcp-openmpi.txt"
 echo "### MPICH (one rank per namespace, launched through netns-rsh, UCX_TLS=tcp,self: Debian's MPICH is ch4:ucx and UCX would otherwise use shared memory between the namespaces)"
 ip netns exec "${P}h1" unshare --uts /bin/sh -c "hostname host1; mpirun.mpich -launcher ssh \
 	-launcher-exec $ROOT/bench/ccl/netns-rsh -hosts 198.18.1.1,198.18.1.2 -n 2 -genv UCX_TLS tcp,self \
-	$ROOT/bench/ccl/bind-by-rank $BIN/ccl-perf-mpich $ARGS" 2>&1 | tee "$OUT/tcp-mpich.txt"
+	$ROOT/bench/ccl/bind-by-rank $BENCH/mpi-perf-mpich $ARGS" 2>&1 | tee "$OUT/tcp-mpich.txt"
 
 echo
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,22 +12,23 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-BIN=$BUILD/bin
+BIN=$BUILD/bin BENCH=$BUILD/bench
+mkdir -p "$BENCH"
 OUT=$BUILD/bench/ccl-targets
 ROUNDS=${1:-3}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.txt
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 for mpi in openmpi mpich; do
-	mpicc.$mpi -O2 -o "$BIN/ccl-perf-$mpi" "$ROOT/bench/ccl/perf.c" "$ROOT/bench/ccl/backend_mpi.c" -lm ||
-		{ echo "cannot build ccl-perf-$mpi" >&2; exit 1; }
+	mpicc.$mpi -O2 -o "$BENCH/mpi-perf-$mpi" "$ROOT/bench/ccl/perf.c" "$ROOT/bench/ccl/backend_mpi.c" -lm ||
+		{ echo "cannot build mpi-perf-$mpi" >&2; exit 1; }
 done
-cc -O2 -o "$BIN/ccl-memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c"
+cc -O2 -o "$BENCH/memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c"
 OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core"
 MPICH="mpirun.mpich -np 2 -bind-to core"
 settle() {
 	i=0
-	while pgrep -f "ccl-perf-(openmpi|mpich)" >/dev/null && [ $i -lt 50 ]; do
+	while pgrep -f "mpi-perf-(openmpi|mpich)" >/dev/null && [ $i -lt 50 ]; do
 		i=$((i + 1)); sleep 0.2
 	done
 	sleep 0.5
@@ -36,21 +37,21 @@ echo "# run-ccl-targets: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 lscpu | grep -E "Model name|L1d|L2|L3|Flags" | sed 's/Flags:.*\(avx512f\).*/Flags: ... avx512f .../; s/Flags:.*\(avx2\).*/Flags: ... avx2 (no avx512f) .../' | sed 's/^/# /'
 for r in $(seq 1 "$ROUNDS"); do
-	taskset -c 0 "$BIN/ccl-memcpy-bw" $((64 << 20)) >"$OUT/memcpy.$r.txt"
+	taskset -c 0 "$BENCH/memcpy-bw" $((64 << 20)) >"$OUT/memcpy.$r.txt"
 	for coll in allreduce allgather broadcast reduce_scatter; do
 		if [ $coll = allreduce ]; then a="-b 64K -e 64M -f 2"; else a="-b 1M -e 16M -f 16"; fi
 		args="-c $coll $a -t 0.3"
 		settle
-		"$BIN/ccl-perf" -n 2 --bind $args >"$OUT/$coll.npccl.$r.txt" 2>&1
-		$OMPI "$BIN/ccl-perf-openmpi" $args >"$OUT/$coll.openmpi.$r.txt" 2>&1
-		$MPICH "$BIN/ccl-perf-mpich" $args >"$OUT/$coll.mpich.$r.txt" 2>&1
+		"$BIN/npccl-perf" -n 2 --bind $args >"$OUT/$coll.npccl.$r.txt" 2>&1
+		$OMPI "$BENCH/mpi-perf-openmpi" $args >"$OUT/$coll.openmpi.$r.txt" 2>&1
+		$MPICH "$BENCH/mpi-perf-mpich" $args >"$OUT/$coll.mpich.$r.txt" 2>&1
 	done
 	echo "# round $r done, load $(cut -d' ' -f1 /proc/loadavg)"
 done
 for r in 1 2 3 4 5; do
 	settle
-	"$BIN/ccl-perf" -n 2 --bind -c allreduce -b 8 -e 8 -t 0.5 >"$OUT/lat.npccl.$r.txt" 2>&1
-	$OMPI "$BIN/ccl-perf-openmpi" -c allreduce -b 8 -e 8 -t 0.5 >"$OUT/lat.openmpi.$r.txt" 2>&1
+	"$BIN/npccl-perf" -n 2 --bind -c allreduce -b 8 -e 8 -t 0.5 >"$OUT/lat.npccl.$r.txt" 2>&1
+	$OMPI "$BENCH/mpi-perf-openmpi" -c allreduce -b 8 -e 8 -t 0.5 >"$OUT/lat.openmpi.$r.txt" 2>&1
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$OUT" "$ROUNDS" <<'PY'

@@ -18,9 +18,9 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=$BUILD/bench/copy
 rm -rf "$OUT" && mkdir -p "$OUT"
 echo "# run-copy-bench: $(date -u +%Y-%m-%dT%H:%MZ), host load $(cut -d' ' -f1-3 /proc/loadavg)"
-cc -O2 -o "$BUILD/bin/ccl-memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c" || exit 1
+cc -O2 -o "$BUILD/bench/memcpy-bw" "$ROOT/bench/ccl/memcpy_bw.c" || exit 1
 cd "$ROOT" || exit 1
 VM_QUIET=1 selftests/vm/run-vm.sh -m 2G -o "$OUT" -t 3000 -- selftests/vm/with-module.sh \
-	sh -c "bench/ccl/copy-bench-guest.sh '$BUILD/bin' '$OUT' ${1:-3} > '$OUT/guest.log' 2>&1"
+	sh -c "bench/ccl/copy-bench-guest.sh '$OUT' ${1:-3} > '$OUT/guest.log' 2>&1"
 echo "# VM exit status $?; host load after $(cut -d' ' -f1-3 /proc/loadavg)"
 cat "$OUT/guest.log"

@@ -3,7 +3,7 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-det-bench.sh - what deterministic reductions (NPCCL_DETERMINISTIC=1, the
 # canonical rank-order algorithm) cost against the default (cost model), per
-# size, with the same harness (ccl-perf, float32 sums, private buffers):
+# size, with the same harness (npccl-perf, float32 sums, private buffers):
 # AllReduce, ReduceScatter and Reduce, on one host (shared memory) and over
 # TCP (NPCCL_DISABLE_SHM=1: every rank its own "host" on loopback). Default
 # and deterministic runs alternate band by band, so a change of load hits
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -x "$BIN/ccl-perf" ] || { echo "$BIN/ccl-perf missing: run make" >&2; exit 1; }
+[ -x "$BIN/npccl-perf" ] || { echo "$BIN/npccl-perf missing: run make" >&2; exit 1; }
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE NPCCL_ALGO NPCCL_DETERMINISTIC
 
 echo "# run-det-bench: $(date -u +%Y-%m-%dT%H:%MZ), $N ranks, $(nproc) cores, $(uname -r)"
@@ -51,8 +51,8 @@ for coll in allreduce reduce_scatter reduce; do
 		for band in $BANDS; do
 			b=${band%:*} e=${band#*:}
 			args="-n $N $bind -c $coll -b $b -e $e -f 4 -t $T"
-			env $env "$BIN/ccl-perf" $args >>"$base.default.txt" 2>&1
-			env $env NPCCL_DETERMINISTIC=1 "$BIN/ccl-perf" $args >>"$base.det.txt" 2>&1
+			env $env "$BIN/npccl-perf" $args >>"$base.default.txt" 2>&1
+			env $env NPCCL_DETERMINISTIC=1 "$BIN/npccl-perf" $args >>"$base.det.txt" 2>&1
 		done
 		echo
 		echo "## $coll over $tp, $N ranks, float32 sum, out of place"

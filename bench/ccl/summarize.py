@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
-"""summarize.py OUTDIR - read the ccl-perf tables run-ccl-perf.sh wrote and
+"""summarize.py OUTDIR - read the npccl-perf tables run-ccl-perf.sh wrote and
 print, per size, npccl vs the better MPI (out-of-place busbw), the ceilings,
 and whether each target of issue 5 is met:
   * busbw >= 1.2x max(Open MPI, MPICH) at every size >= 1 MiB (intra-host)

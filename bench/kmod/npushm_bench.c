@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * npushm_bench.c - costs of npushm regions against memfd and POSIX shm.
+ * npushm_bench.c - npushm-bench-kmod: costs of npushm regions against memfd
+ * and POSIX shm.
  *
- *   npushm_bench [DIR]     DIR: a mounted npushm instance (default /run/npushm)
+ *   npushm-bench-kmod [DIR]     DIR: a mounted npushm instance (default /run/npushm)
+ *   npushm-bench-kmod --help | --version
  *
  * Runs where npushm.ko is loaded and an instance is mounted (the test VM:
  * make bench-kmod). POSIX shm is /dev/shm (tmpfs). Every operation is timed
@@ -69,7 +71,7 @@ static double median(double *v, int n)
 
 static void die(const char *what)
 {
-	fprintf(stderr, "npushm_bench: %s: %s\n", what, strerror(errno));
+	fprintf(stderr, "npushm-bench-kmod: %s: %s\n", what, strerror(errno));
 	exit(1);
 }
 
@@ -282,11 +284,25 @@ int main(int argc, char **argv)
 	struct statfs sfs;
 	int run, i, k;
 
+	if (argc > 1 && !strcmp(argv[1], "--help")) {
+		printf("usage: npushm-bench-kmod [DIR]\n"
+		       "Times creating, attaching, rereading and publishing npushm regions of\n"
+		       "4 KiB to 1 GiB against memfd and POSIX shm (/dev/shm), %d runs, and prints\n"
+		       "a Markdown table. DIR is a mounted npushm instance (default /run/npushm);\n"
+		       "make bench-kmod runs it in the test VM with the module loaded.\n"
+		       "Exit status: 0 table printed, 1 DIR is not an npushm instance or a call failed.\n",
+		       RUNS);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("npushm-bench-kmod (npushm) %s\n", NPUSHM_VERSION);
+		return 0;
+	}
 	if (argc > 1)
 		np_dir = argv[1];
 	np_root = open(np_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (np_root < 0 || fstatfs(np_root, &sfs) || sfs.f_type != NPUSHM_FS_MAGIC) {
-		fprintf(stderr, "npushm_bench: %s is not a mounted npushm instance (mount -t npushm npushm %s)\n",
+		fprintf(stderr, "npushm-bench-kmod: %s is not a mounted npushm instance (mount -t npushm npushm %s)\n",
 			np_dir, np_dir);
 		return 1;
 	}

@@ -31,6 +31,6 @@ unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -r), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
 echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# command: NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix} bench/weights/run.sh $*"
-NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix} "$BUILD/bin/npushm-bench-weights" --dir "${TMPDIR:-/tmp}" "$@"
+NPUSHM_BACKEND=${NPUSHM_BACKEND:-posix} "$BUILD/bench/npushm-bench-weights" --dir "${TMPDIR:-/tmp}" "$@"
 echo
 echo "# load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,10 +7,10 @@
 # with its own npushm module instance).
 #
 # The caller sets BIN, ML_OUT (scratch directory), ML_ADDR (the address
-# rank 0 listens on), ML_PORT (first port to use), and defines:
+# rank 0 listens on), ML_PORT (first port to use), sources tools/tap.sh
+# (the results are its `result` lines), defines
 #   ml_exec H CMD...       run CMD as a process of host H (npushm directory
 #                          of host H in the environment)
-#   ok MSG / notok MSG     TAP lines
 # and calls ml_tests "H H H" (the hosts of a 3-rank layout, one rank each).
 # ML_QUICK=1 (the VM, where every process start is slow) runs only the
 # cases that depend on the transport: the load, a rank killed
@@ -89,9 +89,9 @@ ml_tests() {
 	ml_launch load "$_hosts" "$BIN/npccl-load" --json cl-model "$_file"
 	_bad=$(ml_published cl-model "$_want" "$_hosts")
 	if [ "$(ml_rcs load)" = "0 0 0 " ] && [ -z "$_bad" ] && grep -q '"published":3' "$ML_OUT/load.0"; then
-		ok "cluster load (npccl-load on 3 hosts): 'cl-model' published on every host with the root's content hash $_want, verified on arrival; no staging name left"
+		result 0 "cluster load (npccl-load on 3 hosts): 'cl-model' published on every host with the root's content hash $_want, verified on arrival; no staging name left"
 	else
-		notok "cluster load on 3 hosts (exit $(ml_rcs load);$_bad)"
+		result 1 "cluster load on 3 hosts (exit $(ml_rcs load);$_bad)"
 		cat "$ML_OUT"/load.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -8
 	fi
 
@@ -118,9 +118,9 @@ ml_case_stale() {
 	ml_launch stale "$_hosts" "$BIN/npccl-load" cl-stale "$_file"
 	_after=$(ml_names "$_h1" | grep -c "npccl-staging")
 	if [ "$_before" = 1 ] && [ "$_after" = 0 ] && [ "$(ml_rcs stale)" = "0 0 0 " ]; then
-		ok "a staging copy left by a dead loader (pid $_dead) is removed by the next cluster load on its host"
+		result 0 "a staging copy left by a dead loader (pid $_dead) is removed by the next cluster load on its host"
 	else
-		notok "stale staging copy (before $_before, after $_after, exit $(ml_rcs stale))"
+		result 1 "stale staging copy (before $_before, after $_after, exit $(ml_rcs stale))"
 		ml_exec "$_h1" "$ML_NPUSHM" rm "npccl-staging.$_dead.left" >/dev/null 2>&1
 	fi
 	ml_rm_all cl-stale "$_hosts"
@@ -134,9 +134,9 @@ ml_case_taken() {
 	_bad=$(ml_nothing cl-model2 "$(echo $_hosts | cut -d' ' -f1-2)")
 	if [ "$(ml_rcs taken)" = "1 1 1 " ] && [ -z "$_bad" ] &&
 	   [ "$(grep -l "already published" "$ML_OUT"/taken.[0-9] | wc -l)" = 3 ]; then
-		ok "cluster load refused on every rank when the name is taken on one host (the error names that host and rank); nothing published elsewhere"
+		result 0 "cluster load refused on every rank when the name is taken on one host (the error names that host and rank); nothing published elsewhere"
 	else
-		notok "name taken on one host (exit $(ml_rcs taken);$_bad)"
+		result 1 "name taken on one host (exit $(ml_rcs taken);$_bad)"
 		cat "$ML_OUT"/taken.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 	ml_rm_all cl-model2 "$_hosts"
@@ -151,9 +151,9 @@ ml_case_killed() {
 	_bad=$(ml_nothing cl-model3 "$_hosts")
 	_named=$(grep -l "rank 1.*nothing is published\|nothing is published.*rank 1" "$ML_OUT"/killed.[02] | wc -l)
 	if [ "$(cat "$ML_OUT/killed.1.rc")" = 137 ] && [ "$_named" = 2 ] && [ -z "$_bad" ]; then
-		ok "cluster load with rank 1 killed mid-broadcast: both survivors fail naming rank 1, no host has the model or a staging copy"
+		result 0 "cluster load with rank 1 killed mid-broadcast: both survivors fail naming rank 1, no host has the model or a staging copy"
 	else
-		notok "rank killed mid-broadcast (exit $(ml_rcs killed), $_named of 2 survivors name rank 1;$_bad)"
+		result 1 "rank killed mid-broadcast (exit $(ml_rcs killed), $_named of 2 survivors name rank 1;$_bad)"
 		cat "$ML_OUT"/killed.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 
@@ -168,9 +168,9 @@ ml_case_corrupt() {
 	_bad=$(ml_nothing cl-model4 "$_hosts")
 	if [ "$(ml_rcs corrupt)" = "1 1 1 " ] && [ -z "$_bad" ] &&
 	   [ "$(grep -l "rank 2 .*content hash on arrival" "$ML_OUT"/corrupt.[0-9] | wc -l)" = 3 ]; then
-		ok "cluster load with rank 2's copy damaged on arrival: its content hash differs from the root's, every rank fails naming rank 2, nothing published on any host"
+		result 0 "cluster load with rank 2's copy damaged on arrival: its content hash differs from the root's, every rank fails naming rank 2, nothing published on any host"
 	else
-		notok "copy damaged on arrival (exit $(ml_rcs corrupt);$_bad)"
+		result 1 "copy damaged on arrival (exit $(ml_rcs corrupt);$_bad)"
 		cat "$ML_OUT"/corrupt.[0-9] | sed 's/^/# /' | cut -c1-400 | tail -6
 	fi
 
@@ -182,9 +182,9 @@ ml_case_mismatch() {
 	ml_launch mism "$_hosts" sh -c "exec \"$BIN/npccl-load\" cl-m\$RANK \"$_file\""
 	_bad=$(ml_nothing "cl-m[0-9]" "$_hosts")
 	if [ "$(ml_rcs mism)" = "1 1 1 " ] && [ -z "$_bad" ] && grep -q "mismatched calls" "$ML_OUT/mism.0"; then
-		ok "cluster load with different names on the ranks: mismatched calls on every rank, nothing published"
+		result 0 "cluster load with different names on the ranks: mismatched calls on every rank, nothing published"
 	else
-		notok "mismatched names (exit $(ml_rcs mism);$_bad)"
+		result 1 "mismatched names (exit $(ml_rcs mism);$_bad)"
 		cat "$ML_OUT"/mism.[0-9] | sed 's/^/# /' | cut -c1-300 | tail -6
 	fi
 
@@ -211,9 +211,9 @@ c.destroy()
 "
 	_bad=$(ml_published cl-py "$_want" "$_two")
 	if [ "$(ml_rcs py)" = "0 0 " ] && [ -z "$_bad" ]; then
-		ok "cluster load from Python (Communicator.load_model): published on both hosts with the root's hash; a second load of the taken name raises CclError"
+		result 0 "cluster load from Python (Communicator.load_model): published on both hosts with the root's hash; a second load of the taken name raises CclError"
 	else
-		notok "cluster load from Python (exit $(ml_rcs py);$_bad)"
+		result 1 "cluster load from Python (exit $(ml_rcs py);$_bad)"
 		cat "$ML_OUT"/py.[0-9] | sed 's/^/# /' | tail -8
 	fi
 	ml_rm_all cl-py "$_hosts"

@@ -6,18 +6,16 @@
 # TCP between them), each with its own POSIX shared-memory directory, so
 # every host's names are its own. The same cases run over RDMA between
 # soft-RoCE hosts in the test VM (rdma/rdma-guest.sh). TAP on stdout.
-BIN=${1:?usage: model-load-test.sh BINDIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$root/build}
 export BUILD
+BIN=$BUILD/bin
 ML_OUT=$(mktemp -d /tmp/ccl-model-load.XXXXXX)
 shm=$(mktemp -d /dev/shm/ccl-model-load.XXXXXX)
 trap 'rm -rf "$ML_OUT" "$shm"' EXIT
 ML_ADDR=127.0.0.1
 ML_PORT=$((21000 + $$ % 20000))
-n=0 fail=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+. "$root/tools/tap.sh"
 ml_exec() {
 	_h=$1
 	shift
@@ -38,9 +36,8 @@ for args in "--root x m" "--mode 0777 m" "--bogus m" "" "a b c"; do
 		{ usage_ok=0; echo "# npccl-load $args: exit $rc: $(head -1 "$ML_OUT/usage.err")"; }
 done
 if [ "$usage_ok" = 1 ]; then
-	ok "npccl-load usage errors (bad --root, --mode above 0666, unknown option, no NAME, extra argument) name the problem and exit 2"
+	result 0 "npccl-load usage errors (bad --root, --mode above 0666, unknown option, no NAME, extra argument) name the problem and exit 2"
 else
-	notok "npccl-load usage errors"
+	result 1 "npccl-load usage errors"
 fi
-echo "1..$n"
-[ "$fail" = 0 ]
+tap_end

@@ -9,19 +9,18 @@
 # and that killing a rank on one host makes every
 # rank on the other hosts fail naming it. Everything it creates carries a
 # per-run prefix and is removed on exit. Needs root (skips otherwise).
-BIN=${1:?usage: netns-test.sh BINDIR}
-n=0 fail=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+TESTS=${BUILD:-$root/build}/tests
+. "$root/tools/tap.sh"
 
 if [ "$(id -u)" != 0 ]; then
-	echo "ok 1 - network-namespace tests # SKIP need root to create network namespaces"
-	echo "1..1"
+	tap_skip "network-namespace tests" "need root to create network namespaces"
+	tap_end
 	exit 0
 fi
 if ! command -v ip >/dev/null; then
-	echo "ok 1 - network-namespace tests # SKIP iproute2 (ip) not installed"
-	echo "1..1"
+	tap_skip "network-namespace tests" "iproute2 (ip) not installed"
+	tap_end
 	exit 0
 fi
 
@@ -36,7 +35,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # switch namespace with a bridge; hosts h1..h4 at 198.18.0.1..4
-ip netns add "${P}sw" || { notok "cannot create network namespaces"; echo "1..$n"; exit 1; }
+ip netns add "${P}sw" || { result 1 "cannot create network namespaces"; tap_end; exit 1; }
 NS="${P}sw"
 ip -n "${P}sw" link add br0 type bridge
 ip -n "${P}sw" link set br0 up
@@ -58,7 +57,7 @@ for h in 1 2 3 4; do
 		i=$((i + 1)); sleep 0.2
 	done
 done
-ok "created 4 network namespaces joined by veth pairs through a bridge (198.18.0.1-4)"
+result 0 "created 4 network namespaces joined by veth pairs through a bridge (198.18.0.1-4)"
 
 port=$((30000 + $$ % 20000))
 # launch_ranks NAME TIMEOUT "h1 h1 h2 ..." CMD...: one rank per word, in that
@@ -82,12 +81,12 @@ launch_ranks() {
 # run_job NAME EXPECT_HOSTS "h1 h1 h2 h2 ...": every collective checked
 run_job() {
 	name=$1 hosts=$2 layout=$3
-	launch_ranks "$name" 120 "$layout" "$BIN/ccl-test" env-worker
+	launch_ranks "$name" 120 "$layout" "$TESTS/ccl-test" env-worker
 	nok=$(cat "$out/$name".* | grep -c "^envcheck rank .* hosts $hosts ok")
 	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
-		ok "$name: $world ranks on $hosts hosts, every collective correct ($(grep -h 'predicted' "$out/$name".* | sed 's/.*| //' | cut -c1-110))"
+		result 0 "$name: $world ranks on $hosts hosts, every collective correct ($(grep -h 'predicted' "$out/$name".* | sed 's/.*| //' | cut -c1-110))"
 	else
-		notok "$name: $world ranks on $hosts hosts ($nok ok)"
+		result 1 "$name: $world ranks on $hosts hosts ($nok ok)"
 		cat "$out/$name".* | sed 's/^/# /' | tail -12
 	fi
 }
@@ -102,12 +101,12 @@ run_job "2 hosts with 1 and 2 ranks (non-uniform)" 2 "1 2 2"
 # placement of the ranks on hosts (hierarchical, interleaved)
 det_job() {
 	name=$1 layout=$2
-	launch_ranks "$name" 180 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env
+	launch_ranks "$name" 180 "$layout" env NPCCL_DETERMINISTIC=1 "$TESTS/ccl-det-test" env
 	nok=$(cat "$out/$name".* | grep -c "^detcheck rank .* ok")
 	if [ $good = 1 ] && [ "$nok" = "$world" ]; then
-		ok "deterministic $name: every rank's AllReduce/ReduceScatter/Reduce bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/$name.0" | cut -c1-100))"
+		result 0 "deterministic $name: every rank's AllReduce/ReduceScatter/Reduce bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/$name.0" | cut -c1-100))"
 	else
-		notok "deterministic $name ($nok of $world ranks ok)"
+		result 1 "deterministic $name ($nok of $world ranks ok)"
 		cat "$out/$name".* | sed 's/^/# /' | tail -8
 	fi
 }
@@ -119,7 +118,7 @@ port=$((port + 1))
 r=0 pids=""
 for h in 1 1 2 2; do
 	RANK=$r WORLD_SIZE=4 MASTER_ADDR=198.18.0.1 MASTER_PORT=$port NPCCL_TIMEOUT_MS=5000 \
-		timeout -k 5 60 ip netns exec "${P}h$h" "$BIN/ccl-test" env-loop >"$out/kill.$r" 2>&1 &
+		timeout -k 5 60 ip netns exec "${P}h$h" "$TESTS/ccl-test" env-loop >"$out/kill.$r" 2>&1 &
 	eval "pid$r=$!"
 	r=$((r + 1))
 done
@@ -137,10 +136,10 @@ wait $pid0; wait $pid1; wait $pid2
 named=0
 for r in 0 1 2; do grep -q "status .*: .*rank 3" "$out/kill.$r" && named=$((named + 1)); done
 if [ -n "$victim" ] && [ $named = 3 ]; then
-	ok "kill -9 of rank 3 on host 2: every survivor on both hosts fails naming rank 3"
+	result 0 "kill -9 of rank 3 on host 2: every survivor on both hosts fails naming rank 3"
 	sed 's/^/# /' "$out/kill.0" | tail -1 | cut -c1-250
 else
-	notok "kill -9 of rank 3 on host 2 (victim pid '${victim}', $named of 3 survivors named it)"
+	result 1 "kill -9 of rank 3 on host 2 (victim pid '${victim}', $named of 3 survivors named it)"
 	cat "$out"/kill.* | sed 's/^/# /' | tail -12
 fi
 wait 2>/dev/null
@@ -148,6 +147,5 @@ wait 2>/dev/null
 cleanup
 trap - EXIT
 left=$(ip netns list | grep -c "^$P")
-[ "$left" = 0 ] && ok "namespaces and veth pairs removed" || notok "$left namespaces left behind"
-echo "1..$n"
-[ "$fail" = 0 ]
+[ "$left" = 0 ] && result 0 "namespaces and veth pairs removed" || result 1 "$left namespaces left behind"
+tap_end

@@ -10,64 +10,48 @@
 # (npccl_model_load across three TCP "hosts"), and launches by real mpirun
 # (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
-BIN=${1:?usage: run-ccl-tests.sh BINDIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$root/build}
+export BUILD
+# the test programs and the installed programs (npccl-perf, npccl-load)
+TESTS=$BUILD/tests BIN=$BUILD/bin
 out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 . "$root/tools/tap.sh"
 
-# run PART TIMEOUT CMD...: fold the part's TAP into ours (tools/tap.sh)
-run() {
-	part=$1 tmo=$2
-	shift 2
-	timeout -k 5 "$tmo" "$@" >"$out/$part.out" 2>"$out/$part.err"
-	rc=$?
-	note="part $part"
-	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	tap_fold "" "$rc" "$note" <"$out/$part.out"
-	if [ "$rc" != 0 ]; then
-		sed 's/^/# /' "$out/$part.err" | tail -20
-	fi
-}
 
-run unit 60 "$BIN/ccl-unit-test"
-run matrix-shm 200 "$BIN/ccl-test" matrix --ranks 1-8
-run matrix-tcp 180 "$BIN/ccl-test" matrix --tcp --ranks 2-5
-run misc 120 "$BIN/ccl-test" misc
-run shm 150 "$BIN/ccl-test" shm
+part_within unit 60 "$TESTS/ccl-unit-test"
+part_within matrix-shm 200 "$TESTS/ccl-test" matrix --ranks 1-8
+part_within matrix-tcp 180 "$TESTS/ccl-test" matrix --tcp --ranks 2-5
+part_within misc 120 "$TESTS/ccl-test" misc
+part_within shm 150 "$TESTS/ccl-test" shm
 # single copy here by cross-memory attach (no module): correctness, the path
 # taken (copy counters), a rank's unmap/remap/CoW/exit during the copies;
 # through the module's spaces in the VM (suite ccl-rdma)
-run single-copy 150 "$BIN/ccl-test" single-copy
-run single-copy-race 120 "$BIN/ccl-test" single-copy-race
-run faults 180 "$BIN/ccl-test" fault
-run det-shm 150 "$BIN/ccl-det-test" --ranks 2-5
-run det-tcp 150 "$BIN/ccl-det-test" --tcp --api --ranks 2-4
-run async 150 "$BIN/ccl-async-test"
-run async-tcp 150 "$BIN/ccl-async-test" --tcp
-run model-load 150 "$root/ccl/tests/model-load-test.sh" "$BIN"
+part_within single-copy 150 "$TESTS/ccl-test" single-copy
+part_within single-copy-race 120 "$TESTS/ccl-test" single-copy-race
+part_within faults 180 "$TESTS/ccl-test" fault
+part_within det-shm 150 "$TESTS/ccl-det-test" --ranks 2-5
+part_within det-tcp 150 "$TESTS/ccl-det-test" --tcp --api --ranks 2-4
+part_within async 150 "$TESTS/ccl-async-test"
+part_within async-tcp 150 "$TESTS/ccl-async-test" --tcp
+part_within model-load 150 "$root/ccl/tests/model-load-test.sh"
 
 # real launchers: Open MPI and MPICH start the ranks, npccl_comm_init_env finds them
 for mpi in openmpi mpich; do
 	runner=$(command -v mpirun.$mpi)
 	if [ -z "$runner" ]; then
-		n=$((n + 1))
-		echo "ok $n - launch by mpirun.$mpi # SKIP mpirun.$mpi not installed"
+		tap_skip "launch by mpirun.$mpi" "mpirun.$mpi not installed"
 		continue
 	fi
 	extra=""
 	[ $mpi = openmpi ] && extra="--allow-run-as-root --oversubscribe"
-	timeout -k 5 60 "$runner" $extra -np 3 "$BIN/ccl-test" env-worker >"$out/$mpi.out" 2>&1
+	timeout -k 5 60 "$runner" $extra -np 3 "$TESTS/ccl-test" env-worker >"$out/$mpi.out" 2>&1
 	rc=$?
 	good=$(grep -c '^envcheck rank .* ok' "$out/$mpi.out")
-	n=$((n + 1))
-	if [ "$rc" = 0 ] && [ "$good" = 3 ]; then
-		echo "ok $n - launch by mpirun.$mpi -np 3: init from its environment, collectives correct"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - launch by mpirun.$mpi -np 3 (exit $rc, $good of 3 ranks ok)"
-		sed 's/^/# /' "$out/$mpi.out" | tail -20
-	fi
+	[ "$rc" = 0 ] && [ "$good" = 3 ]
+	result $? "launch by mpirun.$mpi -np 3: init from its environment, collectives correct (exit $rc, $good of 3 ranks ok)" \
+		"$out/$mpi.out"
 done
 
 # torchrun-style variables on one host
@@ -75,19 +59,13 @@ port=$((20000 + $$ % 20000))
 pids=""
 for r in 0 1 2 3; do
 	RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-		timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/torch.$r" 2>&1 &
+		timeout -k 5 60 "$TESTS/ccl-test" env-worker >"$out/torch.$r" 2>&1 &
 	pids="$pids $!"
 done
 ok=1
 for p in $pids; do wait "$p" || ok=0; done
-n=$((n + 1))
-if [ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]; then
-	echo "ok $n - torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks"
-else
-	failed=$((failed + 1))
-	echo "not ok $n - torchrun-style environment, 4 ranks"
-	cat "$out"/torch.* | sed 's/^/# /' | tail -20
-fi
+[ $ok = 1 ] && [ "$(cat "$out"/torch.* | grep -c '^envcheck rank .* ok')" = 4 ]
+result $? "torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, 4 ranks" "$out"/torch.*
 # check OK DESCRIPTION [FILES...]: one result, passing when OK is 1; the
 # files as diagnostics on failure (tools/tap.sh's result)
 check() {
@@ -103,10 +81,10 @@ mkdir -p "$rdv"
 mismatch() {
 	for r in 0 1; do
 		env "$@" NPCCL_RANK=$r NPCCL_NRANKS=3 NPCCL_BOOTSTRAP_TIMEOUT_MS=8000 \
-			timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/mm.$r" 2>&1 &
+			timeout -k 5 30 "$TESTS/ccl-test" env-worker >"$out/mm.$r" 2>&1 &
 	done
 	env "$@" NPCCL_RANK=2 NPCCL_NRANKS=4 NPCCL_BOOTSTRAP_TIMEOUT_MS=8000 \
-		timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/mm.2" 2>&1
+		timeout -k 5 30 "$TESTS/ccl-test" env-worker >"$out/mm.2" 2>&1
 	wait
 	# rank 0 (size 3, the root's side) and rank 2 (size 4) both say why; rank 1
 	# too unless it came after rank 0 had failed and exited (no root left)
@@ -120,14 +98,14 @@ check $ok "TCP rendezvous: ranks given 3 and 4 ranks report the size mismatch on
 
 # the file rendezvous timeout names NPCCL_JOB_ID
 NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=nobody-writes NPCCL_RANK=1 NPCCL_NRANKS=2 \
-	NPCCL_BOOTSTRAP_TIMEOUT_MS=500 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/jobid" 2>&1
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=500 timeout -k 5 30 "$TESTS/ccl-test" env-worker >"$out/jobid" 2>&1
 grep -q "NPCCL_JOB_ID (here 'nobody-writes')" "$out/jobid" && ok=1 || ok=0
 check $ok "file rendezvous: the timeout names NPCCL_JOB_ID and the file" "$out/jobid"
 
 # rank 0 killed after writing the file: the next run of the job (its other rank
 # started first) is not misled by the stale file, and no file stays behind
 NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=0 NPCCL_NRANKS=2 \
-	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 "$BIN/ccl-test" env-worker >"$out/killed.0" 2>&1 &
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 "$TESTS/ccl-test" env-worker >"$out/killed.0" 2>&1 &
 k=$!
 for i in $(seq 100); do [ -s "$rdv/npccl-killed.id" ] && break; sleep 0.1; done
 kill -9 $k
@@ -136,27 +114,27 @@ wait $k 2>/dev/null
 # and another job's stale file (writer long gone) in the same directory
 printf '%s 999999999\n' "$(head -c 257 /dev/zero | tr '\0' 0)" >"$rdv/npccl-other-job.id"
 NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=1 NPCCL_NRANKS=2 \
-	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/next.1" 2>&1 &
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$TESTS/ccl-test" env-worker >"$out/next.1" 2>&1 &
 w=$!
 sleep 0.5
 NPCCL_RENDEZVOUS_DIR="$rdv" NPCCL_JOB_ID=killed NPCCL_RANK=0 NPCCL_NRANKS=2 \
-	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$BIN/ccl-test" env-worker >"$out/next.0" 2>&1
+	NPCCL_BOOTSTRAP_TIMEOUT_MS=20000 timeout -k 5 30 "$TESTS/ccl-test" env-worker >"$out/next.0" 2>&1
 wait $w
 [ $stale = 1 ] && [ "$(cat "$out"/next.* | grep -c '^envcheck rank .* ok')" = 2 ] &&
 	[ -z "$(ls -A "$rdv")" ] && ok=1 || ok=0
 check $ok "file rendezvous: a file left by a killed rank 0 is replaced and removed by the next run" \
 	"$out"/next.* "$out/killed.0"
 
-# ccl-perf: --help and --version, exit statuses, bad values refused before any rank starts
+# npccl-perf: --help and --version, exit statuses, bad values refused before any rank starts
 version=$(cat "$root/VERSION")
-"$BIN/ccl-perf" --help >"$out/perf.help" 2>&1 && grep -q '^usage: ccl-perf' "$out/perf.help" &&
+"$BIN/npccl-perf" --help >"$out/perf.help" 2>&1 && grep -q '^usage: npccl-perf' "$out/perf.help" &&
 	grep -q 'Exit status: 0' "$out/perf.help" && grep -q -- '-c COLLECTIVE' "$out/perf.help" &&
-	[ "$("$BIN/ccl-perf" --version)" = "ccl-perf (npushm) $version" ] && ok=1 || ok=0
-"$BIN/ccl-perf" -n 2 -c allreduse >"$out/perf.bad" 2>&1
+	[ "$("$BIN/npccl-perf" --version)" = "npccl-perf (npushm) $version" ] && ok=1 || ok=0
+"$BIN/npccl-perf" -n 2 -c allreduse >"$out/perf.bad" 2>&1
 [ $? = 2 ] && grep -q "allreduse' is not one of the collectives" "$out/perf.bad" || ok=0
-"$BIN/ccl-perf" -n 2 --frobnicate >>"$out/perf.bad" 2>&1
+"$BIN/npccl-perf" -n 2 --frobnicate >>"$out/perf.bad" 2>&1
 [ $? = 2 ] || ok=0
-check $ok "ccl-perf --help (options, exit statuses), --version, bad values exit 2" \
+check $ok "npccl-perf --help (options, exit statuses), --version, bad values exit 2" \
 	"$out/perf.help" "$out/perf.bad"
 
 # the examples of the header's tutorial and of docs/ccl.md compile as written
@@ -184,34 +162,22 @@ check $ok "the examples in npccl.h's tutorial and docs/ccl.md compile (gcc -Wall
 # on a pair of hosts (here every rank its own "host") fails on every rank naming why
 port=$((port + 1))
 NPCCL_TRANSPORT=rdmaa RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-	timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/badtransport.0" 2>&1
-n=$((n + 1))
-if grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"; then
-	echo "ok $n - NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are"
-else
-	failed=$((failed + 1))
-	echo "not ok $n - NPCCL_TRANSPORT=rdmaa was not refused"
-	sed 's/^/# /' "$out/badtransport.0" | tail -5
-fi
-n=$((n + 1))
+	timeout -k 5 60 "$TESTS/ccl-test" env-worker >"$out/badtransport.0" 2>&1
+grep -q "init: .*NPCCL_TRANSPORT=rdmaa is not a transport" "$out/badtransport.0"
+result $? "NPCCL_TRANSPORT=rdmaa: communicator creation fails saying what the values are" "$out/badtransport.0"
 if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-	echo "ok $n - NPCCL_TRANSPORT=rdma without a device # SKIP this host has RDMA devices (the VM suite ccl-rdma covers it)"
+	tap_skip "NPCCL_TRANSPORT=rdma without a device" "this host has RDMA devices (the VM suite ccl-rdma covers it)"
 else
 	port=$((port + 1))
 	pids=""
 	for r in 0 1; do
 		NPCCL_TRANSPORT=rdma NPCCL_DISABLE_SHM=1 RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
-			MASTER_PORT=$port timeout -k 5 60 "$BIN/ccl-test" env-worker >"$out/needrdma.$r" 2>&1 &
+			MASTER_PORT=$port timeout -k 5 60 "$TESTS/ccl-test" env-worker >"$out/needrdma.$r" 2>&1 &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p"; done
-	if [ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]; then
-		echo "ok $n - NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - NPCCL_TRANSPORT=rdma without devices was not refused on both ranks"
-		cat "$out"/needrdma.[01] | sed 's/^/# /' | tail -6
-	fi
+	[ "$(grep -l "init: .*NPCCL_TRANSPORT=rdma on rank .* has no usable RDMA device" "$out"/needrdma.[01] | wc -l)" = 2 ]
+	result $? "NPCCL_TRANSPORT=rdma between two hosts without RDMA devices: both ranks fail at creation naming the rank without one (no fall-back to TCP)" \
+		"$out"/needrdma.[01]
 fi
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end

@@ -35,8 +35,9 @@ done
 [ $# -gt 0 ] || { echo "vm-suite.sh: no command given" >&2; exit 2; }
 cd "$root" || exit 1
 if [ ! -f kmod/npushm.ko ]; then
-	echo "1..1"
-	echo "ok 1 - $name in the VM # SKIP kmod/npushm.ko is not built (make modules)"
+	. tools/tap.sh
+	tap_skip "$name in the VM" "kmod/npushm.ko is not built (make modules)"
+	tap_end
 	exit 0
 fi
 out=$BUILD/vm/$name

@@ -404,6 +404,33 @@ NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes);
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
 				   int64_t k, float *y);
 
+/* ---- decode-step products ------------------------------------------------------
+ * y[m, n] = x[m, k] @ W^T for the few input rows of a decoder's decode step,
+ * where the time is the time to stream W from memory: every weight byte is
+ * read once per call, the evaluation threads split the output columns, no
+ * memory is taken per call, and each output is summed by one thread in a
+ * fixed order (results do not depend on the thread count). x and y are
+ * C-contiguous float32, the caller's; W is read in place. Kernels for
+ * AVX-512 (and AVX2 for plain f32) are chosen at run time. */
+#define NPT_GEMV_MAX_ROWS 4
+
+/** W plain float32: row r of the [n, k] weight at w + r * ldw (ldw >= k; a
+ *  model's [out, in] tensor, or a column slice of one). 1 <= m <=
+ *  NPT_GEMV_MAX_ROWS. */
+NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int64_t ldw,
+				  int64_t n, int64_t k, float *y);
+/**
+ * W in a packed layout (npt_pack_weight's bytes and tag, nbytes as
+ * npt_pack_query said, 64-byte aligned): float32, bfloat16 (the input is
+ * rounded to bf16) or int8 (the input quantised per row as npt_linear does,
+ * exact int32 sums), so the results are npt_linear's up to the order of the
+ * float sums. NPT_E_UNSUPPORTED when this function does not read that
+ * layout, or the CPU lacks its instructions (AVX-512F; AVX512_BF16 for
+ * bf16, AVX512_VNNI for int8): use npt_linear then.
+ */
+NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag, const void *data,
+				     size_t nbytes, int64_t n, int64_t k, float *y);
+
 /**
  * The f32 GEMM behind npt_matmul and npt_linear, as text: "onednn 2.6.3
  * brg:avx512_core" (oneDNN's kernel for this CPU, the last one it picked) or

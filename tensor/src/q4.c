@@ -18,11 +18,24 @@
  * 32 to int8 (scale max |x| / 127, round to nearest even), and each group's
  * product is an exact integer dot product (maddubs/madd) minus 8 x the sum
  * of the input's group, times the two scales: the arithmetic of llama.cpp's
- * Q4_0 x Q8_0. More rows (prefill), or no AVX2: one weight row at a time is
- * expanded into a float row in L1 and dotted with every input row in float
- * (AVX2 with F16C and FMA, AVX-512, or a portable loop). A row's sum is
- * computed by one thread in a fixed order: results do not depend on the
- * thread count.
+ * Q4_0 x Q8_0. On AVX512_VNNI CPUs the decode rows go 4 groups per step:
+ * the 4 blocks' 16 bytes side by side in one 64-byte vector, their low and
+ * high nibbles against the input laid out to match (prepared once per call)
+ * by two VNNI dot products, each 4-lane group's int32 sum scaled by its
+ * weight scale (16 gathered at once) times its input scale. More rows
+ * (prefill) on AVX512_VNNI CPUs: the same integer
+ * arithmetic in tiles, for every input row quantised the same way. Each
+ * thread takes 16 weight rows at a time and lays their 4-bit values out as
+ * unsigned bytes in VNNI order ([group][4 inputs][16 rows][4]: one 64-byte
+ * vector per 4 inputs, in a per-thread buffer kept between calls), then for
+ * 8 input rows at a time sums each group with 8 VNNI dot products per row
+ * (exact int32), subtracts 8 x the input group's sum and adds it times the
+ * two scales into float accumulators: the weights are read from memory once
+ * per call and each unpacked vector serves 8 input rows. Other CPUs: one
+ * weight row at a time is expanded into a float row in L1 and dotted with
+ * every input row in float (AVX2 with F16C and FMA, AVX-512, or a portable
+ * loop). A row's sum is computed by one thread in a fixed order: results do
+ * not depend on the thread count.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -232,6 +245,186 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_int_avx2(const uint8_t
 	return _mm_cvtss_f32(r) - corr;
 }
 
+/* ---- prefill: VNNI tiles of 16 weight rows x 8 input rows ---- */
+
+#define TILE_N 16
+#define TILE_M 8
+
+/* 16 weight rows from @q (@rows of them real, the rest zero) into @w ([k/G][8][16][4]
+ * unsigned 4-bit values) and @d ([k/G][16] scales) */
+__attribute__((target("avx2,f16c"))) static void tile_unpack(const uint8_t *q, int rows,
+							      int64_t k, uint8_t *w, float *d)
+{
+	const int64_t rb = k / G * BLOCK, groups = k / G;
+	const __m128i m4 = _mm_set1_epi8(15);
+
+	for (int c = 0; c < TILE_N; c++) {
+		const uint8_t *row = q + (int64_t)c * rb;
+
+		for (int64_t g = 0; g < groups; g++) {
+			uint32_t quad[8];
+			uint16_t h;
+
+			if (c >= rows) {
+				d[g * TILE_N + c] = 0;
+				for (int t = 0; t < 8; t++)
+					memset(w + ((g * 8 + t) * TILE_N + c) * 4, 8, 4);
+				continue;
+			}
+			memcpy(&h, row + g * BLOCK, 2);
+			d[g * TILE_N + c] = _cvtsh_ss(h);
+			__m128i v = _mm_loadu_si128((const __m128i *)(row + g * BLOCK + 2));
+
+			_mm_storeu_si128((__m128i *)quad, _mm_and_si128(v, m4));
+			_mm_storeu_si128((__m128i *)(quad + 4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+			for (int t = 0; t < 8; t++)
+				memcpy(w + ((g * 8 + t) * TILE_N + c) * 4, &quad[t], 4);
+		}
+	}
+}
+
+/* y[i, n0 .. n0+16) for input rows i0 .. i0+mr (mr <= TILE_M) from an unpacked tile */
+__attribute__((target("avx512f,avx512vnni"))) static void tile_rows(
+	const uint8_t *w, const float *d, int64_t k, const int8_t *xq, const float *xs,
+	const int32_t *xsum, int64_t i0, int mr, float *y, int64_t n, int64_t n0)
+{
+	const int64_t groups = k / G;
+	__m512 acc[TILE_M];
+	__mmask16 keep = n - n0 >= TILE_N ? 0xffff : (__mmask16)((1u << (n - n0)) - 1);
+
+	for (int r = 0; r < TILE_M; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (int64_t g = 0; g < groups; g++) {
+		const __m512i *wv = (const __m512i *)(w + g * 8 * TILE_N * 4);
+		__m512i w0 = _mm512_load_si512(wv), w1 = _mm512_load_si512(wv + 1);
+		__m512i w2 = _mm512_load_si512(wv + 2), w3 = _mm512_load_si512(wv + 3);
+		__m512i w4 = _mm512_load_si512(wv + 4), w5 = _mm512_load_si512(wv + 5);
+		__m512i w6 = _mm512_load_si512(wv + 6), w7 = _mm512_load_si512(wv + 7);
+		__m512 dw = _mm512_load_ps(d + g * TILE_N);
+
+		for (int r = 0; r < mr; r++) {
+			const int32_t *xr = (const int32_t *)(xq + (i0 + r) * k + g * G);
+			int64_t gi = (i0 + r) * groups + g;
+			__m512i s = _mm512_set1_epi32(-8 * xsum[gi]);
+
+			s = _mm512_dpbusd_epi32(s, w0, _mm512_set1_epi32(xr[0]));
+			s = _mm512_dpbusd_epi32(s, w1, _mm512_set1_epi32(xr[1]));
+			s = _mm512_dpbusd_epi32(s, w2, _mm512_set1_epi32(xr[2]));
+			s = _mm512_dpbusd_epi32(s, w3, _mm512_set1_epi32(xr[3]));
+			s = _mm512_dpbusd_epi32(s, w4, _mm512_set1_epi32(xr[4]));
+			s = _mm512_dpbusd_epi32(s, w5, _mm512_set1_epi32(xr[5]));
+			s = _mm512_dpbusd_epi32(s, w6, _mm512_set1_epi32(xr[6]));
+			s = _mm512_dpbusd_epi32(s, w7, _mm512_set1_epi32(xr[7]));
+			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+						 _mm512_mul_ps(dw, _mm512_set1_ps(xs[gi])), acc[r]);
+		}
+	}
+	for (int r = 0; r < mr; r++)
+		_mm512_mask_storeu_ps(y + (i0 + r) * n + n0, keep, acc[r]);
+}
+
+/* per pool thread: an unpacked tile, kept between calls (the evaluation lock is held) */
+static struct { uint8_t *w; float *d; int64_t k; } tiles[256];
+
+/* ---- decode on AVX512_VNNI: 4 groups per step ---- */
+
+/* an input row laid out for dot_vnni: per 4 groups Q, the low halves of the 4
+ * groups side by side (lo[Q]), the high halves (hi[Q]), and per 4-byte lane
+ * -8 x the sum of its 8 inputs (corr[Q]) */
+struct vnni_row {
+	int8_t *lo, *hi;
+	int32_t *corr;
+};
+
+static void vnni_layout(const int8_t *xq, int64_t k, struct vnni_row *v)
+{
+	for (int64_t b = 0; b < k / G; b++) {
+		int64_t Q = b / 4, j = b % 4;
+
+		memcpy(v->lo + Q * 64 + j * 16, xq + b * G, 16);
+		memcpy(v->hi + Q * 64 + j * 16, xq + b * G + 16, 16);
+		for (int l = 0; l < 4; l++) {
+			int32_t t = 0;
+
+			for (int e = 0; e < 4; e++)
+				t += v->lo[Q * 64 + j * 16 + l * 4 + e] + v->hi[Q * 64 + j * 16 + l * 4 + e];
+			v->corr[Q * 16 + j * 4 + l] = -8 * t;
+		}
+	}
+}
+
+/* groups [g0, g1) of one weight row against one quantised input row, in integers */
+static float dot_groups(const uint8_t *w, int64_t g0, int64_t g1, const int8_t *q,
+			const float *scale, const int32_t *sum)
+{
+	float y = 0;
+
+	for (int64_t b = g0; b < g1; b++) {
+		const uint8_t *blk = w + b * BLOCK;
+		int32_t t = 0;
+		_Float16 h;
+
+		memcpy(&h, blk, 2);
+		for (int e = 0; e < G / 2; e++)
+			t += (blk[2 + e] & 15) * q[b * G + e] + (blk[2 + e] >> 4) * q[b * G + e + G / 2];
+		y += (float)h * scale[b] * (float)(t - 8 * sum[b]);
+	}
+	return y;
+}
+
+__attribute__((target("avx512f,avx512vnni,avx512bw"))) static void dot_vnni(
+	const uint8_t *w, int64_t k, int64_t m, const struct vnni_row *v, const int8_t *xq,
+	const float *xs, const int32_t *xsum, float *y, int64_t ldy)
+{
+	const __m512i m4 = _mm512_set1_epi8(15);
+	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
+								   5, 4, 3, 2, 1, 0),
+					       _mm512_set1_epi32(BLOCK));
+	const int64_t groups = k / G, chunks = groups / 16;
+	__m512 acc[NPT_Q4_INT_ROWS];
+
+	for (int i = 0; i < m; i++)
+		acc[i] = _mm512_setzero_ps();
+	for (int64_t c = 0; c < chunks; c++) {
+		const uint8_t *cb = w + c * 16 * BLOCK;
+		__m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, cb, 1)));
+		__m512 sc[NPT_Q4_INT_ROWS];
+
+		for (int i = 0; i < m; i++)
+			sc[i] = _mm512_mul_ps(dw, _mm512_loadu_ps(xs + i * groups + c * 16));
+		for (int jq = 0; jq < 4; jq++) {
+			const uint8_t *b = cb + jq * 4 * BLOCK + 2;
+			const int64_t Q = c * 4 + jq;
+			const __m512i pick = _mm512_set_epi32(4 * jq + 3, 4 * jq + 3, 4 * jq + 3,
+							      4 * jq + 3, 4 * jq + 2, 4 * jq + 2,
+							      4 * jq + 2, 4 * jq + 2, 4 * jq + 1,
+							      4 * jq + 1, 4 * jq + 1, 4 * jq + 1, 4 * jq,
+							      4 * jq, 4 * jq, 4 * jq);
+			__m512i r = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
+			__m512i lo, hi;
+
+			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + BLOCK)), 1);
+			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + 2 * BLOCK)), 2);
+			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + 3 * BLOCK)), 3);
+			lo = _mm512_and_si512(r, m4);
+			hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
+			for (int i = 0; i < m; i++) {
+				const struct vnni_row *x = v + i;
+				__m512i t = _mm512_loadu_si512(x->corr + Q * 16);
+
+				t = _mm512_dpbusd_epi32(t, lo, _mm512_loadu_si512(x->lo + Q * 64));
+				t = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512(x->hi + Q * 64));
+				acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t),
+							 _mm512_permutexvar_ps(pick, sc[i]), acc[i]);
+			}
+		}
+	}
+	for (int i = 0; i < m; i++)
+		y[i * ldy] = _mm512_reduce_add_ps(acc[i]) +
+			     dot_groups(w, chunks * 16, groups, xq + i * k, xs + i * groups,
+					xsum + i * groups);
+}
+
 typedef void (*expand_fn)(const uint8_t *, int64_t, float *);
 typedef float (*dot_fn)(const float *, const float *, int64_t);
 
@@ -243,11 +436,44 @@ struct q4_job {
 	expand_fn expand;
 	dot_fn dot;
 	float *scratch;		/* a row of k floats per pool thread */
-	/* the integer path: the m input rows quantised (NULL: the float path) */
+	/* the integer paths: the m input rows quantised (NULL: the float path) */
 	int8_t *xq;
 	float *xs;
 	int32_t *xsum;
+	int tiles;		/* the prefill path: tasks are tiles of TILE_N weight rows */
+	const struct vnni_row *vx;	/* the decode path on VNNI CPUs (NULL: AVX2) */
 };
+
+static int tile_buffer(int tid, int64_t k)
+{
+	if (tid >= (int)(sizeof(tiles) / sizeof(tiles[0])))
+		return -1;
+	if (tiles[tid].k >= k)
+		return 0;
+	free(tiles[tid].w);
+	free(tiles[tid].d);
+	tiles[tid].w = aligned_alloc(64, (size_t)(k * TILE_N));
+	tiles[tid].d = aligned_alloc(64, sizeof(float) * (size_t)(k / G * TILE_N));
+	tiles[tid].k = tiles[tid].w && tiles[tid].d ? k : 0;
+	return tiles[tid].k ? 0 : -1;
+}
+
+static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid)
+{
+	int64_t rb = j->k / G * BLOCK;
+
+	if (tile_buffer(tid, j->k))
+		return;	/* cannot happen after npt_q4_linear's own reservation */
+	for (int64_t t = begin; t < end; t++) {
+		int64_t n0 = t * TILE_N;
+		int rows = j->n - n0 < TILE_N ? (int)(j->n - n0) : TILE_N;
+
+		tile_unpack(j->q + n0 * rb, rows, j->k, tiles[tid].w, tiles[tid].d);
+		for (int64_t i = 0; i < j->m; i += TILE_M)
+			tile_rows(tiles[tid].w, tiles[tid].d, j->k, j->xq, j->xs, j->xsum, i,
+				  j->m - i < TILE_M ? (int)(j->m - i) : TILE_M, j->y, j->n, n0);
+	}
+}
 
 static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 {
@@ -255,6 +481,16 @@ static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 	int64_t rb = j->k / G * BLOCK;
 	float *row;
 
+	if (j->tiles) {
+		q4_tiles(j, begin, end, tid);
+		return;
+	}
+	if (j->vx) {
+		for (int64_t r = begin; r < end; r++)
+			dot_vnni(j->q + r * rb, j->k, j->m, j->vx, j->xq, j->xs, j->xsum, j->y + r,
+				 j->n);
+		return;
+	}
 	if (j->xq) {
 		for (int64_t r = begin; r < end; r++)
 			for (int64_t i = 0; i < j->m; i++)
@@ -270,6 +506,51 @@ static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 		for (int64_t i = 0; i < j->m; i++)
 			j->y[i * j->n + r] = j->dot(row, j->x + i * j->k, j->k);
 	}
+}
+
+/* the quantised input rows, kept between calls (the evaluation lock is held) */
+static struct {
+	int8_t *xq;
+	float *xs;
+	int32_t *xsum;
+	size_t elems;			/* m * k they hold */
+	struct vnni_row v[NPT_Q4_INT_ROWS];
+	int64_t vk;			/* k the VNNI layouts hold */
+} in;
+
+static int input_buffers(int64_t m, int64_t k, int vnni)
+{
+	size_t e = (size_t)(m * k);
+
+	if (e > in.elems) {
+		free(in.xq);
+		free(in.xs);
+		free(in.xsum);
+		in.xq = malloc(e);
+		in.xs = malloc(sizeof(float) * (e / G));
+		in.xsum = malloc(sizeof(int32_t) * (e / G));
+		in.elems = in.xq && in.xs && in.xsum ? e : 0;
+		if (!in.elems)
+			return -1;
+	}
+	if (vnni && k > in.vk) {
+		size_t quads = (size_t)(k / G + 3) / 4;
+
+		for (int i = 0; i < NPT_Q4_INT_ROWS; i++) {
+			free(in.v[i].lo);
+			free(in.v[i].hi);
+			free(in.v[i].corr);
+			in.v[i].lo = calloc(quads, 64);
+			in.v[i].hi = calloc(quads, 64);
+			in.v[i].corr = calloc(quads, 64);
+			if (!in.v[i].lo || !in.v[i].hi || !in.v[i].corr) {
+				in.vk = 0;
+				return -1;
+			}
+		}
+		in.vk = k;
+	}
+	return 0;
 }
 
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
@@ -296,18 +577,33 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 		j.dot = dot_c;
 	}
 	npt_eval_lock();
-	if (m <= NPT_Q4_INT_ROWS && j.expand == expand_avx2) {
-		j.xq = malloc((size_t)(m * k));
-		j.xs = malloc(sizeof(float) * (size_t)(m * k / G));
-		j.xsum = malloc(sizeof(int32_t) * (size_t)(m * k / G));
-		if (!j.xq || !j.xs || !j.xsum) {
+	j.tiles = m > NPT_Q4_INT_ROWS && __builtin_cpu_supports("avx512f") &&
+		  __builtin_cpu_supports("avx512vnni") && j.expand == expand_avx2;
+	for (int t = 0; j.tiles && t < npt_pool_threads(); t++)
+		if (tile_buffer(t, k)) {
+			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for the unpacked "
+				     "weights of thread %d", t);
+			goto out;
+		}
+	if ((m <= NPT_Q4_INT_ROWS || j.tiles) && j.expand == expand_avx2) {
+		int vnni = m <= NPT_Q4_INT_ROWS && __builtin_cpu_supports("avx512f") &&
+			   __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+
+		if (input_buffers(m, k, vnni)) {
 			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %lld quantised "
 				     "input rows", (long long)m);
 			goto out;
 		}
-		for (int64_t i = 0; i < m; i++)
+		j.xq = in.xq;
+		j.xs = in.xs;
+		j.xsum = in.xsum;
+		for (int64_t i = 0; i < m; i++) {
 			quant_row(x + i * k, k, j.xq + i * k, j.xs + i * (k / G),
 				  j.xsum + i * (k / G));
+			if (vnni)
+				vnni_layout(j.xq + i * k, k, &in.v[i]);
+		}
+		j.vx = vnni ? in.v : NULL;
 	} else {
 		j.scratch = malloc(sizeof(float) * (size_t)k * (size_t)npt_pool_threads());
 		if (!j.scratch) {
@@ -316,12 +612,12 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 			goto out;
 		}
 	}
-	npt_parallel_for(n, 16, q4_rows, &j);
+	if (j.tiles)
+		npt_parallel_for((n + TILE_N - 1) / TILE_N, 1, q4_rows, &j);
+	else
+		npt_parallel_for(n, 16, q4_rows, &j);
 out:
 	npt_eval_unlock();
 	free(j.scratch);
-	free(j.xq);
-	free(j.xs);
-	free(j.xsum);
 	return s;
 }

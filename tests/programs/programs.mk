@@ -8,5 +8,6 @@
 
 CHECK_SUITES += programs
 .PHONY: check-programs
-check-programs: $(LIBNPUSHM_CLI) $(BERT_CLI) $(BERT_GEN) $(BINDIR)/ccl-perf $(BINDIR)/npccl-load
+# every program make builds (this fragment is included last: USER_TARGETS is whole)
+check-programs: $(USER_TARGETS)
 	@tools/run-suite programs tests/programs/run-program-tests.sh

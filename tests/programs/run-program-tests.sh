@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-program-tests.sh - suite "programs" (TAP): every program the build
-# makes (build/bin, the test programs) answers --help (exit 0, usage on
+# makes (build/bin, build/tests, build/bench, build/tools) answers --help (exit 0, usage on
 # stdout) and --version (exit 0, its name and the version); then every
 # example command of the manual pages (docs/man/*.1, EXAMPLES) and every
 # command quoted in a --help text is run on a scratch model, so that a wrong
@@ -11,10 +11,11 @@
 #
 #   run-program-tests.sh
 #
-# Examples run in a scratch directory with the installed names on PATH
-# (npccl-perf is the build's ccl-perf), the posix backend in a private
+# Examples run in a scratch directory with the installed programs and
+# npushm-bert-gen on PATH, the posix backend in a private
 # directory, a small generated BERT model as bert.safetensors (and under
-# /models/, which the pages use), ids.npy and mask.npy for it. A launcher in
+# /models/, which the pages use), ids.npy and mask.npy for it, a small Llama model as
+# llama.safetensors with prompt.npy for npushm-llama's examples. A launcher in
 # front of a command (torchrun ..., mpirun -np N) is dropped: the command runs
 # as the only rank of a one-rank job. npccl-perf gets -t 0.01 (10 ms per size).
 set -u
@@ -30,8 +31,8 @@ log=$S/log
 mkdir -p "$log"
 
 # ------------------------------------------------- --help and --version
-progs=$(find "$BUILD/bin" "$BUILD/libnpushm" "$BUILD/selftests" -maxdepth 2 -type f -perm -u+x 2>/dev/null |
-	grep -v '/fuzz-' | LC_ALL=C sort)
+progs=$(find "$BUILD/bin" "$BUILD/tests" "$BUILD/bench" "$BUILD/tools" -maxdepth 1 -type f -perm -u+x \
+	2>/dev/null | LC_ALL=C sort)
 [ -n "$progs" ]
 result $? "the build made programs to check (run make first)"
 for p in $progs; do
@@ -57,24 +58,29 @@ done
 # ------------------------------------------------------------ examples
 # the scratch world: installed names, a model, its inputs
 mkdir -p "$S/bin" "$S/models" "$S/shm" "$S/run"
-for p in npushm npushm-bert npushm-bert-gen npccl-load; do
-	ln -s "$BUILD/bin/$p" "$S/bin/$p"
+for p in "$BUILD"/bin/* "$BUILD/tools/npushm-bert-gen"; do
+	ln -s "$p" "$S/bin/${p##*/}"
 done
-ln -s "$BUILD/bin/ccl-perf" "$S/bin/npccl-perf"
-"$BUILD/bin/npushm-bert-gen" --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 100 --positions 32 \
+"$BUILD/tools/npushm-bert-gen" --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 100 --positions 32 \
 	"$S/models/bert.safetensors" > "$log/gen.log" 2>&1 &&
 	"$PY" -c 'import numpy as np, sys
 d = sys.argv[1]
 np.save(d + "/ids.npy", (np.arange(16, dtype=np.int64).reshape(2, 8) * 7) % 100)
 np.save(d + "/mask.npy", np.ones((2, 8), dtype=np.int64))' "$S/run" >> "$log/gen.log" 2>&1
 result $? "a scratch model (2 layers, hidden 64, 4 heads) and its inputs for the examples" "$log/gen.log"
+"$PY" "$root/apps/llama/tools/gen_model.py" --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 \
+	--vocab 96 --context 64 "$S/models/llama.safetensors" > "$log/gen-llama.log" 2>&1 &&
+	"$PY" -c 'import numpy as np, sys
+np.save(sys.argv[1] + "/prompt.npy", np.arange(1, 21, dtype=np.int64))' "$S/run" >> "$log/gen-llama.log" 2>&1
+result $? "a scratch Llama model (2 layers, hidden 64, 4 heads, 2 KV heads) and a prompt" "$log/gen-llama.log"
 port=$((40000 + $$ % 20000))
 
 # reset: a fresh posix backend directory and working directory for each page
 reset_world() {
-	rm -rf "$S/shm" "$S/run/result"* "$S/run/bert.safetensors"
+	rm -rf "$S/shm" "$S/run/result"* "$S/run/bert.safetensors" "$S/run/llama.safetensors"
 	mkdir -p "$S/shm"
 	cp "$S/models/bert.safetensors" "$S/run/bert.safetensors"
+	cp "$S/models/llama.safetensors" "$S/run/llama.safetensors"
 }
 
 # run_example SOURCE COMMAND: one result; exit status 0 wanted
@@ -126,7 +132,7 @@ done
 # mention, not an example: only those with a placeholder or a file name run
 for p in "$BUILD"/bin/*; do
 	"$p" --help 2>/dev/null | grep -o '`[^`]*`' | tr -d '`' |
-		grep -E '^(npushm|npushm-bert|npccl-load|npccl-perf|npushm-bert-gen)( |$)' |
+		grep -E '^(npushm|npushm-bert|npushm-llama|npccl-load|npccl-perf|npushm-bert-gen)( |$)' |
 		grep -E '\b(FILE|NAME|MODEL)\b|[^ ]\.[a-z]' |
 		sed "s|^|${p##*/} --help|"
 done > "$S/help-examples" 2>/dev/null

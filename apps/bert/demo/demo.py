@@ -53,7 +53,7 @@ def write_model(path):
     log("writing %s (BERT-base shape: 12 layers, hidden 768, 12 heads, FFN 3072, vocabulary 30522; "
         "deterministic values)..." % path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    subprocess.run([os.path.join(serving.BUILD, "bin", "npushm-bert-gen"), path], check=True)
+    subprocess.run([os.path.join(serving.BUILD, "tools", "npushm-bert-gen"), path], check=True)
 
 
 def check_batch(path, spec, workdir, names):

@@ -27,7 +27,7 @@ from pytest_tap import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E
 class Tools:
     bin = os.path.join(BUILD, "bin")
     bert = os.path.join(BUILD, "bin", "npushm-bert")
-    gen = os.path.join(BUILD, "bin", "npushm-bert-gen")
+    gen = os.path.join(BUILD, "tools", "npushm-bert-gen")
     npushm = os.path.join(BUILD, "bin", "npushm")
     reference = os.path.join(ROOT, "apps", "bert", "reference")
 

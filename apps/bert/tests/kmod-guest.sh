@@ -47,7 +47,7 @@ printf '5 6 7\n' > "$out/ok.txt"
 "$bin/npushm-bert" --text "$out/ok.txt" --tp 3 bert-tiny > "$out/refuse-tp.log" 2>&1
 echo $? > "$out/refuse-tp.rc"
 
-NPT_GEMM=openblas BERT_TEST_DIR=$models "$bin/npbert-test" > "$out/c.tap" 2>&1
+NPT_GEMM=openblas BERT_TEST_DIR=$models "$BUILD/tests/bert-test" > "$out/c.tap" 2>&1
 echo $? > "$out/c.rc"
 
 for m in tiny tiny3; do

@@ -13,13 +13,14 @@ BUILD=${BUILD:-$root/build}
 PY=/usr/bin/python3
 export BUILD
 cd "$root" || exit 1
+. "$root/tools/tap.sh"
 if [ ! -f kmod/npushm.ko ]; then
-	echo "1..1"
-	echo "ok 1 - BERT engine on kmod # SKIP kmod/npushm.ko is not built (make modules)"
+	tap_skip "BERT engine on kmod" "kmod/npushm.ko is not built (make modules)"
+	tap_end
 	exit 0
 fi
 models=$BUILD/bert-test
-"$here/make-models.sh" "$BUILD/bin/npushm-bert-gen" "$models" || exit 1
+"$here/make-models.sh" "$BUILD/tools/npushm-bert-gen" "$models" || exit 1
 
 in=$BUILD/vm/bert-in
 out=$BUILD/vm/bert
@@ -27,14 +28,12 @@ rm -rf "$in" "$out"
 mkdir -p "$in" "$out"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-. "$root/tools/tap.sh"
 
 "$PY" "$here/kmod_cases.py" prepare "$in" "$models" > "$tmp" 2>&1
 rc=$?
 if [ $rc != 0 ]; then
-	sed 's/^/# /' "$tmp"
-	echo "not ok 1 - the PyTorch reference for the kmod cases"
-	echo "1..1"
+	result 1 "the PyTorch reference for the kmod cases" "$tmp"
+	tap_end
 	exit 1
 fi
 # the guest writes its results into $out (= the VM's result share), its
@@ -49,24 +48,12 @@ grep -h "packed linear weights\|self-check" "$out/gemm.log" 2>/dev/null | sed 's
 "$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
 tap_fold numerics $? "" < "$tmp"
 
-{
-	echo "1..2"
-	if [ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
-	   grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"; then
-		echo "ok 1 - kmod backend: a token id outside the vocabulary is refused"
-	else
-		sed 's/^/# /' "$out/refuse-id.log" 2>/dev/null
-		echo "not ok 1 - kmod backend: a token id outside the vocabulary is refused"
-	fi
-	if [ "$(cat "$out/refuse-tp.rc" 2>/dev/null)" = 1 ] &&
-	   grep -q "the 4 attention heads do not divide by 3" "$out/refuse-tp.log"; then
-		echo "ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
-	else
-		sed 's/^/# /' "$out/refuse-tp.log" 2>/dev/null
-		echo "not ok 2 - kmod backend: --tp 3 of a 4-head model is refused"
-	fi
-} > "$tmp"
-tap_fold refusals 0 "" < "$tmp"
+[ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
+	grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"
+result $? "refusals: kmod backend: a token id outside the vocabulary is refused" "$out/refuse-id.log"
+[ "$(cat "$out/refuse-tp.rc" 2>/dev/null)" = 1 ] &&
+	grep -q "the 4 attention heads do not divide by 3" "$out/refuse-tp.log"
+result $? "refusals: kmod backend: --tp 3 of a 4-head model is refused" "$out/refuse-tp.log"
 
 if [ -f "$out/c.tap" ]; then
 	cp "$out/c.tap" "$tmp"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-tests.sh - the BERT engine's test suite as one TAP stream: the C API
-# tests (build/bin/npbert-test, kselftest harness) and the tests against the
+# tests (build/tests/bert-test, kselftest harness) and the tests against the
 # PyTorch reference and of every refusal (test_bert.py, pytest), renumbered
 # into one plan, then a check that nothing was left behind.
 #
@@ -31,10 +31,10 @@ fi
 
 # the C tests' models
 models=$BUILD/bert-test
-"$here/make-models.sh" "$BUILD/bin/npushm-bert-gen" "$models" || exit 1
+"$here/make-models.sh" "$BUILD/tools/npushm-bert-gen" "$models" || exit 1
 
 echo "# BERT engine tests, backend $NPUSHM_BACKEND"
-part c env BERT_TEST_DIR="$models" "$BUILD/bin/npbert-test"
+part c env BERT_TEST_DIR="$models" "$BUILD/tests/bert-test"
 part pytorch "$root/tools/run-pytest.sh" "$here/test_bert.py"
 
 if [ -z "$shmdir" ] || [ -z "$(ls -A "$shmdir")" ]; then

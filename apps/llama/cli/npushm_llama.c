@@ -6,7 +6,8 @@
  *
  *   npushm-llama MODEL --ids PROMPT.npy --max-new N
  *                [--greedy | --temperature T --top-p P --seed S]
- *                --out IDS.npy [--logits LOGITS.npy] [--threads N]
+ *                --out IDS.npy [--logits LOGITS.npy] [--tp N] [--threads N]
+ *   npushm-llama MODEL --stream COUNT,MIN,MAX,NEW,SEED [--json] [--hold] ...
  *
  * MODEL is the name of a model loaded with `npushm load FILE --name NAME`, or a
  * .safetensors file, loaded for this run under a name of its content hash
@@ -14,6 +15,10 @@
  * ids (1-D, or one row); IDS.npy receives the N generated ids (int64) and
  * LOGITS.npy the [N, vocab] float32 logits each one was picked from (after
  * the prefill, then after each decode step). See --help.
+ *
+ * This file: the options, the model (a file loaded for the run), the ranks
+ * (--tp: ranks.c forks them) and each rank's engine; the run modes are
+ * generate.c (--ids) and serve.c (--stream).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,27 +30,23 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli.h"
 #include "npllama.h"
 #include "npushm.h"
 #include "nptensor.h"
 #include "npy.h"
 #include "pack.h"
+#include "ranks.h"
 
-struct args {
-	const char *model, *ids, *out, *logits, *prompt_logits, *dtype;
-	int max_new, threads, greedy, sampled, keep, info, attach_prefix, publish_prefix, timing;
-	double temperature, top_p;
-	unsigned long long seed;
-};
-
-static const char *prog = "npushm-llama";
+const char *prog = "npushm-llama";
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: npushm-llama MODEL --ids PROMPT.npy --max-new N [--greedy | --temperature T\n"
 		"                    --top-p P --seed S] --out IDS.npy [--logits LOGITS.npy]\n"
-		"                    [--threads N]\n"
+		"                    [--tp N] [--threads N]\n"
+		"       npushm-llama MODEL --stream COUNT,MIN,MAX,NEW,SEED [--json] [--hold] [--tp N]\n"
 		"Generate tokens with a Llama-style decoder shared through npushm (weights read in\n"
 		"place, the KV cache in an npushm region).\n\n"
 		"MODEL                a model loaded with `npushm load FILE --name NAME`, or a\n"
@@ -58,11 +59,22 @@ static void usage(FILE *f)
 		"  --top-p P          ... from the most likely tokens holding probability P (0 < P\n"
 		"                     <= 1, default 1) ...\n"
 		"  --seed S           ... with this seed (default 0): the same seed, the same tokens\n"
-		"  --out FILE.npy     write the N generated ids (int64)\n"
+		"  --out FILE.npy     write the N generated ids (int64; --stream: the last request's)\n"
 		"  --logits FILE.npy  write the [N, vocab] float32 logits they were picked from\n"
 		"  --prompt-logits FILE.npy  also write the logits after each prompt token\n"
 		"                     [prompt length, vocab] (the prompt is then fed one token at\n"
 		"                     a time: for accuracy checks)\n"
+		"  --stream COUNT,MIN,MAX,NEW,SEED  serve COUNT requests one after the other: prompts\n"
+		"                     of MIN..MAX tokens drawn from SEED, NEW tokens each; prints\n"
+		"                     the time to first token and the inter-token latency (p50,\n"
+		"                     p99) and tokens/s (one warm-up request first, not counted)\n"
+		"  --stream-prefix N  (--stream) every prompt starts with the same N tokens (drawn\n"
+		"                     from SEED), then its own MIN..MAX\n"
+		"  --json             (--stream) one JSON line with every latency and the memory\n"
+		"  --hold             (--stream, for drivers) print 'ready', wait for a line on\n"
+		"                     stdin, serve, report, then wait for end of input\n"
+		"  --tp N             tensor parallel over N processes (heads, KV heads and FFN\n"
+		"                     width must divide by N; they read plain f32 weight slices)\n"
 		"  --dtype f32|bf16|int8|q4  (a .safetensors MODEL) also store the projections packed\n"
 		"                     for this CPU's GEMM (bf16: rounded; int8: quantised per\n"
 		"                     output channel, inputs per row; q4: 4-bit groups of 32 with\n"
@@ -75,17 +87,25 @@ static void usage(FILE *f)
 		"                     blocks of 16 tokens) as a sealed region for other runs;\n"
 		"                     prints 'prefix: published N tokens as NAME'. A model's\n"
 		"                     prefixes hold at most $NPLLAMA_PREFIX_MAX_BYTES (256 MiB):\n"
-		"                     the oldest go first\n"
+		"                     the oldest go first (--stream: the first request publishes\n"
+		"                     the --stream-prefix tokens, else its prompt)\n"
 		"  --info             print the model's configuration and exit\n"
-		"  --timing           print the prefill and decode times (and tokens/s)\n"
+		"  --timing           print the prefill and decode times (and tokens/s); with --tp,\n"
+		"                     the collectives' share of them and the latency of an\n"
+		"                     AllReduce of one hidden vector\n"
 		"  --keep             keep a model loaded from a file published after the run\n"
 		"  --version          print the version and exit\n"
 		"  -h, --help         this help\n"
+		"Examples:\n"
+		"  `npushm-llama llama.safetensors --ids prompt.npy --max-new 8 --out ids.npy`\n"
+		"  `npushm-llama llama.safetensors --ids prompt.npy --max-new 8 --out ids.npy --tp 2`\n"
+		"  `npushm-llama llama.safetensors --stream 4,8,16,8,1 --tp 2 --timing`\n"
+
 		"Exit status: 0 done; 1 the model or the prompt was refused (the message says why);\n"
 		"2 usage error.\n");
 }
 
-static int die(const char *fmt, ...)
+int die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -97,7 +117,7 @@ static int die(const char *fmt, ...)
 	return 1;
 }
 
-static double now(void)
+double now(void)
 {
 	struct timespec ts;
 
@@ -133,10 +153,52 @@ static int parse_int(const char *opt, const char *s, long long lo, long long hi,
 	return 0;
 }
 
+/* the combinations of options that make no sense, once all are read */
+static int check_args(struct args *a, int top_p, int seed)
+{
+	if (a->info)
+		return 0;
+	if (!!a->ids + !!a->stream_s != 1) {
+		fprintf(stderr, "%s: give the prompt (--ids) or a request stream (--stream), one of "
+			"them\n", prog);
+		return -1;
+	}
+	if (a->ids && (!a->out || !a->max_new)) {
+		fprintf(stderr, "%s: give the prompt (--ids), the number of tokens (--max-new) and "
+			"the output (--out)\n", prog);
+		return -1;
+	}
+	if (a->stream_s && (a->max_new || a->logits || a->prompt_logits)) {
+		fprintf(stderr, "%s: --stream sets the tokens per request itself (NEW); --max-new, "
+			"--logits and --prompt-logits go with --ids\n", prog);
+		return -1;
+	}
+	if (!a->stream_s && (a->hold || a->json || a->shared_prefix)) {
+		fprintf(stderr, "%s: --hold, --json and --stream-prefix go with --stream\n", prog);
+		return -1;
+	}
+	if (a->greedy && (a->sampled || top_p || seed)) {
+		fprintf(stderr, "%s: --greedy picks the most likely token: it takes no "
+			"--temperature, --top-p or --seed\n", prog);
+		return -1;
+	}
+	if (a->prompt_logits && (a->attach_prefix || a->publish_prefix)) {
+		fprintf(stderr, "%s: --prompt-logits feeds the prompt token by token; it does not go "
+			"with --attach-prefix or --publish-prefix\n", prog);
+		return -1;
+	}
+	if (!a->sampled && (top_p || seed)) {
+		fprintf(stderr, "%s: --top-p and --seed go with --temperature (sampling)\n", prog);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	enum { O_IDS = 256, O_MAX_NEW, O_GREEDY, O_TEMP, O_TOP_P, O_SEED, O_OUT, O_LOGITS,
-	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE, O_ATTACH, O_PUBLISH, O_TIMING };
+	       O_THREADS, O_INFO, O_KEEP, O_VERSION, O_PROMPT_LOGITS, O_DTYPE, O_ATTACH,
+	       O_PUBLISH, O_TIMING, O_TP, O_STREAM, O_STREAM_PREFIX, O_JSON, O_HOLD };
 	static const struct option lo[] = {
 		{ "ids", required_argument, NULL, O_IDS },
 		{ "max-new", required_argument, NULL, O_MAX_NEW },
@@ -152,6 +214,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "publish-prefix", no_argument, NULL, O_PUBLISH },
 		{ "timing", no_argument, NULL, O_TIMING },
 		{ "threads", required_argument, NULL, O_THREADS },
+		{ "tp", required_argument, NULL, O_TP },
+		{ "stream", required_argument, NULL, O_STREAM },
+		{ "stream-prefix", required_argument, NULL, O_STREAM_PREFIX },
+		{ "json", no_argument, NULL, O_JSON }, { "hold", no_argument, NULL, O_HOLD },
 		{ "info", no_argument, NULL, O_INFO }, { "keep", no_argument, NULL, O_KEEP },
 		{ "version", no_argument, NULL, O_VERSION }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -161,6 +227,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->top_p = 1;
+	a->tp = 1;
 	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (o) {
 		case O_IDS: a->ids = optarg; break;
@@ -170,8 +237,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_DTYPE:
 			if (!cli_packer(optarg)) {
 				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
-					"CPU), bf16 (rounded to bfloat16) or int8 (quantised per output "
-					"channel)\n", prog, optarg);
+					"CPU), bf16 (rounded to bfloat16), int8 (quantised per output "
+					"channel) or q4 (4-bit groups)\n", prog, optarg);
 				return -1;
 			}
 			a->dtype = optarg;
@@ -182,6 +249,22 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_ATTACH: a->attach_prefix = 1; break;
 		case O_PUBLISH: a->publish_prefix = 1; break;
 		case O_TIMING: a->timing = 1; break;
+		case O_JSON: a->json = 1; break;
+		case O_HOLD: a->hold = 1; break;
+		case O_STREAM:
+			if (stream_parse(optarg, &a->stream)) {
+				fprintf(stderr, "%s: --stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED with "
+					"1 <= MIN_LEN <= MAX_LEN and COUNT, NEW >= 1, got '%s'\n", prog,
+					optarg);
+				return -1;
+			}
+			a->stream_s = optarg;
+			break;
+		case O_STREAM_PREFIX:
+			if (parse_int("--stream-prefix", optarg, 1, 1 << 24, &v))
+				return -1;
+			a->shared_prefix = (int)v;
+			break;
 		case O_MAX_NEW:
 			if (parse_int("--max-new", optarg, 1, 1 << 24, &v))
 				return -1;
@@ -191,6 +274,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (parse_int("--threads", optarg, 1, 256, &v))
 				return -1;
 			a->threads = (int)v;
+			break;
+		case O_TP:
+			if (parse_int("--tp", optarg, 1, 64, &v))
+				return -1;
+			a->tp = (int)v;
 			break;
 		case O_SEED:
 			if (parse_int("--seed", optarg, 0, INT64_MAX, &v))
@@ -231,28 +319,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return -1;
 	}
 	a->model = argv[optind];
-	if (a->info)
-		return 0;
-	if (!a->ids || !a->out || !a->max_new) {
-		fprintf(stderr, "%s: give the prompt (--ids), the number of tokens (--max-new) and "
-			"the output (--out)\n", prog);
-		return -1;
-	}
-	if (a->greedy && (a->sampled || top_p || seed)) {
-		fprintf(stderr, "%s: --greedy picks the most likely token: it takes no "
-			"--temperature, --top-p or --seed\n", prog);
-		return -1;
-	}
-	if (a->prompt_logits && (a->attach_prefix || a->publish_prefix)) {
-		fprintf(stderr, "%s: --prompt-logits feeds the prompt token by token; it does not go "
-			"with --attach-prefix or --publish-prefix\n", prog);
-		return -1;
-	}
-	if (!a->sampled && (top_p || seed)) {
-		fprintf(stderr, "%s: --top-p and --seed go with --temperature (sampling)\n", prog);
-		return -1;
-	}
-	return 0;
+	return check_args(a, top_p, seed);
 }
 
 /* MODEL may be a file: load it (deduplicated by content) under a name of its hash */
@@ -325,141 +392,79 @@ static void print_info(const npllama_t *llm, const npllama_config_t *c)
 	printf("weight_bytes_per_token %llu\n", (unsigned long long)npllama_weight_bytes(llm));
 }
 
-/* the prompt one token at a time, keeping the logits after each */
-static int prompt_logits(const struct args *a, npllama_seq_t *seq, const int64_t *prompt, int n,
-			 int vocab, float *last)
+/* what a run on a model needs: the options, the model's name, the prompt */
+struct job {
+	const struct args *a;
+	const char *name;
+	const int64_t *prompt;
+	int prompt_len;
+	int loaded;		/* the run loaded the model from a file: remove it after */
+};
+
+/* One rank (or the only process): attach, make the engine, run the mode. */
+static int rank_main(int rank, int nranks, const npccl_unique_id_t *id, void *arg)
 {
-	float *all = malloc(sizeof(float) * (size_t)n * (size_t)vocab);
-	int64_t shape[2] = { n, vocab };
-	char err[512];
-	int rc = 0;
-
-	if (!all)
-		return die("out of memory for %d x %d logits", n, vocab);
-	for (int i = 0; i < n && !rc; i++)
-		if (npllama_seq_feed(seq, &prompt[i], 1, all + (size_t)i * (size_t)vocab))
-			rc = die("%s", npllama_last_error());
-	if (!rc && npy_write_f32(a->prompt_logits, 2, shape, all, err, sizeof(err)))
-		rc = die("%s", err);
-	if (!rc)
-		memcpy(last, all + (size_t)(n - 1) * (size_t)vocab, sizeof(float) * (size_t)vocab);
-	free(all);
-	return rc;
-}
-
-/* after the prefill: the prompt's whole blocks, before any generated token */
-static int publish(npllama_seq_t *seq)
-{
-	char name[NPUSHM_NAME_MAX + 1];
-	int n;
-
-	if (npllama_seq_publish_prefix(seq, &n, name, sizeof(name)))
-		return die("%s", npllama_last_error());
-	if (n)
-		printf("prefix: published %d tokens as %s\n", n, name);
-	else
-		printf("prefix: the prompt is shorter than a block of %d tokens: nothing "
-		       "published\n", NPLLAMA_PREFIX_BLOCK);
-	return 0;
-}
-
-static int generate(const struct args *a, npllama_t *llm, const int64_t *prompt, int n)
-{
-	npllama_sampling_t sp = { .temperature = a->temperature, .top_p = a->top_p };
+	const struct job *j = arg;
+	const struct args *a = j->a;
+	struct rank_ctx x = { .a = a, .rank = rank, .nranks = nranks, .prompt = j->prompt,
+			      .prompt_len = j->prompt_len };
+	npushm_model_t *m = NULL;
 	npllama_config_t c;
-	npllama_seq_t *seq = NULL;
-	int64_t *ids = NULL, rows = a->max_new, shape[2];
-	uint64_t rng = a->seed;
-	float *logits = NULL;
+	npllama_status_t st;
 	char err[512];
-	int rc = 1, skip = 0;
-	double t0 = now(), t1 = t0;
+	int rc = 1;
 
-	npllama_get_config(llm, &c);
-	if ((int64_t)n + a->max_new - 1 > c.context)
-		return die("the prompt's %d tokens and --max-new %d need %lld positions, but the "
-			   "model's context is %d (max_position_embeddings): shorten the prompt or "
-			   "ask for fewer tokens", n, a->max_new, (long long)n + a->max_new - 1,
-			   c.context);
-	ids = malloc(sizeof(*ids) * (size_t)a->max_new);
-	logits = malloc(sizeof(float) * (size_t)c.vocab * (size_t)(a->logits ? rows : 1));
-	if (!ids || !logits) {
-		die("out of memory for %d x %d logits", a->logits ? a->max_new : 1, c.vocab);
-		goto out;
-	}
-	if (npllama_seq_create(llm, n + a->max_new - 1, &seq)) {
-		die("%s", npllama_last_error());
-		goto out;
-	}
-	if (a->prompt_logits && prompt_logits(a, seq, prompt, n, c.vocab, logits))
-		goto out;
-	if (a->attach_prefix) {
-		if (npllama_seq_attach_prefix(seq, prompt, n, &skip)) {
-			die("%s", npllama_last_error());
-			goto out;
-		}
-		printf("prefix: attached %d tokens\n", skip);
-	}
-	for (int i = 0; i < a->max_new; i++) {
-		float *row = logits + (a->logits ? (size_t)i * (size_t)c.vocab : 0);
-		int fed = !i && a->prompt_logits;	/* the prompt went in token by token */
-
-		if ((!fed && npllama_seq_feed(seq, i ? &ids[i - 1] : prompt + skip, i ? 1 : n - skip,
-					      row)) ||
-		    npllama_sample(row, c.vocab, a->sampled ? &sp : NULL, &rng, &ids[i])) {
-			die("%s", npllama_last_error());
-			goto out;
-		}
-		if (!i && a->publish_prefix && publish(seq))
-			goto out;
-		if (!i)
-			t1 = now();
-	}
-	if (a->timing) {
-		double t2 = now();
-
-		printf("timing: prefill %d tokens %.6f s; decode %d tokens %.6f s, %.3f tokens/s; "
-		       "%llu weight bytes per token\n", n - skip, t1 - t0, a->max_new - 1, t2 - t1,
-		       a->max_new > 1 ? (a->max_new - 1) / (t2 - t1) : 0.0,
-		       (unsigned long long)npllama_weight_bytes(llm));
-	}
-	shape[0] = a->max_new;
-	shape[1] = c.vocab;
-	if (npy_write_i64(a->out, 1, shape, ids, err, sizeof(err)) ||
-	    (a->logits && npy_write_f32(a->logits, 2, shape, logits, err, sizeof(err)))) {
-		die("%s", err);
-		goto out;
-	}
-	rc = 0;
-out:
-	npllama_seq_destroy(seq);
-	free(logits);
-	free(ids);
-	return rc;
-}
-
-static int run(const struct args *a, const char *name, const int64_t *prompt, int n)
-{
-	npushm_model_t *m;
-	npllama_t *llm;
-	npllama_config_t c;
-	int rc;
-
-	if (npushm_model_attach(name, &m))
+	if (a->threads && npt_set_num_threads(a->threads))
+		return die("%s", npt_last_error());
+	if (npushm_model_attach(j->name, &m))
 		return die("%s", npushm_last_error());
-	rc = npllama_create(m, NULL, &llm);
-	npushm_model_detach(m);
-	if (rc)
-		return die("%s", npllama_last_error());
+	if (nranks > 1 && npccl_comm_init_rank_err(&x.comm, nranks, id, rank, err, sizeof(err))) {
+		die("rank %d: cannot join the other ranks: %s", rank, err);
+		goto out;
+	}
+	st = npllama_create_tp(m, NULL, x.comm, &x.llm);
+	npushm_model_detach(m);	/* the engine holds its own references */
+	m = NULL;
+	if (st) {
+		/* a refusal of the model or the split is the same on every rank: rank 0 says it,
+		 * after a barrier, so no rank aborts the communicator while another still joins */
+		int same = st == NPLLAMA_ERR_LAYOUT || st == NPLLAMA_ERR_SPLIT;
+
+		if (rank == 0 || !same)
+			die("%s%s", nranks > 1 && !same ? "this rank: " : "", npllama_last_error());
+		if (x.comm && same && npccl_barrier(x.comm) == NPCCL_OK) {
+			npccl_comm_destroy(x.comm);
+			x.comm = NULL;
+		}
+		goto out;
+	}
 	if (a->info) {
-		npllama_get_config(llm, &c);
-		print_info(llm, &c);
+		if (rank == 0) {
+			npllama_get_config(x.llm, &c);
+			print_info(x.llm, &c);
+		}
 		rc = 0;
 	} else {
-		rc = generate(a, llm, prompt, n);
+		rc = a->stream_s ? run_stream(&x) : run_generate(&x);
 	}
-	npllama_destroy(llm);
+out:
+	fflush(stdout);
+	if (rc && x.comm) {
+		npccl_comm_abort(x.comm);
+		x.comm = NULL;
+	}
+	npllama_destroy(x.llm);
+	npccl_comm_destroy(x.comm);
+	npushm_model_detach(m);
 	return rc;
+}
+
+static void remove_loaded(void *arg)
+{
+	const struct job *j = arg;
+
+	if (j->loaded)
+		unload(j->name);
 }
 
 int main(int argc, char **argv)
@@ -467,7 +472,8 @@ int main(int argc, char **argv)
 	char name[NPUSHM_NAME_MAX + 1], err[512];
 	int64_t rows = 0, cols = 0, *prompt = NULL;
 	struct args a;
-	int loaded, rc;
+	struct job j = { .a = &a, .name = name };
+	int rc;
 
 	if (parse_args(argc, argv, &a))
 		return 2;
@@ -481,17 +487,17 @@ int main(int argc, char **argv)
 				   (long long)cols);
 		}
 	}
-	if (a.threads && npt_set_num_threads(a.threads)) {
-		free(prompt);
-		return die("%s", npt_last_error());
-	}
-	if (resolve_model(&a, name, sizeof(name), &loaded)) {
+	j.prompt = prompt;
+	j.prompt_len = (int)cols;
+	if (resolve_model(&a, name, sizeof(name), &j.loaded)) {
 		free(prompt);
 		return 1;
 	}
-	rc = run(&a, name, prompt, (int)cols);
-	if (loaded)
-		unload(name);
+	if (a.tp == 1)
+		rc = rank_main(0, 1, NULL, &j);
+	else
+		rc = ranks_run(a.tp, rank_main, &j, remove_loaded, prog);
+	remove_loaded(&j);
 	free(prompt);
 	return rc;
 }

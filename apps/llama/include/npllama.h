@@ -80,6 +80,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npccl.h"
 #include "npushm.h"
 
 #ifdef __cplusplus
@@ -102,6 +103,10 @@ typedef enum npllama_status {
 	NPLLAMA_ERR_NO_MEMORY,	/* out of memory (activations, or the KV cache's region) */
 	NPLLAMA_ERR_REGION,	/* the npushm device refused the KV cache's region */
 	NPLLAMA_ERR_TENSOR,	/* the tensor library refused an operation (a bug: report it) */
+	NPLLAMA_ERR_SPLIT,	/* the model cannot be split over this many ranks (heads, KV
+				   heads or FFN width do not divide by it) */
+	NPLLAMA_ERR_COMM,	/* a collective between the ranks failed (a rank died, timed
+				   out, or the ranks were not called alike) */
 } npllama_status_t;
 
 /* A short constant description of @status. */
@@ -141,7 +146,49 @@ typedef struct npllama_config {
  */
 NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama_opts_t *opts,
 					    npllama_t **out);
-/* Free the engine (its sequences must be destroyed first); NULL is fine. */
+/*
+ * Tensor parallelism: the ranks of @comm (processes, one engine each, on one
+ * host or more) serve ONE model instance. Rank r of N computes attention
+ * heads [r*h/N, (r+1)*h/N) with their KV heads [r*kv/N, ...) (rows of
+ * q/k/v_proj), FFN columns [r*F/N, ...) (rows of gate/up_proj) and vocabulary
+ * rows [r*ceil(V/N), ...) of the output projection; o_proj and down_proj are
+ * read by the matching columns (strided views, in place), so each rank holds
+ * a partial [tokens, hidden] sum that an npccl AllReduce (SUM, f32, in
+ * npccl_mem_alloc shared memory) completes, twice per layer; the logits are
+ * joined by an AllGather. Every rank keeps only its KV heads in its
+ * sequences' caches. Each rank reads plain f32 slices of the weights (packed
+ * and 4-bit layouts are for an unsplit engine). SPLIT when the heads, the
+ * KV heads or the FFN width do not divide by N.
+ *
+ * Collective: npllama_create_tp, npllama_destroy, npllama_seq_feed,
+ * npllama_seq_publish_prefix and npllama_seq_attach_prefix are called by
+ * every rank in the same order with the same arguments; every rank gets the
+ * same logits (bit for bit). Sequences are made and freed locally. @comm
+ * NULL or of one rank: npllama_create. The communicator must outlive the
+ * engine. (NPLLAMA_1.1)
+ */
+NPLLAMA_API npllama_status_t npllama_create_tp(npushm_model_t *model, const npllama_opts_t *opts,
+					       npccl_comm_t comm, npllama_t **out);
+/* This engine's rank and the number of ranks (0 and 1 without tensor
+ * parallelism). Either pointer may be NULL. (NPLLAMA_1.1) */
+NPLLAMA_API void npllama_get_rank(const npllama_t *llm, int *rank, int *nranks);
+
+/* Where the time of the feeds went, on this rank, since the engine was made
+ * or the last reset. (NPLLAMA_1.1) */
+typedef struct npllama_profile {
+	double feed;		/* seconds in npllama_seq_feed */
+	double allreduce;	/* of those, in the collectives between ranks (AllReduce of
+				   the partial sums, AllGather of the logits) */
+	uint64_t feeds;		/* calls of npllama_seq_feed */
+	uint64_t tokens;	/* tokens they fed */
+	uint64_t collectives;	/* collectives they made (2 per layer + 1 per feed) */
+	uint64_t reserved[4];
+} npllama_profile_t;
+NPLLAMA_API void npllama_get_profile(const npllama_t *llm, npllama_profile_t *profile);
+NPLLAMA_API void npllama_reset_profile(npllama_t *llm);
+
+/* Free the engine (its sequences must be destroyed first); NULL is fine.
+ * Collective with tensor parallelism. */
 NPLLAMA_API void npllama_destroy(npllama_t *llm);
 /* @config [out]. */
 NPLLAMA_API void npllama_get_config(const npllama_t *llm, npllama_config_t *config);
@@ -171,6 +218,9 @@ NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *llm, int capacity,
 						npllama_seq_t **out);
 /* Free the sequence and its region; NULL is fine. */
 NPLLAMA_API void npllama_seq_destroy(npllama_seq_t *seq);
+/* Empty the sequence for a new prompt, keeping its KV cache region (a
+ * server's next request; nothing is freed or allocated). (NPLLAMA_1.1) */
+NPLLAMA_API void npllama_seq_reset(npllama_seq_t *seq);
 /* Tokens fed so far (the next token's position). */
 NPLLAMA_API int npllama_seq_len(const npllama_seq_t *seq);
 /* Bytes of the sequence's KV cache region. */
@@ -180,7 +230,8 @@ NPLLAMA_API uint64_t npllama_seq_kv_bytes(const npllama_seq_t *seq);
  * Run @n tokens @ids (1 <= n; each 0 .. vocab-1, else INPUT naming the
  * position and the id) at the sequence's next n positions (CONTEXT when
  * they would pass its capacity; nothing is fed then). @logits [out, may be
- * NULL]: vocab floats, the next-token logits after the last of them.
+ * NULL]: vocab floats, the next-token logits after the last of them
+ * (with tensor parallelism NULL on every rank or on none).
  */
 NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *seq, const int64_t *ids, int n,
 					      float *logits);

@@ -2,13 +2,14 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * engine.c - libnpllama's public entry points for engines and sequences:
- * create (layout, weight views, RoPE table, the npushm device for the KV
- * caches), sequences (a KV cache region each), feed (checks, then the
- * forward pass), destroy.
+ * create (layout, this rank's part, weight views, RoPE table, the npushm
+ * device for the KV caches), sequences (a KV cache region each), feed
+ * (checks, then the forward pass, timed for the profile), destroy.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -28,6 +29,12 @@ static npllama_status_t check_opts(const npllama_opts_t *o)
 
 NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama_opts_t *opts,
 					    npllama_t **out)
+{
+	return npllama_create_tp(model, opts, NULL, out);
+}
+
+NPLLAMA_API npllama_status_t npllama_create_tp(npushm_model_t *model, const npllama_opts_t *opts,
+					       npccl_comm_t comm, npllama_t **out)
 {
 	npushm_model_info_t info;
 	struct npllama *e;
@@ -50,7 +57,10 @@ NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama
 	memcpy(e->hash_hex, info.hash_hex, sizeof(e->hash_hex));
 	st = npl_layout_read(model, &e->layout);
 	e->cfg = e->layout.cfg;
-	if (st || (st = npl_weights_make(model, &e->layout, &e->w)))
+	if (st || (st = npl_split_make(&e->cfg, comm, &e->sp)))
+		goto out_free;
+	e->comm = e->sp.nranks > 1 ? comm : NULL;
+	if ((st = npl_weights_make(model, e, &e->w)) || (st = npl_split_reserve(e, 1)))
 		goto out_free;
 	half = e->cfg.head_dim / 2;
 	e->inv_freq = malloc(sizeof(float) * (size_t)half);
@@ -77,6 +87,7 @@ NPLLAMA_API void npllama_destroy(npllama_t *e)
 {
 	if (!e)
 		return;
+	npl_split_free(e);
 	npushm_dev_close(e->dev);
 	free(e->inv_freq);
 	npl_weights_free(&e->w, e->cfg.layers);
@@ -88,6 +99,28 @@ NPLLAMA_API void npllama_get_config(const npllama_t *e, npllama_config_t *c)
 {
 	if (e && c)
 		*c = e->cfg;
+}
+
+NPLLAMA_API void npllama_get_rank(const npllama_t *e, int *rank, int *nranks)
+{
+	if (rank)
+		*rank = e ? e->sp.rank : 0;
+	if (nranks)
+		*nranks = e ? e->sp.nranks : 1;
+}
+
+NPLLAMA_API void npllama_get_profile(const npllama_t *e, npllama_profile_t *p)
+{
+	if (p && e)
+		*p = e->prof;
+	else if (p)
+		memset(p, 0, sizeof(*p));
+}
+
+NPLLAMA_API void npllama_reset_profile(npllama_t *e)
+{
+	if (e)
+		memset(&e->prof, 0, sizeof(e->prof));
 }
 
 NPLLAMA_API const char *npllama_packed_weights(const npllama_t *e, int *used, int *total)
@@ -125,7 +158,7 @@ NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npll
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the sequence");
 	s->e = e;
 	s->capacity = capacity ? capacity : e->cfg.context;
-	per_token = 2ull * (uint64_t)e->cfg.layers * (uint64_t)e->cfg.kv_heads *
+	per_token = 2ull * (uint64_t)e->cfg.layers * (uint64_t)e->sp.kv_heads *
 		    (uint64_t)e->cfg.head_dim * sizeof(float);
 	s->kv_bytes = per_token * (uint64_t)s->capacity;
 	s->ids = malloc(sizeof(*s->ids) * (size_t)s->capacity);
@@ -175,6 +208,12 @@ NPLLAMA_API void npllama_seq_destroy(npllama_seq_t *s)
 	free(s);
 }
 
+NPLLAMA_API void npllama_seq_reset(npllama_seq_t *s)
+{
+	if (s)
+		s->len = 0;
+}
+
 NPLLAMA_API int npllama_seq_len(const npllama_seq_t *s)
 {
 	return s ? s->len : 0;
@@ -203,6 +242,15 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *s, const int64_t *i
 		return npl_fail(NPLLAMA_ERR_CONTEXT, "%d more tokens after %d need %lld positions "
 				"but the sequence holds %d (the model's context is %d)", n, s->len,
 				(long long)s->len + n, s->capacity, s->e->cfg.context);
+	struct timespec t0, t1;
+	npllama_status_t st;
+
 	memcpy(s->ids + s->len, ids, sizeof(*ids) * (size_t)n);
-	return npl_forward(s, ids, n, logits);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = npl_forward(s, ids, n, logits);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s->e->prof.feed += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	s->e->prof.feeds++;
+	s->e->prof.tokens += (uint64_t)n;
+	return st;
 }

@@ -20,6 +20,13 @@
  * layer and kind, far less than recomputing them) and the sequence goes on
  * from position L: the results are those of a full prefill.
  *
+ * Tensor parallelism: a region always holds every KV head, so engines split
+ * any way (or not at all) share it. Publishing gathers the ranks' KV heads
+ * to every rank (npl_split_gather) and rank 0 writes the region; attaching,
+ * rank 0 finds the longest prefix and tells the others its length, each
+ * rank copies its own KV heads' columns, and the ranks agree (the smallest
+ * answer) that all of them did, else none attaches.
+ *
  * Eviction: a model's published prefixes may hold at most
  * $NPLLAMA_PREFIX_MAX_BYTES (default 256 MiB) between them; a publish that
  * would pass it first removes that model's oldest prefixes (by publish
@@ -64,6 +71,21 @@ static void prefix_name(const struct npllama *e, const int64_t *ids, int n, char
 static uint64_t kv_row_bytes(const npllama_config_t *c)
 {
 	return (uint64_t)c->kv_heads * (uint64_t)c->head_dim * sizeof(float);
+}
+
+/*
+ * Copy @rows rows of @cols floats: from @src (rows @sstride floats apart)
+ * into @dst (rows @dstride floats apart); one memcpy when both are dense.
+ */
+static void copy_rows(float *dst, size_t dstride, const float *src, size_t sstride, size_t cols,
+		      size_t rows)
+{
+	if (dstride == cols && sstride == cols) {
+		memcpy(dst, src, sizeof(float) * cols * rows);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		memcpy(dst + r * dstride, src + r * sstride, sizeof(float) * cols);
 }
 
 static uint64_t region_bytes(const npllama_config_t *c, int n, uint64_t *ids_off,
@@ -142,31 +164,17 @@ static void evict(const struct npllama *e, uint64_t incoming)
 	free(v);
 }
 
-NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *ntokens,
-							char *name, size_t name_size)
+/* write the region of the first @n tokens of @s, from @kv: [2 * layers][n][kv_heads * head_dim] */
+static npllama_status_t publish(struct npllama_seq *s, int n, const float *kv, const char *nm)
 {
-	const struct npllama *e;
-	const npllama_config_t *c;
-	char nm[NPUSHM_NAME_MAX + 1];
-	uint64_t ids_off, kv_off, size, row;
+	const struct npllama *e = s->e;
+	const npllama_config_t *c = &e->cfg;
+	uint64_t ids_off, kv_off, size;
 	npushm_region_t *r;
 	npushm_status_t ps;
 	struct hdr *h;
 	void *map;
-	int n;
 
-	if (!s || !ntokens)
-		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: %s is NULL",
-				s ? "ntokens" : "the sequence");
-	e = s->e;
-	c = &e->cfg;
-	n = s->len / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK;
-	*ntokens = 0;
-	if (n == 0)
-		return NPLLAMA_OK;
-	prefix_name(e, s->ids, n, nm, sizeof(nm));
-	if (name)
-		snprintf(name, name_size, "%s", nm);
 	size = region_bytes(c, n, &ids_off, &kv_off);
 	evict(e, size);
 	if (npushm_region_alloc(e->dev, size, 0, &r))
@@ -189,10 +197,7 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 	h->ids_off = ids_off;
 	h->kv_off = kv_off;
 	memcpy((char *)map + ids_off, s->ids, (size_t)n * sizeof(int64_t));
-	row = kv_row_bytes(c);
-	for (int k = 0; k < 2 * c->layers; k++)
-		memcpy((char *)map + kv_off + (uint64_t)k * n * row,
-		       (char *)s->kv + (uint64_t)k * s->capacity * row, n * row);
+	memcpy((char *)map + kv_off, kv, 2 * (size_t)c->layers * (size_t)n * kv_row_bytes(c));
 	npushm_region_unmap(r, map);
 	ps = npushm_region_seal(r);
 	if (!ps)
@@ -203,6 +208,97 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 	if (ps)
 		return npl_fail(NPLLAMA_ERR_REGION, "cannot publish the prefix as '%s': %s", nm,
 				npushm_last_error());
+	return NPLLAMA_OK;
+}
+
+/*
+ * The first @n tokens' keys and values of every KV head, [2 * layers][n][kv
+ * heads * head_dim], in a new buffer (@out, free()); gathered from every
+ * rank with tensor parallelism.
+ */
+static npllama_status_t full_kv(struct npllama_seq *s, int n, float **out)
+{
+	struct npllama *e = s->e;
+	const npl_split_t *p = &e->sp;
+	size_t d = (size_t)e->cfg.head_dim, slabs = 2 * (size_t)e->cfg.layers;
+	size_t mine_cols = (size_t)p->kv_heads * d, cols = (size_t)e->cfg.kv_heads * d;
+	size_t mine_count = slabs * (size_t)n * mine_cols;
+	float *mine, *all = NULL, *kv;
+	npllama_status_t st = NPLLAMA_OK;
+
+	*out = NULL;
+	mine = malloc(sizeof(float) * mine_count);
+	kv = malloc(sizeof(float) * slabs * (size_t)n * cols);
+	if (e->comm)
+		all = malloc(sizeof(float) * mine_count * (size_t)p->nranks);
+	/* every rank takes part in the gather even when its own allocation failed */
+	if (mine)
+		for (size_t k = 0; k < slabs; k++)
+			copy_rows(mine + k * (size_t)n * mine_cols, mine_cols,
+				  s->kv + k * (size_t)s->capacity * mine_cols, mine_cols, mine_cols,
+				  (size_t)n);
+	if (e->comm) {
+		int ok = mine && kv && all;
+
+		if ((st = npl_split_min_int(e, &ok)))
+			goto out;
+		if (!ok) {
+			st = npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the keys and values "
+				      "of a %d-token prefix (on rank %d or another)", n, p->rank);
+			goto out;
+		}
+		if ((st = npl_split_gather(e, mine, mine_count, all)))
+			goto out;
+		for (int q = 0; q < p->nranks; q++)
+			for (size_t k = 0; k < slabs; k++)
+				copy_rows(kv + k * (size_t)n * cols + (size_t)q * mine_cols, cols,
+					  all + ((size_t)q * slabs + k) * (size_t)n * mine_cols,
+					  mine_cols, mine_cols, (size_t)n);
+	} else if (!mine || !kv) {
+		st = npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for the keys and values of a "
+			      "%d-token prefix", n);
+		goto out;
+	} else {
+		memcpy(kv, mine, sizeof(float) * mine_count);
+	}
+	*out = kv;
+	kv = NULL;
+out:
+	free(all);
+	free(mine);
+	free(kv);
+	return st;
+}
+
+NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *ntokens,
+							char *name, size_t name_size)
+{
+	char nm[NPUSHM_NAME_MAX + 1];
+	npllama_status_t st;
+	float *kv;
+	int n, ok;
+
+	if (!s || !ntokens)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: %s is NULL",
+				s ? "ntokens" : "the sequence");
+	n = s->len / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK;
+	*ntokens = 0;
+	if (n == 0)
+		return NPLLAMA_OK;
+	prefix_name(s->e, s->ids, n, nm, sizeof(nm));
+	if (name)
+		snprintf(name, name_size, "%s", nm);
+	if ((st = full_kv(s, n, &kv)))
+		return st;
+	st = s->e->sp.rank == 0 ? publish(s, n, kv, nm) : NPLLAMA_OK;
+	free(kv);
+	/* the other ranks learn whether rank 0 published (its message stays its own) */
+	ok = st == NPLLAMA_OK;
+	if (s->e->comm && npl_split_bcast_int(s->e, &ok))
+		return NPLLAMA_ERR_COMM;
+	if (!ok)
+		return st ? st : npl_fail(NPLLAMA_ERR_REGION, "rank 0 could not publish the "
+					  "prefix as '%s' (its message says why)", nm);
 	*ntokens = n;
 	return NPLLAMA_OK;
 }
@@ -211,7 +307,8 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 static bool try_attach(struct npllama_seq *s, const int64_t *ids, int n, const char *name)
 {
 	const npllama_config_t *c = &s->e->cfg;
-	uint64_t ids_off, kv_off, size = region_bytes(c, n, &ids_off, &kv_off), row;
+	uint64_t ids_off, kv_off, size = region_bytes(c, n, &ids_off, &kv_off);
+	uint64_t row = kv_row_bytes(c);
 	npushm_region_info_t info;
 	const struct hdr *h;
 	npushm_region_t *r;
@@ -232,10 +329,14 @@ static bool try_attach(struct npllama_seq *s, const int64_t *ids, int n, const c
 	     h->ids_off == ids_off && h->kv_off == kv_off &&
 	     !memcmp((const char *)map + ids_off, ids, (size_t)n * sizeof(int64_t));
 	if (ok) {
-		row = kv_row_bytes(c);
-		for (int k = 0; k < 2 * c->layers; k++)
-			memcpy((char *)s->kv + (uint64_t)k * s->capacity * row,
-			       (const char *)map + kv_off + (uint64_t)k * n * row, n * row);
+		const npl_split_t *p = &s->e->sp;
+		size_t cols = row / sizeof(float), mine = (size_t)p->kv_heads * c->head_dim;
+		const float *src = (const float *)((const char *)map + kv_off) +
+				   (size_t)p->kv0 * c->head_dim;
+
+		for (size_t k = 0; k < 2 * (size_t)c->layers; k++)
+			copy_rows(s->kv + k * (size_t)s->capacity * mine, mine,
+				  src + k * (size_t)n * cols, cols, mine, (size_t)n);
 		memcpy(s->ids, ids, (size_t)n * sizeof(int64_t));
 		s->len = n;
 	}
@@ -248,7 +349,8 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 						       int n, int *attached)
 {
 	char name[NPUSHM_NAME_MAX + 1];
-	int top;
+	npllama_status_t st;
+	int top, found = 0, ok;
 
 	if (!s || !ids || !attached)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: %s is NULL",
@@ -263,13 +365,32 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 			return npl_fail(NPLLAMA_ERR_INPUT, "token %d of %d is id %lld, outside the "
 					"vocabulary 0..%d", i, n, (long long)ids[i],
 					s->e->cfg.vocab - 1);
-	for (int l = top / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK; l > 0;
-	     l -= NPLLAMA_PREFIX_BLOCK) {
-		prefix_name(s->e, ids, l, name, sizeof(name));
-		if (try_attach(s, ids, l, name)) {
-			*attached = l;
-			break;
+	if (s->e->sp.rank == 0) {
+		for (int l = top / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK; l > 0;
+		     l -= NPLLAMA_PREFIX_BLOCK) {
+			prefix_name(s->e, ids, l, name, sizeof(name));
+			if (try_attach(s, ids, l, name)) {
+				found = l;
+				break;
+			}
 		}
 	}
+	if (!s->e->comm) {
+		*attached = found;
+		return NPLLAMA_OK;
+	}
+	/* rank 0 says which length; every rank attaches it, or none does */
+	if ((st = npl_split_bcast_int(s->e, &found)))
+		return st;
+	ok = 1;
+	if (found && s->e->sp.rank != 0) {
+		prefix_name(s->e, ids, found, name, sizeof(name));
+		ok = try_attach(s, ids, found, name);
+	}
+	if ((st = npl_split_min_int(s->e, &ok)))
+		return st;
+	if (!ok)
+		s->len = found = 0;	/* removed meanwhile: every rank prefills it all */
+	*attached = found;
 	return NPLLAMA_OK;
 }

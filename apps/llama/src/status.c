@@ -21,6 +21,8 @@ NPLLAMA_API const char *npllama_strerror(npllama_status_t st)
 	case NPLLAMA_ERR_NO_MEMORY: return "out of memory";
 	case NPLLAMA_ERR_REGION: return "the KV cache region could not be made";
 	case NPLLAMA_ERR_TENSOR: return "the tensor library refused an operation";
+	case NPLLAMA_ERR_SPLIT: return "the model cannot be split over this many ranks";
+	case NPLLAMA_ERR_COMM: return "a collective between the ranks failed";
 	}
 	return "unknown status";
 }

@@ -15,8 +15,14 @@
  * quantised to int8 per output channel), npt_linear reads it in place
  * (npt_tensor_set_packed); a layout this CPU or library did not make is
  * refused by libnptensor and the plain f32 weight is used, the first refusal
- * kept for npllama_packed_weights(). A 4-bit layout (`--dtype q4`, tag
+ * kept for npllama_packed_weights(). The layout's tag and bytes are also kept
+ * for npt_gemv_packed (decode steps). A 4-bit layout (`--dtype q4`, tag
  * NPL_Q4_TAG/NxK) is read by npt_q4_linear instead of npt_linear.
+ *
+ * Tensor parallelism (split.c): a rank keeps views of its slices, rows of
+ * q/k/v/gate/up_proj and of the output projection, columns of o_proj and
+ * down_proj, and reads them plain (packed layouts are made for whole
+ * weights); step_bytes counts its slices only.
  */
 #include <stdio.h>
 #include <dlpack/dlpack.h>
@@ -25,19 +31,33 @@
 
 #include "internal.h"
 
-static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_tensor_t **out)
+/* where the plain rows of @p's view are (after a slice, too) */
+static npllama_status_t locate(npl_proj_t *p)
+{
+	void *d;
+
+	if (npt_tensor_data(p->t, &d))
+		return npl_tensor_fail(NPT_E_INVAL, "locating a weight's rows");
+	p->f32 = d;
+	p->ld = npt_tensor_strides(p->t)[0];
+	return NPLLAMA_OK;
+}
+
+static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npl_proj_t *p)
 {
 	struct DLManagedTensor *dl;
 
+	memset(p, 0, sizeof(*p));
+	p->gemv_packed = 1;
 	if (npushm_model_tensor_dlpack(m, t->index, &dl) != NPUSHM_OK)
 		return npl_fail(NPLLAMA_ERR_LAYOUT, "cannot view tensor '%s': %s", t->name,
 				npushm_last_error());
-	if (npt_tensor_from_dlpack(dl, true, out) != NPT_OK) {
+	if (npt_tensor_from_dlpack(dl, true, &p->t) != NPT_OK) {
 		dl->deleter(dl);
 		return npl_fail(NPLLAMA_ERR_TENSOR, "cannot view tensor '%s': %s", t->name,
 				npt_last_error());
 	}
-	return NPLLAMA_OK;
+	return locate(p);
 }
 
 /*
@@ -45,8 +65,8 @@ static npllama_status_t import(npushm_model_t *m, const npushm_tensor_t *t, npt_
  * process can use: a 4-bit layout for this shape goes to *@q4 (read by
  * npt_q4_linear), any other to libnptensor, which checks its tag.
  */
-static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor_t *t,
-		       const void **q4, npl_weights_t *w)
+static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npl_proj_t *p,
+		       npl_weights_t *w)
 {
 	char want[NPUSHM_LAYOUT_TAG_MAX];
 	npushm_layout_t l;
@@ -63,7 +83,7 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 		if (!strcmp(l.tag, want) &&
 		    npt_q4_size(src->shape[0], src->shape[1], &nbytes) == NPT_OK &&
 		    nbytes == l.nbytes) {
-			*q4 = l.data;
+			p->q4 = l.data;
 			w->packed_used++;
 			w->step_bytes += l.nbytes;
 			return;
@@ -76,7 +96,10 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 		w->step_bytes += src->nbytes;
 		return;
 	}
-	if (npt_tensor_set_packed(t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
+	if (npt_tensor_set_packed(p->t, l.tag, l.data, (size_t)l.nbytes) == NPT_OK) {
+		snprintf(p->tag, sizeof(p->tag), "%s", l.tag);
+		p->packed = l.data;
+		p->packed_bytes = (size_t)l.nbytes;
 		w->packed_used++;
 		w->step_bytes += l.nbytes;
 		return;
@@ -86,8 +109,42 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npt_tensor
 		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
 }
 
-npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_weights_t *w)
+/* replace @p's view by its slice [start, start + len) along @axis; count its bytes */
+static npllama_status_t slice(npl_proj_t *p, int axis, int64_t start, int64_t len,
+			      npl_weights_t *w)
 {
+	const int64_t *sh = npt_tensor_shape(p->t);
+	npt_tensor_t *v;
+
+	w->step_bytes += (uint64_t)len * (uint64_t)sh[1 - axis] * sizeof(float);
+	if (npt_tensor_slice(p->t, axis, start, start + len, 1, &v))
+		return npl_tensor_fail(NPT_E_INVAL, "slicing a weight for tensor parallelism");
+	npt_tensor_free(p->t);
+	p->t = v;
+	return locate(p);
+}
+
+/* a rank's slices of layer @d's projections (tensor parallelism) */
+static npllama_status_t split_layer(npl_layer_t *d, const npl_split_t *p, int hd,
+				    npl_weights_t *w)
+{
+	npllama_status_t st;
+
+	if ((st = slice(&d->p[NPL_Q], 0, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
+	    (st = slice(&d->p[NPL_K], 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
+	    (st = slice(&d->p[NPL_V], 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
+	    (st = slice(&d->p[NPL_O], 1, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
+	    (st = slice(&d->p[NPL_GATE], 0, p->ffn0, p->ffn, w)) ||
+	    (st = slice(&d->p[NPL_UP], 0, p->ffn0, p->ffn, w)) ||
+	    (st = slice(&d->p[NPL_DOWN], 1, p->ffn0, p->ffn, w)))
+		return st;
+	return NPLLAMA_OK;
+}
+
+npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, npl_weights_t *w)
+{
+	const npl_layout_t *l = &e->layout;
+	const npl_split_t *p = &e->sp;
 	npllama_status_t st;
 
 	memset(w, 0, sizeof(*w));
@@ -96,46 +153,44 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const npl_layout_t *l, npl_
 		return npl_fail(NPLLAMA_ERR_NO_MEMORY, "out of memory for %d layers", l->cfg.layers);
 	if ((st = import(m, &l->head, &w->head)))
 		return st;
-	use_packed(m, &l->head, w->head, &w->head_q4, w);
+	if (p->nranks > 1) {
+		if (p->vocab_rows > 0 &&
+		    (st = slice(&w->head, 0, p->vocab0, p->vocab_rows, w)))
+			return st;
+	} else {
+		use_packed(m, &l->head, &w->head, w);
+	}
 	w->embed = l->embed.data;
 	w->norm = l->norm.data;
 	w->step_bytes += (uint64_t)l->cfg.hidden * sizeof(float) * (2 * (uint64_t)l->cfg.layers + 2);
 	for (int i = 0; i < l->cfg.layers; i++) {
 		const npl_layer_src_t *s = &l->layers[i];
 		npl_layer_t *d = &w->layers[i];
+		const npushm_tensor_t *src[NPL_NPROJ] = { &s->q, &s->k, &s->v, &s->o, &s->gate,
+							  &s->up, &s->down };
 
-		if ((st = import(m, &s->q, &d->q)) || (st = import(m, &s->k, &d->k)) ||
-		    (st = import(m, &s->v, &d->v)) || (st = import(m, &s->o, &d->o)) ||
-		    (st = import(m, &s->gate, &d->gate)) || (st = import(m, &s->up, &d->up)) ||
-		    (st = import(m, &s->down, &d->down)))
-			return st;
-		use_packed(m, &s->q, d->q, &d->q4[NPL_Q], w);
-		use_packed(m, &s->k, d->k, &d->q4[NPL_K], w);
-		use_packed(m, &s->v, d->v, &d->q4[NPL_V], w);
-		use_packed(m, &s->o, d->o, &d->q4[NPL_O], w);
-		use_packed(m, &s->gate, d->gate, &d->q4[NPL_GATE], w);
-		use_packed(m, &s->up, d->up, &d->q4[NPL_UP], w);
-		use_packed(m, &s->down, d->down, &d->q4[NPL_DOWN], w);
+		for (int k = 0; k < NPL_NPROJ; k++)
+			if ((st = import(m, src[k], &d->p[k])))
+				return st;
 		d->ln1 = s->ln1.data;
 		d->ln2 = s->ln2.data;
+		if (p->nranks > 1) {
+			if ((st = split_layer(d, p, l->cfg.head_dim, w)))
+				return st;
+			continue;
+		}
+		for (int k = 0; k < NPL_NPROJ; k++)
+			use_packed(m, src[k], &d->p[k], w);
 	}
 	return NPLLAMA_OK;
 }
 
 void npl_weights_free(npl_weights_t *w, int layers)
 {
-	for (int i = 0; w->layers && i < layers; i++) {
-		npl_layer_t *d = &w->layers[i];
-
-		npt_tensor_free(d->q);
-		npt_tensor_free(d->k);
-		npt_tensor_free(d->v);
-		npt_tensor_free(d->o);
-		npt_tensor_free(d->gate);
-		npt_tensor_free(d->up);
-		npt_tensor_free(d->down);
-	}
+	for (int i = 0; w->layers && i < layers; i++)
+		for (int k = 0; k < NPL_NPROJ; k++)
+			npt_tensor_free(w->layers[i].p[k].t);
 	free(w->layers);
-	npt_tensor_free(w->head);
+	npt_tensor_free(w->head.t);
 	memset(w, 0, sizeof(*w));
 }

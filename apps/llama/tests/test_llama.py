@@ -341,18 +341,31 @@ def q4_reference(w):
     return blocks.reshape(-1).tobytes(), deq.reshape(n, k)
 
 
-# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C
+# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C; its
+# tiles for more rows (prefill) AVX-512F and AVX512_VNNI too; else the input stays float
 INT_PATH = all(f in open("/proc/cpuinfo").read().split() for f in ("avx2", "fma", "f16c"))
+TILE_PATH = INT_PATH and all(f in open("/proc/cpuinfo").read().split()
+                             for f in ("avx512f", "avx512_vnni"))
 
 
-def test_q4_kernel_against_numpy():
-    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
+def nptensor():
+    """libnptensor through ctypes, with the signatures the kernel tests call."""
     import ctypes
     lib = ctypes.CDLL(os.path.join(os.environ.get("BUILD", os.path.join(
         os.path.dirname(__file__), "..", "..", "..", "build")), "lib", "libnptensor.so"))
     P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.npt_tensor_from_data.argtypes = [P, ctypes.c_int, ctypes.c_int, P, P, ctypes.c_uint, P,
                                          P, ctypes.POINTER(P)]
+    lib.npt_tensor_free.argtypes = [P]
+    lib.npt_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def test_q4_kernel_against_numpy():
+    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
+    import ctypes
+    lib = nptensor()
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
     lib.npt_q4_size.argtypes = [I64, I64, ctypes.POINTER(ctypes.c_size_t)]
     lib.npt_q4_pack.argtypes = [P, P, ctypes.c_size_t]
     lib.npt_q4_linear.argtypes = [P, I64, P, I64, I64, P]
@@ -360,7 +373,8 @@ def test_q4_kernel_against_numpy():
     NPT_F32 = 7
     rng = np.random.default_rng(0)
     for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (4, 50, 128), (5, 130, 256),
-                    (1, 300, 2048), (9, 40, 2048)]:
+                    (1, 300, 2048), (9, 40, 2048), (17, 16, 64), (8, 1, 32), (130, 37, 160),
+                    (2, 9, 544), (4, 20, 1056), (3, 5, 512)]:
         w = rng.standard_normal((n, k)).astype(np.float32)
         w[0, :32] = 0  # an all-zero group: scale 0
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -378,7 +392,7 @@ def test_q4_kernel_against_numpy():
         y = np.zeros((m, n), dtype=np.float32)
         assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
         xr = x
-        if m <= 4 and INT_PATH:
+        if (m <= 4 and INT_PATH) or (m > 4 and TILE_PATH):
             # the decode path: x quantised per group of 32 to int8 (max |x| / 127, nearest even)
             g = x.reshape(m, k // 32, 32)
             dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
@@ -389,6 +403,104 @@ def test_q4_kernel_against_numpy():
         assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
     size = ctypes.c_size_t()
     assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
+
+
+# ------------------------------------------------------------------ the decode-step kernels
+
+CPU_FLAGS = open("/proc/cpuinfo").read().split()
+
+
+def test_gemv_f32_against_numpy():
+    """npt_gemv_f32: 1..4 input rows, row strides wider than K (a column slice), K not a
+    multiple of the vector width, against float64 NumPy; more than 4 rows refused."""
+    import ctypes
+    lib = nptensor()
+    P, I64 = ctypes.c_void_p, ctypes.c_int64
+    lib.npt_gemv_f32.argtypes = [P, I64, P, I64, I64, I64, P]
+    rng = np.random.default_rng(3)
+    for m, n, k, ld in [(1, 1, 1, 1), (1, 7, 13, 13), (2, 33, 64, 80), (3, 130, 100, 100),
+                        (4, 5, 2048, 2048), (1, 1000, 37, 64), (4, 64, 17, 33)]:
+        w = rng.standard_normal((n, ld)).astype(np.float32)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        y = np.full((m, n), np.nan, dtype=np.float32)
+        assert lib.npt_gemv_f32(x.ctypes.data, m, w.ctypes.data, ld, n, k, y.ctypes.data) == 0, \
+            lib.npt_last_error()
+        want = x.astype(np.float64) @ w[:, :k].T.astype(np.float64)
+        err = np.abs(y - want).max() / np.abs(want).max()
+        assert err < 1e-5, "[%d x %d x %d, ld %d]: relative error %.3g" % (m, n, k, ld, err)
+    x = np.zeros((5, 8), dtype=np.float32)
+    y = np.zeros((5, 8), dtype=np.float32)
+    assert lib.npt_gemv_f32(x.ctypes.data, 5, x.ctypes.data, 8, 8, 8, y.ctypes.data) != 0
+    assert b"1 to 4" in lib.npt_last_error()
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "int8"])
+def test_gemv_packed_against_numpy(dtype):
+    """npt_gemv_packed reads npt_pack_weight's layouts in place: products within 1e-5 of a
+    NumPy model of the precision (bf16: both operands rounded; int8: the input quantised per
+    row, the weight per output channel, exact sums) and of npt_linear on the same layout."""
+    import ctypes
+    lib = nptensor()
+    P, I64, SZ = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
+    lib.npt_pack_query.argtypes = [ctypes.c_int, I64, I64, ctypes.c_char_p, SZ,
+                                   ctypes.POINTER(SZ)]
+    lib.npt_pack_weight.argtypes = [P, ctypes.c_char_p, P, SZ]
+    lib.npt_gemv_packed.argtypes = [P, I64, ctypes.c_char_p, P, SZ, I64, I64, P]
+    need = {"f32": ["avx512f"], "bf16": ["avx512f", "avx512_bf16"],
+            "int8": ["avx512f", "avx512_vnni"]}[dtype]
+    code = {"f32": 7, "bf16": 6, "int8": 1}[dtype]
+    rng = np.random.default_rng(5)
+    read = 0
+    for m, n, k in [(1, 64, 64), (1, 100, 48), (2, 256, 256), (4, 130, 2048), (3, 5632 // 8, 96),
+                    (1, 1, 16)]:
+        tag = ctypes.create_string_buffer(256)
+        nbytes = SZ()
+        if lib.npt_pack_query(code, n, k, tag, 256, ctypes.byref(nbytes)):
+            continue    # nothing to pack for this shape here (OpenBLAS, a reference kernel)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        shape = (I64 * 2)(n, k)
+        t = P()
+        assert lib.npt_tensor_from_data(w.ctypes.data, 7, 2, shape, None, 1, None, None,
+                                        ctypes.byref(t)) == 0
+        raw = ctypes.create_string_buffer(nbytes.value + 64)
+        dst = (ctypes.addressof(raw) + 63) // 64 * 64
+        assert lib.npt_pack_weight(t, tag.value, dst, nbytes) == 0, lib.npt_last_error()
+        lib.npt_tensor_free(t)
+        y = np.full((m, n), np.nan, dtype=np.float32)
+        st = lib.npt_gemv_packed(x.ctypes.data, m, tag.value, dst, nbytes, n, k, y.ctypes.data)
+        if st:
+            assert not all(f in CPU_FLAGS for f in need) or b"blk16k64n" not in tag.value, \
+                "layout %s refused on a CPU with %s: %s" % (tag.value, need, lib.npt_last_error())
+            continue
+        read += 1
+        if dtype == "f32":
+            xr, wr = x.astype(np.float64), w.astype(np.float64)
+        elif dtype == "bf16":
+            def bf(a):
+                u = a.view(np.uint32).astype(np.uint64)
+                u = (u + 0x7fff + ((u >> 16) & 1)) >> 16 << 16
+                return u.astype(np.uint32).view(np.float32).astype(np.float64)
+            xr, wr = bf(x), bf(w)
+        else:
+            ws = np.abs(w).max(1) / np.float32(127)
+            wq = np.clip(np.rint(w / ws[:, None]), -127, 127)
+            xs = np.abs(x).max(1) / np.float32(127)
+            xq = np.clip(np.rint(x * (np.float32(1) / xs)[:, None]), -127, 127)
+            xr, wr = xq * xs[:, None].astype(np.float64), wq * ws[:, None].astype(np.float64)
+        want = xr @ wr.T
+        err = np.abs(y - want).max() / np.abs(want).max()
+        assert err < 1e-5, "%s [%d x %d x %d]: relative error %.3g (%s)" % (
+            dtype, m, n, k, err, tag.value)
+    if not all(f in CPU_FLAGS for f in need):
+        pytest.skip("this CPU lacks %s: npt_gemv_packed refuses %s layouts" % (need, dtype))
+    assert read > 0, "no %s layout of this CPU was read by npt_gemv_packed" % dtype
+    y = np.zeros((1, 64), dtype=np.float32)
+    x = np.zeros((1, 64), dtype=np.float32)
+    assert lib.npt_gemv_packed(x.ctypes.data, 1, b"onednn-2.6.3/avx2/f32/k64.n64/pad64.64/"
+                               b"str8.512/blk8n", y.ctypes.data, 16384, 64, 64,
+                               y.ctypes.data) != 0
+    assert b"not one this product reads" in lib.npt_last_error()
 
 
 # ------------------------------------------------------------------ shared prompt prefixes
@@ -539,3 +651,311 @@ def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
                                                         os.path.join(workdir, "x.npy")],
             check=False)
     refused(r, "does not go with --attach-prefix", status=2)
+
+
+# ------------------------------------------------------------------ tensor parallelism
+
+@pytest.mark.parametrize("name", ["tiny", "tied", "wide"])
+def test_tp2_matches_reference(tools, workdir, models, name):
+    """--tp 2: logits within 1e-4 of the reference at the prefill and at every decode step,
+    greedy tokens identical over 32 steps."""
+    ref = reference(models[name])
+    prompt = prompt_for(ref.vocab, 7, seed=12)
+    want_ids, want_logits = ref.generate(prompt, STEPS)
+    ids, logits = run(tools, workdir, models[name], prompt, STEPS, ["--tp", "2"])
+    assert_close(logits, want_logits, "%s at tp 2" % name)
+    assert list(ids) == list(want_ids), "%s at tp 2: greedy tokens differ from the reference" % name
+
+
+def test_tp2_vocab_not_dividing(tools, workdir):
+    """A vocabulary of 97 rows over 2 ranks (49 + 48 output rows): the logits are whole."""
+    path = hostile(workdir, "vocab97", ["--vocab", "97", "--seed", "6"])
+    ref = reference(path)
+    prompt = prompt_for(97, 5, seed=13)
+    want_ids, want_logits = ref.generate(prompt, 8)
+    ids, logits = run(tools, workdir, path, prompt, 8, ["--tp", "2"])
+    assert logits.shape == (8, 97)
+    assert_close(logits, want_logits, "vocab 97 at tp 2")
+    assert list(ids) == list(want_ids)
+
+
+@pytest.mark.parametrize("publish_tp,attach_tp", [(2, 2), (1, 2), (2, 1)])
+def test_tp2_with_attached_prefix(tools, workdir, models, no_prefixes, publish_tp, attach_tp):
+    """A prefix published at one split attaches at another: the reference's logits within 1e-4
+    at every step and its greedy tokens over 32 steps."""
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, 24, seed=25)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 2,
+                         ["--publish-prefix", "--tp", str(publish_tp)])
+    assert prefix_lines(r, "published")[0].startswith("prefix: published 16 tokens"), r.stdout
+    other = np.concatenate([prompt[:20], prompt_for(96, 5, seed=26)])
+    want_ids, want_logits = ref.generate(other, STEPS)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], other, STEPS,
+                                ["--attach-prefix", "--tp", str(attach_tp)])
+    assert prefix_lines(r, "attached") == ["prefix: attached 16 tokens"], r.stdout
+    assert_close(logits, want_logits, "tp %d after a prefix published at tp %d" % (
+        attach_tp, publish_tp))
+    assert list(ids) == list(want_ids)
+
+
+def test_tp2_timing_reports_the_collectives(tools, workdir, models):
+    prompt = prompt_for(96, 5, seed=14)
+    base = os.path.join(workdir, "case")
+    np.save(base + ".prompt.npy", prompt)
+    r = subprocess.run([tools.llama, models["tiny"], "--ids", base + ".prompt.npy", "--max-new",
+                        "6", "--out", base + ".ids.npy", "--tp", "2", "--timing"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("timing: tp 2: ")]
+    # 2 layers: 2 AllReduces each and the logits' AllGather per decoded token
+    assert ", 5.0 per token," in line, line
+    assert "AllReduce of one hidden vector (64 floats) p50 " in line, line
+
+
+@pytest.mark.parametrize("model,args,tp,phrase", [
+    ("tiny", [], 3, "the 4 attention heads do not divide by 3"),
+    ("mqa", [], 2, "the 1 KV heads do not divide by 2"),
+    (None, ["--ffn", "130"], 4, "the FFN width 130 (intermediate_size) does not divide by 4"),
+])
+def test_tp_refuses_splits_that_do_not_divide(tools, workdir, models, model, args, tp, phrase):
+    path = models[model] if model else hostile(workdir, "ffn130", ["--heads", "4",
+                                                                     "--kv-heads", "4"] + args)
+    r = run(tools, workdir, path, [1, 2, 3], 2, ["--tp", str(tp)], check=False)
+    refused(r, phrase)
+    assert r.stderr.count(phrase) == 1, "the refusal was said more than once: %s" % r.stderr
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _ended(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _start_held(tools, model, tp, env):
+    """npushm-llama --stream --hold at --tp tp: returns once it printed 'ready'."""
+    p = subprocess.Popen([tools.llama, model, "--stream", "1,4,4,2,1", "--hold", "--tp", str(tp)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    line = p.stdout.readline()
+    assert line.strip() == "ready", "no 'ready' line: %r %s" % (line, p.stderr.read())
+    return p
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_tp_ranks_end_with_their_parent(tools, models, sig):
+    """The ranks of a --tp 2 run end when their parent is killed; SIGTERM and SIGINT also
+    remove the model the run loaded from its file (nothing left in shared memory)."""
+    import signal
+    import tempfile
+    import time
+    shm = tempfile.mkdtemp(prefix="npllama-kill.", dir="/dev/shm")
+    env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+    try:
+        p = _start_held(tools, models["tiny"], 2, env)
+        ranks = _children(p.pid)
+        assert len(ranks) == 2, ranks
+        assert os.listdir(shm), "the model was not loaded into %s" % shm
+        p.send_signal(getattr(signal, sig))
+        p.wait(timeout=30)
+        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
+        deadline = time.time() + 20
+        while time.time() < deadline and not all(_ended(r) for r in ranks):
+            time.sleep(0.1)
+        alive = [r for r in ranks if not _ended(r)]
+        for r in alive:
+            os.kill(r, signal.SIGKILL)
+        assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+        if sig != "SIGKILL":
+            assert not os.listdir(shm), "left behind after %s: %s" % (sig, os.listdir(shm))
+    finally:
+        subprocess.run(["rm", "-rf", shm])
+
+
+# ------------------------------------------------------------------ --stream
+
+def splitmix(state):
+    state = (state + 0x9e3779b97f4a7c15) & (2 ** 64 - 1)
+    z = state
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & (2 ** 64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & (2 ** 64 - 1)
+    return state, z ^ (z >> 31)
+
+
+def stream_prompt(k, min_len, max_len, seed, vocab, shared=0):
+    """Request k's prompt of --stream COUNT,MIN,MAX,NEW,SEED --stream-prefix shared (serve.c)."""
+    s, ids = seed, []
+    for _ in range(shared):
+        s, z = splitmix(s)
+        ids.append(z % vocab)
+    s = seed + ((k + 1) << 32)
+    s, z = splitmix(s)
+    n = min_len + z % (max_len - min_len + 1)
+    for _ in range(n):
+        s, z = splitmix(s)
+        ids.append(z % vocab)
+    return np.array(ids, dtype=np.int64)
+
+
+def stream(tools, workdir, model, spec, extra=(), env=None):
+    out = os.path.join(workdir, "stream.ids.npy")
+    if os.path.exists(out):
+        os.unlink(out)
+    r = subprocess.run([tools.llama, model, "--stream", spec, "--out", out] + list(extra),
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, "npushm-llama --stream failed (%d): %s" % (r.returncode, r.stderr)
+    return r, np.load(out)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_stream_serves_the_reference_tokens(tools, workdir, models, tp):
+    """--stream 5 requests: the last one's tokens are the reference's for its prompt; the
+    report gives time to first token and inter-token latency."""
+    ref = reference(models["tiny"])
+    r, ids = stream(tools, workdir, models["tiny"], "5,6,20,12,7", ["--tp", str(tp)])
+    want_ids, _ = ref.generate(stream_prompt(4, 6, 20, 7, 96), 12)
+    assert list(ids) == list(want_ids)
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("5 requests of 6..20")]
+    assert "tp %d: time to first token p50 " % tp in line and "inter-token latency p50 " in line
+
+
+def test_stream_json_and_shared_prefix(tools, workdir, models, no_prefixes):
+    """--json: one latency per request and per later token; with --stream-prefix 32,
+    --publish-prefix and --attach-prefix the first request publishes and the others attach."""
+    import json
+    ref = reference(models["tiny"])
+    r, ids = stream(tools, workdir, models["tiny"], "4,3,9,5,11",
+                    ["--stream-prefix", "32", "--publish-prefix", "--attach-prefix", "--json"])
+    (js,) = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert js["requests"] == 4 and js["new"] == 5 and js["tokens"] == 20
+    assert len(js["ttft_s"]) == 4 and len(js["itl_s"]) == 4 * 4
+    assert all(t > 0 for t in js["ttft_s"] + js["itl_s"])
+    assert js["attached"] == [0, 32, 32, 32], js["attached"]
+    want_ids, _ = ref.generate(stream_prompt(3, 3, 9, 11, 96, shared=32), 5)
+    assert list(ids) == list(want_ids), "tokens after an attached prefix differ"
+
+
+@pytest.mark.parametrize("extra,phrase", [
+    (["--stream", "1,2,3"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    (["--stream", "2,5,4,2,1"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    (["--stream", "2,4,5,2,1", "--max-new", "3"], "--stream sets the tokens per request"),
+    (["--json"], "go with --stream"),
+    (["--stream-prefix", "16"], "go with --stream"),
+    (["--tp", "0"], "--tp wants an integer in 1..64"),
+])
+def test_stream_and_tp_refuse_bad_options(tools, workdir, models, extra, phrase):
+    args = [tools.llama, models["tiny"]] + extra
+    if "--stream" not in extra:
+        np.save(os.path.join(workdir, "opt.npy"), np.array([1, 2], dtype=np.int64))
+        args += ["--ids", os.path.join(workdir, "opt.npy"), "--out",
+                 os.path.join(workdir, "opt.out.npy")]
+        if "--max-new" not in extra:
+            args += ["--max-new", "2"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    refused(r, phrase, status=2)
+
+
+def test_stream_refuses_requests_past_the_context(tools, workdir, models):
+    r = subprocess.run([tools.llama, models["tiny"], "--stream", "2,10,40,8,1", "--stream-prefix",
+                        "20"], capture_output=True, text=True, timeout=60)
+    refused(r, "need 67 positions", "context is 64")
+
+
+# ------------------------------------------------------------------ hostile prefix regions
+
+def npushm_lib(tools):
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
+    P = ctypes.c_void_p
+    lib.npushm_dev_open.argtypes = [ctypes.c_int, ctypes.POINTER(P)]
+    lib.npushm_region_open.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_size.argtypes = [P]
+    lib.npushm_region_size.restype = ctypes.c_uint64
+    lib.npushm_region_alloc.argtypes = [P, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_map.argtypes = [P, ctypes.c_uint32, ctypes.POINTER(P)]
+    lib.npushm_region_unmap.argtypes = [P, P]
+    lib.npushm_region_seal.argtypes = [P]
+    lib.npushm_region_publish.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32]
+    lib.npushm_region_close.argtypes = [P]
+    lib.npushm_dev_close.argtypes = [P]
+    return lib
+
+
+def read_region(tools, name):
+    """The bytes of published region @name."""
+    import ctypes
+    lib, P = npushm_lib(tools), ctypes.c_void_p
+    dev, r, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_open(dev, name.encode(), 0, ctypes.byref(r)) == 0
+    size = lib.npushm_region_size(r)
+    assert lib.npushm_region_map(r, 1, ctypes.byref(m)) == 0
+    data = ctypes.string_at(m, size)
+    lib.npushm_region_unmap(r, m)
+    lib.npushm_region_close(r)
+    lib.npushm_dev_close(dev)
+    return data
+
+
+def forge_region(tools, name, payload):
+    """Publish a sealed region @name holding @payload (bytes) through libnpushm."""
+    import ctypes
+    lib, P = npushm_lib(tools), ctypes.c_void_p
+    dev, r, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_alloc(dev, max(len(payload), 1), 0, ctypes.byref(r)) == 0
+    assert lib.npushm_region_map(r, 3, ctypes.byref(m)) == 0
+    ctypes.memmove(m, payload, len(payload))
+    lib.npushm_region_unmap(r, m)
+    assert lib.npushm_region_seal(r) == 0
+    assert lib.npushm_region_publish(r, name.encode(), 0o640, 0) == 0
+    lib.npushm_region_close(r)
+    lib.npushm_dev_close(dev)
+
+
+@pytest.mark.parametrize("kind", ["empty", "short", "garbage", "header-only", "wrong-ids",
+                                  "huge-offsets"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_hostile_prefix_regions_never_attach(tools, workdir, models, no_prefixes, kind, tp):
+    """Regions under this model's prefix name that are not a valid prefix: never attached,
+    never a crash; the run prefills everything and gives the reference's tokens."""
+    import struct
+    ref = reference(models["tiny"])
+    prompt = prompt_for(96, 20, seed=27)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 1, ["--publish-prefix"])
+    name = prefix_lines(r, "published")[0].split()[-1]
+    good = read_region(tools, name)
+    subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
+    if kind == "empty":
+        payload = b""
+    elif kind == "short":
+        payload = good[:100]
+    elif kind == "garbage":
+        payload = bytes(np.random.default_rng(1).integers(0, 256, len(good), dtype=np.uint8))
+    elif kind == "header-only":
+        payload = good[:64] + bytes(len(good) - 64)
+    elif kind == "wrong-ids":
+        b = bytearray(good)
+        b[64:72] = struct.pack("<q", (int(prompt[0]) + 1) % 96)
+        payload = bytes(b)
+    else:
+        b = bytearray(good)
+        b[48:64] = struct.pack("<QQ", 2 ** 63, 2 ** 63)
+        payload = bytes(b)
+    forge_region(tools, name, payload)
+    want_ids, want_logits = ref.generate(prompt, 8)
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], prompt, 8,
+                                ["--attach-prefix", "--tp", str(tp)])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], (kind, r.stdout)
+    assert list(ids) == list(want_ids)
+    assert_close(logits, want_logits, "beside a hostile prefix region (%s)" % kind)

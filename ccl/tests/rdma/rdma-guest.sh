@@ -12,10 +12,11 @@
 #  5. single copy without ptrace (npushm spaces): other uids, Yama scope 3
 #     and seccomp; the path taken, every collective, unmap/exit races.
 # One TAP stream; every part under `timeout`.
-BIN=${1:?usage: rdma-guest.sh BINDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 BUILD=${BUILD:-$root/build}
+# the test programs and the installed programs (npccl-load, npushm)
+TESTS=$BUILD/tests BIN=$BUILD/bin
 out=$(mktemp -d /tmp/rdma-tests.XXXXXX)
 . "$root/tools/tap.sh"
 . "$here/topology.sh"
@@ -26,35 +27,21 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
 # seconds since boot (the clock the guest keeps best under emulation)
 up() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(up)" 'BEGIN { printf "%.1f", b - a }'; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-# part NAME TIMEOUT CMD...: fold the part's TAP into ours
-part() {
-	pname=$1 tmo=$2
-	shift 2
-	t0=$(up)
-	timeout -k 5 "$tmo" "$@" >"$out/$pname.out" 2>"$out/$pname.err"
-	rc=$?
-	note="part $pname"
-	[ "$rc" = 124 ] && note="$note, timed out after ${tmo}s"
-	tap_fold "$pname" "$rc" "$note" <"$out/$pname.out"
-	[ "$rc" != 0 ] && sed 's/^/# /' "$out/$pname.err" | tail -20
-	echo "# part $pname: $(since "$t0") s"
-}
+TAP_PART_TIMES=1
 
 t0=$(up)
 if topo_up 4; then
-	ok "4 soft-RoCE hosts: network namespaces for TCP, rxe devices on veths through a bridge ($(since "$t0") s)"
+	result 0 "4 soft-RoCE hosts: network namespaces for TCP, rxe devices on veths through a bridge ($(since "$t0") s)"
 else
-	notok "soft-RoCE hosts could not be created"
-	echo "1..$n"
+	result 1 "soft-RoCE hosts could not be created"
+	tap_end
 	exit 1
 fi
 
-NPUSHM_RDMA_DEV=$TOPO_DEV_1 part reg 60 "$BUILD/libnpushm/npushm-rdma-reg-test"
+part_within reg 60 env NPUSHM_RDMA_DEV="$TOPO_DEV_1" "$TESTS/libnpushm-rdma-reg-test"
 
 # ---- ranks in the hosts' namespaces, launched with torchrun-style variables
 port=$((30000 + $$ % 20000))
@@ -95,7 +82,7 @@ export NPCCL_TRANSPORT=rdma NPCCL_EXPECT_TRANSPORT=rdma NPCCL_TIMEOUT_MS=60000 N
 for layout in "1 2" "1 2 3" "1 2 3 4"; do
 	t0=$(up)
 	p=$(echo $layout | wc -w)
-	launch "matrix-p$p" 300 "$layout" "$BIN/ccl-test" env-matrix
+	launch "matrix-p$p" 300 "$layout" "$TESTS/ccl-test" env-matrix
 	tap_job "matrix-p$p"
 	echo "# matrix p=$p: $(since "$t0") s"
 done
@@ -103,12 +90,12 @@ done
 # 2. two ranks per host: shared memory inside, RDMA between; every AllReduce
 #    algorithm (hierarchical included) and every collective
 t0=$(up)
-launch hier 300 "1 1 2 2" "$BIN/ccl-test" env-worker
+launch hier 300 "1 1 2 2" "$TESTS/ccl-test" env-worker
 nok=$(cat "$out"/hier.[0-3] | grep -c "^envcheck rank .* hosts 2 ok")
 if [ "$nok" = 4 ]; then
-	ok "2 hosts x 2 ranks (shm + RDMA): every AllReduce algorithm incl. hierarchical, every collective ($(grep -h predicted "$out"/hier.0 | sed 's/.*| //' | cut -c1-100))"
+	result 0 "2 hosts x 2 ranks (shm + RDMA): every AllReduce algorithm incl. hierarchical, every collective ($(grep -h predicted "$out"/hier.0 | sed 's/.*| //' | cut -c1-100))"
 else
-	notok "2 hosts x 2 ranks (shm + RDMA), hierarchical AllReduce ($nok of 4 ok)"
+	result 1 "2 hosts x 2 ranks (shm + RDMA), hierarchical AllReduce ($nok of 4 ok)"
 	cat "$out"/hier.[0-3] | sed 's/^/# /' | tail -12
 fi
 echo "# hier: $(since "$t0") s"
@@ -120,12 +107,12 @@ echo "# hier: $(since "$t0") s"
 for layout in "1 1 2 2"; do
 	t0=$(up)
 	world=$(echo $layout | wc -w)
-	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$BIN/ccl-det-test" env --quick
+	launch "det-$world" 300 "$layout" env NPCCL_DETERMINISTIC=1 "$TESTS/ccl-det-test" env --quick
 	nok=$(cat "$out/det-$world".[0-9] | grep -c "^detcheck rank .* ok")
 	if [ "$nok" = "$world" ]; then
-		ok "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
+		result 0 "deterministic reductions over RDMA, hosts '$layout': every rank's bits equal the rank-order reference ($(sed 's/.*ok: //' "$out/det-$world.0" | cut -c1-90))"
 	else
-		notok "deterministic reductions over RDMA, hosts '$layout' ($nok of $world ranks ok)"
+		result 1 "deterministic reductions over RDMA, hosts '$layout' ($nok of $world ranks ok)"
 		cat "$out/det-$world".[0-9] | sed 's/^/# /' | tail -8
 	fi
 	echo "# det $layout: $(since "$t0") s"
@@ -133,7 +120,7 @@ done
 
 # 3. npccl_mem_alloc buffers: zero copy, registration cache invalidated by npccl_mem_free
 t0=$(up)
-launch zc 200 "1 2" "$BIN/ccl-test" env-zc
+launch zc 200 "1 2" "$TESTS/ccl-test" env-zc
 tap_job zc
 echo "# zc: $(since "$t0") s"
 
@@ -141,15 +128,15 @@ echo "# zc: $(since "$t0") s"
 #     registration dropped when the pages change; and never registered with
 #     NPCCL_RDMA_CACHE_BYTES=0
 t0=$(up)
-launch usercache 200 "1 2" "$BIN/ccl-test" env-usercache
+launch usercache 200 "1 2" "$TESTS/ccl-test" env-usercache
 tap_job usercache
-launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$BIN/ccl-test" env-usercache
+launch usercache0 200 "1 2" env NPCCL_RDMA_CACHE_BYTES=0 "$TESTS/ccl-test" env-usercache
 tap_job usercache0
 # the module's per-uid limit at 0: no range can be watched, so nothing is registered
 wlimit=/sys/module/npushm/parameters/watch_ranges_per_uid
 wsaved=$(cat "$wlimit")
 echo 0 >"$wlimit"
-launch usercachelimit 200 "1 2" env CCL_TEST_WATCH_LIMITED=1 "$BIN/ccl-test" env-usercache
+launch usercachelimit 200 "1 2" env CCL_TEST_WATCH_LIMITED=1 "$TESTS/ccl-test" env-usercache
 echo "$wsaved" >"$wlimit"
 tap_job usercachelimit
 echo "# usercache: $(since "$t0") s"
@@ -202,25 +189,25 @@ fault_job() {
 		r=$((r + 1))
 	done
 	if [ $named = $want ] && { [ "$fsig" = - ] || [ -n "$vpid" ]; }; then
-		ok "fault $fname over RDMA: all $want ranks fail with \"$fstatus\" naming \"$ftext\" ($(since "$t0") s)"
+		result 0 "fault $fname over RDMA: all $want ranks fail with \"$fstatus\" naming \"$ftext\" ($(since "$t0") s)"
 		grep -h "status" "$out/$fname.0" | sed 's/^/# /' | cut -c1-300
 	else
-		notok "fault $fname over RDMA ($named of $want ranks right; victim pid '${vpid:-}')"
+		result 1 "fault $fname over RDMA ($named of $want ranks right; victim pid '${vpid:-}')"
 		cat "$out/$fname".[0-9] | sed 's/^/# /' | tail -12
 	fi
 }
-LOOP="$BIN/ccl-test env-loop"
+LOOP="$TESTS/ccl-test env-loop"
 DIED="a peer process died or closed its connection"
 MISMATCH="ranks made mismatched calls"
 fault_job kill9 "$DIED" "rank 1" "1 2 3" KILL 1 NPCCL_TIMEOUT_MS=5000 $LOOP
 fault_job sigstop "a peer did not arrive within the deadline" "rank 2" "1 2 3" STOP 2 \
 	NPCCL_TIMEOUT_MS=2000 $LOOP
 fault_job mismatch-count "$MISMATCH" "rank 1" "1 2 3" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-count 1
+	"$TESTS/ccl-test" env-fault mismatch-count 1
 fault_job mismatch-count-large "$MISMATCH" "rank 1" "1 2" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-count-large 1
+	"$TESTS/ccl-test" env-fault mismatch-count-large 1
 fault_job mismatch-root "$MISMATCH" "rank 1" "1 2 3" - 1 NPCCL_TIMEOUT_MS=5000 \
-	"$BIN/ccl-test" env-fault mismatch-root 1
+	"$TESTS/ccl-test" env-fault mismatch-root 1
 fault_job qp-error "$DIED" "queue pair is in the error state" "1 2 3" - 1 \
 	"NPCCL_TIMEOUT_MS=5000 NPCCL_FAULT_INJECT=qperr:1:6" $LOOP
 
@@ -253,13 +240,12 @@ echo "# cluster load: $(since "$t0") s"
 #    copies give a defined error or the new contents, never stale data
 t_sc=$(up)
 if [ -w /proc/sys/kernel/yama/ptrace_scope ] && echo 3 > /proc/sys/kernel/yama/ptrace_scope; then
-	part single-copy 400 "$BIN/ccl-test" single-copy --uids --seccomp --require-space
-	part single-copy-race 200 "$BIN/ccl-test" single-copy-race --uids --seccomp
+	part_within single-copy 400 "$TESTS/ccl-test" single-copy --uids --seccomp --require-space
+	part_within single-copy-race 200 "$TESTS/ccl-test" single-copy-race --uids --seccomp
 else
-	notok "single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
+	result 1 "single copy without ptrace: cannot set Yama's ptrace_scope to 3 in the VM"
 fi
 echo "# single copy without ptrace: $(since "$t_sc") s"
 
 echo "# total: $(since 0) s since boot"
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_end

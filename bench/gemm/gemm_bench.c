@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * gemm_bench.c - npt-gemm-bench: GFLOP/s of npt_linear on BERT's linear
+ * gemm_bench.c - npushm-bench-gemm: GFLOP/s of npt_linear on BERT's linear
  * shapes against the machine's FMA peak measured in the same run.
  *
- *   npt-gemm-bench [--threads 1,2] [--seconds S] [--rounds R] [--weights plain|f32|bf16|int8]
+ *   npushm-bench-gemm [--threads 1,2] [--seconds S] [--rounds R] [--weights plain|f32|bf16|int8]
  *
  * For each thread count: the FMA peak (a register-only loop of independent
  * fused multiply-adds, 512-bit where the CPU has AVX-512F, else 256-bit FMA,
@@ -111,7 +111,7 @@ static double peak(int threads, double sec)
 static int check(npt_status_t s, const char *what)
 {
 	if (s)
-		fprintf(stderr, "npt-gemm-bench: %s: %s\n", what, npt_last_error());
+		fprintf(stderr, "npushm-bench-gemm: %s: %s\n", what, npt_last_error());
 	return s != NPT_OK;
 }
 
@@ -199,30 +199,30 @@ int main(int argc, char **argv)
 				    !strcmp(weights, "bf16") ? NPT_BF16 :
 				    !strcmp(weights, "int8") ? NPT_I8 : -2;
 			if (packed_dt == -2) {
-				fprintf(stderr, "npt-gemm-bench: --weights plain, f32, bf16 or int8\n");
+				fprintf(stderr, "npushm-bench-gemm: --weights plain, f32, bf16 or int8\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--version")) {
-			printf("npt-gemm-bench (npushm) %s\n", NPUSHM_VERSION);
+			printf("npushm-bench-gemm (npushm) %s\n", NPUSHM_VERSION);
 			return 0;
 		} else {
 			bool help = !strcmp(argv[i], "--help");
 
 			fprintf(help ? stdout : stderr,
-				"usage: npt-gemm-bench [--threads 1,2] [--seconds S] "
+				"usage: npushm-bench-gemm [--threads 1,2] [--seconds S] "
 				"[--rounds R] [--weights plain|f32|bf16|int8]\n"
 				"GFLOP/s of the GEMM on BERT's linear shapes against an FMA loop of the same run.\n");
 			return help ? 0 : 2;
 		}
 	}
 	if (sec <= 0 || rounds < 1) {
-		fprintf(stderr, "npt-gemm-bench: --seconds and --rounds must be positive\n");
+		fprintf(stderr, "npushm-bench-gemm: --seconds and --rounds must be positive\n");
 		return 2;
 	}
 	__builtin_cpu_init();
 	has512 = __builtin_cpu_supports("avx512f");
 	if (!has512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
-		fprintf(stderr, "npt-gemm-bench: this CPU has neither AVX-512F nor AVX2+FMA; the "
+		fprintf(stderr, "npushm-bench-gemm: this CPU has neither AVX-512F nor AVX2+FMA; the "
 			"peak loop needs one of them\n");
 		return 1;
 	}
@@ -238,7 +238,7 @@ int main(int argc, char **argv)
 		int t = atoi(tok);
 
 		if (t < 1 || t > 64 || check(npt_set_num_threads(t), "setting threads")) {
-			fprintf(stderr, "npt-gemm-bench: bad thread count '%s' (1..64)\n", tok);
+			fprintf(stderr, "npushm-bench-gemm: bad thread count '%s' (1..64)\n", tok);
 			return 2;
 		}
 		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
