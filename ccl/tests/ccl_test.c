@@ -1886,6 +1886,7 @@ struct race_arg {
 	const char *mode;
 	struct sc_opts o;
 	float *buf;	/* rank 0's buffer */
+	pid_t child;	/* cow: the child holding the old pages */
 };
 
 static void fill(float *b, float v)
@@ -1917,9 +1918,9 @@ static void *race_act(void *argp)
 		fill(b, 2.0f);
 		mremap(b, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, a->buf);
 	} else if (!strcmp(a->mode, "cow")) {
-		pid_t child = fork();
-		if (child == 0) {
-			sleep(3);	/* holds the old pages meanwhile */
+		a->child = fork();
+		if (a->child == 0) {
+			sleep(30);	/* holds the old pages until rank 0 ends it */
 			_exit(0);
 		}
 		fill(a->buf, 2.0f);
@@ -1985,6 +1986,10 @@ static int race_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
 		/* its own calls end with the others' verdict; the thread is done */
 		if (strcmp(a->mode, "exit"))
 			pthread_join(th, NULL);
+		if (a->child > 0) {
+			kill(a->child, SIGKILL);
+			waitpid(a->child, NULL, 0);
+		}
 		r->ok = 1;
 		r->done = 1;
 		npccl_comm_destroy(comm);
