@@ -11,7 +11,7 @@
  *   ccl-test shm                                     shm AllReduce paths, npccl_mem_alloc
  *   ccl-test env-matrix                              launched rank: every collective x
  *                                                    dtype x counts (rank 0 prints TAP)
- *   ccl-test single-copy [--uids] [--seccomp] [--require-space]
+ *   ccl-test single-copy [--uids] [--seccomp] [--require-space] [--quick]
  *                                                    single-copy algorithms: correctness
  *                                                    and the path (copy counters)
  *   ccl-test single-copy-race [--uids] [--seccomp]  a rank's unmap, remap, CoW and exit
@@ -1677,9 +1677,9 @@ static int cmd_env_matrix(void)
 /* ---------------------------------------------------------- single copy */
 
 /*
- * ccl-test single-copy [--uids] [--seccomp] [--require-space]
+ * ccl-test single-copy [--uids] [--seccomp] [--require-space] [--quick]
  *
- * 2 to 4 forked ranks (--uids: each under its own uid, from root;
+ * 2 to 4 forked ranks (--quick: 2 and 3, counts 0, 1, p+1 and 1025) (--uids: each under its own uid, from root;
  * --seccomp: process_vm_readv/writev refused, as container profiles do).
  * Every collective with the single-copy algorithm, every dtype and op,
  * the matrix's counts, in place and not; then per collective one call whose
@@ -1690,6 +1690,7 @@ static int cmd_env_matrix(void)
  */
 struct sc_opts {
 	int uids, seccomp, require_space;
+	int quick;	/* 2 and 3 ranks, counts 0, 1, p+1 and 1025 (the emulated VM) */
 };
 
 /* A rank's own restrictions, before it joins: its uid, the filter. */
@@ -1776,8 +1777,8 @@ static int sc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 		sh->res[me][0].done = 1;
 		return 1;
 	}
-	size_t counts[32];
-	int ncounts = counts_for(p, counts, 0), t = 0, call = 0;
+	size_t counts[32] = { 0, 1, (size_t)p + 1, 1025 };
+	int ncounts = o->quick ? 4 : counts_for(p, counts, 0), t = 0, call = 0;
 	for (int ci = 0; ci < NCOLLS; ci++) {
 		npccl_coll_t coll = colls[ci];
 		if (coll == NPCCL_COLL_BARRIER)
@@ -1830,6 +1831,8 @@ static int sc_parse(int argc, char **argv, struct sc_opts *o)
 			o->seccomp = 1;
 		else if (!strcmp(argv[i], "--require-space"))
 			o->require_space = 1;
+		else if (!strcmp(argv[i], "--quick"))
+			o->quick = 1;
 		else
 			return -1;
 	}
@@ -1846,13 +1849,14 @@ static const char *sc_label(const struct sc_opts *o)
 
 static int cmd_single_copy(int argc, char **argv)
 {
-	struct sc_opts o = { 0, 0, 0 };
+	struct sc_opts o = { 0, 0, 0, 0 };
 	if (sc_parse(argc, argv, &o)) {
-		fprintf(stderr, "usage: ccl-test single-copy [--uids] [--seccomp] [--require-space]\n");
+		fprintf(stderr, "usage: ccl-test single-copy [--uids] [--seccomp] [--require-space] "
+			"[--quick]\n");
 		return 2;
 	}
 	int failed = 0;
-	for (int p = 2; p <= 4; p++) {
+	for (int p = 2; p <= (o.quick ? 3 : 4); p++) {
 		memset(sh, 0, sizeof(*sh));
 		double t0 = now_ms();
 		failed += report_items(p, run_ranks(p, sc_rank, &o, 240, NULL), sc_label(&o));
