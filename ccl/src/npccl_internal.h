@@ -362,7 +362,14 @@ struct npccl_comm {
 	uint64_t probe_seq;		/* core-distance probes so far (same on ranks 0, 1) */
 	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
 	bool cma_ok;			/* every local rank can read every other's memory (agreed) */
-	uint64_t cma_word;		/* the probe word peers read */
+	/* at init only (algo_cma.c): the area peers read to check and time
+	 * single copies (its first word holds the pid), its grant */
+	char *cma_probe_area;
+	uint64_t cma_probe_grant;
+	/* single copy between local ranks, timed at init and agreed (MAX over
+	 * the ranks; 0: not timed): a copy's fixed cost, and how much longer
+	 * than a local memcpy it takes per byte beyond that (page pinning) */
+	double cma_call_us, cma_copy_ratio;
 	struct npushm_space *space;	/* my space, peers read my buffers through it; NULL: none */
 	uint64_t space_grants[2];	/* this call's grants (send, receive buffer), 0: none */
 	/* npccl_comm_copy_stats: written by the exec role, read by any thread */

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -267,28 +268,71 @@ npccl_status_t cma_alltoall(struct npccl_comm *c, const struct coll_args *a)
 	return cma_end(c, step, st);
 }
 
+/* bytes of the init probe area: a pipeline chunk, read once to time it */
+#define PROBE_AREA ((size_t)256 << 10)
+
 /* At init: can every rank read every local peer's memory? Each rank
- * publishes the address of a word holding its pid; everyone reads the
- * others' and the verdict is agreed (MIN over all ranks, those alone on
- * their host agreeing). The collectives here need one host; the shm
- * transport's rendezvous (transport_shm.c) serves local pairs of any
- * communicator. */
+ * publishes the address of an area whose first word holds its pid;
+ * everyone reads the others' word, then times reads of its next peer's
+ * area, and the verdict and the times are agreed (comm.c: MIN and MAX over
+ * all ranks, those alone on their host agreeing); cma_probe_end() then
+ * drops the area. The collectives here need one host; the shm transport's
+ * rendezvous (transport_shm.c) serves local pairs of any communicator. */
 bool cma_probe_begin(struct npccl_comm *c)
 {
 	c->cma_ok = false;
+	c->cma_call_us = c->cma_copy_ratio = 0;
 	/* the same verdict on every rank: some host has two ranks or more */
 	if (c->nranks == c->nhosts || npccl_config()->disable_cma)
 		return false;
 	if (c->nlocal < 2)
 		return true;	/* nothing to read here: agrees */
-	c->cma_word = (uint64_t)getpid();
-	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)&c->cma_word;
-	/* the probe word stays granted for the communicator's life */
-	uint64_t id;
-	if (c->space &&
-	    npushm_space_grant(c->space, &c->cma_word, sizeof(c->cma_word), NPUSHM_SPACE_READ, &id))
+	void *a = mmap(NULL, PROBE_AREA, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	c->ctl[c->local_index]->cma_probe = 0;
+	if (a == MAP_FAILED)
+		return true;	/* peers cannot read it: they say so */
+	c->cma_probe_area = a;
+	uint64_t pid = (uint64_t)getpid();
+	memcpy(a, &pid, sizeof(pid));
+	if (c->space && npushm_space_grant(c->space, a, PROBE_AREA, NPUSHM_SPACE_READ,
+					   &c->cma_probe_grant))
 		npccl_log(NPCCL_LOG_INFO, "rank %d: %s", c->rank, npushm_last_error());
+	c->ctl[c->local_index]->cma_probe = (uint64_t)(uintptr_t)a;
 	return true;
+}
+
+/* @len bytes of local rank @k's probe area into @dst, without failing the
+ * communicator: 0, or the errno (EPERM also for another pid namespace) */
+static int probe_read(struct npccl_comm *c, int k, void *dst, size_t len)
+{
+	const struct peer *p = &c->peers[c->local_ranks[k]];
+	uint64_t at = c->ctl[k]->cma_probe;
+	if (!at)
+		return ENOMEM;
+	if (p->space_fd >= 0) {
+		size_t n = 0;
+		return npushm_space_read(p->space_fd, at, dst, len, &n) == NPUSHM_OK && n == len
+			       ? 0 : npushm_last_errno() ? npushm_last_errno() : EIO;
+	}
+	if (p->info.pidns_id != c->peers[c->rank].info.pidns_id)
+		return EPERM;
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)at, len };
+	ssize_t n = process_vm_readv((pid_t)p->info.pid, &l, 1, &r, 1, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? errno : EIO;
+}
+
+/* Best of @rounds reads of @len bytes of local rank @k's area, in us. */
+static double probe_time(struct npccl_comm *c, int k, void *dst, size_t len, int rounds)
+{
+	double best = 1e30;
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t0 = now_ns();
+		if (probe_read(c, k, dst, len))
+			return 0;
+		best = MIN(best, (double)(now_ns() - t0) / 1000.0);
+	}
+	return best;
 }
 
 int32_t cma_probe_peers(struct npccl_comm *c)
@@ -301,26 +345,44 @@ int32_t cma_probe_peers(struct npccl_comm *c)
 			continue;
 		const struct peer *p = &c->peers[rank];
 		uint64_t v = 0;
-		struct iovec l = { &v, sizeof(v) }, r = { (void *)(uintptr_t)c->ctl[k]->cma_probe,
-							  sizeof(v) };
-		errno = 0;
-		if (p->space_fd >= 0) {
-			/* the peer's own pid as it sees it: compare with what it told us */
-			ok = npushm_space_read(p->space_fd, c->ctl[k]->cma_probe, &v, sizeof(v),
-					       NULL) == NPUSHM_OK && v == p->info.pid;
-			npccl_log(ok ? NPCCL_LOG_DEBUG : NPCCL_LOG_INFO, "rank %d: %s local rank %d's "
-				  "memory through its npushm space%s%s", c->rank,
-				  ok ? "reads" : "cannot read", rank, ok ? "" : ": ",
-				  ok ? "" : npushm_last_error());
-			continue;
-		}
-		ok = p->info.pidns_id == c->peers[c->rank].info.pidns_id &&
-		     process_vm_readv((pid_t)p->info.pid, &l, 1, &r, 1, 0) == sizeof(v) &&
-		     v == p->info.pid;
+		int e = probe_read(c, k, &v, sizeof(v));
+		/* the peer's own pid as it sees it: compare with what it told us */
+		ok = !e && v == p->info.pid;
 		if (!ok)
 			npccl_log(NPCCL_LOG_INFO, "rank %d: cannot read the memory of local rank %d "
-				  "(%s): single-copy collectives off, FIFO copies instead", c->rank,
-				  rank, errno ? strerror(errno) : "other pid namespace or value");
+				  "%s(%s): single-copy collectives off, FIFO copies instead", c->rank,
+				  rank, p->space_fd >= 0 ? "through its npushm space " : "",
+				  e ? strerror(e) : "another value");
+	}
+	if (!ok || c->nlocal < 2)
+		return ok;
+	/* the next local rank's area: a small read's cost, a chunk's, and a
+	 * local memcpy of a chunk, all from caches alike */
+	int k = (c->local_index + 1) % c->nlocal;
+	char *dst = comm_scratch(c, PROBE_AREA);
+	double small = dst ? probe_time(c, k, dst, 8, 5) : 0;
+	double big = small ? probe_time(c, k, dst, PROBE_AREA, 3) : 0;
+	double local = 1e30;
+	for (int i = 0; big && i < 3; i++) {
+		uint64_t t0 = now_ns();
+		memcpy(dst, c->cma_probe_area, PROBE_AREA);
+		local = MIN(local, (double)(now_ns() - t0) / 1000.0);
+	}
+	if (big) {
+		c->cma_call_us = small;
+		c->cma_copy_ratio = MAX(1.0, (big - small) / MAX(local, 0.01));
 	}
 	return ok;
+}
+
+void cma_probe_end(struct npccl_comm *c)
+{
+	if (c->cma_probe_grant)
+		npushm_space_revoke(c->space, c->cma_probe_grant);
+	c->cma_probe_grant = 0;
+	if (c->cma_probe_area)
+		munmap(c->cma_probe_area, PROBE_AREA);
+	c->cma_probe_area = NULL;
+	if (c->ctl && c->nlocal > 1)
+		c->ctl[c->local_index]->cma_probe = 0;
 }

@@ -23,8 +23,28 @@
 #include <unistd.h>
 
 #define MB (1024.0 * 1024.0)
-/* process_vm_readv/writev: system call and page pinning, per call */
+/* a single copy's fixed cost (system call, page pinning) where init could
+ * not time one */
 #define CMA_CALL_US 3.0
+
+/* A single copy between local ranks: its fixed cost (us), and its cost per
+ * byte, a memcpy's (@cp) times the ratio timed and agreed at init
+ * (api/comm.c) where that is far above 1. Init times a chunk in the
+ * peer's cache against one in this core's: 1.1-1.8x here, natively and in
+ * the emulated VM, which large messages, cold on both paths, do not see
+ * (measured: the single-copy AllReduce 3x faster than shm's at 4-16 MiB);
+ * a ratio past CMA_RATIO_MIN means the pinning itself is dear. */
+#define CMA_RATIO_MIN 2.5
+
+static double cma_call(const struct npccl_comm *c)
+{
+	return c->cma_call_us > 0 ? c->cma_call_us : CMA_CALL_US;
+}
+
+static double cma_byte(const struct npccl_comm *c, double cp)
+{
+	return c->cma_copy_ratio > CMA_RATIO_MIN ? cp * c->cma_copy_ratio : cp;
+}
 
 static bool is_pow2(int n)
 {
@@ -100,6 +120,7 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	double lg = ceil(log2(P));
 	double p2 = pow(2, floor(log2(P))), fold = p2 < P ? 2 * (al + n * be) : 0;
 	double chunk = (double)npccl_config()->pipeline_chunk;
+	double call = cma_call(c), ccp = cma_byte(c, cp);
 	if (c->nranks == 1)
 		return 0.1 + n * cp;
 	switch (coll) {
@@ -121,8 +142,8 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		case NPCCL_ALGO_DIRECT:
 			return n * cp + (P - 1) * al + (P - 1) * n * (be + ga);
 		case NPCCL_ALGO_CMA:	/* my slice: read every peer's, reduce, write to every peer */
-			return 2 * al + 2 * (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
-			       (P - 1) / P * n * (2 * cp + ga);
+			return 2 * al + 2 * (P - 1) * call * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (2 * ccp + ga);
 		case NPCCL_ALGO_CANONICAL:	/* direct reduce-scatter + allgather */
 			return 2 * (P - 1) * al + 2 * (P - 1) / P * n * be + n * ga;
 		case NPCCL_ALGO_SHM: {
@@ -150,14 +171,14 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		if (algo == NPCCL_ALGO_CANONICAL)
 			return (P - 1) * al + (P - 1) / P * n * be + n * ga;
 		if (algo == NPCCL_ALGO_CMA)	/* a system call per peer and chunk, one copy */
-			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
-			       (P - 1) / P * n * (cp + ga) + n / P * cp;
+			return 2 * al + (P - 1) * call * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (ccp + ga) + n / P * cp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * (be + ga) + n * ga;
 		return n * cp + (P - 1) * al + (P - 1) / P * n * (be + ga);
 	case NPCCL_COLL_ALLGATHER:	/* n: the whole output */
 		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its share at once */
-			return 2 * al + (P - 1) * CMA_CALL_US + (P - 1) / P * n * cp;
+			return 2 * al + (P - 1) * call + (P - 1) / P * n * ccp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * be * 1.2;
 		if (algo == NPCCL_ALGO_RECDOUBLING)
@@ -168,10 +189,10 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		double g = coll == NPCCL_COLL_REDUCE ? ga : 0;
 		double k = ceil(n / chunk), c1 = MIN(chunk, n);
 		if (algo == NPCCL_ALGO_CMA && coll == NPCCL_COLL_REDUCE)	/* the root reads all */
-			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / chunk + 1) +
-			       (P - 1) * n * (cp + ga);
+			return 2 * al + (P - 1) * call * ceil(n / chunk + 1) +
+			       (P - 1) * n * (ccp + ga);
 		if (algo == NPCCL_ALGO_CMA)	/* two ranks: root and receiver copy half each */
-			return 2 * al + CMA_CALL_US + n * cp / (P == 2 ? 2 : 1);
+			return 2 * al + call + n * ccp / (P == 2 ? 2 : 1);
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * (al + n * (be + g));
 		if (algo == NPCCL_ALGO_CANONICAL)
@@ -183,13 +204,13 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	case NPCCL_COLL_GATHER:
 	case NPCCL_COLL_SCATTER:
 		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its own block at once */
-			return 2 * al + CMA_CALL_US + n / P * cp;
+			return 2 * al + call + n / P * ccp;
 		if (algo == NPCCL_ALGO_TREE)
 			return lg * al + (P - 1) / P * n * be + n * cp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_ALLTOALL:
 		if (algo == NPCCL_ALGO_CMA)	/* every rank reads its block of each peer's */
-			return 2 * al + (P - 1) * CMA_CALL_US + (P - 1) / P * n * cp;
+			return 2 * al + (P - 1) * call + (P - 1) / P * n * ccp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_BARRIER:
 		if (algo == NPCCL_ALGO_SHM)
