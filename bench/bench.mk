@@ -4,6 +4,7 @@
 # results in bench/README.md). Every one is make bench-<thing>:
 #
 #   make bench-kmod           npushm regions vs memfd and POSIX shm, in the VM
+#   make bench-kmod-providers a region on the node:1 and PCI BAR providers vs sysmem, in the VM
 #   make bench-weights        N workers sharing one model vs private copies and file mmap
 #   make bench-tensor         npushm.tensor vs NumPy, numexpr, PyTorch
 #   make bench-tensor-reduce  reductions, layernorm, softmax in both reproducibility
@@ -74,10 +75,13 @@ $(BENCH_CCL_PERF): $(BENCH_DIR)/ccl/perf.c $(BENCH_DIR)/ccl/backend.h $(BENCH_DI
 # ---------------------------------------------------------------- targets
 BENCH_ARGS ?=
 
-.PHONY: bench-kmod bench-weights bench-tensor bench-tensor-reduce bench-gemm bench-bert bench-ccl \
-	bench-ccl-targets bench-ccl-det bench-ccl-rdma bench-ccl-copy bench-ccl-torch bench-llama
+.PHONY: bench-kmod bench-kmod-providers bench-weights bench-tensor bench-tensor-reduce bench-gemm \
+	bench-bert bench-ccl bench-ccl-targets bench-ccl-det bench-ccl-rdma bench-ccl-copy bench-ccl-torch bench-llama
 bench-kmod: $(BENCH_KMOD) modules
 	@bench/kmod/run.sh $(BENCH_ARGS)
+
+bench-kmod-providers: $(BENCH_KMOD) modules
+	@bench/kmod/providers.sh
 
 bench-weights: $(BENCH_WEIGHTS)
 	@bench/weights/run.sh $(BENCH_ARGS)

@@ -231,7 +231,7 @@ static const struct dma_buf_ops npushm_dmabuf_ops = {
  *
  * Return: 0, -EINVAL (also for an unsized region), -EACCES for a read-write
  * export of a read-only file, -EPERM for a read-write export of a sealed
- * region, -ENOMEM, -EMFILE.
+ * region, -ENODEV when the region's device went, -ENOMEM, -EMFILE.
  */
 int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 			 struct npushm_export *req, struct npushm_ioctl_out *out)
@@ -246,6 +246,8 @@ int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 		return -EINVAL;
 	if (rdwr && !npushm_file_writable(file))
 		return -EACCES;
+	if (npushm_provider_revoked(region->provider))
+		return -ENODEV;
 
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)

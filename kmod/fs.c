@@ -714,7 +714,11 @@ static int npushm_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->mode = ctx->mode;
 	sbi->uid = ctx->uid;
 	sbi->gid = ctx->gid;
-	sbi->provider = ctx->provider ?: &npushm_sysmem_provider;
+	if (!ctx->provider) {
+		ctx->provider = &npushm_sysmem_provider;
+		npushm_provider_hold(ctx->provider);
+	}
+	sbi->provider = ctx->provider;
 	sbi->allow_cpus = ctx->allow_cpus;
 	ctx->provider = NULL;
 	sb->s_fs_info = sbi;

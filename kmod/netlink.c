@@ -115,7 +115,9 @@ static int npushm_nl_fill_region(struct sk_buff *skb, struct npushm_region *regi
 			 from_kuid_munged(userns, region->charged))) ||
 	    nla_put_u32(skb, NPUSHM_A_REGION_DEV,
 			new_encode_dev(inode->i_sb->s_dev)) ||
-	    npushm_nl_put_provider_name(skb, region->provider)) {
+	    npushm_nl_put_provider_name(skb, region->provider) ||
+	    (npushm_provider_revoked(region->provider) &&
+	     nla_put_flag(skb, NPUSHM_A_REGION_REVOKED))) {
 		mutex_unlock(&region->lock);
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;

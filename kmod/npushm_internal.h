@@ -46,14 +46,36 @@ int npushm_provider_node(const struct npushm_provider *provider);
 int npushm_node_providers_init(void);
 void npushm_node_providers_exit(void);
 
+/* provider_bar.c */
+#if IS_ENABLED(CONFIG_PCI) && IS_ENABLED(CONFIG_ZONE_DEVICE)
+int npushm_bar_providers_init(void);
+void npushm_bar_providers_exit(void);
+#else
+static inline int npushm_bar_providers_init(void)
+{
+	return 0;
+}
+
+static inline void npushm_bar_providers_exit(void)
+{
+}
+#endif
+
 /* provider.c */
 struct npushm_provider *npushm_provider_get(const char *name);
+int npushm_provider_read_lock(void);
+void npushm_provider_read_unlock(int idx);
+bool npushm_provider_revoked(const struct npushm_provider *provider);
 void npushm_provider_hold(struct npushm_provider *provider);
 void npushm_provider_put(struct npushm_provider *provider);
 int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
 void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
+int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
+		      struct page *(*chunk)(void *ctx, unsigned int order),
+		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
+		      void *ctx);
 int npushm_provider_for_each(unsigned long *pos,
 			     int (*put)(void *ctx, const struct npushm_provider *p,
 					u64 used),
@@ -201,6 +223,7 @@ extern struct mutex npushm_regions_lock;
 extern struct xarray npushm_regions;
 int npushm_region_init(struct npushm_region *region, struct inode *inode);
 void npushm_region_destroy(struct npushm_region *region);
+void npushm_regions_revoke(struct npushm_provider *provider);
 int npushm_region_resize(struct npushm_region *region, loff_t size);
 int npushm_region_fallocate(struct npushm_region *region, loff_t offset,
 			    loff_t len);

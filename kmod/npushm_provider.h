@@ -11,16 +11,20 @@
  * Locking and lifetime: alloc and free are called in process context,
  * without npushm's locks, concurrently from any number of tasks. Every
  * instance using a provider, and every pinned page of a destroyed region
- * still waiting for its pin to go, holds a reference on @owner: a provider
- * is unregistered from its module's exit (or before its device goes, once
- * nothing uses it: npushm_provider_unregister() says whether anything
- * does).
+ * still waiting for its pin to go, holds a reference on the provider and on
+ * @owner: a provider is unregistered from its module's exit, or when its
+ * device goes. A device that goes while its memory is in use revokes it
+ * first (npushm_provider_revoke(): user mappings are zapped, later faults
+ * get SIGBUS, read and write EIO, sizing ENODEV); the provider's @release
+ * then runs once the last instance, region and pin using it is gone, and
+ * only then may the memory and its struct pages go.
  */
 #ifndef NPUSHM_PROVIDER_H
 #define NPUSHM_PROVIDER_H
 
 #include <linux/atomic.h>
 #include <linux/list.h>
+#include <linux/refcount.h>
 #include <linux/types.h>
 #include <uapi/linux/npushm.h>
 
@@ -43,8 +47,13 @@ struct page;
  *	-EINTR when killed)
  * @free: give back @n pages from @alloc; the caller holds the only
  *	reference to each
+ * @release: called once, in process context and without npushm's locks,
+ *	when the provider is unregistered and nothing uses it any more (no
+ *	instance, region or pinned page); NULL when there is nothing to do
  * @node: npushm's (registry list)
  * @used: npushm's: bytes handed out and not yet given back
+ * @refs: npushm's: the registry's reference, plus one per user
+ * @revoked: npushm's: set by npushm_provider_revoke()
  */
 struct npushm_provider {
 	const char *name;
@@ -56,12 +65,16 @@ struct npushm_provider {
 		     unsigned long n);
 	void (*free)(struct npushm_provider *provider, struct page **pages,
 		     unsigned long n);
+	void (*release)(struct npushm_provider *provider);
 
 	struct list_head node;
 	atomic64_t used;
+	refcount_t refs;
+	bool revoked;
 };
 
 int npushm_provider_register(struct npushm_provider *provider);
 int npushm_provider_unregister(struct npushm_provider *provider);
+void npushm_provider_revoke(struct npushm_provider *provider);
 
 #endif /* NPUSHM_PROVIDER_H */

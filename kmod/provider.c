@@ -7,17 +7,29 @@
  * Every allocation for a region goes through npushm_provider_alloc(), which
  * reserves the bytes against the provider's capacity first (-ENOSPC beyond
  * it), and every page given back through npushm_provider_free().
+ *
+ * A provider is referenced by the registry while registered, by every
+ * instance using it and by every set of orphaned pinned pages it gave; its
+ * release callback runs when the last reference goes. Revoking a provider
+ * (its device is going) makes every later fault on its regions SIGBUS: the
+ * fault path reads the revoked flag inside an SRCU read section, and
+ * revoking waits for those sections before it zaps the mappings, so no
+ * fault that missed the flag can map a page after the zap.
  */
 #include <linux/ctype.h>
 #include <linux/device.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/signal.h>
+#include <linux/srcu.h>
 #include <linux/string.h>
 
 #include "npushm_internal.h"
 
 static DEFINE_MUTEX(npushm_providers_lock);
 static LIST_HEAD(npushm_providers);
+DEFINE_STATIC_SRCU(npushm_revoke_srcu);
 
 static struct npushm_provider *npushm_provider_find(const char *name)
 {
@@ -59,6 +71,8 @@ int npushm_provider_register(struct npushm_provider *provider)
 	    !provider->free || provider->chunk_order > MAX_ORDER - 1)
 		return -EINVAL;
 	atomic64_set(&provider->used, 0);
+	refcount_set(&provider->refs, 1);
+	provider->revoked = false;
 	mutex_lock(&npushm_providers_lock);
 	if (npushm_provider_find(provider->name))
 		ret = -EEXIST;
@@ -77,7 +91,9 @@ EXPORT_SYMBOL_GPL(npushm_provider_register);
  * npushm_provider_unregister - no new instance may use a provider
  * @provider: a registered provider
  *
- * Instances mounted with it keep it (they hold its module) until unmounted.
+ * Instances mounted with it keep it (they hold it and its module) until
+ * unmounted; the registry's reference is dropped here, so @release may run
+ * before this returns.
  *
  * Return: 0, or -EBUSY when pages it handed out are still in use (the
  * provider is unregistered all the same; its module cannot be unloaded
@@ -85,12 +101,70 @@ EXPORT_SYMBOL_GPL(npushm_provider_register);
  */
 int npushm_provider_unregister(struct npushm_provider *provider)
 {
+	int ret;
+
 	mutex_lock(&npushm_providers_lock);
 	list_del_init(&provider->node);
 	mutex_unlock(&npushm_providers_lock);
-	return atomic64_read(&provider->used) ? -EBUSY : 0;
+	ret = atomic64_read(&provider->used) ? -EBUSY : 0;
+	if (refcount_dec_and_test(&provider->refs) && provider->release)
+		provider->release(provider);
+	return ret;
 }
 EXPORT_SYMBOL_GPL(npushm_provider_unregister);
+
+/**
+ * npushm_provider_revoke - the provider's device is going: stop every use
+ *	of its memory by the CPU
+ * @provider: a registered provider
+ *
+ * Sizing a region from it fails with -ENODEV from now on, and so do new
+ * mappings and dma-buf exports of its regions; their user mappings are
+ * zapped (a later touch is SIGBUS) and read(2) and write(2) fail with -EIO.
+ * The regions themselves, their names, pins and exports stay until their
+ * users let them go; the pages come back to @provider->free then, and
+ * @provider->release runs after the last. Call it before unregistering.
+ */
+void npushm_provider_revoke(struct npushm_provider *provider)
+{
+	WRITE_ONCE(provider->revoked, true);
+	synchronize_srcu(&npushm_revoke_srcu);
+	npushm_regions_revoke(provider);
+}
+EXPORT_SYMBOL_GPL(npushm_provider_revoke);
+
+/**
+ * npushm_provider_read_lock - enter a section in which a provider seen
+ *	unrevoked stays unrevoked for npushm_provider_revoke()'s zap
+ *
+ * Return: the cookie for npushm_provider_read_unlock().
+ */
+int npushm_provider_read_lock(void)
+	__acquires(npushm_revoke_srcu)
+{
+	return srcu_read_lock(&npushm_revoke_srcu);
+}
+
+/**
+ * npushm_provider_read_unlock - leave it
+ * @idx: from npushm_provider_read_lock()
+ */
+void npushm_provider_read_unlock(int idx)
+	__releases(npushm_revoke_srcu)
+{
+	srcu_read_unlock(&npushm_revoke_srcu, idx);
+}
+
+/**
+ * npushm_provider_revoked - whether a provider's device went
+ * @provider: any provider
+ *
+ * Return: true after npushm_provider_revoke().
+ */
+bool npushm_provider_revoked(const struct npushm_provider *provider)
+{
+	return READ_ONCE(provider->revoked);
+}
 
 /**
  * npushm_provider_get - a registered provider by name, its module held
@@ -107,6 +181,8 @@ struct npushm_provider *npushm_provider_get(const char *name)
 	p = npushm_provider_find(name);
 	if (p && !try_module_get(p->owner))
 		p = NULL;
+	if (p)
+		refcount_inc(&p->refs);
 	mutex_unlock(&npushm_providers_lock);
 	return p;
 }
@@ -118,17 +194,27 @@ struct npushm_provider *npushm_provider_get(const char *name)
 void npushm_provider_hold(struct npushm_provider *provider)
 {
 	__module_get(provider->owner);
+	refcount_inc(&provider->refs);
 }
 
 /**
  * npushm_provider_put - drop a reference from npushm_provider_get() or
  *	npushm_provider_hold()
  * @provider: the provider, or NULL
+ *
+ * The last reference of an unregistered provider runs its release callback:
+ * process context, none of npushm's locks held but what the caller holds.
  */
 void npushm_provider_put(struct npushm_provider *provider)
 {
-	if (provider)
-		module_put(provider->owner);
+	struct module *owner;
+
+	if (!provider)
+		return;
+	owner = provider->owner;
+	if (refcount_dec_and_test(&provider->refs) && provider->release)
+		provider->release(provider);
+	module_put(owner);
 }
 
 /**
@@ -137,7 +223,8 @@ void npushm_provider_put(struct npushm_provider *provider)
  * @pages: filled with @n zeroed pages
  * @n: pages wanted
  *
- * Return: 0, -ENOSPC beyond the provider's capacity, or the provider's error.
+ * Return: 0, -ENOSPC beyond the provider's capacity, -ENODEV once revoked,
+ * or the provider's error.
  */
 int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n)
@@ -145,6 +232,8 @@ int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
 	u64 bytes = (u64)n << PAGE_SHIFT;
 	int ret;
 
+	if (npushm_provider_revoked(provider))
+		return -ENODEV;
 	if (atomic64_add_return(bytes, &provider->used) > provider->capacity &&
 	    provider->capacity) {
 		atomic64_sub(bytes, &provider->used);
@@ -169,6 +258,56 @@ void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
 		return;
 	provider->free(provider, pages, n);
 	atomic64_sub((u64)n << PAGE_SHIFT, &provider->used);
+}
+
+/**
+ * npushm_pages_fill - fill a page array with contiguous chunks, largest first
+ * @pages: filled with @n pages
+ * @n: pages wanted
+ * @order: the largest chunk to ask for (page order)
+ * @chunk: gives 2^@order contiguous zeroed order-0 pages (the first of
+ *	them), or NULL when it has none that large
+ * @undo: gives back pages @chunk gave, on failure
+ * @ctx: for @chunk and @undo
+ *
+ * Smaller chunks are asked for when @chunk has none of an order.
+ *
+ * Return: 0, -ENOMEM (not even one page), -EINTR (killed).
+ */
+int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
+		      struct page *(*chunk)(void *ctx, unsigned int order),
+		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
+		      void *ctx)
+{
+	unsigned long done = 0, i;
+	struct page *page;
+	int ret;
+
+	while (done < n) {
+		order = min_t(unsigned int, order, ilog2(n - done));
+		page = chunk(ctx, order);
+		if (!page) {
+			if (!order) {
+				ret = -ENOMEM;
+				goto out_undo;
+			}
+			order--;
+			continue;
+		}
+		for (i = 0; i < (1UL << order); i++)
+			pages[done + i] = page + i;
+		done += 1UL << order;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto out_undo;
+		}
+		cond_resched();
+	}
+	return 0;
+
+out_undo:
+	undo(ctx, pages, done);
+	return ret;
 }
 
 /**
@@ -204,6 +343,7 @@ int npushm_provider_for_each(unsigned long *pos,
 
 /**
  * npushm_provider_init - register the system-memory and NUMA node providers
+ *	and the PCI BAR providers' driver
  *
  * Return: 0 or -errno.
  */
@@ -215,13 +355,23 @@ int npushm_provider_init(void)
 		return ret;
 	ret = npushm_node_providers_init();
 	if (ret)
-		npushm_provider_unregister(&npushm_sysmem_provider);
+		goto out_sysmem;
+	ret = npushm_bar_providers_init();
+	if (ret)
+		goto out_nodes;
+	return 0;
+
+out_nodes:
+	npushm_node_providers_exit();
+out_sysmem:
+	npushm_provider_unregister(&npushm_sysmem_provider);
 	return ret;
 }
 
 /** npushm_provider_exit - unregister them */
 void npushm_provider_exit(void)
 {
+	npushm_bar_providers_exit();
 	npushm_node_providers_exit();
 	npushm_provider_unregister(&npushm_sysmem_provider);
 }

@@ -13,12 +13,14 @@
  * and never compound: their reference count is read directly, which keeps
  * the module free of static keys.) An allocation the
  * machine (or the memory cgroup) cannot satisfy fails with ENOMEM instead
- * of invoking the OOM killer (__GFP_RETRY_MAYFAIL).
+ * of invoking the OOM killer (__GFP_RETRY_MAYFAIL). The pages go where the
+ * allocating task's NUMA memory policy says, as tmpfs and anonymous memory
+ * do (the node local to its CPU by default; with MPOL_BIND strictly the
+ * nodes bound, a full node being ENOMEM): the loader of a model places one
+ * copy per node that way (docs/weights.md, "One copy per NUMA node").
  */
 #include <linux/gfp.h>
-#include <linux/log2.h>
 #include <linux/mm.h>
-#include <linux/sched/signal.h>
 
 #include "npushm_internal.h"
 
@@ -40,52 +42,49 @@ void npushm_pages_free(struct page **pages, unsigned long n)
 	}
 }
 
+struct npushm_sysmem_chunk {
+	gfp_t gfp;
+	int nid;
+};
+
+static struct page *npushm_sysmem_chunk(void *ctx, unsigned int order)
+{
+	const struct npushm_sysmem_chunk *c = ctx;
+	gfp_t gfp = order ? (c->gfp & ~__GFP_RETRY_MAYFAIL) | __GFP_NORETRY : c->gfp;
+	struct page *page;
+
+	/* Any node: where the task's memory policy puts its memory. */
+	page = c->nid == NUMA_NO_NODE ? alloc_pages(gfp, order) :
+	       alloc_pages_node(c->nid, gfp, order);
+	if (page && order)
+		split_page(page, order);
+	return page;
+}
+
+static void npushm_sysmem_undo(void *ctx, struct page **pages, unsigned long n)
+{
+	npushm_pages_free(pages, n);
+}
+
 /**
  * npushm_pages_alloc - zeroed order-0 pages, in chunks where possible
  * @pages: filled with @npages pages
  * @npages: how many
- * @nid: the node they must all come from, or NUMA_NO_NODE for any
+ * @nid: the node they must all come from, or NUMA_NO_NODE for where the
+ *	current task's memory policy puts them
  *
  * Return: 0, -ENOMEM (nothing left, on @nid when given), -EINTR (killed).
  */
 int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid)
 {
-	const gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT |
-			  __GFP_NOWARN | __GFP_RETRY_MAYFAIL |
-			  (nid == NUMA_NO_NODE ? 0 : __GFP_THISNODE);
-	unsigned int order = NPUSHM_SYSMEM_ORDER;
-	unsigned long done = 0, i;
-	struct page *page;
-	int ret;
+	struct npushm_sysmem_chunk c = {
+		.gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN |
+		       __GFP_RETRY_MAYFAIL | (nid == NUMA_NO_NODE ? 0 : __GFP_THISNODE),
+		.nid = nid,
+	};
 
-	while (done < npages) {
-		order = min_t(unsigned int, order, ilog2(npages - done));
-		page = alloc_pages_node(nid, order ? (gfp & ~__GFP_RETRY_MAYFAIL) |
-					__GFP_NORETRY : gfp, order);
-		if (!page) {
-			if (!order) {
-				ret = -ENOMEM;
-				goto out_free;
-			}
-			order--;
-			continue;
-		}
-		if (order)
-			split_page(page, order);
-		for (i = 0; i < (1UL << order); i++)
-			pages[done + i] = page + i;
-		done += 1UL << order;
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			goto out_free;
-		}
-		cond_resched();
-	}
-	return 0;
-
-out_free:
-	npushm_pages_free(pages, done);
-	return ret;
+	return npushm_pages_fill(pages, npages, NPUSHM_SYSMEM_ORDER,
+				 npushm_sysmem_chunk, npushm_sysmem_undo, &c);
 }
 
 static int npushm_sysmem_alloc(struct npushm_provider *provider,

@@ -139,6 +139,45 @@ void npushm_region_destroy(struct npushm_region *region)
 	region->npages = 0;
 }
 
+/* The next region of @provider from *@index on, its inode held, or NULL. */
+static struct inode *npushm_regions_next_of(struct npushm_provider *provider,
+					    unsigned long *index)
+{
+	struct npushm_region *region;
+	struct inode *inode = NULL;
+
+	mutex_lock(&npushm_regions_lock);
+	xa_for_each_start(&npushm_regions, *index, region, *index) {
+		if (region->provider != provider)
+			continue;
+		/* NULL for an inode being evicted: it maps nothing any more. */
+		inode = igrab(region->inode);
+		if (inode)
+			break;
+	}
+	mutex_unlock(&npushm_regions_lock);
+	return inode;
+}
+
+/**
+ * npushm_regions_revoke - zap every user mapping of a revoked provider's
+ *	regions
+ * @provider: revoked (npushm_provider_revoke()), so that no fault maps its
+ *	pages again
+ */
+void npushm_regions_revoke(struct npushm_provider *provider)
+{
+	unsigned long index = 0;
+	struct inode *inode;
+
+	while ((inode = npushm_regions_next_of(provider, &index))) {
+		unmap_mapping_range(inode->i_mapping, 0, 0, 1);
+		iput(inode);
+		index++;
+		cond_resched();
+	}
+}
+
 static int npushm_region_alloc(struct npushm_region *region, u64 size)
 {
 	struct inode *inode = region->inode;
@@ -367,7 +406,8 @@ bool npushm_file_writable(struct file *file)
  * @iocb: the request
  * @to: the destination
  *
- * Return: bytes read, 0 at the end of the region, -EFAULT.
+ * Return: bytes read, 0 at the end of the region, -EFAULT, -EIO when the
+ * region's device went (npushm_provider_revoke()).
  */
 ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
@@ -378,6 +418,8 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct page **pages;
 	size_t size;
 
+	if (npushm_provider_revoked(region->provider))
+		return -EIO;
 	mutex_lock(&region->lock);
 	size = region->size;
 	pages = region->pages;
@@ -420,7 +462,7 @@ ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to)
  * Writes land inside the region only: the size is set with ftruncate().
  *
  * Return: bytes written, -EPERM when sealed, -EFBIG at or past the end,
- * -EFAULT.
+ * -EFAULT, -EIO when the region's device went.
  */
 ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
@@ -440,6 +482,10 @@ ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		goto out_unlock;
 	if (region->sealed) {
 		ret = -EPERM;
+		goto out_unlock;
+	}
+	if (npushm_provider_revoked(region->provider)) {
+		ret = -EIO;
 		goto out_unlock;
 	}
 	pos = iocb->ki_pos;
@@ -563,6 +609,8 @@ static int npushm_region_ioctl_info(struct file *file, void *arg,
 		info->flags |= NPUSHM_INFO_WRITABLE;
 	if (inode->i_nlink)
 		info->flags |= NPUSHM_INFO_NAMED;
+	if (npushm_provider_revoked(region->provider))
+		info->flags |= NPUSHM_INFO_REVOKED;
 	npushm_region_file_name(file, info->name, sizeof(info->name));
 	strscpy(info->provider, region->provider->name, sizeof(info->provider));
 	if (region->provider->dev)

@@ -76,17 +76,27 @@ static vm_fault_t npushm_vm_fault(struct vm_fault *vmf)
 	unsigned long addr = vmf->address & PAGE_MASK;
 	pgoff_t pgoff = vmf->pgoff;
 	unsigned long first, last, num;
-	int err;
+	vm_fault_t ret = VM_FAULT_NOPAGE;
+	int err, idx;
 
 	if (pgoff >= region->npages || pgoff >= vma_end)
 		return VM_FAULT_SIGBUS;
+
+	/* No page of a revoked provider is mapped after its zap. */
+	idx = npushm_provider_read_lock();
+	if (npushm_provider_revoked(region->provider)) {
+		ret = VM_FAULT_SIGBUS;
+		goto out_unlock;
+	}
 
 	/* From the faulting page to the end of its chunk... */
 	last = min3(round_up(pgoff + 1, chunk), region->npages, vma_end);
 	num = last - pgoff;
 	err = vm_insert_pages(vma, addr, &region->pages[pgoff], &num);
-	if (err && err != -EBUSY)
-		return vmf_error(err);
+	if (err && err != -EBUSY) {
+		ret = vmf_error(err);
+		goto out_unlock;
+	}
 
 	/* ...then, best effort, the chunk's pages before it. */
 	first = max_t(unsigned long, round_down(pgoff, chunk), vma->vm_pgoff);
@@ -95,7 +105,9 @@ static vm_fault_t npushm_vm_fault(struct vm_fault *vmf)
 		vm_insert_pages(vma, addr - num * PAGE_SIZE,
 				&region->pages[first], &num);
 	}
-	return VM_FAULT_NOPAGE;
+out_unlock:
+	npushm_provider_read_unlock(idx);
+	return ret;
 }
 
 static const struct vm_operations_struct npushm_vm_ops = {
@@ -111,7 +123,7 @@ static const struct vm_operations_struct npushm_vm_ops = {
  *
  * Return: 0, -EINVAL for a private mapping or one outside the region (an
  * unsized region has no inside), -EPERM for a writable mapping of a sealed
- * region, -ENOMEM.
+ * region, -ENODEV when the region's device went, -ENOMEM.
  */
 int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma)
 {
@@ -128,6 +140,10 @@ int npushm_region_mmap(struct npushm_region *region, struct vm_area_struct *vma)
 
 	/* The size cannot change while a mapping exists: check it here. */
 	mutex_lock(&region->lock);
+	if (npushm_provider_revoked(region->provider)) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
 	if (vma->vm_pgoff >= region->npages ||
 	    pages > region->npages - vma->vm_pgoff) {
 		ret = -EINVAL;

@@ -123,8 +123,9 @@ CHECK_SUITES += libnpushm libnpushm-kmod
 .PHONY: check-libnpushm check-libnpushm-kmod
 check-libnpushm: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
 	@tools/run-suite libnpushm libnpushm/tests/run-tests.sh
+# Its VM has two NUMA nodes of one CPU each (per-node model copies, test_nodes.c).
 check-libnpushm-kmod: $(LIBNPUSHM_TESTS) $(LIBNPUSHM_CLI)
-	@tools/run-suite libnpushm-kmod selftests/vm/vm-suite.sh libnpushm -t $${LIBNPUSHM_VM_TIMEOUT:-400} -- \
+	@VM_NUMA_SPLIT=1 tools/run-suite libnpushm-kmod selftests/vm/vm-suite.sh libnpushm -t $${LIBNPUSHM_VM_TIMEOUT:-400} -- \
 		env NPUSHM_BACKEND=kmod libnpushm/tests/run-tests.sh
 
 # ------------------------------------------------------ RDMA registration test

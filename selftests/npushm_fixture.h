@@ -6,7 +6,8 @@
  * Setup opens /dev/npushm (SKIP when the module is not loaded), records the
  * pool's bytes in use and regions, moves the test into a mount namespace of
  * its own and mounts a private instance of the filesystem there (self->dir,
- * open as self->root). Teardown unmounts it, which must succeed (nothing
+ * open as self->root), with the mount options NPUSHM_TEST_MOUNT_OPTS (the
+ * module suite runs some programs again with another provider). Teardown unmounts it, which must succeed (nothing
  * left open), and checks the pool returned exactly to where it was, so
  * every test proves it left nothing behind.
  *
@@ -37,7 +38,7 @@ FIXTURE_SETUP(npushm)
 		     strerror(-self->dev));
 	ASSERT_EQ(0, npu_query(self->dev, &self->q0));
 	ASSERT_EQ(0, npu_private_mounts());
-	ASSERT_EQ(0, npu_mount(self->dir, NULL));
+	ASSERT_EQ(0, npu_mount(self->dir, getenv("NPUSHM_TEST_MOUNT_OPTS")));
 	self->root = open(self->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_LE(0, self->root);
 }

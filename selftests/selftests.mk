@@ -11,12 +11,18 @@
 # DMA goes through bounce buffers, and slub_debug poisoning the accounted
 # kmalloc caches the module's objects come from, so that a write to a freed
 # watch range is a kernel BUG on the stock kernel too, not silent, and with a
-# memory-only NUMA node 1 of 256 MiB for the node providers), loads
+# memory-only NUMA node 1 of 256 MiB for the node providers, and an
+# ivshmem-plain PCI device whose 128 MiB BAR 2 the module serves as a BAR
+# provider), loads
 # the freshly built module and the
 # selftests' importer module, runs them all, then npushm_reload (which
 # unloads and reloads the module) (selftests/run-module-tests.sh).
 
 SELFTEST_HARNESS := $(BUILD)/linux-source/tools/testing/selftests
+# The devices of the module suite's VM, the debug lane's too: a memory-only
+# NUMA node 1 (MiB), and an ivshmem-plain PCI device (run-vm.sh VM_IVSHMEM,
+# MiB) whose BAR 2, at this PCI address, the module serves as a provider.
+SELFTEST_VM_DEVICES := VM_NUMA_NODE1=256 VM_IVSHMEM=128 NPUSHM_TEST_BAR=0000:01:00.0@2
 # <what> of each selftests/npushm_<what>_test.c, and its program
 SELFTEST_NAMES := $(patsubst $(CURDIR)/selftests/npushm_%_test.c,%,$(wildcard $(CURDIR)/selftests/npushm_*_test.c))
 selftest_bin = $(TESTDIR)/module-$(subst _,-,$(1))-test
@@ -64,7 +70,7 @@ $(eval $(call selftest_rule,npushm_reload,$(SELFTEST_RELOAD)))
 CHECK_SUITES += module
 check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
 	@VM_APPEND="swiotlb=force slub_debug=FZP,kmalloc-cg-* $${VM_APPEND:-}" \
-		VM_NUMA_NODE1=$${VM_NUMA_NODE1:-256} tools/run-suite module \
+		$(SELFTEST_VM_DEVICES) tools/run-suite module \
 		selftests/vm/vm-suite.sh module -m 2G -t 900 --no-module -- selftests/run-module-tests.sh
 
 # The module's static checks: checkpatch --strict, W=1 and sparse builds

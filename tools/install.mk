@@ -52,7 +52,7 @@ INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)"
 # module is installed as source, for DKMS, not built).
 INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(TENSOR_ALIB) \
 	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/npccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
-	$(BINDIR)/npccl-load
+	$(LLAMA_LIB) $(LLAMA_ALIB) $(LLAMA_CLI) $(BINDIR)/npccl-load
 
 .PHONY: install uninstall install-list installable
 installable: $(INSTALL_BUILT)

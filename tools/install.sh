@@ -95,6 +95,7 @@ plan() {
 	library nptensor
 	library npccl
 	library npbert
+	library npllama
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
 	file 0644 "$root/libnpushm/include/npushm_rdma.h" "$includedir/npushm_rdma.h"
 	file 0644 "$root/libnpushm/include/npushm_watch.h" "$includedir/npushm_watch.h"
@@ -103,16 +104,19 @@ plan() {
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
 	file 0644 "$root/apps/bert/include/npbert.h" "$includedir/npbert.h"
+	file 0644 "$root/apps/llama/include/npllama.h" "$includedir/npllama.h"
 	file 0644 "$root/include/uapi/linux/npushm.h" "$includedir/linux/npushm.h"
 	template 0644 "$root/libnpushm/npushm.pc.in" "$libdir/pkgconfig/npushm.pc"
 	template 0644 "$root/tensor/nptensor.pc.in" "$libdir/pkgconfig/nptensor.pc"
 	template 0644 "$root/ccl/npccl.pc.in" "$libdir/pkgconfig/npccl.pc"
 	template 0644 "$root/apps/bert/npbert.pc.in" "$libdir/pkgconfig/npbert.pc"
+	template 0644 "$root/apps/llama/npllama.pc.in" "$libdir/pkgconfig/npllama.pc"
 
 	# programs, their manual pages and completion
 	program "$BUILD/bin/npushm" "$bindir/npushm"
 	program "$BUILD/bin/npccl-perf" "$bindir/npccl-perf"
 	program "$BUILD/bin/npushm-bert" "$bindir/npushm-bert"
+	program "$BUILD/bin/npushm-llama" "$bindir/npushm-llama"
 	program "$BUILD/bin/npccl-load" "$bindir/npccl-load"
 	for m in "$root"/docs/man/*.[1-8]; do
 		s=${m##*.}

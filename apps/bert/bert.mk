@@ -21,7 +21,7 @@ BERT_ALIB := $(LIBDIR)/libnpbert.a
 BERT_CLI := $(BINDIR)/npushm-bert
 BERT_GEN := $(TOOLDIR)/npushm-bert-gen
 BERT_TEST := $(TESTDIR)/bert-test
-BERT_INCS := -I$(BERT_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/ccl/include \
+BERT_INCS := -I$(BERT_DIR)/include -I$(CURDIR)/apps/common -I$(CURDIR)/tensor/include -I$(CURDIR)/ccl/include \
 	-I$(CURDIR)/libnpushm/include
 BERT_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(BERT_INCS)
 BERT_LIBS := -L$(LIBDIR) -lnpbert -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm

@@ -20,11 +20,14 @@ LLAMA_OBJS := $(patsubst $(LLAMA_DIR)/src/%.c,$(LLAMA_OBJDIR)/%.o,$(LLAMA_SRCS))
 LLAMA_LIB := $(LIBDIR)/libnpllama.so
 LLAMA_ALIB := $(LIBDIR)/libnpllama.a
 LLAMA_CLI := $(BINDIR)/npushm-llama
-LLAMA_INCS := -I$(LLAMA_DIR)/include -I$(CURDIR)/tensor/include -I$(CURDIR)/libnpushm/include \
+LLAMA_INCS := -I$(LLAMA_DIR)/include -I$(CURDIR)/apps/common -I$(CURDIR)/tensor/include -I$(CURDIR)/libnpushm/include \
 	-I$(CURDIR)/ccl/include
 LLAMA_CFLAGS := $(BASE_CFLAGS) $(CFLAGS) $(LLAMA_INCS)
 
 USER_TARGETS += $(LLAMA_LIB) $(LLAMA_ALIB) $(LLAMA_CLI)
+
+# attention runs per head and position: vectorised (target_clones) at -O3
+$(LLAMA_OBJDIR)/attend.o: LLAMA_CFLAGS += -O3
 
 $(LLAMA_OBJDIR)/%.o: $(LLAMA_DIR)/src/%.c
 	@mkdir -p $(dir $@)

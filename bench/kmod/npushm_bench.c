@@ -5,6 +5,10 @@
  * and POSIX shm.
  *
  *   npushm-bench-kmod [DIR]     DIR: a mounted npushm instance (default /run/npushm)
+ *   npushm-bench-kmod --providers DIR NAME [DIR NAME...]
+ *                               the same create and attach costs on instances
+ *                               of other providers (NAME: its label), as
+ *                               ratios to the first (sysmem)
  *   npushm-bench-kmod --help | --version
  *
  * Runs where npushm.ko is loaded and an instance is mounted (the test VM:
@@ -275,6 +279,54 @@ static void row(const char *what, size_t len, const struct result *res)
 	       mid(res->v[NPUSHM]) / mid(res->v[SHM]));
 }
 
+/* Median over RUNS of @fn's medians on the instance at @dir. */
+static double on_instance(const char *dir, double (*fn)(enum kind, size_t), size_t len)
+{
+	double v[RUNS];
+	int run;
+
+	np_root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (np_root < 0)
+		die(dir);
+	for (run = 0; run < RUNS; run++)
+		v[run] = fn(NPUSHM, len);
+	close(np_root);
+	return median(v, RUNS);
+}
+
+static double attach_only(enum kind k, size_t len)
+{
+	return bench_attach(k, len, 0);
+}
+
+/* --providers DIR LABEL...: make + map + touch and open + map per provider. */
+static int providers(int n, char **args)
+{
+	static const size_t sizes[] = { 4096, 2 << 20, 32 << 20 };
+	double base[2][3], v;
+	int i, j, op;
+
+	printf("Medians over %d runs of the median of %d rounds, in microseconds; ratio to %s.\n\n",
+	       RUNS, ROUNDS, args[1]);
+	printf("| operation                  |   size | provider | us       | ratio |\n");
+	printf("|----------------------------|-------:|----------|---------:|------:|\n");
+	for (op = 0; op < 2; op++) {
+		for (i = 0; i < 3; i++) {
+			for (j = 0; j + 1 < n; j += 2) {
+				v = on_instance(args[j], op ? attach_only : bench_create, sizes[i]);
+				if (!j)
+					base[op][i] = v;
+				printf("| %-26s | %3zu %s | %-8s | %8.1f | %5.2f |\n",
+				       op ? "open by name + map" : "make + map + first touch",
+				       sizes[i] >= 1 << 20 ? sizes[i] >> 20 : sizes[i] >> 10,
+				       sizes[i] >= 1 << 20 ? "MiB" : "KiB", args[j + 1], v * 1e6,
+				       v / base[op][i]);
+			}
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = { 4096, 1 << 20, 64 << 20, 1UL << 30 };
@@ -286,10 +338,14 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--help")) {
 		printf("usage: npushm-bench-kmod [DIR]\n"
+		       "       npushm-bench-kmod --providers DIR NAME [DIR NAME...]\n"
 		       "Times creating, attaching, rereading and publishing npushm regions of\n"
 		       "4 KiB to 1 GiB against memfd and POSIX shm (/dev/shm), %d runs, and prints\n"
 		       "a Markdown table. DIR is a mounted npushm instance (default /run/npushm);\n"
 		       "make bench-kmod runs it in the test VM with the module loaded.\n"
+		       "--providers: make + map + touch and open + map on each instance DIR (of\n"
+		       "any provider, labelled NAME), as ratios to the first; make\n"
+		       "bench-kmod-providers runs it on sysmem, node:1 and a PCI BAR in the VM.\n"
 		       "Exit status: 0 table printed, 1 DIR is not an npushm instance or a call failed.\n",
 		       RUNS);
 		return 0;
@@ -298,6 +354,8 @@ int main(int argc, char **argv)
 		printf("npushm-bench-kmod (npushm) %s\n", NPUSHM_VERSION);
 		return 0;
 	}
+	if (argc > 3 && !strcmp(argv[1], "--providers"))
+		return providers(argc - 2, argv + 2);
 	if (argc > 1)
 		np_dir = argv[1];
 	np_root = open(np_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

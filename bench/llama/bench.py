@@ -54,6 +54,34 @@ def npushm(*args):
     return sh([os.path.join(BIN, "npushm")] + list(args))
 
 
+def l3_bytes():
+    """the L3 size lscpu reports (0 if none)"""
+    m = re.search(r"L3 cache:\s+([\d.]+)\s*([KMG]i?B)", sh(["lscpu"]))
+    if not m:
+        return 0
+    return float(m.group(1)) * {"K": 2**10, "M": 2**20, "G": 2**30}[m.group(2)[0]]
+
+
+# bytes of one TinyLlama layer's seven projections per weight format (gemv_bw.c's shapes)
+LAYER_WEIGHTS = 2 * 2048 * 2048 + 2 * 256 * 2048 + 3 * 5632 * 2048
+KERNEL_FORMAT = {"f32": ("f32", 4.0), "bf16": ("bf16", 2.0), "int8": ("int8", 1.0),
+                 "q4": ("q4", 18 / 32)}
+
+
+def kernels(a):
+    """The decode-step products alone against a read of the same bytes (gemv_bw.c), at
+    enough layers to pass twice the L3; its table as printed."""
+    out = []
+    for dt in a.dtypes.split(","):
+        fmt, bpw = KERNEL_FORMAT[dt]
+        layers = max(2, int(2 * l3_bytes() / (LAYER_WEIGHTS * bpw)) + 1)
+        r = sh([os.path.join(WORK, "gemv_bw"), fmt, str(layers), str(a.kernel_rounds), "1", "2"],
+               check=False)
+        out.append(r.stdout.strip() if not r.returncode else "%s: gemv_bw failed: %s" % (
+            dt, r.stderr.strip()[-500:]))
+    return "\n".join(out)
+
+
 def timing(out):
     m = re.search(r"prefill (\d+) tokens ([\d.]+) s; decode (\d+) tokens ([\d.]+) s, "
                   r"([\d.]+) tokens/s; (\d+) weight bytes", out)
@@ -140,6 +168,8 @@ def main():
     ap.add_argument("--shared", type=int, default=512, help="shared prefix tokens (TTFT)")
     ap.add_argument("--ttft-requests", type=int, default=3)
     ap.add_argument("--no-llama-cpp", action="store_true")
+    ap.add_argument("--kernel-rounds", type=int, default=9,
+                    help="rounds of gemv_bw per dtype (0: skip the products alone)")
     a = ap.parse_args()
     print(sh(["sh", "-c", "lscpu | grep -E 'Model name|L1d|L2|L3|^CPU\\(s\\)'"]))
     print("load average at the start: %s; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset" %
@@ -194,6 +224,12 @@ def main():
         else:
             line += " | %s" % ("llama.cpp not run" if not tools else "no peer type")
         print(line)
+    if a.kernel_rounds > 0:
+        print("\nthe decode-step products alone (gemv_bw.c: the seven TinyLlama projections of "
+              "L layers, L past twice the L3, one input row, against a read of the same bytes "
+              "before each round; wall and CPU-time rates, medians of %d rounds; load average "
+              "%s)" % (a.kernel_rounds, load_average()))
+        print(kernels(a))
     # N workers on the plain f32 model: memory and aggregate speed; time to first token
     name = "llama-bench-workers"
     shm = llama_serving.load(BIN, model, name)

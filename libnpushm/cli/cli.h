@@ -20,6 +20,7 @@ struct cli_opts {
 	bool quiet;
 	bool no_dedup;
 	bool replace;
+	bool per_node;
 	bool all;
 	npushm_backend_t backend;
 	const char *name;

@@ -34,7 +34,7 @@ int cmd_info(const struct cli_opts *o)
 	npushm_model_t *m = NULL;
 	npushm_dev_t *dev;
 	npushm_status_t st;
-	char a[32], b[32], shape[256], lay[NPUSHM_LAYOUT_TAG_MAX + 32];
+	char a[32], b[32], shape[256], lay[NPUSHM_LAYOUT_TAG_MAX + 32], node[48] = "";
 	int rc = 0;
 
 	dev = cli_open_dev(o, &rc);
@@ -56,6 +56,7 @@ int cmd_info(const struct cli_opts *o)
 		json_object_object_add(j, "source_size", json_object_new_uint64(mi.source_size));
 		json_object_object_add(j, "region_size", json_object_new_uint64(mi.region_size));
 		json_object_object_add(j, "region_id", json_object_new_uint64(mi.region_id));
+		json_object_object_add(j, "node", json_object_new_int(npushm_model_node(m)));
 		json_object_object_add(j, "data_size", json_object_new_uint64(mi.data_size));
 		json_object_object_add(j, "metadata", meta ? meta : json_object_new_object());
 		for (size_t i = 0; i < mi.tensor_count; i++) {
@@ -92,13 +93,15 @@ int cmd_info(const struct cli_opts *o)
 		cli_print_json(j);
 		goto out;
 	}
+	if (npushm_model_node(m) >= 0)
+		snprintf(node, sizeof(node), ", the copy of NUMA node %d", npushm_model_node(m));
 	printf("model     %s\nbackend   %s\nhash      %s (%s)\nsource    %s (%llu bytes)\n"
-	       "region    %llu, %s\ntensors   %zu\nlayouts   %s\nmetadata  %s\n\n",
+	       "region    %llu, %s%s\ntensors   %zu\nlayouts   %s\nmetadata  %s\n\n",
 	       o->args[0], npushm_backend_name(npushm_dev_backend(dev)), mi.hash_hex,
 	       npushm_model_layout_count(m) ? "XXH3-128 of the file's hash and the packed layouts" :
 	       "XXH3-128 over 8 MiB blocks",
 	       cli_size(mi.source_size, a, sizeof(a)), (unsigned long long)mi.source_size,
-	       (unsigned long long)mi.region_id, cli_size(mi.region_size, b, sizeof(b)),
+	       (unsigned long long)mi.region_id, cli_size(mi.region_size, b, sizeof(b)), node,
 	       mi.tensor_count, cli_layouts_summary(m, lay, sizeof(lay)), mi.metadata_json);
 	printf("%-48s %-7s %-20s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "OFFSET", "BYTES");
 	for (size_t i = 0; i < mi.tensor_count; i++) {

@@ -4,7 +4,8 @@
  * cmd_load.c - `npushm load FILE --name NAME`: load a safetensors file into
  * shared memory through npushm_model_load() and report what happened
  * (a name that already holds the same content is a success: nothing to do;
- * --replace moves a name holding other content to the new model).
+ * --replace moves a name holding other content to the new model; --per-node
+ * places one copy per NUMA node).
  */
 #include <stdio.h>
 #include <time.h>
@@ -29,7 +30,8 @@ int cmd_load(const struct cli_opts *o)
 		return rc;
 	bar = cli_progress_new(o->name, !o->json && !o->quiet && isatty(STDERR_FILENO));
 	lo.mode = o->mode;
-	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0);
+	lo.flags = (o->no_dedup ? NPUSHM_LOAD_NO_DEDUP : 0) | (o->replace ? NPUSHM_LOAD_REPLACE : 0) |
+		   (o->per_node ? NPUSHM_LOAD_PER_NODE : 0);
 	lo.progress = cli_progress_cb;
 	lo.progress_arg = bar;
 	lo.packer = o->dtype ? cli_packer(o->dtype) : NULL;
@@ -54,6 +56,7 @@ int cmd_load(const struct cli_opts *o)
 		json_object_object_add(j, "dtype", json_object_new_string(o->dtype ? o->dtype : "as stored"));
 		json_object_object_add(j, "deduplicated", json_object_new_boolean(res.deduplicated));
 		json_object_object_add(j, "already_loaded", json_object_new_boolean(res.already_loaded));
+		json_object_object_add(j, "per_node", json_object_new_boolean(o->per_node));
 		json_object_object_add(j, "seconds", json_object_new_double(secs));
 		cli_print_json(j);
 	} else if (!o->quiet && res.already_loaded) {
@@ -63,7 +66,8 @@ int cmd_load(const struct cli_opts *o)
 		printf("loaded '%s' from %s: %zu tensors, %s, hash %s, region %llu (%s) in %.2f s (%.2f GB/s)\n",
 		       o->name, o->args[0], res.tensor_count, cli_size(res.source_size, sz, sizeof(sz)),
 		       res.hash_hex, (unsigned long long)res.region_id,
-		       res.deduplicated ? "reused the published copy" : "new copy", secs,
+		       res.deduplicated ? "reused the published copy" :
+		       o->per_node ? "one copy per NUMA node, NAME@nodeN" : "new copy", secs,
 		       secs > 0 ? (double)res.source_size / secs / 1e9 : 0.0);
 	}
 	if (!st && o->dtype && cli_packer_nothing_packed() && !res.already_loaded)

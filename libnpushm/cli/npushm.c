@@ -4,6 +4,7 @@
  * npushm.c - the npushm command: argument parsing and dispatch.
  *
  *   npushm [--backend kmod|posix] load FILE --name NAME [--mode 0640] [--no-dedup] [--replace]
+ *                                  [--per-node]
  *   npushm ls [--all]
  *   npushm info NAME
  *   npushm rm NAME
@@ -30,12 +31,13 @@ static const char usage[] =
 	"       npushm COMMAND --help\n"
 	"\n"
 	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode 0640] [--no-dedup]\n"
-	"                 [--replace] [--quiet]\n"
+	"                 [--replace] [--per-node] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
 	"                 still mapped too)\n"
 	"  info NAME      show a model's tensors\n"
-	"  rm NAME        remove a model's name (memory goes when the last user detaches)\n"
+	"  rm NAME        remove a model's name and its per-node copies (memory goes when\n"
+	"                 the last user detaches)\n"
 	"  hash FILE...   the content hash load would record (no backend needed)\n"
 	"  help [COMMAND] this text, or a command's\n"
 	"\n"
@@ -55,7 +57,7 @@ struct cmd_help {
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
 	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4] [--mode MODE]\n"
-	  "                   [--no-dedup] [--replace] [--quiet] [--json]\n"
+	  "                   [--no-dedup] [--replace] [--per-node] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
 	  "as NAME (with the alias xxh3:HASH). Atomic: the name appears only once the\n"
@@ -79,6 +81,10 @@ static const struct cmd_help cmd_helps[] = {
 	  "  --no-dedup    always make a new copy, even of content already published\n"
 	  "  --replace     if NAME holds other content, move NAME to the new model\n"
 	  "                (atomically; attached workers keep the old one)\n"
+	  "  --per-node    one sealed copy on each NUMA node with CPUs, each in that node's\n"
+	  "                memory (checked page by page), as NAME@nodeN; NAME is the first\n"
+	  "                node's; a worker attaching NAME maps its own node's copy. All\n"
+	  "                or nothing: a node without room publishes nothing\n"
 	  "  --quiet       print nothing on success, and no warnings\n"
 	  "  --json        print the result (or the error) as one JSON document\n"
 	  "\n"
@@ -109,8 +115,9 @@ static const struct cmd_help cmd_helps[] = {
 	{ "rm",
 	  "usage: npushm rm NAME [--quiet] [--json]\n"
 	  "\n"
-	  "Remove the name NAME. Processes that attached the model keep it; its memory\n"
-	  "is freed when the last of them detaches (npushm ls --all shows it until then).\n"
+	  "Remove the name NAME, and the names of its per-node copies (NAME@nodeN) with\n"
+	  "it. Processes that attached the model keep it; its memory is freed when the\n"
+	  "last of them detaches (npushm ls --all shows it until then).\n"
 	  "\n"
 	  "  --quiet       print nothing on success\n"
 	  "  --json        print the result (or the error) as one JSON document\n"
@@ -143,72 +150,6 @@ static const struct cmd_help *find_help(const char *cmd)
 		if (!strcmp(cmd, cmd_helps[i].name))
 			return &cmd_helps[i];
 	return NULL;
-}
-
-const char *cli_status_name(npushm_status_t st)
-{
-	static const char *const names[] = {
-		"OK", "INVALID", "NO_MEMORY", "NO_SPACE", "QUOTA", "NOT_FOUND", "EXISTS",
-		"ACCESS", "SEALED", "BUSY", "NAME", "UNSUPPORTED", "NO_DEVICE", "IO", "FORMAT",
-		"CORRUPT", "PROTOCOL", "SYSTEM",
-	};
-
-	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "UNKNOWN";
-}
-
-int cli_print_json(struct json_object *obj)
-{
-	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(obj);
-	return 0;
-}
-
-int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
-{
-	const char *text = msg ? msg : npushm_last_error();
-
-	if (!*text)
-		text = npushm_strerror(st);
-	fprintf(stderr, "npushm: %s\n", text);
-	if (o && o->json) {
-		struct json_object *err = json_object_new_object();
-		struct json_object *root = json_object_new_object();
-
-		json_object_object_add(err, "status", json_object_new_string(cli_status_name(st)));
-		json_object_object_add(err, "message", json_object_new_string(text));
-		json_object_object_add(root, "error", err);
-		cli_print_json(root);
-	}
-	return 1;
-}
-
-npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc)
-{
-	npushm_dev_t *dev;
-	npushm_status_t st = npushm_dev_open(o->backend, &dev);
-
-	if (st) {
-		*rc = cli_fail(o, st, NULL);
-		return NULL;
-	}
-	return dev;
-}
-
-const char *cli_size(unsigned long long b, char *buf, unsigned len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-	return buf;
 }
 
 /*
@@ -280,6 +221,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "no-dedup", no_argument, NULL, 'D' },
 		{ "replace", no_argument, NULL, 'R' },
+		{ "per-node", no_argument, NULL, 'P' },
 		{ "dtype", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "all", no_argument, NULL, 'a' },
@@ -304,7 +246,7 @@ int main(int argc, char **argv)
 	}
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jn:m:DRqab:hVt:", longopts, NULL)) != -1 || optind < argc) {
+	while ((c = getopt_long(argc, argv, "+:jn:m:DRPqab:hVt:", longopts, NULL)) != -1 || optind < argc) {
 		if (c == -1) {
 			/* A positional argument: the command or its operands. */
 			if (!cmd)
@@ -320,6 +262,7 @@ int main(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		case 'D': o.no_dedup = true; break;
 		case 'R': o.replace = true; break;
+		case 'P': o.per_node = true; break;
 		case 't':
 			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8") &&
 			    strcmp(optarg, "q4"))
@@ -376,8 +319,8 @@ int main(int argc, char **argv)
 	}
 	if (!o.quiet && !getenv("NPUSHM_LOG"))
 		npushm_log_set(hold_warning, NULL, NPUSHM_LOG_WARN);
-	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace || o.dtype))
-		return usage_error("%s", "--name, --dtype, --mode, --no-dedup and --replace belong to load");
+	if (strcmp(cmd, "load") && (o.name || o.mode || o.no_dedup || o.replace || o.dtype || o.per_node))
+		return usage_error("%s", "--name, --dtype, --mode, --no-dedup, --replace and --per-node belong to load");
 	if (o.all && strcmp(cmd, "ls") && strcmp(cmd, "list"))
 		return usage_error("%s", "--all belongs to ls");
 	if (!strcmp(cmd, "load")) {

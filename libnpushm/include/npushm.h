@@ -95,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 5	/* the newest version node: NPUSHM_1.5 */
+#define NPUSHM_VERSION_MINOR 6	/* the newest version node: NPUSHM_1.6 */
 
 /* ------------------------------------------------------------------ status */
 
@@ -463,6 +463,8 @@ typedef void (*npushm_progress_fn)(void *arg, npushm_load_stage_t stage, uint64_
 #define NPUSHM_LOAD_NO_DEDUP	(1U << 0)	/* always make a new copy */
 #define NPUSHM_LOAD_REPLACE	(1U << 1)	/* since 1.2: a name holding other content is
 						 * moved to the new model atomically */
+#define NPUSHM_LOAD_PER_NODE	(1U << 2)	/* since 1.5: one sealed copy per NUMA node
+						 * with CPUs (see npushm_model_load) */
 
 /* Bytes of a packed layout's tag, NUL included. */
 #define NPUSHM_LAYOUT_TAG_MAX	256
@@ -526,6 +528,17 @@ typedef struct npushm_load_result {
  * is the content hash of the tensors and the layouts (docs/weights.md): a
  * packed model is never taken for the plain one, and the "already loaded"
  * shortcut does not apply (a taken name is EXISTS unless replacing).
+ * With NPUSHM_LOAD_PER_NODE (since 1.5), one sealed copy is placed on each
+ * NUMA node that has CPUs and memory, each in that node's memory (allocated
+ * with the loading thread's memory bound to the node, every page checked
+ * with move_pages(2)): @name and "@name@nodeN" name the first node's copy,
+ * "@name@nodeM" each other node's; all hold the same bytes and content
+ * hash; @result describes the first. Nothing is published unless every
+ * copy is made (a full node: NO_SPACE or NO_MEMORY naming the node). Such a
+ * load never reuses a published copy (no dedup); "already loaded" needs
+ * every node's copy. npushm_model_attach() then maps the copy of the
+ * calling thread's node (npushm_model_node()), npushm_model_remove()
+ * removes all of them.
  * @result [out] may be NULL.
  */
 NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path, const char *name,
@@ -541,8 +554,8 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
  */
 NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], char hex[33]);
 /*
- * Remove the model name @name; when no other model name refers to its
- * region, its hash alias too (the memory goes when the last user detaches).
+ * Remove the model name @name, and since 1.5 its per-node copies' names;
+ * when no other model name refers to its region, its hash alias too (the memory goes when the last user detaches).
  */
 NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *name);
 
@@ -588,6 +601,12 @@ NPUSHM_API npushm_status_t npushm_model_layout_at(const npushm_model_t *model, s
 NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *model, const char *name,
 						    npushm_layout_t *l);
 /* The read-only mapping of the whole region (manifest included). */
+/*
+ * Since 1.5: the NUMA node whose copy of the model @model maps (a model
+ * loaded with NPUSHM_LOAD_PER_NODE, attached from a thread running there),
+ * or -1: the model's own region (no per-node copies, or none for that node).
+ */
+NPUSHM_API int npushm_model_node(const npushm_model_t *model);
 NPUSHM_API const void *npushm_model_base(const npushm_model_t *model);
 
 struct DLManagedTensor;

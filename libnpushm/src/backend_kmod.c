@@ -176,11 +176,16 @@ static void pool_figures(npushm_dev_t *dev, npushm_dev_info_t *di)
 static npushm_status_t kmod_size(npushm_dev_t *dev, npushm_region_t *r, uint64_t size)
 {
 	npushm_dev_info_t di;
-	int err;
+	int err, ret;
 
-	if (!ftruncate(r->fd, (off_t)size))
-		return NPUSHM_OK;
+	if (!npi_alloc_node_bind())
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, errno,
+				"the kernel refuses to bind memory to NUMA node %d", npi_alloc_node);
+	ret = ftruncate(r->fd, (off_t)size);
 	err = errno;
+	npi_alloc_node_unbind();
+	if (!ret)
+		return NPUSHM_OK;
 	pool_figures(dev, &di);
 	if (err == ENOSPC)
 		return npi_fail(NPUSHM_ERR_NO_SPACE, err,

@@ -149,9 +149,19 @@ static npushm_status_t fill_from_fd(npushm_region_t *r)
  */
 static npushm_status_t allocate_now(npushm_dev_t *dev, int fd, uint64_t size, bool *done)
 {
+	int ret;
+
 	if (done)
 		*done = false;
-	if (fallocate(fd, 0, 0, (off_t)size)) {
+	if (!npi_alloc_node_bind())
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, errno,
+				"the kernel refuses to bind memory to NUMA node %d", npi_alloc_node);
+	ret = fallocate(fd, 0, 0, (off_t)size);
+	if (ret)
+		ret = errno;
+	npi_alloc_node_unbind();
+	errno = ret;
+	if (ret) {
 		if (errno == ENOSPC || errno == ENOMEM)
 			return npi_fail(NPUSHM_ERR_NO_SPACE, errno,
 					"posix backend: %s has no room for %llu bytes; free some or use a bigger tmpfs",

@@ -39,6 +39,19 @@ struct npi_saved_error {
 void npi_error_save(struct npi_saved_error *s);
 npushm_status_t npi_error_restore(const struct npi_saved_error *s);
 
+/* ----------------------------------------------------------- placement */
+
+/*
+ * model_nodes.c: while >= 0, the backends size a new region (the system
+ * call that allocates its memory, and nothing else) with the calling
+ * thread's memory policy preferring this NUMA node; -1 otherwise. Per
+ * thread.
+ */
+extern __thread int npi_alloc_node;
+/* Run by the backends around that system call: false when the kernel refused the policy. */
+bool npi_alloc_node_bind(void);
+void npi_alloc_node_unbind(void);
+
 /* ------------------------------------------------------------------- log */
 
 void npi_log(npushm_log_level_t level, const char *fmt, ...) NPI_PRINTF(2, 3);

@@ -21,6 +21,7 @@ struct npushm_model {
 	uint64_t region_id;
 	struct npi_manifest_view view;
 	char *name;
+	int node;			/* the NUMA node whose copy this is, -1: the model's own */
 };
 
 void npi_model_ref(npushm_model_t *m);
@@ -29,5 +30,9 @@ void npi_model_unref(npushm_model_t *m);
 npushm_status_t npi_model_not_found(const char *name);
 /* model_remove.c: drop the hash alias of @r if it is the last name left (after a name moved away). */
 void npi_model_drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char *why);
+/* model_replicas.c: switch @m to the copy of the calling thread's node, if the model has one. */
+npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, npushm_model_t *m);
+/* model_replicas.c: unlink every "NAME@nodeN". */
+void npi_replicas_remove(npushm_dev_t *dev, const char *name);
 
 #endif

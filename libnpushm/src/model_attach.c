@@ -8,7 +8,8 @@
  * pages are touched, so the cost does not grow with the model's size; the
  * tensor data is faulted in by whoever reads it. Lookups are a binary search
  * over the name-sorted table. A model is immutable after attach and safe to
- * share between threads.
+ * share between threads. A model loaded with one copy per NUMA node is
+ * attached through the copy of the calling thread's node (model_replicas.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -80,6 +81,8 @@ NPUSHM_API npushm_status_t npushm_model_attach_dev(npushm_dev_t *dev, const char
 		goto out;
 	}
 	st = npi_manifest_check(m->base, m->size, &m->view);
+	if (!st)
+		st = npi_replicas_attach_local(dev, name, m);
 	if (st) {
 		npi_error_prefix("cannot attach model '%s'", name);
 		goto out;
@@ -138,6 +141,11 @@ NPUSHM_API void npushm_model_info(const npushm_model_t *m, npushm_model_info_t *
 NPUSHM_API size_t npushm_model_tensor_count(const npushm_model_t *m)
 {
 	return m ? (size_t)m->view.hdr->tensor_count : 0;
+}
+
+NPUSHM_API int npushm_model_node(const npushm_model_t *m)
+{
+	return m ? m->node : -1;
 }
 
 NPUSHM_API const void *npushm_model_base(const npushm_model_t *m)

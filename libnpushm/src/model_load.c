@@ -14,6 +14,9 @@
  * alias "xxh3:<hex>"; a later load of identical bytes publishes its name on
  * the aliased region and drops its own copy, and a load that finds no room
  * for its copy hashes the file alone and looks for that alias.
+ * NPUSHM_LOAD_PER_NODE: the region is allocated on the first node with
+ * CPUs, and after the seal one copy per other node is made before anything
+ * is published (model_replicas.c); such a load never reuses a copy.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -299,6 +302,10 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 				"cannot load '%s': the name '%s' already holds this file but with mode %04o, not %04o; run `npushm rm %s` first or replace it with --replace",
 				ld->path, ld->name, info.mode, want, ld->name);
 	}
+	if (ld->rep.count && !npi_replicas_complete(ld, dev, ld->hash)) {
+		what = " without a copy on every NUMA node";
+		goto taken;
+	}
 	*done = true;
 	ld->used_id = other->id;
 	ld->used_size = other->size;
@@ -340,7 +347,8 @@ static npushm_status_t publish(struct load *ld, npushm_dev_t *dev, npushm_load_r
 	bool dedup = false;
 	npushm_status_t st;
 
-	if (!(ld->opts && (ld->opts->flags & NPUSHM_LOAD_NO_DEDUP))) {
+	/* Per node: a published copy may lie anywhere, so never reuse one. */
+	if (!(ld->opts && (ld->opts->flags & NPUSHM_LOAD_NO_DEDUP)) && !ld->rep.count) {
 		st = try_dedup(ld, dev, &dedup);
 		if (st)
 			return st;
@@ -349,7 +357,14 @@ static npushm_status_t publish(struct load *ld, npushm_dev_t *dev, npushm_load_r
 		ld->used_id = ld->r->id;
 		ld->used_size = ld->r->size;
 		npi_load_progress(ld, NPUSHM_LOAD_PUBLISH, 0, 1);
+		if (ld->rep.count) {
+			st = npi_replicas_publish(ld, dev, publish_flags(ld));
+			if (st)
+				return st;
+		}
 		st = npushm_region_publish(ld->r, ld->name, ld->mode, publish_flags(ld));
+		if (st && ld->rep.count)
+			npi_replicas_unpublish(ld, dev);
 		if (st == NPUSHM_ERR_EXISTS)
 			return name_taken(ld, "");
 		if (st) {
@@ -418,7 +433,8 @@ static npushm_status_t check_args(npushm_dev_t *dev, const char *path, const cha
 	*mode = opts && opts->mode ? opts->mode : 0640;
 	if (*mode & ~0666u)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "mode %04o is not a subset of 0666", *mode);
-	if (opts && (opts->flags & ~(NPUSHM_LOAD_NO_DEDUP | NPUSHM_LOAD_REPLACE)))
+	if (opts && (opts->flags & ~(NPUSHM_LOAD_NO_DEDUP | NPUSHM_LOAD_REPLACE |
+				     NPUSHM_LOAD_PER_NODE)))
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_load: unknown flags 0x%x", opts->flags);
 	return NPUSHM_OK;
 }
@@ -439,6 +455,8 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 	st = check_args(dev, path, name, opts, &ld.mode);
 	if (st)
 		return st;
+	if (opts && (opts->flags & NPUSHM_LOAD_PER_NODE))
+		ld.rep.count = npi_nodes_with_cpus(ld.rep.nodes);
 	ld.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (ld.fd < 0) {
 		int err = errno;
@@ -470,11 +488,14 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 	st = npi_load_plan(ld.h, &ld.l, dev->page_size, packer_of(&ld));
 	if (st)
 		goto out;
-	st = npushm_region_alloc(dev, ld.l.region_size, NPUSHM_ALLOC_LAZY, &ld.r);
+	if (ld.rep.count)
+		st = npi_replicas_alloc(&ld, dev, ld.l.region_size, ld.rep.nodes[0], &ld.r);
+	else
+		st = npushm_region_alloc(dev, ld.l.region_size, NPUSHM_ALLOC_LAZY, &ld.r);
 	if (!st)
 		st = start_copy(&ld);
 	if ((st == NPUSHM_ERR_NO_SPACE || st == NPUSHM_ERR_QUOTA) &&
-	    !(opts && (opts->flags & NPUSHM_LOAD_NO_DEDUP)) && !packer_of(&ld)) {
+	    !(opts && (opts->flags & NPUSHM_LOAD_NO_DEDUP)) && !packer_of(&ld) && !ld.rep.count) {
 		st = reuse_without_room(&ld, dev, result);
 		goto out;
 	}
@@ -506,6 +527,11 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		npi_error_prefix("cannot load '%s'", path);
 		goto out;
 	}
+	if (ld.rep.count) {
+		st = npi_replicas_make(&ld, dev);
+		if (st)
+			goto out;
+	}
 	if (replacing(&ld)) {
 		/* The model the name leaves: its alias goes too if nothing else names it. */
 		struct npi_saved_error saved;
@@ -521,6 +547,7 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 	if (!st)
 		npi_load_progress(&ld, NPUSHM_LOAD_DONE, 1, 1);
 out:
+	npi_replicas_free(&ld.rep);
 	npushm_region_close(old);
 	free(manifest);
 	if (ld.map)

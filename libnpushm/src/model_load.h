@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "model_nodes.h"
 #include "safetensors.h"
 
 #define LOAD_CHUNK (1u << 20)		/* bytes per read; fits in L2 */
@@ -40,6 +41,13 @@ struct layout {
 	uint64_t tags_size;
 };
 
+/* NPUSHM_LOAD_PER_NODE: the nodes that get a copy; copy[0] is the load's own region (ld->r) */
+struct replicas {
+	int count;			/* 0: not a per-node load */
+	int nodes[NPI_MAX_NODES];
+	npushm_region_t *copy[NPI_MAX_NODES];
+};
+
 struct load {
 	const char *path;
 	const char *name;
@@ -56,6 +64,7 @@ struct load {
 	uint8_t source_hash[16];	/* the file's */
 	char hash_hex[33];
 	uint64_t used_id, used_size;	/* the region the name ended up on */
+	struct replicas rep;
 };
 
 /* Call the load's progress callback, if any. */
@@ -80,5 +89,19 @@ npushm_status_t npi_load_put(npushm_region_t *r, void *map, const void *buf, siz
 npushm_status_t npi_load_copy(struct load *ld);
 /* model_copy_direct.c: the same, reading straight into the mapped region ld->map. */
 npushm_status_t npi_load_copy_direct(struct load *ld);
+
+/* model_replicas.c: the per-node copies (NPUSHM_LOAD_PER_NODE). */
+/* A region of @size bytes allocated now with this thread's memory bound to @node. */
+npushm_status_t npi_replicas_alloc(struct load *ld, npushm_dev_t *dev, uint64_t size, int node,
+				   npushm_region_t **rp);
+/* ld->r sealed: check it lies on the first node, make and seal the other copies. */
+npushm_status_t npi_replicas_make(struct load *ld, npushm_dev_t *dev);
+/* Publish "NAME@nodeN" for every copy (all or none). */
+npushm_status_t npi_replicas_publish(struct load *ld, npushm_dev_t *dev, uint32_t flags);
+/* Unlink them again (NAME could not be published). */
+void npi_replicas_unpublish(struct load *ld, npushm_dev_t *dev);
+/* Whether every node's copy is published with content hash @hash. */
+bool npi_replicas_complete(const struct load *ld, npushm_dev_t *dev, const uint8_t hash[16]);
+void npi_replicas_free(struct replicas *rep);
 
 #endif

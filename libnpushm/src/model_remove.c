@@ -6,7 +6,8 @@
  *
  * The region itself is never destroyed here: it goes away when the last
  * name, handle and mapping are gone, so attached workers keep running.
- * A name that is not a model is removed like npushm_name_unlink().
+ * A name that is not a model is removed like npushm_name_unlink(). The
+ * per-node copies of a model ("NAME@nodeN") go with its name.
  */
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,7 @@ NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *na
 		npi_error_prefix("cannot remove model '%s'", name);
 		goto out;
 	}
+	npi_replicas_remove(dev, name);
 	if (alias[0] && strcmp(alias, name)) {
 		snprintf(why, sizeof(why), "model '%s' removed", name);
 		drop_lone_alias(dev, r, alias, why);

@@ -335,6 +335,29 @@ def sparse_model(name, nbytes, fill=0):
     return path
 
 
+def test_load_per_node_publishes_a_copy_per_node_and_rm_removes_them():
+    path = model_file("pn.safetensors", seed=7)
+    name = PFX + "pn"
+    a = load(path, name, "--per-node")
+    check(a["per_node"] and not a["deduplicated"])
+    names = region_names()
+    copies = sorted(n for n in names if n.startswith(name + "@node"))
+    diag("copies: %s" % copies)
+    check(copies and names[copies[0]]["id"] == a["region_id"], "the first node's copy is NAME's")
+    check(len({names[c]["id"] for c in copies}) == len(copies), "one region per node")
+    info, _ = cli_json("info", name)
+    check(info["hash"] == a["hash"] and info["node"] >= -1)
+    again = load(path, name, "--per-node")
+    check(again["already_loaded"])
+    cli("rm", name)
+    created.discard(name)
+    names = region_names(all_=False)
+    check(name not in names and not [n for n in names if n.startswith(name + "@node")],
+          "rm removes every copy")
+    p = cli("ls", "--per-node", expect=2)
+    check("--per-node" in p.stderr and "load" in p.stderr)
+
+
 def region_names(all_=True):
     ls, _ = cli_json("ls", *(["--all"] if all_ else []))
     return {n["name"]: r for r in ls["regions"] for n in r["names"]}

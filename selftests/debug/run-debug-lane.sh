@@ -4,8 +4,9 @@
 # run-debug-lane.sh - the debug-kernel lane (make check-debug): build or reuse
 # the cached debug kernel, build npushm.ko against it (apart from the stock
 # build), boot it with selftests/vm/run-vm.sh, run the module selftests and the
-# fault-injection pass inside, scan kmemleak twice, and print TAP: one result
-# per step and per detector, each pass's own TAP indented as subtests.
+# fault-injection pass inside, scan kmemleak twice, and print TAP through
+# tools/tap.sh: one result per step, every test of each pass (folded in,
+# prefixed "suite" or "fault pass"), one result per detector (check-logs.sh).
 #
 #   run-debug-lane.sh [--if-cached]
 #
@@ -34,25 +35,22 @@ fopts=${DEBUG_FAULT_OPTS:---slab --page --arm}
 tmo=${DEBUG_TIMEOUT:-3600}
 mem=${DEBUG_VM_MEM:-2G}
 work=$BUILD/debug
-plan=12
-n=0
-failed=0
+. "$top/tools/tap.sh"
 
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-notok() { n=$((n + 1)); failed=1; echo "not ok $n $*"; }
+ok() { result 0 "$*"; }
+notok() { result 1 "$*"; }
 comment() { sed 's/^/# /'; }
-bail() { # the remaining results cannot be produced: report them as failed
-	while [ "$n" -lt "$plan" ]; do notok "not run: $1"; done
+bail() { # after a failed step nothing more can run: the plan, and out
+	echo "# the lane stopped: $1"
+	tap_end
 	exit 1
 }
 
-echo "TAP version 13"
 if [ "${1:-}" = --if-cached ] && ! "$here/build-kernel.sh" --cached 2>/dev/null; then
-	echo "1..1"
-	echo "ok 1 debug-kernel lane # SKIP no cached debug kernel at $("$here/build-kernel.sh" --dir 2>/dev/null) (warm it: make debug-kernel)"
+	tap_skip "debug-kernel lane" "no cached debug kernel at $("$here/build-kernel.sh" --dir 2>/dev/null) (warm it: make debug-kernel)"
+	tap_end
 	exit 0
 fi
-echo "1..$plan"
 
 # 1. The kernel (reused when cached).
 t0=$(date +%s)
@@ -142,27 +140,28 @@ else
 	tail -n 40 "$vmout/console.log" 2>/dev/null | comment
 fi
 
-# 4-5. The passes, with their own TAP as indented subtests.
-passresult() { # passresult NAME DESCRIPTION
-	local rc secs
+# The passes: every test of each folded in (a pass that did not get to its
+# end, or exited non-zero without a failing test, adds a failing result).
+passresult() { # passresult NAME PREFIX
+	local rc
 	if [ ! -f "$vmout/pass-$1.rc" ]; then
 		notok "$2: did not run to the end"
 		return
 	fi
-	sed 's/^/    /' "$vmout/pass-$1.tap"
-	rc=$(cat "$vmout/pass-$1.rc") secs=$(cat "$vmout/pass-$1.secs" 2>/dev/null)
-	if [ "$rc" = 0 ]; then ok "$2 (${secs} s)"; else notok "$2: exit status $rc (${secs} s)"; fi
+	rc=$(cat "$vmout/pass-$1.rc")
+	echo "# $2: exit status $rc after $(cat "$vmout/pass-$1.secs" 2>/dev/null) s"
+	tap_fold "$2" "$rc" "" < "$vmout/pass-$1.tap"
 }
-passresult suite "module selftests: $suite"
+passresult suite "suite"
 if [ -n "$fsuite" ]; then
-	passresult fault "fault-injection pass: fail-inject.sh $fopts -- $fsuite"
+	passresult fault "fault pass"
 else
-	ok "fault-injection pass # SKIP DEBUG_FAULT_SUITE is empty"
+	tap_skip "fault-injection pass" "DEBUG_FAULT_SUITE is empty"
 fi
 
-# 6-12. The detectors.
-"$here/check-logs.sh" "$vmout" $((n + 1)) "$kmodname" || failed=1
-if [ "$failed" = 1 ]; then
+# The detectors, a result each.
+part detectors "$here/check-logs.sh" "$vmout" "$kmodname"
+if [ "$failed" != 0 ]; then
 	echo "# debug lane FAILED: console $vmout/console.log, kernel log $vmout/dmesg.txt, kmemleak $vmout/kmemleak.txt"
 fi
-exit $failed
+tap_end

@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# standin-tests.sh - a stand-in module suite for the debug lane, until (and
-# besides) selftests/run-module-tests.sh: exercises kernel code in the VM and
-# prints TAP. Also the lane's own smoke test:
+# standin-tests.sh - the debug lane's own smoke test: a small suite that
+# needs no npushm selftest (veth, netns, soft-RoCE, memfds and the
+# fault-injection machinery on plain syscalls), TAP through tools/tap.sh:
 #   make check-debug DEBUG_SUITE=selftests/debug/standin-tests.sh \
 #        DEBUG_FAULT_SUITE='selftests/debug/standin-tests.sh --fault'
 #
@@ -17,9 +17,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 fi=$here/fail-inject.sh
 ko=${NPUSHM_KO:-}
 mod=$(basename "${ko:-none}" .ko | tr - _)
-n=0 bad=0
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-notok() { n=$((n + 1)); bad=1; echo "not ok $n $*"; }
+. "$here/../../tools/tap.sh"
+ok() { result 0 "$*"; }
+notok() { result 1 "$*"; }
 check() { # check DESCRIPTION COMMAND...: one result from a command's status
 	d=$1; shift
 	o=$("$@" 2>&1); r=$?
@@ -28,8 +28,6 @@ check() { # check DESCRIPTION COMMAND...: one result from a command's status
 }
 
 if [ "${1:-}" = --fault ]; then
-	echo "TAP version 13"
-	echo "1..4"
 	# 1. fail-nth loops: every injected failure gives a clean errno.
 	o=$("$fi" --slab --page --arm -- fault-loop syscalls 2>&1); r=$?
 	printf '%s\n' "$o" | sed 's/^/    /'
@@ -65,18 +63,17 @@ if [ "${1:-}" = --fault ]; then
 		printf '%s\n' "$o" | sed 's/^/    /'
 		if [ "$r" = 0 ]; then ok "module init through every injection point ($mod)"; else notok "module init through every injection point ($mod)"; fi
 	else
-		ok "module init through every injection point # SKIP NPUSHM_KO not set"
+		tap_skip "module init through every injection point" "NPUSHM_KO not set"
 	fi
-	exit $bad
+	tap_end
+	exit
 fi
 
-echo "TAP version 13"
-echo "1..5"
 if [ -n "$ko" ]; then
 	# shellcheck disable=SC2086
 	check "insmod $mod ${NPUSHM_TEST_PARAMS:-}" insmod "$ko" ${NPUSHM_TEST_PARAMS:-}
 else
-	ok "insmod # SKIP NPUSHM_KO not set"
+	tap_skip "insmod" "NPUSHM_KO not set"
 fi
 
 ns=dbglane$$
@@ -98,6 +95,6 @@ case "$o" in *"200 calls, 0 failed"*) ok "memfd_create x200" ;; *) notok "memfd_
 if [ -n "$ko" ]; then
 	check "rmmod $mod" rmmod "$mod"
 else
-	ok "rmmod # SKIP NPUSHM_KO not set"
+	tap_skip "rmmod" "NPUSHM_KO not set"
 fi
-exit $bad
+tap_end

@@ -15,7 +15,15 @@
 # tree with boot/vmlinuz-* and lib/modules/*, default $BUILD/kernel/root),
 # VM_APPEND (extra kernel arguments), VM_SMP (default 2), VM_NUMA_NODE1 (a
 # size in MiB: the guest gets a second NUMA node of that much memory and no
-# CPUs, taken from MEM, as a CXL expander appears), VM_QUIET=1 (do not
+# CPUs, taken from MEM, as a CXL expander appears), VM_NUMA_SPLIT=1 (instead:
+# two NUMA nodes, each with half of MEM and one CPU, each CPU a socket of its
+# own (VM_SMP is ignored): a
+# two-socket host in small), VM_IVSHMEM (a size in MiB: a PCI
+# ivshmem-plain device, id ivshmem0 on a hot-pluggable PCIe root port (and
+# a spare memory backend, ivshmem0-spare, to plug one back), whose
+# BAR 2 is that much memory; its PCI address is written to
+# OUTDIR/ivshmem-address; the guest may then drive qemu's monitor through
+# OUTDIR, NPUSHM_VM_OUT to it: selftests/vm/qmp-relay.py), VM_QUIET=1 (do not
 # echo the console), VM_STORM_LIMIT (stop the VM after this many WARNING/BUG
 # lines, default 200), VM_REPORTS_JUDGED_BY (kernel reports do not fail the
 # run here: the named caller judges them; the debug lane, whose fault pass
@@ -86,7 +94,7 @@ fi
 # The script the guest runs: the command, in this directory, with this PATH.
 {
 	echo "cd '$(pwd)' || exit 1"
-	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 CI='${CI:-}'"
+	echo "export PATH='$PATH' BUILD='$BUILD' NPUSHM_IN_VM=1 NPUSHM_VM_OUT='$out' CI='${CI:-}'"
 	# The project's own settings (NPUSHM_*, NPCCL_*, NPT_*) pass through.
 	for v in $(compgen -e | grep -E '^(NPUSHM|NPCCL|NPT)_[A-Za-z0-9_]*$'); do
 		printf 'export %s=%q\n' "$v" "${!v}"
@@ -132,10 +140,40 @@ if [ -n "${VM_NUMA_NODE1:-}" ]; then
 	      -numa "node,nodeid=1,memdev=m1")
 fi
 
+smp=${VM_SMP:-2}
+if [ "${VM_NUMA_SPLIT:-0}" = 1 ]; then
+	case "$mem" in
+	*G) total=$((${mem%G} * 1024)) ;;
+	*M) total=${mem%M} ;;
+	*) total=$mem ;;
+	esac
+	smp=2,sockets=2,cores=1,threads=1
+	numa=(-object "memory-backend-ram,id=m0,size=$((total / 2))M"
+	      -object "memory-backend-ram,id=m1,size=$((total - total / 2))M"
+	      -numa "node,nodeid=0,cpus=0,memdev=m0"
+	      -numa "node,nodeid=1,cpus=1,memdev=m1")
+fi
+ivshmem=()
+if [ -n "${VM_IVSHMEM:-}" ]; then
+	# Bus 1 behind the root port in slot 1 of q35's root bus.
+	# ivshmem0-spare: a device plugged back after device_del needs a memory
+	# backend of its own (qemu 7.2 asserts on a backend used before).
+	ivshmem=(-object "memory-backend-ram,id=ivshmem0-mem,size=${VM_IVSHMEM}M,share=on"
+		 -object "memory-backend-ram,id=ivshmem0-spare,size=${VM_IVSHMEM}M,share=on"
+		 -device "pcie-root-port,id=ivshmem0-port,chassis=1,slot=1"
+		 -device "ivshmem-plain,memdev=ivshmem0-mem,bus=ivshmem0-port,id=ivshmem0")
+	echo "0000:01:00.0" > "$out/ivshmem-address"
+	# Hot-unplug and plug from the guest: its requests relayed to qemu's QMP.
+	rm -f "$out/qmp.sock" "$out/qmp-request" "$out/qmp-reply"
+	ivshmem+=(-qmp "unix:$out/qmp.sock,server=on,wait=off")
+	/usr/bin/python3 "$here/qmp-relay.py" "$out" &
+	relay=$!
+fi
+
 set +e
 if [ "${VM_QUIET:-0}" = 1 ]; then sink=/dev/null; else sink=/dev/stdout; fi
 timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
-	-machine q35 -cpu max -smp "${VM_SMP:-2}" -m "$mem" -accel tcg "${numa[@]}" \
+	-machine q35 -cpu max -smp "$smp" -m "$mem" -accel tcg "${numa[@]}" "${ivshmem[@]}" \
 	-nodefaults -no-reboot -display none -monitor none \
 	-chardev stdio,id=con,signal=off -serial chardev:con \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
@@ -146,8 +184,8 @@ timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
 	-kernel "$kimg" -initrd "$irf" -append "$append" </dev/null 2>&1 |
 	tee "$out/console.log" > "$sink"
 qrc=${PIPESTATUS[0]}
-kill "$watcher" 2>/dev/null
-wait "$watcher" 2>/dev/null
+kill "$watcher" ${relay:-} 2>/dev/null
+wait "$watcher" ${relay:-} 2>/dev/null
 set -e
 [ -f "$out/storm" ] && cat "$out/storm" >&2
 

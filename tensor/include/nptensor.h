@@ -403,6 +403,13 @@ NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes);
  *  chosen at run time. Results do not depend on the thread count. */
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
 				   int64_t k, float *y);
+/** npt_q4_linear on rows ldq bytes apart (ldq >= k / NPT_Q4_GROUP * 18): W is
+ *  the [n, k] block of a wider 4-bit weight whose rows start at q, q + ldq,
+ *  ..., for example columns [c, c + k) of a [N, K] weight (c and k multiples
+ *  of NPT_Q4_GROUP: q = its bytes + c / NPT_Q4_GROUP * 18, ldq = K /
+ *  NPT_Q4_GROUP * 18). (NPTENSOR_1.1) */
+NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
+					   int64_t n, int64_t k, float *y);
 
 /* ---- decode-step products ------------------------------------------------------
  * y[m, n] = x[m, k] @ W^T for the few input rows of a decoder's decode step,

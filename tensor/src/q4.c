@@ -12,17 +12,24 @@
  * divided by -8, so that element is exactly -8 * d and the rest round to
  * the nearest step, clamped to 0..15.
  *
- * The product: each pool thread takes a range of output rows and reads each
+ * The product (npt_q4_linear; npt_q4_linear_strided reads rows further apart:
+ * a column slice of a wider weight, as a tensor-parallel rank reads its
+ * columns in place): each pool thread takes a range of output rows and reads each
  * weight byte once per call whatever M is. Up to NPT_Q4_INT_ROWS input rows
  * (decode) on AVX2 CPUs: every input row is first quantised per group of
  * 32 to int8 (scale max |x| / 127, round to nearest even), and each group's
  * product is an exact integer dot product (maddubs/madd) minus 8 x the sum
  * of the input's group, times the two scales: the arithmetic of llama.cpp's
- * Q4_0 x Q8_0. On AVX512_VNNI CPUs the decode rows go 4 groups per step:
- * the 4 blocks' 16 bytes side by side in one 64-byte vector, their low and
- * high nibbles against the input laid out to match (prepared once per call)
- * by two VNNI dot products, each 4-lane group's int32 sum scaled by its
- * weight scale (16 gathered at once) times its input scale. More rows
+ * Q4_0 x Q8_0. On CPUs with AVX512_VNNI and VBMI the decode rows go 4
+ * groups per step: a byte permutation of the 4 blocks' 72 bytes puts their
+ * 16-byte halves side by side in one 64-byte vector and their 4 scales in
+ * another, the low and high nibbles meet the input laid out to match
+ * (prepared once per call) in two VNNI dot products, and each 4-lane
+ * group's int32 sum is scaled by its weight scale times its input scale.
+ * Each thread reads 4 parts of its rows side by side (4 streams from
+ * memory) with a software prefetch 4 KiB ahead: with this much arithmetic
+ * per byte, one stream and the hardware prefetcher alone left the memory
+ * idle half of the time. More rows
  * (prefill) on AVX512_VNNI CPUs: the same integer
  * arithmetic in tiles, for every input row quantised the same way. Each
  * thread takes 16 weight rows at a time and lays their 4-bit values out as
@@ -35,18 +42,23 @@
  * weight row at a time is expanded into a float row in L1 and dotted with
  * every input row in float (AVX2 with F16C and FMA, AVX-512, or a portable
  * loop). A row's sum is computed by one thread in a fixed order: results do
- * not depend on the thread count.
+ * not depend on the thread count. The kernels are chosen at run time from
+ * the CPU's features, capped by $NPT_DECODE_ISA (decode_isa.h).
  */
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_isa.h"
 #include "internal.h"
 
 #define G NPT_Q4_GROUP
 #define BLOCK (2 + G / 2)
 #define NPT_Q4_INT_ROWS 4
+#ifndef PREFETCH
+#define PREFETCH 2048
+#endif
 
 NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes)
 {
@@ -194,19 +206,28 @@ __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const
 	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-/* x [k] to int8 groups: q [k], scale [k / G], group sums [k / G] */
+/*
+ * x [k] to int8 groups: q [k], scale [k / G], group sums [k / G]: scale max
+ * |x| / 127, q = x * (127 / max |x|) rounded to nearest even (adding and
+ * taking away 1.5 x 2^23 rounds so, as |x * 127 / max| <= 127; no libm call)
+ */
 static void quant_row(const float *x, int64_t k, int8_t *q, float *scale, int32_t *sum)
 {
 	for (int64_t b = 0; b < k / G; b++) {
 		float amax = 0, id;
 		int32_t s = 0;
 
-		for (int j = 0; j < G; j++)
-			amax = fmaxf(amax, fabsf(x[b * G + j]));
+		for (int j = 0; j < G; j++) {
+			float a = fabsf(x[b * G + j]);
+
+			amax = a > amax ? a : amax;
+		}
 		scale[b] = amax / 127.0f;
 		id = amax > 0 ? 127.0f / amax : 0;
 		for (int j = 0; j < G; j++) {
-			q[b * G + j] = (int8_t)nearbyintf(x[b * G + j] * id);
+			float r = (x[b * G + j] * id + 0x1.8p23f) - 0x1.8p23f;
+
+			q[b * G + j] = (int8_t)(int)r;
 			s += q[b * G + j];
 		}
 		sum[b] = s;
@@ -250,12 +271,13 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_int_avx2(const uint8_t
 #define TILE_N 16
 #define TILE_M 8
 
-/* 16 weight rows from @q (@rows of them real, the rest zero) into @w ([k/G][8][16][4]
+/* 16 weight rows from @q, @rb bytes apart (@rows of them real, the rest zero), into @w ([k/G][8][16][4]
  * unsigned 4-bit values) and @d ([k/G][16] scales) */
-__attribute__((target("avx2,f16c"))) static void tile_unpack(const uint8_t *q, int rows,
-							      int64_t k, uint8_t *w, float *d)
+__attribute__((target("avx2,f16c"))) static void tile_unpack(const uint8_t *q, int64_t rb,
+							      int rows, int64_t k, uint8_t *w,
+							      float *d)
 {
-	const int64_t rb = k / G * BLOCK, groups = k / G;
+	const int64_t groups = k / G;
 	const __m128i m4 = _mm_set1_epi8(15);
 
 	for (int c = 0; c < TILE_N; c++) {
@@ -326,19 +348,46 @@ __attribute__((target("avx512f,avx512vnni"))) static void tile_rows(
 /* per pool thread: an unpacked tile, kept between calls (the evaluation lock is held) */
 static struct { uint8_t *w; float *d; int64_t k; } tiles[256];
 
-/* ---- decode on AVX512_VNNI: 4 groups per step ---- */
+struct vnni_row;
 
-/* an input row laid out for dot_vnni: per 4 groups Q, the low halves of the 4
- * groups side by side (lo[Q]), the high halves (hi[Q]), and per 4-byte lane
- * -8 x the sum of its 8 inputs (corr[Q]) */
+typedef void (*expand_fn)(const uint8_t *, int64_t, float *);
+typedef float (*dot_fn)(const float *, const float *, int64_t);
+
+struct q4_job {
+	const float *x;
+	const uint8_t *q;
+	size_t ldq;		/* bytes between the weight's rows (k / G * BLOCK, or more) */
+	float *y;
+	int64_t m, n, k;
+	expand_fn expand;
+	dot_fn dot;
+	float *scratch;		/* a row of k floats per pool thread */
+	/* the integer paths: the m input rows quantised (NULL: the float path) */
+	int8_t *xq;
+	float *xs;
+	int32_t *xsum;
+	int tiles;		/* the prefill path: tasks are tiles of TILE_N weight rows */
+	const struct vnni_row *vx;	/* the decode path on VNNI CPUs (NULL: AVX2) */
+};
+
+/* ---- decode on AVX512_VNNI with VBMI: 4 groups per step ---- */
+
+/*
+ * An input row laid out for dot_vnni, per 4 groups Q: the low halves of the
+ * 4 groups side by side (lo[Q], 64 bytes: group j's inputs 0..15 at 16 j),
+ * their high halves (hi[Q]), per 4-byte lane -8 x the sum of the 8 inputs
+ * it meets (corr[Q], 16 int32: the start of the lane's integer sum) and
+ * each group's input scale 4 times (xs[Q], 16 floats).
+ */
 struct vnni_row {
 	int8_t *lo, *hi;
 	int32_t *corr;
+	float *xs;
 };
 
-static void vnni_layout(const int8_t *xq, int64_t k, struct vnni_row *v)
+static void vnni_layout(const int8_t *xq, const float *scale, int64_t k, struct vnni_row *v)
 {
-	for (int64_t b = 0; b < k / G; b++) {
+	for (int64_t b = 0; b < k / G / 4 * 4; b++) {
 		int64_t Q = b / 4, j = b % 4;
 
 		memcpy(v->lo + Q * 64 + j * 16, xq + b * G, 16);
@@ -349,6 +398,7 @@ static void vnni_layout(const int8_t *xq, int64_t k, struct vnni_row *v)
 			for (int e = 0; e < 4; e++)
 				t += v->lo[Q * 64 + j * 16 + l * 4 + e] + v->hi[Q * 64 + j * 16 + l * 4 + e];
 			v->corr[Q * 16 + j * 4 + l] = -8 * t;
+			v->xs[Q * 16 + j * 4 + l] = scale[b];
 		}
 	}
 }
@@ -372,77 +422,115 @@ static float dot_groups(const uint8_t *w, int64_t g0, int64_t g1, const int8_t *
 	return y;
 }
 
-__attribute__((target("avx512f,avx512vnni,avx512bw"))) static void dot_vnni(
-	const uint8_t *w, int64_t k, int64_t m, const struct vnni_row *v, const int8_t *xq,
-	const float *xs, const int32_t *xsum, float *y, int64_t ldy)
+/*
+ * @R weight rows (w[0..R)) against @m input rows: per 4 groups (72 bytes)
+ * of a row, one 64-byte load and one 8-byte load; a byte permutation (VBMI)
+ * puts the 4 groups' 16 nibble bytes side by side and another their 4
+ * scales, each 4 times, as 16 halves; two VNNI dots (low and high nibbles,
+ * from the lane's correction) give 16 exact int32 sums, 4 per group, which
+ * are scaled by weight scale x input scale into one float accumulator per
+ * (weight row, input row). The R rows are R streams from memory, read
+ * side by side, and each prefetched 4 KiB ahead: one stream with this much
+ * arithmetic per byte leaves the memory idle between its misses.
+ */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vnni,avx512vbmi")))
+void dot_vnni_rows(const uint8_t *const *w, int R, int64_t quads, int m, const struct vnni_row *v,
+		   float out[4][NPT_Q4_INT_ROWS])
 {
 	const __m512i m4 = _mm512_set1_epi8(15);
-	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
-								   5, 4, 3, 2, 1, 0),
-					       _mm512_set1_epi32(BLOCK));
-	const int64_t groups = k / G, chunks = groups / 16;
-	__m512 acc[NPT_Q4_INT_ROWS];
+	__m512i nib_idx, sc_idx;
+	__m512 acc[4][NPT_Q4_INT_ROWS];
+	uint8_t ni[64], si[64];
 
-	for (int i = 0; i < m; i++)
-		acc[i] = _mm512_setzero_ps();
-	for (int64_t c = 0; c < chunks; c++) {
-		const uint8_t *cb = w + c * 16 * BLOCK;
-		__m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, cb, 1)));
-		__m512 sc[NPT_Q4_INT_ROWS];
-
+	for (int j = 0; j < 4; j++)
+		for (int e = 0; e < 16; e++) {
+			ni[16 * j + e] = (uint8_t)(BLOCK * j + 2 + e);
+			si[16 * j + e] = 0;
+		}
+	for (int l = 0; l < 16; l++) {	/* half l = the scale of group l / 4 */
+		si[2 * l] = (uint8_t)(BLOCK * (l / 4));
+		si[2 * l + 1] = (uint8_t)(BLOCK * (l / 4) + 1);
+	}
+	nib_idx = _mm512_loadu_si512(ni);
+	sc_idx = _mm512_loadu_si512(si);
+	for (int r = 0; r < R; r++)
 		for (int i = 0; i < m; i++)
-			sc[i] = _mm512_mul_ps(dw, _mm512_loadu_ps(xs + i * groups + c * 16));
-		for (int jq = 0; jq < 4; jq++) {
-			const uint8_t *b = cb + jq * 4 * BLOCK + 2;
-			const int64_t Q = c * 4 + jq;
-			const __m512i pick = _mm512_set_epi32(4 * jq + 3, 4 * jq + 3, 4 * jq + 3,
-							      4 * jq + 3, 4 * jq + 2, 4 * jq + 2,
-							      4 * jq + 2, 4 * jq + 2, 4 * jq + 1,
-							      4 * jq + 1, 4 * jq + 1, 4 * jq + 1, 4 * jq,
-							      4 * jq, 4 * jq, 4 * jq);
-			__m512i r = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
-			__m512i lo, hi;
+			acc[r][i] = _mm512_setzero_ps();
+	for (int64_t Q = 0; Q < quads; Q++) {
+		__m512i lo[4], hi[4];
+		__m512 dw[4];
 
-			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + BLOCK)), 1);
-			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + 2 * BLOCK)), 2);
-			r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(b + 3 * BLOCK)), 3);
-			lo = _mm512_and_si512(r, m4);
-			hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
-			for (int i = 0; i < m; i++) {
-				const struct vnni_row *x = v + i;
-				__m512i t = _mm512_loadu_si512(x->corr + Q * 16);
+		for (int r = 0; r < R; r++) {
+			const uint8_t *p = w[r] + Q * 4 * BLOCK;
+			__m512i a = _mm512_loadu_si512(p);
+			__m512i b = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(p + 64)));
+			__m512i q = _mm512_permutex2var_epi8(a, nib_idx, b);
 
-				t = _mm512_dpbusd_epi32(t, lo, _mm512_loadu_si512(x->lo + Q * 64));
-				t = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512(x->hi + Q * 64));
-				acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t),
-							 _mm512_permutexvar_ps(pick, sc[i]), acc[i]);
+			_mm_prefetch((const char *)p + PREFETCH, _MM_HINT_T0);
+			dw[r] = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi8(
+				a, sc_idx, b)));
+			lo[r] = _mm512_and_si512(q, m4);
+			hi[r] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+		}
+		for (int i = 0; i < m; i++) {
+			__m512i c = _mm512_loadu_si512(v[i].corr + Q * 16);
+			__m512i xl = _mm512_loadu_si512(v[i].lo + Q * 64);
+			__m512i xh = _mm512_loadu_si512(v[i].hi + Q * 64);
+			__m512 xs = _mm512_loadu_ps(v[i].xs + Q * 16);
+
+			for (int r = 0; r < R; r++) {
+				__m512i t = _mm512_dpbusd_epi32(c, lo[r], xl);
+
+				t = _mm512_dpbusd_epi32(t, hi[r], xh);
+				acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t),
+							    _mm512_mul_ps(dw[r], xs), acc[r][i]);
 			}
 		}
 	}
-	for (int i = 0; i < m; i++)
-		y[i * ldy] = _mm512_reduce_add_ps(acc[i]) +
-			     dot_groups(w, chunks * 16, groups, xq + i * k, xs + i * groups,
-					xsum + i * groups);
+	for (int r = 0; r < R; r++)
+		for (int i = 0; i < m; i++)
+			out[r][i] = _mm512_reduce_add_ps(acc[r][i]);
 }
 
-typedef void (*expand_fn)(const uint8_t *, int64_t, float *);
-typedef float (*dot_fn)(const float *, const float *, int64_t);
+/* y[:, r] for the @R weight rows at @rows, one copy of the loop per (R, m) */
+__attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi"))) static void dot_vnni(
+	const struct q4_job *j, const int64_t *rows, int R)
+{
+	const int64_t groups = j->k / G, quads = groups / 4, rb = (int64_t)j->ldq;
+	const uint8_t *w[4] = { j->q, j->q, j->q, j->q };
+	float s[4][NPT_Q4_INT_ROWS];
 
-struct q4_job {
-	const float *x;
-	const uint8_t *q;
-	float *y;
-	int64_t m, n, k;
-	expand_fn expand;
-	dot_fn dot;
-	float *scratch;		/* a row of k floats per pool thread */
-	/* the integer paths: the m input rows quantised (NULL: the float path) */
-	int8_t *xq;
-	float *xs;
-	int32_t *xsum;
-	int tiles;		/* the prefill path: tasks are tiles of TILE_N weight rows */
-	const struct vnni_row *vx;	/* the decode path on VNNI CPUs (NULL: AVX2) */
-};
+	for (int r = 0; r < R; r++)
+		w[r] = j->q + rows[r] * rb;
+#define CASE(rr, mm)                                                  \
+	case (rr) * 8 + (mm):                                         \
+		dot_vnni_rows(w, rr, quads, mm, j->vx, s);            \
+		break
+	switch (R * 8 + (int)j->m) {
+	CASE(1, 1); CASE(1, 2); CASE(1, 3); CASE(1, 4);
+	CASE(4, 1); CASE(4, 2); CASE(4, 3); CASE(4, 4);
+	}
+#undef CASE
+	for (int r = 0; r < R; r++)
+		for (int64_t i = 0; i < j->m; i++)
+			j->y[i * j->n + rows[r]] = s[r][i] +
+				dot_groups(w[r], quads * 4, groups, j->xq + i * j->k,
+					   j->xs + i * groups, j->xsum + i * groups);
+}
+
+/* rows [begin, end) as 4 parts read side by side (4 streams), the rest one by one */
+static void rows_vnni(const struct q4_job *j, int64_t begin, int64_t end)
+{
+	int64_t part = (end - begin) / 4, rows[4];
+
+	for (int64_t i = 0; i < part; i++) {
+		for (int r = 0; r < 4; r++)
+			rows[r] = begin + r * part + i;
+		dot_vnni(j, rows, 4);
+	}
+	for (int64_t r = begin + 4 * part; r < end; r++)
+		dot_vnni(j, &r, 1);
+}
 
 static int tile_buffer(int tid, int64_t k)
 {
@@ -460,7 +548,7 @@ static int tile_buffer(int tid, int64_t k)
 
 static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid)
 {
-	int64_t rb = j->k / G * BLOCK;
+	int64_t rb = (int64_t)j->ldq;
 
 	if (tile_buffer(tid, j->k))
 		return;	/* cannot happen after npt_q4_linear's own reservation */
@@ -468,7 +556,7 @@ static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid
 		int64_t n0 = t * TILE_N;
 		int rows = j->n - n0 < TILE_N ? (int)(j->n - n0) : TILE_N;
 
-		tile_unpack(j->q + n0 * rb, rows, j->k, tiles[tid].w, tiles[tid].d);
+		tile_unpack(j->q + n0 * rb, rb, rows, j->k, tiles[tid].w, tiles[tid].d);
 		for (int64_t i = 0; i < j->m; i += TILE_M)
 			tile_rows(tiles[tid].w, tiles[tid].d, j->k, j->xq, j->xs, j->xsum, i,
 				  j->m - i < TILE_M ? (int)(j->m - i) : TILE_M, j->y, j->n, n0);
@@ -478,7 +566,7 @@ static void q4_tiles(const struct q4_job *j, int64_t begin, int64_t end, int tid
 static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 {
 	const struct q4_job *j = arg;
-	int64_t rb = j->k / G * BLOCK;
+	int64_t rb = (int64_t)j->ldq;
 	float *row;
 
 	if (j->tiles) {
@@ -486,9 +574,7 @@ static void q4_rows(void *arg, int64_t begin, int64_t end, int tid)
 		return;
 	}
 	if (j->vx) {
-		for (int64_t r = begin; r < end; r++)
-			dot_vnni(j->q + r * rb, j->k, j->m, j->vx, j->xq, j->xs, j->xsum, j->y + r,
-				 j->n);
+		rows_vnni(j, begin, end);
 		return;
 	}
 	if (j->xq) {
@@ -536,27 +622,51 @@ static int input_buffers(int64_t m, int64_t k, int vnni)
 	if (vnni && k > in.vk) {
 		size_t quads = (size_t)(k / G + 3) / 4;
 
+		in.vk = 0;
 		for (int i = 0; i < NPT_Q4_INT_ROWS; i++) {
 			free(in.v[i].lo);
 			free(in.v[i].hi);
 			free(in.v[i].corr);
+			free(in.v[i].xs);
 			in.v[i].lo = calloc(quads, 64);
 			in.v[i].hi = calloc(quads, 64);
 			in.v[i].corr = calloc(quads, 64);
-			if (!in.v[i].lo || !in.v[i].hi || !in.v[i].corr) {
-				in.vk = 0;
+			in.v[i].xs = calloc(quads, 64);
+			if (!in.v[i].lo || !in.v[i].hi || !in.v[i].corr || !in.v[i].xs)
 				return -1;
-			}
 		}
 		in.vk = k;
 	}
 	return 0;
 }
 
+/* the float path's rows of k floats, one per pool thread, kept between calls */
+static float *scratch_rows(int64_t k)
+{
+	static float *rows;
+	static size_t have;
+	size_t want = (size_t)k * (size_t)npt_pool_threads();
+
+	if (want > have) {
+		free(rows);
+		rows = malloc(sizeof(float) * want);
+		have = rows ? want : 0;
+	}
+	return rows;
+}
+
 NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int64_t n,
 				   int64_t k, float *y)
 {
-	struct q4_job j = { .x = x, .q = q, .y = y, .m = m, .n = n, .k = k };
+	/* a K that is no multiple of the group: npt_q4_linear_strided's npt_q4_size says so */
+	return npt_q4_linear_strided(x, m, q, k >= G ? (size_t)(k / G * BLOCK) : 0, n, k, y);
+}
+
+NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
+					   int64_t n, int64_t k, float *y)
+{
+	struct q4_job j = { .x = x, .q = q, .ldq = ldq, .y = y, .m = m, .n = n, .k = k };
+	int avx2, vnni;
 	npt_status_t s;
 	size_t nb;
 
@@ -567,28 +677,31 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 				(long long)m);
 	if ((s = npt_q4_size(n, k, &nb)))
 		return s;
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-	    __builtin_cpu_supports("f16c")) {
+	if (ldq < (size_t)(k / G * BLOCK))
+		return npt_fail(NPT_E_SHAPE, "npt_q4_linear: rows %zu bytes apart cannot hold %lld "
+				"columns (%lld bytes)", ldq, (long long)k, (long long)(k / G * BLOCK));
+	avx2 = npt_decode_has(NPT_ISA_AVX2, "avx2,fma,f16c");
+	if (avx2) {
 		j.expand = expand_avx2;
-		j.dot = __builtin_cpu_supports("avx512f") && k % 32 == 0 ? dot_avx512 : dot_avx2;
+		j.dot = npt_decode_has(NPT_ISA_AVX512, "avx512f") ? dot_avx512 : dot_avx2;
 	} else {
 		j.expand = expand_c;
 		j.dot = dot_c;
 	}
+	/* decode rows: 4 groups per step (VNNI, VBMI), else AVX2's maddubs, else float */
+	vnni = m <= NPT_Q4_INT_ROWS && avx2 &&
+	       npt_decode_has(NPT_ISA_AVX512, "avx512f,avx512bw,avx512vnni,avx512vbmi");
+	/* prefill rows: the VNNI tiles, else float */
+	j.tiles = m > NPT_Q4_INT_ROWS && avx2 && npt_decode_has(NPT_ISA_AVX512,
+								  "avx512f,avx512vnni");
 	npt_eval_lock();
-	j.tiles = m > NPT_Q4_INT_ROWS && __builtin_cpu_supports("avx512f") &&
-		  __builtin_cpu_supports("avx512vnni") && j.expand == expand_avx2;
 	for (int t = 0; j.tiles && t < npt_pool_threads(); t++)
 		if (tile_buffer(t, k)) {
 			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for the unpacked "
 				     "weights of thread %d", t);
 			goto out;
 		}
-	if ((m <= NPT_Q4_INT_ROWS || j.tiles) && j.expand == expand_avx2) {
-		int vnni = m <= NPT_Q4_INT_ROWS && __builtin_cpu_supports("avx512f") &&
-			   __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-
+	if ((m <= NPT_Q4_INT_ROWS && avx2) || j.tiles) {
 		if (input_buffers(m, k, vnni)) {
 			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %lld quantised "
 				     "input rows", (long long)m);
@@ -601,16 +714,13 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 			quant_row(x + i * k, k, j.xq + i * k, j.xs + i * (k / G),
 				  j.xsum + i * (k / G));
 			if (vnni)
-				vnni_layout(j.xq + i * k, k, &in.v[i]);
+				vnni_layout(j.xq + i * k, j.xs + i * (k / G), k, &in.v[i]);
 		}
 		j.vx = vnni ? in.v : NULL;
-	} else {
-		j.scratch = malloc(sizeof(float) * (size_t)k * (size_t)npt_pool_threads());
-		if (!j.scratch) {
-			s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %d rows of "
-				     "%lld floats", npt_pool_threads(), (long long)k);
-			goto out;
-		}
+	} else if (!(j.scratch = scratch_rows(k))) {
+		s = npt_fail(NPT_E_NOMEM, "npt_q4_linear: out of memory for %d rows of %lld floats",
+			     npt_pool_threads(), (long long)k);
+		goto out;
 	}
 	if (j.tiles)
 		npt_parallel_for((n + TILE_N - 1) / TILE_N, 1, q4_rows, &j);
@@ -618,6 +728,5 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
 		npt_parallel_for(n, 16, q4_rows, &j);
 out:
 	npt_eval_unlock();
-	free(j.scratch);
 	return s;
 }

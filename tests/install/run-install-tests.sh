@@ -32,7 +32,7 @@ rm -rf "$work"
 mkdir -p "$work" "$log"
 shmdir=$(mktemp -d /dev/shm/npushm-install-test.XXXXXX)
 trap 'rm -rf "$shmdir"' EXIT
-echo "1..27"
+echo "1..31"
 
 . "$root/tools/tap.sh"
 
@@ -50,7 +50,7 @@ result $? "every listed file is installed; libdir is the multiarch one ($libdir)
 [ -n "$missing" ] && echo "$missing" | sed 's/^/#   missing: /'
 
 # ------------------------------------------------- libraries, as installed
-for l in npushm nptensor npccl npbert; do
+for l in npushm nptensor npccl npbert npllama; do
 	f=$D$libdir/lib$l.so
 	{
 		[ "$(readlink "$f")" = "lib$l.so.1" ] && [ "$(readlink "$f.1")" = "lib$l.so.1.0.0" ] &&
@@ -78,13 +78,15 @@ result $? "no installed file contains the source or build directory" "$log/build
 
 # --------------------------- the build tree's libraries find each other
 # A program linked against build/lib with nothing but -L and a (RUNPATH)
-# -rpath to it starts: each library there that needs another (libnpccl and
-# libnpbert need libnpushm.so.1) carries its own $ORIGIN RUNPATH, since the
-# program's RUNPATH is not used for its libraries' dependencies.
-for l in npccl npbert; do
+# -rpath to it starts: each library there that needs another (libnpccl,
+# libnpbert and libnpllama need libnpushm.so.1) carries its own $ORIGIN
+# RUNPATH, since the program's RUNPATH is not used for its libraries'
+# dependencies.
+for l in npccl npbert npllama; do
 	{
 		env -u LD_LIBRARY_PATH cc -std=gnu11 -Wall -Werror -I"$root/libnpushm/include" \
-			-I"$root/ccl/include" -I"$root/apps/bert/include" -o "$work/build_$l" \
+			-I"$root/ccl/include" -I"$root/apps/bert/include" -I"$root/apps/llama/include" \
+			-o "$work/build_$l" \
 			"$root/tests/install/use_$l.c" -L"$BUILD/lib" -l$l -Wl,--enable-new-dtags,-rpath,"$BUILD/lib" &&
 		readelf -d "$BUILD/lib/lib$l.so" | grep -F 'RUNPATH' | grep -F '[$ORIGIN]' &&
 		(cd /tmp && env -u LD_LIBRARY_PATH NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shmdir" "$work/build_$l")
@@ -97,7 +99,7 @@ done
 export PKG_CONFIG_PATH="$D$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
 unset NPUSHM_LIBDIR
 export NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shmdir"
-for l in npushm nptensor npccl npbert; do
+for l in npushm nptensor npccl npbert npllama; do
 	{
 		flags=$(pkg-config --cflags --libs "$l") && echo "cc use_$l.c $flags" &&
 		LD_LIBRARY_PATH="$D$libdir" cc -std=gnu11 -Wall -Werror -o "$work/use_$l" \
@@ -110,7 +112,7 @@ for l in npushm nptensor npccl npbert; do
 	result $? "a program built with \`pkg-config --cflags --libs $l\` links lib$l.so.1 from the installed tree and runs" \
 		"$log/use_$l.log"
 done
-for l in npushm nptensor npccl npbert; do
+for l in npushm nptensor npccl npbert npllama; do
 	{
 		flags=$(pkg-config --static --cflags --libs "$l") && echo "cc -static use_$l.c $flags" &&
 		cc -std=gnu11 -Wall -Werror -static -o "$work/use_${l}_static" "$root/tests/install/use_$l.c" \
@@ -163,7 +165,8 @@ for m in $(grep '/man/man[1-8]/' "$work/list"); do
 	grep -q '^\.SH NAME' "$m" || echo "${m##*/}: no NAME section"
 done >> "$log/man.log"
 nman=$(grep -c '/man/man[1-8]/' "$work/list")
-for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf npushm-bert npccl-load; do
+for c in npushm npushm-load npushm-ls npushm-info npushm-rm npushm-hash npccl-perf npushm-bert npushm-llama \
+	npccl-load; do
 	grep -q "/man1/$c\.1$" "$work/list" || echo "no manual page for $c" >> "$log/man.log"
 done
 [ ! -s "$log/man.log" ]

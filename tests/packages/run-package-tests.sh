@@ -55,7 +55,7 @@ t0=$(date +%s)
 st=$?
 t1=$(date +%s)
 debs=$(cd "$work/src" && ls ./*.deb 2>/dev/null | grep -v dbgsym | sed 's|^\./||; s|_.*||' | LC_ALL=C sort | tr '\n' ' ')
-want="libnpbert1 libnpccl1 libnptensor1 libnpushm-dev libnpushm1 npushm-dkms npushm-tools python3-npushm "
+want="libnpbert1 libnpccl1 libnpllama1 libnptensor1 libnpushm-dev libnpushm1 npushm-dkms npushm-tools python3-npushm "
 [ "$st" = 0 ] && [ "$debs" = "$want" ]
 result $? "dpkg-buildpackage -b -us -uc builds $want($((t1 - t0)) s)" "$log/dpkg-buildpackage.log"
 [ "$st" = 0 ] || skip_rest "no packages"
@@ -75,6 +75,23 @@ rm -rf "$x" && for d in "$work/src"/*.deb; do dpkg-deb -x "$d" "$x"; done
 	dpkg-deb -c "$work/src"/libnpushm1_*.deb | grep -q " ./usr/lib/$ma/libnpushm.so.1 -> libnpushm.so.1.0.0$" ||
 		echo "libnpushm1 lacks the soname link"
 	dpkg-deb -c "$work/src"/libnpushm1_*.deb | grep -E '\.(a|h)$|/libnpushm\.so$' && echo "libnpushm1 has development files"
+	# each listing read whole (grep -q on a pipe would cut dpkg-deb's tar short)
+	for p in libnpllama1 libnpushm-dev npushm-tools; do
+		dpkg-deb -c "$work/src/${p}"_*.deb > "$work/$p.list"
+	done
+	grep -q " ./usr/lib/$ma/libnpllama.so.1 -> libnpllama.so.1.0.0$" "$work/libnpllama1.list" ||
+		echo "libnpllama1 lacks the soname link"
+	grep -E '\.(a|h|pc)$|/libnpllama\.so$' "$work/libnpllama1.list" && echo "libnpllama1 has development files"
+	for f in usr/include/npllama.h "usr/lib/$ma/libnpllama.a" "usr/lib/$ma/libnpllama.so" \
+		"usr/lib/$ma/pkgconfig/npllama.pc" usr/share/man/man3/libnpllama.3.gz; do
+		grep -q " ./$f" "$work/libnpushm-dev.list" || echo "libnpushm-dev lacks $f"
+	done
+	dpkg-deb -f "$work/src"/libnpushm-dev_*.deb Depends | grep -q 'libnpllama1 (= ' || echo "libnpushm-dev does not depend on libnpllama1"
+	for f in usr/bin/npushm-llama usr/share/man/man1/npushm-llama.1.gz; do
+		grep -q " ./$f$" "$work/npushm-tools.list" || echo "npushm-tools lacks $f"
+	done
+	LD_LIBRARY_PATH="$x/usr/lib/$ma" "$x/usr/bin/npushm-llama" --version | grep -qx "npushm-llama $VERSION" ||
+		echo "the packaged npushm-llama does not run with the packaged libraries"
 	dpkg-deb -f "$work/src"/npushm-tools_*.deb Depends | grep -q 'libnpushm1 (>= ' || echo "npushm-tools does not depend on libnpushm1"
 	dpkg-deb -f "$work/src"/python3-npushm_*.deb Depends | grep -q 'libnptensor1' || echo "python3-npushm does not depend on libnptensor1"
 	dpkg-deb -f "$work/src"/npushm-dkms_*.deb Depends | grep -q 'dkms' || echo "npushm-dkms does not depend on dkms"

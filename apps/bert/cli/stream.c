@@ -9,15 +9,7 @@
 #include <stdlib.h>
 
 #include "stream.h"
-
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+#include "splitmix64.h"
 
 int stream_parse(const char *s, stream_spec_t *o)
 {
@@ -42,7 +34,7 @@ void stream_batch(const stream_spec_t *sp, int k, int vocab, int type_vocab, int
 	int *len = malloc(sizeof(int) * (size_t)B);
 
 	for (int i = 0; i < B; i++) {
-		len[i] = sp->min_len + (int)(splitmix(&rng) % (uint64_t)span);
+		len[i] = sp->min_len + (int)(splitmix64(&rng) % (uint64_t)span);
 		if (len[i] > S)
 			S = len[i];
 	}
@@ -51,7 +43,7 @@ void stream_batch(const stream_spec_t *sp, int k, int vocab, int type_vocab, int
 			int64_t *p = ids + (int64_t)i * S + j;
 			int tok = j < len[i];
 
-			*p = tok ? 1 + (int64_t)(splitmix(&rng) % (uint64_t)(vocab > 1 ? vocab - 1 : 1))
+			*p = tok ? 1 + (int64_t)(splitmix64(&rng) % (uint64_t)(vocab > 1 ? vocab - 1 : 1))
 				 : 0;
 			if (vocab == 1)
 				*p = 0;

@@ -21,6 +21,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "common"))    # engine_tests: shared helpers
 from pytest_tap import pytest_runtest_logreport, pytest_sessionfinish  # noqa: E402,F401 (the TAP report)
 
 

@@ -18,18 +18,11 @@
 # weights_read_in_place alone), past the suite's time.
 #
 #   kmod-guest.sh IN MODELS OUT
-in=${1:?usage: kmod-guest.sh IN MODELS OUT}
-models=${2:?}
-out=${3:?}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-BUILD=${BUILD:-$root/build}
-bin=$BUILD/bin
-export NPUSHM_BACKEND=kmod
+. "$root/selftests/vm/engine-kmod.sh"
+engine_guest_begin kmod-guest.sh "$@"
 
-for m in tiny tiny3; do
-	"$bin/npushm" load "$models/$m.safetensors" --name "bert-$m" > "$out/load-$m.log" 2>&1 ||
-		echo "load of $m failed" >> "$out/guest-errors"
-done
+engine_guest_load bert "$models/" tiny tiny3
 # which GEMM the guest runs, and what its self-check found (a note for the log)
 "$bin/npushm-bert" --info bert-tiny > "$out/gemm.log" 2>&1
 while read -r name model tp; do
@@ -50,7 +43,5 @@ echo $? > "$out/refuse-tp.rc"
 NPT_GEMM=openblas BERT_TEST_DIR=$models "$BUILD/tests/bert-test" > "$out/c.tap" 2>&1
 echo $? > "$out/c.rc"
 
-for m in tiny tiny3; do
-	"$bin/npushm" rm "bert-$m" >> "$out/load-$m.log" 2>&1
-done
+engine_guest_remove bert tiny tiny3
 exit 0

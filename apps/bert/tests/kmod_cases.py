@@ -17,8 +17,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "common"))
 
 import bert_ref  # noqa: E402
+import engine_tests  # noqa: E402
 from test_bert import batch  # noqa: E402
 
 # (name, model, tp, batch kind, vocab, positions)
@@ -50,41 +52,21 @@ def prepare(d, models):
 
 
 def check(d, out):
-    print("1..%d" % len(CASES))
-    failed = 0
-    for i, (name, model, tp, kind, _, _) in enumerate(CASES, 1):
+    def compare(name, log):
         msg = ""
-        try:
-            rc = open(os.path.join(out, name + ".rc")).read().strip()
-            if rc != "0":
-                msg = "npushm-bert exited with %s: %s" % (rc, open(os.path.join(out, name + ".log")).read())
-            else:
-                for part in ("hidden", "pooled"):
-                    got = np.load(os.path.join(out, "%s.%s.npy" % (name, part)))
-                    want = np.load(os.path.join(d, "%s.ref.%s.npy" % (name, part)))
-                    err = float(np.abs(got.astype(np.float64) - want).max())
-                    ref = float(np.abs(want).max())
-                    if got.shape != want.shape or not err <= 1e-4 * ref:
-                        msg += "%s: shape %s vs %s, max error %.3g vs largest %.3g; " % (
-                            part, got.shape, want.shape, err, ref)
-        except OSError as e:
-            msg = "no result from the VM: %s" % e
-        desc = "kmod backend, %s at tp %d (%s) matches PyTorch" % (model, tp, kind)
-        if msg:
-            failed += 1
-            for line in msg.splitlines():
-                print("# " + line)
-            print("not ok %d - %s" % (i, desc))
-        else:
-            print("ok %d - %s" % (i, desc))
-    return 1 if failed else 0
+        for part in ("hidden", "pooled"):
+            got = np.load(os.path.join(out, "%s.%s.npy" % (name, part)))
+            want = np.load(os.path.join(d, "%s.ref.%s.npy" % (name, part)))
+            err = float(np.abs(got.astype(np.float64) - want).max())
+            ref = float(np.abs(want).max())
+            if got.shape != want.shape or not err <= 1e-4 * ref:
+                msg += "%s: shape %s vs %s, max error %.3g vs largest %.3g; " % (
+                    part, got.shape, want.shape, err, ref)
+        return msg
+    return engine_tests.check_cases(out, "npushm-bert", [
+        (name, "kmod backend, %s at tp %d (%s) matches PyTorch" % (model, tp, kind))
+        for name, model, tp, kind, _, _ in CASES], compare)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "prepare":
-        prepare(sys.argv[2], sys.argv[3])
-        sys.exit(0)
-    if len(sys.argv) == 4 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3]))
-    print("usage: kmod_cases.py prepare DIR MODELS | check DIR OUT", file=sys.stderr)
-    sys.exit(2)
+    engine_tests.cases_main(prepare, check)

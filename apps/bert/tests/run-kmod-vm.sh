@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# run-kmod-vm.sh - suite bert-kmod: the BERT engine on the kmod backend. The
+# run-kmod-vm.sh - suite bert-kmod: the BERT engine on the kmod backend, the
+# way every engine's VM suite runs (selftests/vm/engine-kmod.sh). The
 # PyTorch reference runs here (kmod_cases.py prepare), the engine in the test
 # VM with npushm.ko loaded (kmod-guest.sh: the same small models at tensor
 # parallel 1, 2 and 3, two refusals, the C API tests), and the outputs are
@@ -9,44 +10,18 @@
 # the module is not built.
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-BUILD=${BUILD:-$root/build}
-PY=/usr/bin/python3
-export BUILD
-cd "$root" || exit 1
-. "$root/tools/tap.sh"
-if [ ! -f kmod/npushm.ko ]; then
-	tap_skip "BERT engine on kmod" "kmod/npushm.ko is not built (make modules)"
-	tap_end
-	exit 0
-fi
+. "$root/selftests/vm/engine-kmod.sh"
+engine_kmod_begin bert "BERT engine"
 models=$BUILD/bert-test
 "$here/make-models.sh" "$BUILD/tools/npushm-bert-gen" "$models" || exit 1
 
-in=$BUILD/vm/bert-in
-out=$BUILD/vm/bert
-rm -rf "$in" "$out"
-mkdir -p "$in" "$out"
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
-
-"$PY" "$here/kmod_cases.py" prepare "$in" "$models" > "$tmp" 2>&1
-rc=$?
-if [ $rc != 0 ]; then
-	result 1 "the PyTorch reference for the kmod cases" "$tmp"
-	tap_end
-	exit 1
-fi
+engine_kmod_prepare "$here/kmod_cases.py" "$models"
 # the guest writes its results into $out (= the VM's result share), its
 # output to $out/bert.tap (comments below when the run failed)
-selftests/vm/vm-suite.sh bert -t "${BERT_VM_TIMEOUT:-400}" -- "$here/kmod-guest.sh" "$in" "$models" "$out" \
-	> "$tmp" 2>&1
-vmrc=$?
-[ "$vmrc" = 0 ] || sed 's/^/# /' "$tmp" | tail -20
-[ -f "$out/guest-errors" ] && sed 's/^/# /' "$out/guest-errors"
+engine_kmod_vm bert "${BERT_VM_TIMEOUT:-400}" "$here/kmod-guest.sh" "$in" "$models" "$out"
 grep -h "packed linear weights\|self-check" "$out/gemm.log" 2>/dev/null | sed 's/^/# guest GEMM: /'
 
-"$PY" "$here/kmod_cases.py" check "$in" "$out" > "$tmp" 2>&1
-tap_fold numerics $? "" < "$tmp"
+engine_kmod_numerics "$here/kmod_cases.py"
 
 [ "$(cat "$out/refuse-id.rc" 2>/dev/null)" = 1 ] &&
 	grep -q "token id 100 (sequence 0, position 1) is outside the vocabulary" "$out/refuse-id.log"
@@ -72,6 +47,4 @@ else
 	sed 's/^/# /' "$out/gemm.log" 2>/dev/null
 	result 1 "the guest's GEMM is oneDNN"
 fi
-[ "$vmrc" = 0 ]
-result $? "the VM ran to the end and the module unloaded cleanly (status $vmrc)"
-tap_end
+engine_kmod_end

@@ -19,6 +19,8 @@ import sys
 import numpy as np
 import pytest
 
+import engine_tests
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import bert_ref  # noqa: E402
 
@@ -594,36 +596,15 @@ def test_directory_argument_says_directory(tools, workdir):
     assert "no such file" not in r.stderr
 
 
-def _children(pid):
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        return [int(x) for x in f.read().split()]
-
-
-def _ended(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
 def _start_held(tools, model, tp, env=None):
     """npushm-bert serving a long stream, once its ranks are up and warm."""
-    p = subprocess.Popen([tools.bert, "--stream", "100000,2,4,9,1", "--hold", "--tp", str(tp), model],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
-    line = p.stdout.readline()
-    assert line == "ready\n", "no 'ready' from npushm-bert: %r %s" % (line, p.stderr.read() if p.poll() else "")
-    p.stdin.write("go\n")
-    p.stdin.flush()
-    return p
+    return engine_tests.start_held([tools.bert, "--stream", "100000,2,4,9,1", "--hold", "--tp",
+                                    str(tp), model], env, go=True)
 
 
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
 def test_tp_ranks_end_with_their_parent(tools, models, sig):
-    import signal
     import tempfile
-    import time
     # a private directory: a parent killed with SIGKILL cannot remove the model it loaded
     shm = tempfile.mkdtemp(prefix="npbert-kill.", dir="/dev/shm")
     try:
@@ -634,21 +615,10 @@ def test_tp_ranks_end_with_their_parent(tools, models, sig):
 
 
 def _ranks_end_with_parent(tools, models, sig, env):
-    import signal
-    import time
     p = _start_held(tools, models["tiny"], 2, env)
-    ranks = _children(p.pid)
+    ranks = engine_tests.children(p.pid)
     assert len(ranks) == 2, ranks
-    time.sleep(0.3)
-    p.send_signal(getattr(signal, sig))
-    p.wait(timeout=30)
-    deadline = time.time() + 20
-    while time.time() < deadline and not all(_ended(r) for r in ranks):
-        time.sleep(0.1)
-    alive = [r for r in ranks if not _ended(r)]
-    for r in alive:
-        os.kill(r, signal.SIGKILL)
-    assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+    engine_tests.ranks_end_with_parent(p, ranks, sig, settle=0.3)
 
 
 @pytest.mark.parametrize("sig,tp", [("SIGTERM", 1), ("SIGINT", 1), ("SIGTERM", 2)])

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "splitmix64.h"
+
 struct spec {
 	char name[144];
 	int ndim;
@@ -94,15 +96,6 @@ static int specs(const struct cfg *c, struct spec *s)
 static uint64_t count(const struct spec *s)
 {
 	return s->ndim == 1 ? s->shape[0] : s->shape[0] * s->shape[1];
-}
-
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
 }
 
 /* The JSON header padded with spaces to a multiple of 8; caller frees. */
@@ -178,7 +171,7 @@ static int write_model(const struct cfg *c, const char *path)
 
 			for (size_t j = 0; j < k; j++) {
 				/* 24 random bits -> [-1, 1) */
-				float u = (float)((int32_t)(splitmix(&rng) >> 40) - (1 << 23)) /
+				float u = (float)((int32_t)(splitmix64(&rng) >> 40) - (1 << 23)) /
 					  (float)(1 << 23);
 
 				buf[j] = s[i].kind == 0 ? 0.05f * u : s[i].kind == 1 ? 0.01f * u :

@@ -38,7 +38,6 @@
 #include "pack.h"
 #include "ranks.h"
 
-const char *prog = "npushm-llama";
 
 static void usage(FILE *f)
 {
@@ -74,7 +73,8 @@ static void usage(FILE *f)
 		"  --hold             (--stream, for drivers) print 'ready', wait for a line on\n"
 		"                     stdin, serve, report, then wait for end of input\n"
 		"  --tp N             tensor parallel over N processes (heads, KV heads and FFN\n"
-		"                     width must divide by N; they read plain f32 weight slices)\n"
+		"                     width must divide by N; they read their slices of 4-bit\n"
+		"                     layouts in place, else f32 slices)\n"
 		"  --dtype f32|bf16|int8|q4  (a .safetensors MODEL) also store the projections packed\n"
 		"                     for this CPU's GEMM (bf16: rounded; int8: quantised per\n"
 		"                     output channel, inputs per row; q4: 4-bit groups of 32 with\n"
@@ -103,26 +103,6 @@ static void usage(FILE *f)
 
 		"Exit status: 0 done; 1 the model or the prompt was refused (the message says why);\n"
 		"2 usage error.\n");
-}
-
-int die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 1;
-}
-
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int parse_real(const char *opt, const char *s, double *out)

@@ -27,15 +27,7 @@
 #include "cli.h"
 #include "npy.h"
 #include "nptensor.h"
-
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+#include "splitmix64.h"
 
 int stream_parse(const char *s, llama_stream_t *o)
 {
@@ -60,11 +52,11 @@ static int request_prompt(const struct args *a, int k, int vocab, int64_t *ids)
 	int n;
 
 	for (int i = 0; i < a->shared_prefix; i++)
-		ids[i] = (int64_t)(splitmix(&rng) % (uint64_t)vocab);
+		ids[i] = (int64_t)(splitmix64(&rng) % (uint64_t)vocab);
 	rng = sp->seed + ((uint64_t)(k + 1) << 32);
-	n = sp->min_len + (int)(splitmix(&rng) % (uint64_t)(sp->max_len - sp->min_len + 1));
+	n = sp->min_len + (int)(splitmix64(&rng) % (uint64_t)(sp->max_len - sp->min_len + 1));
 	for (int i = 0; i < n; i++)
-		ids[a->shared_prefix + i] = (int64_t)(splitmix(&rng) % (uint64_t)vocab);
+		ids[a->shared_prefix + i] = (int64_t)(splitmix64(&rng) % (uint64_t)vocab);
 	return a->shared_prefix + n;
 }
 

@@ -156,8 +156,11 @@ NPLLAMA_API npllama_status_t npllama_create(npushm_model_t *model, const npllama
  * a partial [tokens, hidden] sum that an npccl AllReduce (SUM, f32, in
  * npccl_mem_alloc shared memory) completes, twice per layer; the logits are
  * joined by an AllGather. Every rank keeps only its KV heads in its
- * sequences' caches. Each rank reads plain f32 slices of the weights (packed
- * and 4-bit layouts are for an unsplit engine). SPLIT when the heads, the
+ * sequences' caches. Each rank reads its rows and columns of a 4-bit layout
+ * in place (columns in whole groups of 32; a split that cuts a group reads
+ * that projection's f32 slice), and f32 slices where the model has other
+ * layouts (oneDNN's packed f32, bf16 and int8 are for an unsplit engine;
+ * npllama_packed_weights says which it reads). SPLIT when the heads, the
  * KV heads or the FFN width do not divide by N.
  *
  * Collective: npllama_create_tp, npllama_destroy, npllama_seq_feed,

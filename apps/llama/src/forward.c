@@ -23,7 +23,7 @@
 
 /*
  * y[n, out] = x[n, in] @ w^T, written into y: 4-bit weights through
- * npt_q4_linear; a decode step's rows (n <= NPT_GEMV_MAX_ROWS) streaming the
+ * npt_q4_linear_strided; a decode step's rows (n <= NPT_GEMV_MAX_ROWS) streaming the
  * weight once (npt_gemv_packed on its packed layout, npt_gemv_f32 on its
  * plain rows); more rows (a prefill) through npt_linear's GEMM.
  */
@@ -35,7 +35,7 @@ static npllama_status_t linear(const float *x, int n, int in, npl_proj_t *w, int
 	npt_status_t s;
 
 	if (w->q4) {
-		s = npt_q4_linear(x, n, w->q4, out, in, y);
+		s = npt_q4_linear_strided(x, n, w->q4, w->q4_ld, out, in, y);
 		return s ? npl_tensor_fail(s, what) : NPLLAMA_OK;
 	}
 	if (n <= NPT_GEMV_MAX_ROWS) {

@@ -41,7 +41,8 @@ enum { NPL_Q, NPL_K, NPL_V, NPL_O, NPL_GATE, NPL_UP, NPL_DOWN, NPL_NPROJ };
 
 /*
  * One projection [out, in] and the ways to compute with it: a 4-bit layout
- * (npt_q4_linear), else for up to NPT_GEMV_MAX_ROWS input rows (decode) the
+ * (npt_q4_linear_strided; with tensor parallelism this rank's rows or
+ * columns of it, in place), else for up to NPT_GEMV_MAX_ROWS input rows (decode) the
  * weight streamed once by npt_gemv_packed (its packed layout) or npt_gemv_f32
  * (the plain rows: f32, ld floats apart), else npt_linear on the view (with
  * its packed layout attached when there is one).
@@ -51,6 +52,8 @@ typedef struct {
 	const float *f32;		/* its first element, in the mapping */
 	int64_t ld;			/* floats between its rows */
 	const void *q4;			/* 4-bit bytes in the mapping, or NULL */
+	size_t q4_ld;			/* bytes between their rows (a rank's columns: more
+					   than the row of its slice) */
 	char tag[NPT_PACK_TAG_MAX];	/* the packed layout npt_linear reads, "" if none */
 	const void *packed;		/* its bytes, in the mapping */
 	size_t packed_bytes;

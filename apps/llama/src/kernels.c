@@ -3,8 +3,8 @@
 /*
  * kernels.c - the decoder's small per-token math, on concrete buffers: the
  * projections (GEMM/GEMV) are libnptensor's npt_linear (forward.c); what is
- * here is linear in the activations: RMSNorm, rotate-half RoPE, SwiGLU and
- * one query row's causal attention over the KV cache.
+ * here is linear in the activations: RMSNorm, rotate-half RoPE and SwiGLU
+ * (attention over the KV cache: attend.c).
  *
  * Conventions are Hugging Face's Llama: RMSNorm x * rsqrt(mean(x^2) + eps) *
  * w; RoPE rotates the pairs (i, i + d/2) by angle pos / scale * inv_freq[i];
@@ -49,34 +49,4 @@ void npl_swiglu(float *gate, const float *up, int n)
 {
 	for (int i = 0; i < n; i++)
 		gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-}
-
-void npl_attend(const float *q, const float *kc, const float *vc, int len, int stride, int d,
-		float scale, float *scores, float *out)
-{
-	float max = -INFINITY, sum = 0;
-
-	for (int j = 0; j < len; j++) {
-		const float *k = kc + (int64_t)j * stride;
-		float dot = 0;
-
-		for (int i = 0; i < d; i++)
-			dot += q[i] * k[i];
-		scores[j] = dot * scale;
-		if (scores[j] > max)
-			max = scores[j];
-	}
-	for (int j = 0; j < len; j++) {
-		scores[j] = expf(scores[j] - max);
-		sum += scores[j];
-	}
-	for (int i = 0; i < d; i++)
-		out[i] = 0;
-	for (int j = 0; j < len; j++) {
-		const float *v = vc + (int64_t)j * stride;
-		float p = scores[j] / sum;
-
-		for (int i = 0; i < d; i++)
-			out[i] += p * v[i];
-	}
 }

@@ -21,15 +21,28 @@
  *
  * Tensor parallelism (split.c): a rank keeps views of its slices, rows of
  * q/k/v/gate/up_proj and of the output projection, columns of o_proj and
- * down_proj, and reads them plain (packed layouts are made for whole
- * weights); step_bytes counts its slices only.
+ * down_proj. A 4-bit layout is read in place there too (rows are whole
+ * rows of it, columns whole groups of each row, ldq bytes apart:
+ * npt_q4_linear_strided); the oneDNN layouts (f32, bf16, int8) are made for
+ * whole weights, so with them a rank reads its f32 slices. step_bytes
+ * counts its slices only.
+ *
+ * Attaching a model maps it without touching it; the bytes each projection
+ * reads are then prefaulted here (MADV_POPULATE_READ: page-table entries
+ * for pages the model already has, no copy), so that a worker's first
+ * request does not pay a page fault per 4 KiB of weights. Where the
+ * mapping cannot be populated so (an older kernel), it faults as before.
  */
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <dlpack/dlpack.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define Q4_BLOCK (2 + NPT_Q4_GROUP / 2)	/* bytes of a 4-bit group: f16 scale, 16 bytes */
 
 /* where the plain rows of @p's view are (after a slice, too) */
 static npllama_status_t locate(npl_proj_t *p)
@@ -84,6 +97,7 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npl_proj_t
 		    npt_q4_size(src->shape[0], src->shape[1], &nbytes) == NPT_OK &&
 		    nbytes == l.nbytes) {
 			p->q4 = l.data;
+			p->q4_ld = (size_t)(src->shape[1] / NPT_Q4_GROUP * Q4_BLOCK);
 			w->packed_used++;
 			w->step_bytes += l.nbytes;
 			return;
@@ -109,14 +123,56 @@ static void use_packed(npushm_model_t *m, const npushm_tensor_t *src, npl_proj_t
 		snprintf(w->packed_why, sizeof(w->packed_why), "%s", npt_last_error());
 }
 
-/* replace @p's view by its slice [start, start + len) along @axis; count its bytes */
-static npllama_status_t slice(npl_proj_t *p, int axis, int64_t start, int64_t len,
-			      npl_weights_t *w)
+/*
+ * This rank's part of a 4-bit layout of @src, if the model has one: rows
+ * [start, start + len) (@axis 0) are whole rows of it; columns (@axis 1) are
+ * whole groups of each row when start and len are multiples of the group,
+ * read in place ldq bytes apart. 0 when the rank reads its f32 slice instead
+ * (no 4-bit layout, or columns that cut a group).
+ */
+static int q4_slice(npushm_model_t *m, const npushm_tensor_t *src, npl_proj_t *p, int axis,
+		    int64_t start, int64_t len, npl_weights_t *w)
+{
+	char want[NPUSHM_LAYOUT_TAG_MAX];
+	const int64_t rows = src->shape[0], cols = src->shape[1];
+	size_t nbytes, rb = (size_t)(cols / NPT_Q4_GROUP * Q4_BLOCK);
+	npushm_layout_t l;
+
+	if (npushm_model_layout_find(m, src->name, &l))
+		return 0;
+	w->packed_total++;
+	snprintf(want, sizeof(want), "%s/%lldx%lld", NPL_Q4_TAG, (long long)rows, (long long)cols);
+	if (strcmp(l.tag, want) || npt_q4_size(rows, cols, &nbytes) || nbytes != l.nbytes ||
+	    (axis == 1 && (start % NPT_Q4_GROUP || len % NPT_Q4_GROUP))) {
+		if (!w->packed_why[0])
+			snprintf(w->packed_why, sizeof(w->packed_why), "tensor parallelism reads "
+				 "'%s' [%lld, %lld] from f32 slices: its layout '%s' is %s",
+				 src->name, (long long)rows, (long long)cols, l.tag,
+				 strncmp(l.tag, NPL_Q4_TAG "/", strlen(NPL_Q4_TAG) + 1) ?
+				 "not a 4-bit one (ranks read only 4-bit layouts in place)" :
+				 strcmp(l.tag, want) || nbytes != l.nbytes ? "not this shape's" :
+				 "cut inside a group of 32 by this split");
+		return 0;
+	}
+	p->q4 = (const char *)l.data + (axis == 0 ? (size_t)start * rb :
+				       (size_t)(start / NPT_Q4_GROUP * Q4_BLOCK));
+	p->q4_ld = rb;
+	w->packed_used++;
+	w->step_bytes += axis == 0 ? (uint64_t)len * rb :
+			 (uint64_t)rows * (uint64_t)(len / NPT_Q4_GROUP * Q4_BLOCK);
+	return 1;
+}
+
+/* replace @p's view by its slice [start, start + len) along @axis of @src, and read its
+ * part of the 4-bit layout when there is one; count its bytes */
+static npllama_status_t slice(npushm_model_t *m, const npushm_tensor_t *src, npl_proj_t *p,
+			      int axis, int64_t start, int64_t len, npl_weights_t *w)
 {
 	const int64_t *sh = npt_tensor_shape(p->t);
 	npt_tensor_t *v;
 
-	w->step_bytes += (uint64_t)len * (uint64_t)sh[1 - axis] * sizeof(float);
+	if (!q4_slice(m, src, p, axis, start, len, w))
+		w->step_bytes += (uint64_t)len * (uint64_t)sh[1 - axis] * sizeof(float);
 	if (npt_tensor_slice(p->t, axis, start, start + len, 1, &v))
 		return npl_tensor_fail(NPT_E_INVAL, "slicing a weight for tensor parallelism");
 	npt_tensor_free(p->t);
@@ -124,21 +180,52 @@ static npllama_status_t slice(npl_proj_t *p, int axis, int64_t start, int64_t le
 	return locate(p);
 }
 
-/* a rank's slices of layer @d's projections (tensor parallelism) */
-static npllama_status_t split_layer(npl_layer_t *d, const npl_split_t *p, int hd,
-				    npl_weights_t *w)
+/* a rank's slices of layer @d's projections @src (tensor parallelism) */
+static npllama_status_t split_layer(npushm_model_t *m, const npushm_tensor_t *const *src,
+				    npl_layer_t *d, const npl_split_t *p, int hd, npl_weights_t *w)
 {
+	const int64_t start[NPL_NPROJ] = {
+		(int64_t)p->head0 * hd, (int64_t)p->kv0 * hd, (int64_t)p->kv0 * hd,
+		(int64_t)p->head0 * hd, p->ffn0, p->ffn0, p->ffn0 };
+	const int64_t len[NPL_NPROJ] = {
+		(int64_t)p->heads * hd, (int64_t)p->kv_heads * hd, (int64_t)p->kv_heads * hd,
+		(int64_t)p->heads * hd, p->ffn, p->ffn, p->ffn };
+	/* rows of q, k, v, gate and up; columns of o and down */
+	const int axis[NPL_NPROJ] = { 0, 0, 0, 1, 0, 0, 1 };
 	npllama_status_t st;
 
-	if ((st = slice(&d->p[NPL_Q], 0, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
-	    (st = slice(&d->p[NPL_K], 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
-	    (st = slice(&d->p[NPL_V], 0, (int64_t)p->kv0 * hd, (int64_t)p->kv_heads * hd, w)) ||
-	    (st = slice(&d->p[NPL_O], 1, (int64_t)p->head0 * hd, (int64_t)p->heads * hd, w)) ||
-	    (st = slice(&d->p[NPL_GATE], 0, p->ffn0, p->ffn, w)) ||
-	    (st = slice(&d->p[NPL_UP], 0, p->ffn0, p->ffn, w)) ||
-	    (st = slice(&d->p[NPL_DOWN], 1, p->ffn0, p->ffn, w)))
-		return st;
+	for (int k = 0; k < NPL_NPROJ; k++)
+		if ((st = slice(m, src[k], &d->p[k], axis[k], start[k], len[k], w)))
+			return st;
 	return NPLLAMA_OK;
+}
+
+/* map the page-table entries of the bytes projection @p reads (see above) */
+static void prefault(const npl_proj_t *p)
+{
+	static long page;
+	const char *b;
+	size_t n;
+	uintptr_t lo;
+
+	if (p->q4) {
+		const int64_t *sh = npt_tensor_shape(p->t);
+
+		b = p->q4;
+		n = (size_t)(sh[0] - 1) * p->q4_ld + (size_t)(sh[1] / NPT_Q4_GROUP * Q4_BLOCK);
+	} else if (p->packed) {
+		b = p->packed;
+		n = p->packed_bytes;
+	} else {
+		const int64_t *sh = npt_tensor_shape(p->t);
+
+		b = (const char *)p->f32;
+		n = sizeof(float) * (size_t)((sh[0] - 1) * p->ld + sh[1]);
+	}
+	if (!page)
+		page = sysconf(_SC_PAGESIZE);
+	lo = (uintptr_t)b / (uintptr_t)page * (uintptr_t)page;
+	(void)madvise((void *)lo, (size_t)((uintptr_t)b + n - lo), MADV_POPULATE_READ);
 }
 
 npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, npl_weights_t *w)
@@ -155,7 +242,7 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, np
 		return st;
 	if (p->nranks > 1) {
 		if (p->vocab_rows > 0 &&
-		    (st = slice(&w->head, 0, p->vocab0, p->vocab_rows, w)))
+		    (st = slice(m, &l->head, &w->head, 0, p->vocab0, p->vocab_rows, w)))
 			return st;
 	} else {
 		use_packed(m, &l->head, &w->head, w);
@@ -175,13 +262,18 @@ npllama_status_t npl_weights_make(npushm_model_t *m, const struct npllama *e, np
 		d->ln1 = s->ln1.data;
 		d->ln2 = s->ln2.data;
 		if (p->nranks > 1) {
-			if ((st = split_layer(d, p, l->cfg.head_dim, w)))
+			if ((st = split_layer(m, src, d, p, l->cfg.head_dim, w)))
 				return st;
 			continue;
 		}
 		for (int k = 0; k < NPL_NPROJ; k++)
 			use_packed(m, src[k], &d->p[k], w);
 	}
+	for (int i = 0; i < l->cfg.layers; i++)
+		for (int k = 0; k < NPL_NPROJ; k++)
+			prefault(&w->layers[i].p[k]);
+	if (p->vocab_rows > 0)
+		prefault(&w->head);
 	return NPLLAMA_OK;
 }
 

@@ -11,18 +11,11 @@
 # can be unloaded.
 #
 #   kmod-guest.sh IN MODELS OUT
-in=${1:?usage: kmod-guest.sh IN MODELS OUT}
-models=${2:?}
-out=${3:?}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-BUILD=${BUILD:-$root/build}
-bin=$BUILD/bin
-export NPUSHM_BACKEND=kmod
+. "$root/selftests/vm/engine-kmod.sh"
+engine_guest_begin kmod-guest.sh "$@"
 
-for m in tiny other; do
-	"$bin/npushm" load "$models/kmod-$m.safetensors" --name "llama-$m" > "$out/load-$m.log" 2>&1 ||
-		echo "load of $m failed" >> "$out/guest-errors"
-done
+engine_guest_load llama "$models/kmod-" tiny other
 while read -r name model prompt steps flags; do
 	# shellcheck disable=SC2086
 	"$bin/npushm-llama" "llama-$model" --ids "$in/$prompt.prompt.npy" --max-new "$steps" \
@@ -38,7 +31,5 @@ echo $? > "$out/refuse-id.rc"
 
 "$bin/npushm" ls 2>/dev/null | awk 'NR > 1 && $1 ~ /^npllama-kv\./ { print $1 }' |
 	while read -r p; do "$bin/npushm" rm "$p"; done
-for m in tiny other; do
-	"$bin/npushm" rm "llama-$m" >> "$out/load-$m.log" 2>&1
-done
+engine_guest_remove llama tiny other
 exit 0

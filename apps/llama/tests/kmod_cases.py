@@ -5,8 +5,9 @@
 PyTorch is too slow to start under the VM's emulated CPU, so the reference
 runs here: `prepare DIR MODELS` writes the models (gen_model.py, the issue's
 small configuration: 2 layers, hidden 64, 4 heads, 2 KV heads; and one of
-the same shapes with other values), the prompts and the reference's tokens
-and logits, plus DIR/cases.txt: one "NAME MODEL PROMPT STEPS FLAGS..." line
+the same shapes with other values), the prompts (and bad.prompt.npy, an id
+outside the vocabulary) and the reference's tokens and logits, plus
+DIR/cases.txt: one "NAME MODEL PROMPT STEPS FLAGS..." line
 per npushm-llama run the guest makes, in order (the prefix cases depend on
 an earlier run's publish). After the VM has written OUT/NAME.ids.npy,
 OUT/NAME.logits.npy, OUT/NAME.rc and OUT/NAME.log, `check DIR OUT` prints
@@ -22,6 +23,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "common"))
+import engine_tests  # noqa: E402
 import llama_ref  # noqa: E402
 
 GEN = os.path.join(HERE, "..", "tools", "gen_model.py")
@@ -66,6 +69,7 @@ def prepare(d, models):
     ps = prompts()
     for p, ids in ps.items():
         np.save(os.path.join(d, p + ".prompt.npy"), ids)
+    np.save(os.path.join(d, "bad.prompt.npy"), np.array([5, 96, 7]))   # 96: outside the vocabulary
     with open(os.path.join(d, "cases.txt"), "w") as f:
         for name, model, prompt, flags, _ in CASES:
             ids, logits = refs[model].generate(ps[prompt], STEPS)
@@ -75,50 +79,30 @@ def prepare(d, models):
 
 
 def check(d, out):
-    print("1..%d" % len(CASES))
-    failed = 0
-    for i, (name, model, prompt, flags, line) in enumerate(CASES, 1):
+    def compare(name, log):
+        line = next(c[4] for c in CASES if c[0] == name)
         msg = ""
-        try:
-            rc = open(os.path.join(out, name + ".rc")).read().strip()
-            log = open(os.path.join(out, name + ".log")).read()
-            if rc != "0":
-                msg = "npushm-llama exited with %s: %s" % (rc, log)
-            else:
-                ids = np.load(os.path.join(out, name + ".ids.npy"))
-                logits = np.load(os.path.join(out, name + ".logits.npy"))
-                want_ids = np.load(os.path.join(d, name + ".ref.ids.npy"))
-                want = np.load(os.path.join(d, name + ".ref.logits.npy"))
-                if list(ids) != list(want_ids):
-                    msg += "tokens %s, reference %s; " % (list(ids), list(want_ids))
-                if logits.shape != want.shape:
-                    msg += "logits of shape %s, reference %s; " % (logits.shape, want.shape)
-                else:
-                    for s in range(want.shape[0]):
-                        err = float(np.abs(logits[s] - want[s]).max())
-                        if not err <= TOL * float(np.abs(want[s]).max()):
-                            msg += "step %d differs by %.3g; " % (s, err)
-                if line and not any(ln.startswith(line) for ln in log.splitlines()):
-                    msg += "no line '%s' in: %s" % (line, log)
-        except OSError as e:
-            msg = "no result from the VM: %s" % e
-        desc = "kmod backend: %s (%s model, %s)%s matches PyTorch" % (
-            name, model, " ".join(flags) or "tp 1", ", " + line.strip() if line else "")
-        if msg:
-            failed += 1
-            for ln in msg.splitlines():
-                print("# " + ln)
-            print("not ok %d - %s" % (i, desc))
+        ids = np.load(os.path.join(out, name + ".ids.npy"))
+        logits = np.load(os.path.join(out, name + ".logits.npy"))
+        want_ids = np.load(os.path.join(d, name + ".ref.ids.npy"))
+        want = np.load(os.path.join(d, name + ".ref.logits.npy"))
+        if list(ids) != list(want_ids):
+            msg += "tokens %s, reference %s; " % (list(ids), list(want_ids))
+        if logits.shape != want.shape:
+            msg += "logits of shape %s, reference %s; " % (logits.shape, want.shape)
         else:
-            print("ok %d - %s" % (i, desc))
-    return 1 if failed else 0
+            for s in range(want.shape[0]):
+                err = float(np.abs(logits[s] - want[s]).max())
+                if not err <= TOL * float(np.abs(want[s]).max()):
+                    msg += "step %d differs by %.3g; " % (s, err)
+        if line and not any(ln.startswith(line) for ln in log.splitlines()):
+            msg += "no line '%s' in: %s" % (line, log)
+        return msg
+    return engine_tests.check_cases(out, "npushm-llama", [
+        (name, "kmod backend: %s (%s model, %s)%s matches PyTorch" % (
+            name, model, " ".join(flags) or "tp 1", ", " + line.strip() if line else ""))
+        for name, model, _, flags, line in CASES], compare)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "prepare":
-        prepare(sys.argv[2], sys.argv[3])
-        sys.exit(0)
-    if len(sys.argv) == 4 and sys.argv[1] == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3]))
-    print("usage: kmod_cases.py prepare DIR MODELS | check DIR OUT", file=sys.stderr)
-    sys.exit(2)
+    engine_tests.cases_main(prepare, check)

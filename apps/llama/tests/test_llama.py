@@ -18,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+import engine_tests
+
 from conftest import gen
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
@@ -37,7 +39,7 @@ def reference(path):
     return _REFS[path]
 
 
-def run(tools, workdir, model, prompt, n, extra=(), check=True, logits=True):
+def run(tools, workdir, model, prompt, n, extra=(), check=True, logits=True, env=None):
     base = os.path.join(workdir, "case")
     np.save(base + ".prompt.npy", np.asarray(prompt, dtype=np.int64))
     for f in (base + ".ids.npy", base + ".logits.npy"):
@@ -47,7 +49,8 @@ def run(tools, workdir, model, prompt, n, extra=(), check=True, logits=True):
             "--out", base + ".ids.npy"]
     if logits:
         args += ["--logits", base + ".logits.npy"]
-    r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
     if not check:
         r.wrote = os.path.exists(base + ".ids.npy")
         return r
@@ -70,14 +73,19 @@ def assert_close(got, want, what):
             what, step, "prefill" if step == 0 else "decode", err, TOL * scale)
 
 
-@pytest.mark.parametrize("name", ["tiny", "tied", "mha-scaled", "mqa", "wide"])
-def test_matches_reference(tools, workdir, models, name):
-    ref = reference(models[name])
+def check_reference(tools, workdir, model, what, env=None):
+    """A 7-token prompt and 32 greedy steps against the reference."""
+    ref = reference(model)
     prompt = prompt_for(ref.vocab, 7, seed=11)
     want_ids, want_logits = ref.generate(prompt, STEPS)
-    ids, logits = run(tools, workdir, models[name], prompt, STEPS, ["--greedy"])
-    assert_close(logits, want_logits, name)
-    assert list(ids) == list(want_ids), "%s: greedy tokens differ from the reference" % name
+    ids, logits = run(tools, workdir, model, prompt, STEPS, ["--greedy"], env=env)
+    assert_close(logits, want_logits, what)
+    assert list(ids) == list(want_ids), "%s: greedy tokens differ from the reference" % what
+
+
+@pytest.mark.parametrize("name", ["tiny", "tied", "mha-scaled", "mqa", "wide"])
+def test_matches_reference(tools, workdir, models, name):
+    check_reference(tools, workdir, models[name], name)
 
 
 @pytest.mark.parametrize("length", [1, 31])
@@ -264,9 +272,9 @@ PROMPT_LEN = 24
 AGREEMENT = {"bf16": (0.95, 1e-3), "int8": (0.90, 5e-3), "q4": (0.65, 0.05)}
 
 
-def packed_info(tools, model, dtype):
-    r = subprocess.run([tools.llama, model, "--dtype", dtype, "--info"], capture_output=True,
-                       text=True)
+def packed_info(tools, model, dtype, extra=()):
+    r = subprocess.run([tools.llama, model, "--dtype", dtype, "--info"] + list(extra),
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("packed ")][0]
     used, total = line.split()[1].split("/")
@@ -325,182 +333,61 @@ def test_refuses_dtype_for_loaded_name(tools, workdir):
     refused(r, "--dtype 'int4'", status=2)
 
 
-# ------------------------------------------------------------------ the 4-bit kernel
-
-def q4_reference(w):
-    """The 4-bit format of npt_q4_pack in NumPy: (packed bytes, dequantised weight)."""
-    n, k = w.shape
-    g = w.reshape(n, k // 32, 32)
-    pick = np.take_along_axis(g, np.abs(g).argmax(-1)[..., None], -1)[..., 0]
-    d = (pick / -8).astype(np.float16)
-    inv = np.where(d != 0, 1 / np.where(d != 0, d.astype(np.float32), 1), 0).astype(np.float32)
-    q = np.clip(np.floor(g * inv[..., None] + np.float32(8.5)), 0, 15).astype(np.uint8)
-    blocks = np.concatenate([d[..., None].view(np.uint8).reshape(n, k // 32, 2),
-                             q[..., :16] | (q[..., 16:] << 4)], -1)
-    deq = (q.astype(np.float32) - 8) * d.astype(np.float32)[..., None]
-    return blocks.reshape(-1).tobytes(), deq.reshape(n, k)
-
-
-# npt_q4_linear's integer path (decode, up to 4 input rows) needs AVX2, FMA and F16C; its
-# tiles for more rows (prefill) AVX-512F and AVX512_VNNI too; else the input stays float
-INT_PATH = all(f in open("/proc/cpuinfo").read().split() for f in ("avx2", "fma", "f16c"))
-TILE_PATH = INT_PATH and all(f in open("/proc/cpuinfo").read().split()
-                             for f in ("avx512f", "avx512_vnni"))
-
-
-def nptensor():
-    """libnptensor through ctypes, with the signatures the kernel tests call."""
-    import ctypes
-    lib = ctypes.CDLL(os.path.join(os.environ.get("BUILD", os.path.join(
-        os.path.dirname(__file__), "..", "..", "..", "build")), "lib", "libnptensor.so"))
-    P, I64 = ctypes.c_void_p, ctypes.c_int64
-    lib.npt_tensor_from_data.argtypes = [P, ctypes.c_int, ctypes.c_int, P, P, ctypes.c_uint, P,
-                                         P, ctypes.POINTER(P)]
-    lib.npt_tensor_free.argtypes = [P]
-    lib.npt_last_error.restype = ctypes.c_char_p
-    return lib
-
-
-def test_q4_kernel_against_numpy():
-    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, shapes 1..many rows."""
-    import ctypes
-    lib = nptensor()
-    P, I64 = ctypes.c_void_p, ctypes.c_int64
-    lib.npt_q4_size.argtypes = [I64, I64, ctypes.POINTER(ctypes.c_size_t)]
-    lib.npt_q4_pack.argtypes = [P, P, ctypes.c_size_t]
-    lib.npt_q4_linear.argtypes = [P, I64, P, I64, I64, P]
-    lib.npt_tensor_free.argtypes = [P]
-    NPT_F32 = 7
-    rng = np.random.default_rng(0)
-    for m, n, k in [(1, 1, 32), (1, 7, 64), (3, 33, 96), (4, 50, 128), (5, 130, 256),
-                    (1, 300, 2048), (9, 40, 2048), (17, 16, 64), (8, 1, 32), (130, 37, 160),
-                    (2, 9, 544), (4, 20, 1056), (3, 5, 512)]:
-        w = rng.standard_normal((n, k)).astype(np.float32)
-        w[0, :32] = 0  # an all-zero group: scale 0
-        x = rng.standard_normal((m, k)).astype(np.float32)
-        want_bytes, deq = q4_reference(w)
-        size = ctypes.c_size_t()
-        assert lib.npt_q4_size(n, k, ctypes.byref(size)) == 0 and size.value == len(want_bytes)
-        shape = (ctypes.c_int64 * 2)(n, k)
-        t = P()
-        assert lib.npt_tensor_from_data(w.ctypes.data, NPT_F32, 2, shape, None, 1, None, None,
-                                        ctypes.byref(t)) == 0
-        buf = ctypes.create_string_buffer(size.value)
-        assert lib.npt_q4_pack(t, buf, size) == 0
-        lib.npt_tensor_free(t)
-        assert buf.raw == want_bytes, "[%d, %d]: packed bytes differ from the format" % (n, k)
-        y = np.zeros((m, n), dtype=np.float32)
-        assert lib.npt_q4_linear(x.ctypes.data, m, buf, n, k, y.ctypes.data) == 0
-        xr = x
-        if (m <= 4 and INT_PATH) or (m > 4 and TILE_PATH):
-            # the decode path: x quantised per group of 32 to int8 (max |x| / 127, nearest even)
-            g = x.reshape(m, k // 32, 32)
-            dx = np.abs(g).max(-1, keepdims=True) / np.float32(127)
-            qx = np.rint(g * np.where(dx > 0, np.float32(1) / np.where(dx > 0, dx, 1), 0))
-            xr = (qx * dx).reshape(m, k)
-        want = xr.astype(np.float64) @ deq.T.astype(np.float64)
-        err = np.abs(y - want).max() / max(np.abs(want).max(), 1e-30)
-        assert err < 1e-5, "[%d x %d x %d]: relative error %.3g" % (m, n, k, err)
-    size = ctypes.c_size_t()
-    assert lib.npt_q4_size(4, 48, ctypes.byref(size)) != 0, "K = 48 (not a multiple of 32) accepted"
-
-
 # ------------------------------------------------------------------ the decode-step kernels
 
 CPU_FLAGS = open("/proc/cpuinfo").read().split()
+KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode_kernels.py")
+# $NPT_DECODE_ISA caps the instruction set of libnptensor's decode-step products; each cap
+# this CPU reaches runs its own kernels (AVX-512, AVX2, portable C)
+ISA_NEEDS = {"avx512": ["avx512f"], "avx2": ["avx2", "fma", "f16c"], "c": []}
 
 
-def test_gemv_f32_against_numpy():
-    """npt_gemv_f32: 1..4 input rows, row strides wider than K (a column slice), K not a
-    multiple of the vector width, against float64 NumPy; more than 4 rows refused."""
-    import ctypes
-    lib = nptensor()
-    P, I64 = ctypes.c_void_p, ctypes.c_int64
-    lib.npt_gemv_f32.argtypes = [P, I64, P, I64, I64, I64, P]
-    rng = np.random.default_rng(3)
-    for m, n, k, ld in [(1, 1, 1, 1), (1, 7, 13, 13), (2, 33, 64, 80), (3, 130, 100, 100),
-                        (4, 5, 2048, 2048), (1, 1000, 37, 64), (4, 64, 17, 33)]:
-        w = rng.standard_normal((n, ld)).astype(np.float32)
-        x = rng.standard_normal((m, k)).astype(np.float32)
-        y = np.full((m, n), np.nan, dtype=np.float32)
-        assert lib.npt_gemv_f32(x.ctypes.data, m, w.ctypes.data, ld, n, k, y.ctypes.data) == 0, \
-            lib.npt_last_error()
-        want = x.astype(np.float64) @ w[:, :k].T.astype(np.float64)
-        err = np.abs(y - want).max() / np.abs(want).max()
-        assert err < 1e-5, "[%d x %d x %d, ld %d]: relative error %.3g" % (m, n, k, ld, err)
-    x = np.zeros((5, 8), dtype=np.float32)
-    y = np.zeros((5, 8), dtype=np.float32)
-    assert lib.npt_gemv_f32(x.ctypes.data, 5, x.ctypes.data, 8, 8, 8, y.ctypes.data) != 0
-    assert b"1 to 4" in lib.npt_last_error()
+def kernel_check(check, isa, *args):
+    """decode_kernels.py CHECK ISA ARGS in a process of its own, under NPT_DECODE_ISA=ISA."""
+    if not all(f in CPU_FLAGS for f in ISA_NEEDS[isa]):
+        pytest.skip("this CPU lacks %s: no %s kernels to test" % (ISA_NEEDS[isa], isa))
+    r = subprocess.run(["/usr/bin/python3", KERNELS, check, isa] + list(args),
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, NPT_DECODE_ISA=isa))
+    assert r.returncode == 0, "%s under NPT_DECODE_ISA=%s:\n%s%s" % (check, isa, r.stdout,
+                                                                        r.stderr[-3000:])
+    print(r.stdout)
+    return r.stdout
 
 
+@pytest.mark.parametrize("isa", list(ISA_NEEDS))
+def test_q4_kernel_against_numpy(isa):
+    """npt_q4_pack's bytes and npt_q4_linear's products against NumPy, 1..130 input rows."""
+    kernel_check("q4", isa)
+
+
+@pytest.mark.parametrize("isa", list(ISA_NEEDS))
+def test_gemv_f32_against_numpy(isa):
+    """npt_gemv_f32 against float64 NumPy; more than 4 rows refused."""
+    kernel_check("gemv-f32", isa)
+
+
+@pytest.mark.parametrize("isa", list(ISA_NEEDS))
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "int8"])
-def test_gemv_packed_against_numpy(dtype):
-    """npt_gemv_packed reads npt_pack_weight's layouts in place: products within 1e-5 of a
-    NumPy model of the precision (bf16: both operands rounded; int8: the input quantised per
-    row, the weight per output channel, exact sums) and of npt_linear on the same layout."""
-    import ctypes
-    lib = nptensor()
-    P, I64, SZ = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
-    lib.npt_pack_query.argtypes = [ctypes.c_int, I64, I64, ctypes.c_char_p, SZ,
-                                   ctypes.POINTER(SZ)]
-    lib.npt_pack_weight.argtypes = [P, ctypes.c_char_p, P, SZ]
-    lib.npt_gemv_packed.argtypes = [P, I64, ctypes.c_char_p, P, SZ, I64, I64, P]
+def test_gemv_packed_against_numpy(dtype, isa):
+    """npt_gemv_packed on npt_pack_weight's layouts against NumPy models of the precision;
+    refused (for npt_linear) below AVX-512 or without the dtype's instructions."""
     need = {"f32": ["avx512f"], "bf16": ["avx512f", "avx512_bf16"],
             "int8": ["avx512f", "avx512_vnni"]}[dtype]
-    code = {"f32": 7, "bf16": 6, "int8": 1}[dtype]
-    rng = np.random.default_rng(5)
-    read = 0
-    for m, n, k in [(1, 64, 64), (1, 100, 48), (2, 256, 256), (4, 130, 2048), (3, 5632 // 8, 96),
-                    (1, 1, 16)]:
-        tag = ctypes.create_string_buffer(256)
-        nbytes = SZ()
-        if lib.npt_pack_query(code, n, k, tag, 256, ctypes.byref(nbytes)):
-            continue    # nothing to pack for this shape here (OpenBLAS, a reference kernel)
-        w = rng.standard_normal((n, k)).astype(np.float32)
-        x = rng.standard_normal((m, k)).astype(np.float32)
-        shape = (I64 * 2)(n, k)
-        t = P()
-        assert lib.npt_tensor_from_data(w.ctypes.data, 7, 2, shape, None, 1, None, None,
-                                        ctypes.byref(t)) == 0
-        raw = ctypes.create_string_buffer(nbytes.value + 64)
-        dst = (ctypes.addressof(raw) + 63) // 64 * 64
-        assert lib.npt_pack_weight(t, tag.value, dst, nbytes) == 0, lib.npt_last_error()
-        lib.npt_tensor_free(t)
-        y = np.full((m, n), np.nan, dtype=np.float32)
-        st = lib.npt_gemv_packed(x.ctypes.data, m, tag.value, dst, nbytes, n, k, y.ctypes.data)
-        if st:
-            assert not all(f in CPU_FLAGS for f in need) or b"blk16k64n" not in tag.value, \
-                "layout %s refused on a CPU with %s: %s" % (tag.value, need, lib.npt_last_error())
-            continue
-        read += 1
-        if dtype == "f32":
-            xr, wr = x.astype(np.float64), w.astype(np.float64)
-        elif dtype == "bf16":
-            def bf(a):
-                u = a.view(np.uint32).astype(np.uint64)
-                u = (u + 0x7fff + ((u >> 16) & 1)) >> 16 << 16
-                return u.astype(np.uint32).view(np.float32).astype(np.float64)
-            xr, wr = bf(x), bf(w)
-        else:
-            ws = np.abs(w).max(1) / np.float32(127)
-            wq = np.clip(np.rint(w / ws[:, None]), -127, 127)
-            xs = np.abs(x).max(1) / np.float32(127)
-            xq = np.clip(np.rint(x * (np.float32(1) / xs)[:, None]), -127, 127)
-            xr, wr = xq * xs[:, None].astype(np.float64), wq * ws[:, None].astype(np.float64)
-        want = xr @ wr.T
-        err = np.abs(y - want).max() / np.abs(want).max()
-        assert err < 1e-5, "%s [%d x %d x %d]: relative error %.3g (%s)" % (
-            dtype, m, n, k, err, tag.value)
-    if not all(f in CPU_FLAGS for f in need):
-        pytest.skip("this CPU lacks %s: npt_gemv_packed refuses %s layouts" % (need, dtype))
-    assert read > 0, "no %s layout of this CPU was read by npt_gemv_packed" % dtype
-    y = np.zeros((1, 64), dtype=np.float32)
-    x = np.zeros((1, 64), dtype=np.float32)
-    assert lib.npt_gemv_packed(x.ctypes.data, 1, b"onednn-2.6.3/avx2/f32/k64.n64/pad64.64/"
-                               b"str8.512/blk8n", y.ctypes.data, 16384, 64, 64,
-                               y.ctypes.data) != 0
-    assert b"not one this product reads" in lib.npt_last_error()
+    out = kernel_check("gemv-packed", isa, dtype)
+    if isa == "avx512" and not all(f in CPU_FLAGS for f in need):
+        pytest.skip("this CPU lacks %s: npt_gemv_packed refuses %s layouts (%s)" % (
+            need, dtype, out.strip()))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "c"])
+def test_decode_paths_match_reference(tools, workdir, models, isa):
+    """The engine with its decode steps on the AVX2 or portable kernels: f32 logits within
+    1e-4 of the reference, 32 greedy tokens identical (AVX-512: every other test)."""
+    if not all(f in CPU_FLAGS for f in ISA_NEEDS[isa]):
+        pytest.skip("this CPU lacks %s" % ISA_NEEDS[isa])
+    check_reference(tools, workdir, models["wide"], "wide, NPT_DECODE_ISA=" + isa,
+                    env={"NPT_DECODE_ISA": isa})
 
 
 # ------------------------------------------------------------------ shared prompt prefixes
@@ -679,6 +566,29 @@ def test_tp2_vocab_not_dividing(tools, workdir):
     assert list(ids) == list(want_ids)
 
 
+@pytest.mark.parametrize("name", ["tiny", "tied", "wide"])
+def test_tp2_reads_4bit_layouts_in_place(tools, workdir, models, name):
+    """--tp 2 on a 4-bit model: every rank reads its rows (q/k/v/gate/up, output) and columns
+    (o/down: whole groups of each row) of the 4-bit layouts in place, and its logits are the
+    unsplit 4-bit engine's within 1e-4 of their largest magnitude (the same integer sums per
+    group; only the order of the float sums across ranks differs), tokens identical."""
+    used, total, line = packed_info(tools, models[name], "q4", ["--tp", "2"])
+    assert total > 0 and used == total, line
+    prompt = prompt_for(reference(models[name]).vocab, 9, seed=21)
+    ids1, log1 = run(tools, workdir, models[name], prompt, 16, ["--dtype", "q4"])
+    ids2, log2 = run(tools, workdir, models[name], prompt, 16, ["--dtype", "q4", "--tp", "2"])
+    assert_close(log2, log1, name + " q4 at tp 2 vs tp 1")
+    assert list(ids2) == list(ids1)
+
+
+def test_tp2_4bit_columns_that_cut_a_group_read_f32(tools, workdir, models):
+    """FFN 96 over 2 ranks: down_proj's 48 columns per rank cut a 4-bit group, so the ranks
+    read those from f32 slices (and say why); the run still generates."""
+    used, total, line = packed_info(tools, models["mha-scaled"], "q4", ["--tp", "2"])
+    assert 0 < used < total and "cut inside a group of 32 by this split" in line, line
+    run(tools, workdir, models["mha-scaled"], [1, 2, 3], 4, ["--dtype", "q4", "--tp", "2"])
+
+
 @pytest.mark.parametrize("publish_tp,attach_tp", [(2, 2), (1, 2), (2, 1)])
 def test_tp2_with_attached_prefix(tools, workdir, models, no_prefixes, publish_tp, attach_tp):
     """A prefix published at one split attaches at another: the reference's logits within 1e-4
@@ -725,30 +635,10 @@ def test_tp_refuses_splits_that_do_not_divide(tools, workdir, models, model, arg
     assert r.stderr.count(phrase) == 1, "the refusal was said more than once: %s" % r.stderr
 
 
-def _children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _ended(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def _start_held(tools, model, tp, env):
     """npushm-llama --stream --hold at --tp tp: returns once it printed 'ready'."""
-    p = subprocess.Popen([tools.llama, model, "--stream", "1,4,4,2,1", "--hold", "--tp", str(tp)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
-    line = p.stdout.readline()
-    assert line.strip() == "ready", "no 'ready' line: %r %s" % (line, p.stderr.read())
-    return p
+    return engine_tests.start_held([tools.llama, model, "--stream", "1,4,4,2,1", "--hold",
+                                    "--tp", str(tp)], env)
 
 
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
@@ -757,24 +647,15 @@ def test_tp_ranks_end_with_their_parent(tools, models, sig):
     remove the model the run loaded from its file (nothing left in shared memory)."""
     import signal
     import tempfile
-    import time
     shm = tempfile.mkdtemp(prefix="npllama-kill.", dir="/dev/shm")
     env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
     try:
         p = _start_held(tools, models["tiny"], 2, env)
-        ranks = _children(p.pid)
+        ranks = engine_tests.children(p.pid)
         assert len(ranks) == 2, ranks
         assert os.listdir(shm), "the model was not loaded into %s" % shm
-        p.send_signal(getattr(signal, sig))
-        p.wait(timeout=30)
-        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
-        deadline = time.time() + 20
-        while time.time() < deadline and not all(_ended(r) for r in ranks):
-            time.sleep(0.1)
-        alive = [r for r in ranks if not _ended(r)]
-        for r in alive:
-            os.kill(r, signal.SIGKILL)
-        assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
+        rc = engine_tests.ranks_end_with_parent(p, ranks, sig)
+        assert rc == -getattr(signal, sig), "exit status %d" % rc
         if sig != "SIGKILL":
             assert not os.listdir(shm), "left behind after %s: %s" % (sig, os.listdir(shm))
     finally:

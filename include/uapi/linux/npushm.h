@@ -143,6 +143,7 @@ struct npushm_export {
 #define NPUSHM_INFO_ANONYMOUS	_BITUL(1)	/* from NPUSHM_IOC_ALLOC: never named */
 #define NPUSHM_INFO_NAMED	_BITUL(2)	/* has at least one link */
 #define NPUSHM_INFO_WRITABLE	_BITUL(3)	/* this file is read-write */
+#define NPUSHM_INFO_REVOKED	_BITUL(4)	/* its device went: no access */
 
 /* Longest name in an instance (a file name: NAME_MAX). */
 #define NPUSHM_NAME_MAX		255
@@ -472,6 +473,7 @@ enum npushm_genl_attr {
 	NPUSHM_A_PROVIDER_CAPACITY,	/* u64, bytes; 0: none of its own */
 	NPUSHM_A_PROVIDER_IN_USE,	/* u64, bytes */
 	NPUSHM_A_PROVIDER_CHUNK_SIZE,	/* u64, bytes */
+	NPUSHM_A_REGION_REVOKED,	/* flag: its provider's device went */
 	__NPUSHM_A_MAX,
 };
 

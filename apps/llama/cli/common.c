@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * common.c - what every part of npushm-llama reports with: the program's
+ * name, its one-line messages on stderr (die) and the clock (now). Below
+ * the run modes and the dispatcher; calls nothing of theirs.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "cli.h"
+
+const char *prog = "npushm-llama";
+
+int die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

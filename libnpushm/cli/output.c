@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * output.c - what every npushm command prints with: errors in text or JSON
+ * (cli_fail), JSON results, sizes in words, status names, and the backend
+ * opened as the options say. Below the commands and the dispatcher
+ * (npushm.c); calls nothing of theirs.
+ */
+#include <stdio.h>
+
+#include "cli.h"
+
+const char *cli_status_name(npushm_status_t st)
+{
+	static const char *const names[] = {
+		"OK", "INVALID", "NO_MEMORY", "NO_SPACE", "QUOTA", "NOT_FOUND", "EXISTS",
+		"ACCESS", "SEALED", "BUSY", "NAME", "UNSUPPORTED", "NO_DEVICE", "IO", "FORMAT",
+		"CORRUPT", "PROTOCOL", "SYSTEM",
+	};
+
+	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "UNKNOWN";
+}
+
+int cli_print_json(struct json_object *obj)
+{
+	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(obj);
+	return 0;
+}
+
+int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
+{
+	const char *text = msg ? msg : npushm_last_error();
+
+	if (!*text)
+		text = npushm_strerror(st);
+	fprintf(stderr, "npushm: %s\n", text);
+	if (o && o->json) {
+		struct json_object *err = json_object_new_object();
+		struct json_object *root = json_object_new_object();
+
+		json_object_object_add(err, "status", json_object_new_string(cli_status_name(st)));
+		json_object_object_add(err, "message", json_object_new_string(text));
+		json_object_object_add(root, "error", err);
+		cli_print_json(root);
+	}
+	return 1;
+}
+
+npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc)
+{
+	npushm_dev_t *dev;
+	npushm_status_t st = npushm_dev_open(o->backend, &dev);
+
+	if (st) {
+		*rc = cli_fail(o, st, NULL);
+		return NULL;
+	}
+	return dev;
+}
+
+const char *cli_size(unsigned long long b, char *buf, unsigned len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
