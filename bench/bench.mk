@@ -19,6 +19,8 @@
 #   make bench-ccl-targets    npccl's private-buffer targets vs the better MPI and memcpy
 #   make bench-ccl-det        deterministic reductions vs the default, shm and TCP
 #   make bench-ccl-rdma       RDMA transport vs TCP between soft-RoCE hosts, in the VM (root)
+#   make bench-ccl-copy       private buffers on one host: single copy through npushm
+#                             spaces vs cross-memory attach vs two copies, in the VM (root)
 #   make bench-ccl-torch      torch.distributed backend npccl vs gloo
 # BENCH_ARGS go to the script or program of the one named (bench/*/run*.sh,
 # npushm-bench-gemm, ...).
@@ -74,7 +76,7 @@ $(BENCH_CCL_PERF): $(BENCH_DIR)/ccl/perf.c $(BENCH_DIR)/ccl/backend.h $(BENCH_DI
 BENCH_ARGS ?=
 
 .PHONY: bench-kmod bench-kmod-providers bench-weights bench-tensor bench-tensor-reduce bench-gemm \
-	bench-bert bench-ccl bench-ccl-targets bench-ccl-det bench-ccl-rdma bench-ccl-torch bench-llama
+	bench-bert bench-ccl bench-ccl-targets bench-ccl-det bench-ccl-rdma bench-ccl-copy bench-ccl-torch bench-llama
 bench-kmod: $(BENCH_KMOD) modules
 	@bench/kmod/run.sh $(BENCH_ARGS)
 
@@ -107,6 +109,9 @@ bench-ccl-det: $(CCL_LIB) $(BENCH_CCL_PERF)
 
 bench-ccl-rdma: $(CCL_LIB) $(BENCH_CCL_PERF) modules
 	@bench/ccl/run-rdma-bench.sh $(BENCH_ARGS)
+
+bench-ccl-copy: $(CCL_LIB) $(BENCH_CCL_PERF) modules
+	@bench/ccl/run-copy-bench.sh $(BENCH_ARGS)
 
 bench-llama: $(LLAMA_CLI) $(LIBNPUSHM_CLI)
 	@bench/llama/run.sh $(BENCH_ARGS)

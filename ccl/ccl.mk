@@ -20,8 +20,8 @@ CCL_OBJDIR := $(BUILD)/obj/ccl
 #   (collectives on messages or shared memory, kernels) -> transport/ (shm,
 #   TCP, RDMA behind struct transport_ops; the wait loop, failure diagnosis)
 #   -> base/ (sockets, shared regions, config, status); setup/ (bootstrap,
-#   launchers) builds a communicator's transports; model/ is the cluster
-#   model load on top of the collectives.
+#   launchers) builds a communicator's transports; model/ lends libnpushm's
+#   cluster model load (npushm_cluster_load) the public collectives.
 CCL_SRCS := $(wildcard $(CCL_DIR)/src/*/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))
 CCL_LIB := $(LIBDIR)/libnpccl.so

@@ -16,9 +16,10 @@
  * 2 and 3 and under seccomp filters that refuse process_vm_readv(), and it
  * reaches nothing the owner did not grant.
  *
- * Each access pins the owner's pages for the duration of one chunk's copy
- * (pin_user_pages_remote(), at most NPUSHM_SPACE_CHUNK_PAGES pages), as
- * process_vm_readv() does: the pages read are those the owner's address
+ * Each access pins the owner's pages for the duration of one batch's copy
+ * (pin_user_pages_remote(), a page's worth of page pointers at a time, 16
+ * if that array cannot be allocated), as process_vm_readv() does: the
+ * pages read are those the owner's address
  * space maps at that moment, never stale ones, and nothing stays pinned
  * between calls. An access after the owner's exit (or execve) fails with
  * ESRCH; one on an address the owner no longer maps stops there (a short
@@ -46,8 +47,10 @@
 
 #include "npushm_internal.h"
 
-/* Pages pinned at once by one access: the array lives on the stack. */
-#define NPUSHM_SPACE_CHUNK_PAGES	16
+/* Pages pinned at once by one access: a page of pointers (2 MiB of 4 KiB pages) ... */
+#define NPUSHM_SPACE_BATCH_PAGES	(PAGE_SIZE / sizeof(struct page *))
+/* ... or, for short accesses and when that cannot be allocated, a stack array */
+#define NPUSHM_SPACE_STACK_PAGES	16
 
 /**
  * struct npushm_space - one space file
@@ -93,23 +96,34 @@ static bool npushm_space_granted(struct npushm_space *s, unsigned long start,
 }
 
 /*
- * Copy between the owner's [addr, addr + len) and @iter, one chunk of
+ * Copy between the owner's [addr, addr + len) and @iter, one batch of
  * pinned pages at a time. Returns the bytes copied, or a negative error if
  * none were.
  */
 static ssize_t npushm_space_copy(struct mm_struct *mm, unsigned long addr,
 				 size_t len, struct iov_iter *iter, bool write)
 {
-	struct page *pages[NPUSHM_SPACE_CHUNK_PAGES];
+	struct page *stack[NPUSHM_SPACE_STACK_PAGES];
+	struct page **pages = stack;
+	unsigned long batch = NPUSHM_SPACE_STACK_PAGES;
 	unsigned int gup_flags = write ? FOLL_WRITE : 0;
 	size_t done = 0;
 
+	if (DIV_ROUND_UP(offset_in_page(addr) + len, PAGE_SIZE) > batch) {
+		struct page **many = kmalloc_array(NPUSHM_SPACE_BATCH_PAGES, sizeof(*many),
+						   GFP_KERNEL | __GFP_NOWARN);
+
+		if (many) {
+			pages = many;
+			batch = NPUSHM_SPACE_BATCH_PAGES;
+		}
+	}
 	while (done < len) {
 		unsigned long pa = (addr + done) & PAGE_MASK;
 		size_t off = (addr + done) - pa;
 		unsigned long nr = min_t(unsigned long,
 					 DIV_ROUND_UP(off + len - done, PAGE_SIZE),
-					 NPUSHM_SPACE_CHUNK_PAGES);
+					 batch);
 		long pinned, i;
 		int locked = 1;
 		bool fault = false;
@@ -139,6 +153,8 @@ static ssize_t npushm_space_copy(struct mm_struct *mm, unsigned long addr,
 			break;
 		cond_resched();
 	}
+	if (pages != stack)
+		kfree(pages);
 	return done ? done : -EFAULT;
 }
 

@@ -99,6 +99,8 @@ plan() {
 	file 0644 "$root/libnpushm/include/npushm.h" "$includedir/npushm.h"
 	file 0644 "$root/libnpushm/include/npushm_rdma.h" "$includedir/npushm_rdma.h"
 	file 0644 "$root/libnpushm/include/npushm_watch.h" "$includedir/npushm_watch.h"
+	file 0644 "$root/libnpushm/include/npushm_space.h" "$includedir/npushm_space.h"
+	file 0644 "$root/libnpushm/include/npushm_cluster.h" "$includedir/npushm_cluster.h"
 	file 0644 "$root/tensor/include/nptensor.h" "$includedir/nptensor.h"
 	file 0644 "$root/ccl/include/npccl.h" "$includedir/npccl.h"
 	file 0644 "$root/apps/bert/include/npbert.h" "$includedir/npbert.h"

@@ -93,7 +93,7 @@ extern "C" {
 #endif
 
 #define NPCCL_VERSION_MAJOR 1
-#define NPCCL_VERSION_MINOR 1
+#define NPCCL_VERSION_MINOR 2	/* version nodes NPCCL_1.0 and NPCCL_1.1 (npccl_comm_copy_stats) */
 
 /** Status of every call that can fail. npccl_strerror() names it. */
 typedef enum npccl_status {
@@ -144,8 +144,9 @@ typedef enum npccl_algo {
 	NPCCL_ALGO_DIRECT,	/* every rank talks to every rank; for tiny messages */
 	NPCCL_ALGO_SHM,		/* one host only: ranks reduce slices straight out of shared memory */
 	NPCCL_ALGO_HIER,	/* several hosts: intra-host reduce-scatter, inter-host, intra-host allgather */
-	NPCCL_ALGO_CMA,		/* one host: each rank copies straight from its peers' private
-				 * buffers (process_vm_readv), where the kernel allows it */
+	NPCCL_ALGO_CMA,		/* one host: each rank copies straight from (or into) its
+				 * peers' private buffers, through their npushm spaces or
+				 * by process_vm_readv, where the kernel allows it */
 	NPCCL_ALGO_CANONICAL,	/* reductions in one canonical order per element (rank 0, 1,
 				 * ..., p-1): the deterministic mode's algorithm; never
 				 * picked by the cost model */
@@ -277,9 +278,9 @@ NPCCL_API npccl_status_t npccl_comm_set_algo(npccl_comm_t comm, npccl_coll_t col
 					     npccl_algo_t algo);
 /** Deterministic reductions (`on` != 0; default NPCCL_DETERMINISTIC, else
  * off): from the next call on, AllReduce, ReduceScatter and Reduce on
- * floating-point data run NPCCL_ALGO_CANONICAL (AllReduce on one host: SHM,
- * which reduces in the same order) whatever algorithm is forced or
- * modelled, so each result element is ((x0 op x1) op x2) ... op x(p-1)
+ * floating-point data run NPCCL_ALGO_CANONICAL (on one host: CMA where it
+ * is forced or modelled, AllReduce otherwise SHM, both reducing in the same
+ * order) whatever other algorithm is forced or modelled, so each result element is ((x0 op x1) op x2) ... op x(p-1)
  * over the ranks' inputs in rank order, with the same kernels: bitwise the
  * same for every algorithm setting, transport, message size, arrival order
  * and placement of ranks on hosts, and on every rank. (Integer reductions
@@ -310,6 +311,21 @@ typedef struct npccl_cost_model {
 	double gamma_us_per_mb;				/* reduction (f32 sum) */
 } npccl_cost_model_t;
 NPCCL_API npccl_status_t npccl_comm_cost_model(npccl_comm_t comm, npccl_cost_model_t *out);
+
+/** How this rank's data moved between the private buffers of ranks on its
+ * host since the communicator was made (version node NPCCL_1.1): what a test or
+ * a monitor reads to see which path calls took. A single copy goes through
+ * a peer's npushm space (the module; no ptrace access needed) or, where a
+ * peer has none, by cross-memory attach (process_vm_readv/writev); the
+ * other path copies into shared memory and out again. Counts only grow;
+ * any thread may read them while calls run. */
+typedef struct npccl_copy_stats {
+	uint64_t space_bytes, space_copies;	/* single copies through a peer's space */
+	uint64_t cma_bytes, cma_copies;		/* single copies by cross-memory attach */
+	uint64_t shm_bytes;	/* copied into shared memory (FIFOs, AllReduce staging) */
+	uint64_t reserved[3];	/* 0 */
+} npccl_copy_stats_t;
+NPCCL_API npccl_status_t npccl_comm_copy_stats(npccl_comm_t comm, npccl_copy_stats_t *out);
 
 /* ---- collectives -------------------------------------------------------
  * All are collective over the communicator (Send/Recv: over the pair) and
@@ -457,8 +473,9 @@ NPCCL_API npccl_status_t npccl_mem_alloc(npccl_comm_t comm, size_t bytes, void *
  * Barrier fails with NPCCL_ERR_MISMATCH otherwise). */
 NPCCL_API npccl_status_t npccl_mem_free(npccl_comm_t comm, void *ptr);
 
-/* ---- one model load for a cluster (model_share.c) ----------------------
- * A safetensors file read on one host is broadcast to every other host of
+/* ---- one model load for a cluster --------------------------------------
+ * libnpushm's npushm_cluster_load (npushm_cluster.h) over this
+ * communicator's collectives (ccl/src/model/model_load.c). A safetensors file read on one host is broadcast to every other host of
  * the communicator and published there as a libnpushm model (npushm.h:
  * npushm_model_attach) under the same name and content hash. On every host
  * the lowest rank (the root on the root's host) loads; the other ranks take

@@ -105,6 +105,11 @@ struct req {
 	const char *rsrc;	/* RECV_REDUCE: first operand (rbuf itself, or another buffer) */
 	bool complete;
 	bool in_use;
+	/* shm send by rendezvous (transport_shm.c): the receiver copies the
+	 * message straight out of sbuf; done once it consumed slot rndv_slot */
+	bool rndv;
+	uint64_t rndv_slot;
+	uint64_t grant;		/* sbuf's grant in my space, 0: none */
 	uint64_t gen;		/* operation that posted it (0: a non-blocking send/recv,
 				 * completed by request.c, never by p2p_wait_all) */
 };
@@ -179,6 +184,9 @@ struct transport_ops {
 	/* advance the head request of the queue: 1 done, 0 not yet, <0 failed */
 	int (*progress_send)(struct npccl_comm *c, struct peer *p, struct req *r);
 	int (*progress_recv)(struct npccl_comm *c, struct peer *p, struct req *r);
+	/* optional: a send the communicator's failure left in the queue; after
+	 * it, the peer no longer reaches the send buffer */
+	void (*abandon_send)(struct npccl_comm *c, struct peer *p, struct req *r);
 	/* file descriptor and poll events to sleep on for `p`, -1 if none */
 	int (*poll_fd)(struct peer *p, short *events);
 	/* optional, communicator-wide: a descriptor to sleep on for all of this
@@ -354,9 +362,20 @@ struct npccl_comm {
 	uint64_t probe_seq;		/* core-distance probes so far (same on ranks 0, 1) */
 	uint32_t probe_rtt_ns;		/* last probe's round trip, 0 if none */
 	bool cma_ok;			/* every local rank can read every other's memory (agreed) */
-	uint64_t cma_word;		/* the probe word peers read */
+	/* at init only (algo_cma.c): the area peers read to check and time
+	 * single copies (its first word holds the pid), its grant */
+	char *cma_probe_area;
+	uint64_t cma_probe_grant;
+	/* single copy between local ranks, timed at init and agreed (MAX over
+	 * the ranks; 0: not timed): a copy's fixed cost, and how much longer
+	 * than a local memcpy it takes per byte beyond that (page pinning) */
+	double cma_call_us, cma_copy_ratio;
 	struct npushm_space *space;	/* my space, peers read my buffers through it; NULL: none */
 	uint64_t space_grants[2];	/* this call's grants (send, receive buffer), 0: none */
+	/* npccl_comm_copy_stats: written by the exec role, read by any thread */
+	struct {
+		atomic_uint_fast64_t space_bytes, space_copies, cma_bytes, cma_copies, shm_bytes;
+	} copied;
 
 	/* npccl_mem_alloc buffers (shm_mem.c); mem_sig is identical on every
 	 * rank that made the same allocations and is part of cur_hash */

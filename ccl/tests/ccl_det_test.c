@@ -161,14 +161,28 @@ static int det_rank(npccl_comm_t comm, int me, int p, int api, struct rank_resul
 	if (api)
 		npccl_comm_set_deterministic(comm, 1);
 	npccl_explanation_t ex;
-	/* AllReduce on one host: the shared-memory algorithm (already rank order) */
+	/* ring forced, which reduces in another order: AllReduce on one host
+	 * runs the shared-memory algorithm (already rank order), the rest the
+	 * canonical one (whatever the model would pick: it may keep cma) */
 	int nhosts, hidx;
 	npccl_comm_hosts(comm, &nhosts, &hidx);
 	npccl_algo_t want = nhosts == 1 && p > 1 ? NPCCL_ALGO_SHM : NPCCL_ALGO_CANONICAL;
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_RING);
+	npccl_comm_set_algo(comm, NPCCL_COLL_REDUCE, NPCCL_ALGO_RING);
 	rr->explain_ok = npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 1000, NPCCL_FLOAT32, &ex) ==
 				 NPCCL_OK && ex.algo == want && strstr(ex.text, "deterministic mode") &&
 			 npccl_explain(comm, NPCCL_COLL_REDUCE, 1000, NPCCL_FLOAT32, &ex) ==
 				 NPCCL_OK && ex.algo == NPCCL_ALGO_CANONICAL;
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_AUTO);
+	npccl_comm_set_algo(comm, NPCCL_COLL_REDUCE, NPCCL_ALGO_AUTO);
+	/* the single-copy reductions reduce in rank order too: kept where forced */
+	if (npccl_algo_supported(comm, NPCCL_COLL_REDUCE_SCATTER, NPCCL_ALGO_CMA)) {
+		npccl_comm_set_algo(comm, NPCCL_COLL_REDUCE_SCATTER, NPCCL_ALGO_CMA);
+		rr->explain_ok &= npccl_explain(comm, NPCCL_COLL_REDUCE_SCATTER, 1000, NPCCL_FLOAT32,
+						&ex) == NPCCL_OK && ex.algo == NPCCL_ALGO_CMA &&
+				  strstr(ex.text, "already in rank order") != NULL;
+		npccl_comm_set_algo(comm, NPCCL_COLL_REDUCE_SCATTER, NPCCL_ALGO_AUTO);
+	}
 	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
 		npccl_dtype_t dt = dts[d];
 		size_t es = npccl_dtype_size(dt);

@@ -10,11 +10,12 @@
  *   ccl-test misc                                    API, split, explain, negatives
  *   ccl-test shm                                     shm AllReduce paths, npccl_mem_alloc
  *   ccl-test env-matrix                              launched rank: every collective x
- *                                                    dtype x counts (rank 0 prints TAP);
- *                                                    CCL_TEST_SINGLE_COPY=1: under a seccomp
- *                                                    filter refusing process_vm_readv/writev,
- *                                                    the single-copy algorithms must be
- *                                                    available (npushm spaces) and are run
+ *                                                    dtype x counts (rank 0 prints TAP)
+ *   ccl-test single-copy [--uids] [--seccomp] [--require-space] [--quick]
+ *                                                    single-copy algorithms: correctness
+ *                                                    and the path (copy counters)
+ *   ccl-test single-copy-race [--uids] [--seccomp]  a rank's unmap, remap, CoW and exit
+ *                                                    during single-copy calls
  *   ccl-test env-zc                                  launched rank: npccl_mem_alloc
  *                                                    buffers over RDMA, registration cache
  *   ccl-test env-usercache                           launched rank: other buffers over
@@ -77,6 +78,8 @@ struct shared {
 	atomic_int past_init[MAXR];	/* fault tests: the rank has its communicator */
 	atomic_int past_first[MAXR];	/* late-kill: the rank finished its first call */
 	atomic_int late_back;		/* late-kill: the late rank entered npccl again */
+	atomic_int event;		/* single-copy races: the victim's change is done */
+	atomic_int iter;		/* single-copy races: the victim's calls so far */
 };
 
 static struct shared *sh;
@@ -487,6 +490,38 @@ static int matrix_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 	return 0;
 }
 
+/* One TAP line per item of sh->names, ok if every one of the @p ranks
+ * passed it; @rc: run_ranks()'s verdict. Returns the failures. */
+static int report_items(int p, int rc, const char *label)
+{
+	int n = sh->ntests, failed = 0;
+	if (n == 0) {
+		tap(0, "%s p=%d: ranks did not start: %s", label, p, sh->res[0][0].msg);
+		return 1;
+	}
+	for (int t = 0; t < n; t++) {
+		int ok = 1;
+		double ms = 0;
+		for (int r = 0; r < p; r++) {
+			struct result *res = &sh->res[r][t];
+			if (!res->done || !res->ok) {
+				const char *why = res->done ? res->msg
+						  : rc < 0 ? "rank hung (watchdog)" : "rank did not finish";
+				ok = 0;
+				printf("# rank %d: %s\n", r, why[0] ? why : "rank did not finish");
+			}
+			ms = MAX(ms, res->elapsed_ms);
+		}
+		tap(ok, "%s p=%d %s (%.0f ms)", label, p, sh->names[t], ms);
+		failed += !ok;
+	}
+	if (rc != 0) {
+		tap(0, "%s p=%d: %d rank(s) exited abnormally", label, p, rc);
+		failed++;
+	}
+	return failed;
+}
+
 static int cmd_matrix(int argc, char **argv)
 {
 	struct matrix_opts o = { 0, 0 };
@@ -506,35 +541,7 @@ static int cmd_matrix(int argc, char **argv)
 		memset(sh, 0, sizeof(*sh));
 		double t0 = now_ms();
 		int rc = run_ranks(p, matrix_rank, &o, o.full ? 1200 : 120, NULL);
-		int n = sh->ntests;
-		if (n == 0) {
-			tap(0, "%s p=%d: ranks did not start: %s", o.tcp ? "tcp" : "shm", p,
-			    sh->res[0][0].msg);
-			failed++;
-			continue;
-		}
-		for (int t = 0; t < n; t++) {
-			int ok = 1;
-			const char *why = "";
-			double ms = 0;
-			for (int r = 0; r < p; r++) {
-				struct result *res = &sh->res[r][t];
-				if (!res->done || !res->ok) {
-					ok = 0;
-					why = res->done ? res->msg : (rc < 0 ? "rank hung (watchdog)" : "rank did not finish");
-					if (!res->done && !why[0])
-						why = "rank did not finish";
-					printf("# rank %d: %s\n", r, why);
-				}
-				ms = MAX(ms, res->elapsed_ms);
-			}
-			tap(ok, "%s p=%d %s (%.0f ms)", o.tcp ? "tcp" : "shm", p, sh->names[t], ms);
-			failed += !ok;
-		}
-		if (rc != 0) {
-			tap(0, "%s p=%d: %d rank(s) exited abnormally", o.tcp ? "tcp" : "shm", p, rc);
-			failed++;
-		}
+		failed += report_items(p, rc, o.tcp ? "tcp" : "shm");
 		printf("# p=%d took %.1f s\n", p, (now_ms() - t0) / 1000);
 	}
 	ccl_tap_plan();
@@ -1553,14 +1560,6 @@ static int agreed_verdict(npccl_comm_t comm, int me, int ok, const char *msg, co
 	return agreed != 1;
 }
 
-/*
- * Launched rank (npccl_comm_init_env): every collective with the algorithm
- * the cost model picks, and AllReduce with each of its algorithms
- * (hierarchical included where the layout allows), x every dtype x counts
- * 0, 1, p+1, 1025 (the reductions rotating through every op), plus one call
- * past the eager size per item (rotating dtype), against the reference. Rank
- * 0 prints one TAP line per item once every rank agreed on its verdict.
- */
 /* A seccomp filter refusing cross-memory attach (as container profiles do);
  * 0 once process_vm_readv fails with EPERM. */
 static int refuse_cma(void)
@@ -1582,17 +1581,19 @@ static int refuse_cma(void)
 												   : -1;
 }
 
+/*
+ * Launched rank (npccl_comm_init_env): every collective with the algorithm
+ * the cost model picks, and AllReduce with each of its algorithms
+ * (hierarchical included where the layout allows), x every dtype x counts
+ * 0, 1, p+1, 1025 (the reductions rotating through every op), plus one call
+ * past the eager size per item (rotating dtype), against the reference. Rank
+ * 0 prints one TAP line per item once every rank agreed on its verdict.
+ */
 static int cmd_env_matrix(void)
 {
 	npccl_comm_t comm;
 	char err[512], msg[MSG] = "";
 	double t_all = now_ms();
-	bool single_copy = getenv("CCL_TEST_SINGLE_COPY") != NULL;
-	if (single_copy && refuse_cma()) {
-		ccl_tap(0, "seccomp filter refusing process_vm_readv: %s", strerror(errno));
-		ccl_tap_plan();
-		return 1;
-	}
 	npccl_status_t st = npccl_comm_init_env(&comm, err, sizeof(err));
 	if (st) {
 		ccl_tap(0, "init: %s", err);
@@ -1605,30 +1606,9 @@ static int cmd_env_matrix(void)
 	npccl_comm_hosts(comm, &nh, &h);
 	struct test_item items[64];
 	int n = 0;
-	const npccl_coll_t single[] = { NPCCL_COLL_ALLGATHER, NPCCL_COLL_BROADCAST,
-					NPCCL_COLL_REDUCE_SCATTER };
-	if (single_copy) {
-		/* one copy without ptrace: only the module's spaces can give it here */
-		int have = 0;
-		for (int i = 0; i < 3; i++)
-			if (npccl_algo_supported(comm, single[i], NPCCL_ALGO_CMA)) {
-				items[n++] = (struct test_item){ single[i], NPCCL_ALGO_CMA };
-				have++;
-			}
-		int all = agree_ok(comm, have == 3);
-		if (me == 0)
-			ccl_tap(all == 1, "%d ranks, process_vm_readv refused (seccomp, ptrace_scope "
-				"3): single-copy AllGather, Broadcast and ReduceScatter available", p);
-		if (all != 1) {
-			npccl_comm_destroy(comm);
-			if (me == 0)
-				ccl_tap_plan();
-			return 1;
-		}
-	}
-	for (int ci = 0; ci < NCOLLS && !single_copy; ci++)
+	for (int ci = 0; ci < NCOLLS; ci++)
 		items[n++] = (struct test_item){ colls[ci], NPCCL_ALGO_AUTO };
-	for (int a = 1; a < NPCCL_NUM_ALGOS && !single_copy; a++)
+	for (int a = 1; a < NPCCL_NUM_ALGOS; a++)
 		if (npccl_algo_supported(comm, NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a))
 			items[n++] = (struct test_item){ NPCCL_COLL_ALLREDUCE, (npccl_algo_t)a };
 	size_t counts[] = { 0, 1, (size_t)p + 1, 1025, 70001 };
@@ -1691,6 +1671,388 @@ static int cmd_env_matrix(void)
 		printf("# %d ranks: %.1f s\n", p, (now_ms() - t_all) / 1000);
 		ccl_tap_plan();
 	}
+	return failed ? 1 : 0;
+}
+
+/* ---------------------------------------------------------- single copy */
+
+/*
+ * ccl-test single-copy [--uids] [--seccomp] [--require-space] [--quick]
+ *
+ * 2 to 4 forked ranks (--quick: 2 and 3, counts 0, 1, p+1 and 1025) (--uids: each under its own uid, from root;
+ * --seccomp: process_vm_readv/writev refused, as container profiles do).
+ * Every collective with the single-copy algorithm, every dtype and op,
+ * the matrix's counts, in place and not; then per collective one call whose
+ * copies are counted (npccl_comm_copy_stats): every byte this rank moves
+ * went by one copy, none through shared memory; Send/Recv of messages
+ * larger than a FIFO likewise (rendezvous). --require-space: and all of
+ * them through the peers' npushm spaces, none by cross-memory attach.
+ */
+struct sc_opts {
+	int uids, seccomp, require_space;
+	int quick;	/* 2 and 3 ranks, counts 0, 1, p+1 and 1025 (the emulated VM) */
+};
+
+/* A rank's own restrictions, before it joins: its uid, the filter. */
+static int sc_restrict(const struct sc_opts *o, int me, char *msg)
+{
+	/* same group (the module's device is group-accessible), other user */
+	if (o->uids && setresuid(60000 + (uid_t)me, 60000 + (uid_t)me, 60000 + (uid_t)me)) {
+		snprintf(msg, MSG, "setresuid: %s (--uids needs root)", strerror(errno));
+		return 1;
+	}
+	if (o->seccomp && refuse_cma()) {
+		snprintf(msg, MSG, "seccomp filter refusing process_vm_readv: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* Bytes rank @me copies itself, by the single-copy path, in one call of
+ * one_call(@coll, @count elements of @es bytes, root @root). */
+static size_t sc_expected(npccl_coll_t coll, int me, int p, int root, size_t count, size_t es)
+{
+	size_t b = count * es, per = count / (size_t)p, rem = count % (size_t)p;
+	switch (coll) {
+	case NPCCL_COLL_ALLGATHER:
+	case NPCCL_COLL_REDUCE_SCATTER:
+	case NPCCL_COLL_ALLTOALL:
+		return (size_t)(p - 1) * b;
+	case NPCCL_COLL_ALLREDUCE:	/* my slice read from and written to every peer */
+		return 2 * (size_t)(p - 1) * (per + ((size_t)me < rem)) * es;
+	case NPCCL_COLL_BROADCAST: {
+		size_t half = (b / 2 + 63) / 64 * 64;
+		if (p != 2 || half > b)
+			half = b;
+		return me == root ? (p == 2 ? b - half : 0) : half;
+	}
+	case NPCCL_COLL_REDUCE:
+		return me == root ? (size_t)(p - 1) * b : 0;
+	case NPCCL_COLL_GATHER:
+	case NPCCL_COLL_SCATTER:
+		return me == root ? 0 : b;
+	case NPCCL_COLL_SEND:	/* a ring sendrecv, with an even p a pair exchange too */
+		return (p % 2 ? 1 : 2) * b;
+	default:
+		return 0;
+	}
+}
+
+/* One call of @coll whose copies are counted; 0 if right and by one copy. */
+static int sc_path_call(npccl_comm_t comm, int me, int p, npccl_coll_t coll, int inplace,
+			int require_space, char *msg)
+{
+	const size_t count = 300001;	/* 1.2 MB of f32: more than a FIFO holds */
+	int root = 1 % p;
+	npccl_copy_stats_t s0, s1;
+	npccl_comm_copy_stats(comm, &s0);
+	if (one_call(comm, me, p, coll, NPCCL_FLOAT32, NPCCL_SUM, count, inplace, root, msg))
+		return 1;
+	npccl_comm_copy_stats(comm, &s1);
+	uint64_t space = s1.space_bytes - s0.space_bytes, cma = s1.cma_bytes - s0.cma_bytes;
+	uint64_t shm = s1.shm_bytes - s0.shm_bytes;
+	size_t want = sc_expected(coll, me, p, root, count, sizeof(float));
+	if (space + cma != want || shm || (require_space && cma)) {
+		snprintf(msg, MSG, "%s%s: %llu bytes through spaces, %llu by cross-memory attach, "
+			 "%llu through shared memory; expected %zu in single copies%s",
+			 npccl_coll_name(coll), inplace ? " in place" : "", (unsigned long long)space,
+			 (unsigned long long)cma, (unsigned long long)shm, want,
+			 require_space ? ", all through spaces" : "");
+		return 1;
+	}
+	return 0;
+}
+
+static int sc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
+{
+	const struct sc_opts *o = arg;
+	npccl_comm_t comm;
+	char err[512];
+	if (sc_restrict(o, me, sh->res[me][0].msg)) {
+		sh->res[me][0].done = 1;
+		return 1;
+	}
+	if (npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err))) {
+		snprintf(sh->res[me][0].msg, MSG, "init: %s", err);
+		sh->res[me][0].done = 1;
+		return 1;
+	}
+	size_t counts[32] = { 0, 1, (size_t)p + 1, 1025 };
+	int ncounts = o->quick ? 4 : counts_for(p, counts, 0), t = 0, call = 0;
+	for (int ci = 0; ci < NCOLLS; ci++) {
+		npccl_coll_t coll = colls[ci];
+		if (coll == NPCCL_COLL_BARRIER)
+			continue;
+		struct result *r = &sh->res[me][t];
+		double t0 = now_ms();
+		r->ok = 1;
+		if (coll != NPCCL_COLL_SEND && set_algo(comm, coll, NPCCL_ALGO_CMA)) {
+			r->ok = 0;
+			snprintf(r->msg, MSG, "%s: no single-copy algorithm: %s", npccl_coll_name(coll),
+				 npccl_comm_last_error(comm));
+		}
+		int nops = is_reducing(coll) ? NPCCL_NUM_REDOPS : 1;
+		for (int d = 0; d < NPCCL_NUM_DTYPES && r->ok; d++)
+			for (int op = 0; op < nops && r->ok; op++)
+				for (int k = 0; k < ncounts && r->ok; k++, call++)
+					if (one_call(comm, me, p, coll, (npccl_dtype_t)d, (npccl_redop_t)op,
+						     counts[k], (k + d + op) % 2, call % p, r->msg))
+						r->ok = 0;
+		r->elapsed_ms = now_ms() - t0;
+		r->done = 1;
+		if (me == 0)
+			snprintf(sh->names[t], sizeof(sh->names[t]), "%s single copy: every dtype, "
+				 "op and count, in place and not", npccl_coll_name(coll));
+		t++;
+		r = &sh->res[me][t];
+		t0 = now_ms();
+		r->ok = !sc_path_call(comm, me, p, coll, 0, o->require_space, r->msg) &&
+			!sc_path_call(comm, me, p, coll, 1, o->require_space, r->msg);
+		r->elapsed_ms = now_ms() - t0;
+		r->done = 1;
+		if (me == 0)
+			snprintf(sh->names[t], sizeof(sh->names[t]), "%s of 1.2 MB: one copy per byte "
+				 "(counted)%s", npccl_coll_name(coll),
+				 o->require_space ? ", through spaces" : "");
+		t++;
+	}
+	if (me == 0)
+		sh->ntests = t;
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int sc_parse(int argc, char **argv, struct sc_opts *o)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--uids"))
+			o->uids = 1;
+		else if (!strcmp(argv[i], "--seccomp"))
+			o->seccomp = 1;
+		else if (!strcmp(argv[i], "--require-space"))
+			o->require_space = 1;
+		else if (!strcmp(argv[i], "--quick"))
+			o->quick = 1;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+static const char *sc_label(const struct sc_opts *o)
+{
+	return o->uids && o->seccomp ? "single copy (other uids, seccomp)"
+	       : o->uids	     ? "single copy (other uids)"
+	       : o->seccomp	     ? "single copy (seccomp)"
+				     : "single copy";
+}
+
+static int cmd_single_copy(int argc, char **argv)
+{
+	struct sc_opts o = { 0, 0, 0, 0 };
+	if (sc_parse(argc, argv, &o)) {
+		fprintf(stderr, "usage: ccl-test single-copy [--uids] [--seccomp] [--require-space] "
+			"[--quick]\n");
+		return 2;
+	}
+	int failed = 0;
+	for (int p = 2; p <= (o.quick ? 3 : 4); p++) {
+		memset(sh, 0, sizeof(*sh));
+		double t0 = now_ms();
+		failed += report_items(p, run_ranks(p, sc_rank, &o, 240, NULL), sc_label(&o));
+		printf("# p=%d took %.1f s\n", p, (now_ms() - t0) / 1000);
+	}
+	ccl_tap_plan();
+	return failed ? 1 : 0;
+}
+
+/*
+ * ccl-test single-copy-race [--uids] [--seccomp]
+ *
+ * Three ranks broadcast rank 0's buffer (1 MB, in place, single copy: the
+ * others copy out of it) over and over while a thread of rank 0 changes
+ * what backs that buffer, each case once:
+ *   unmap  munmap: every call that starts afterwards fails, naming rank 0;
+ *   remap  new pages at the same address (mremap): calls that start
+ *          afterwards deliver the new contents, never the old pages;
+ *   cow    fork, then rank 0 writes its buffer (its pages are copied on
+ *          write, the child keeps the old ones): calls that start
+ *          afterwards deliver what rank 0 wrote;
+ *   exit   the process exits: every call that starts afterwards fails with
+ *          a dead peer, naming rank 0.
+ * Never stale data, never a hang (a deadline of 10 s, a watchdog).
+ */
+#define RACE_COUNT (256u * 1024u)
+#define RACE_CALLS 160
+#define RACE_ACT_AT 40	/* rank 0's thread acts after this many of its calls */
+
+struct race_arg {
+	const char *mode;
+	struct sc_opts o;
+	float *buf;	/* rank 0's buffer */
+	pid_t child;	/* cow: the child holding the old pages */
+};
+
+static void fill(float *b, float v)
+{
+	for (size_t i = 0; i < RACE_COUNT; i++)
+		b[i] = v;
+}
+
+/* 1 if every element is @a or @b */
+static int all_of(const float *b, float a, float v)
+{
+	for (size_t i = 0; i < RACE_COUNT; i++)
+		if (b[i] != a && b[i] != v)
+			return 0;
+	return 1;
+}
+
+static void *race_act(void *argp)
+{
+	struct race_arg *a = argp;
+	while (atomic_load(&sh->iter) < RACE_ACT_AT)
+		usleep(500);
+	usleep((useconds_t)(getpid() % 7) * 300);	/* somewhere inside a call */
+	size_t bytes = RACE_COUNT * sizeof(float);
+	if (!strcmp(a->mode, "unmap")) {
+		munmap(a->buf, bytes);
+	} else if (!strcmp(a->mode, "remap")) {
+		float *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		fill(b, 2.0f);
+		mremap(b, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, a->buf);
+	} else if (!strcmp(a->mode, "cow")) {
+		a->child = fork();
+		if (a->child == 0) {
+			sleep(30);	/* holds the old pages until rank 0 ends it */
+			_exit(0);
+		}
+		fill(a->buf, 2.0f);
+	} else {
+		atomic_store(&sh->event, 1);
+		_exit(0);
+	}
+	atomic_store(&sh->event, 1);
+	return NULL;
+}
+
+static int race_rank(int me, int p, const npccl_unique_id_t *id, void *argp)
+{
+	struct race_arg *a = argp;
+	struct result *r = &sh->res[me][0];
+	npccl_comm_t comm;
+	char err[512];
+	bool fails = !strcmp(a->mode, "unmap") || !strcmp(a->mode, "exit");
+	if (sc_restrict(&a->o, me, r->msg) ||
+	    npccl_comm_init_rank_err(&comm, p, id, me, err, sizeof(err))) {
+		if (!r->msg[0])
+			snprintf(r->msg, MSG, "init: %s", err);
+		r->done = 1;
+		return 1;
+	}
+	float *buf = mmap(NULL, RACE_COUNT * sizeof(float), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fill(buf, 1.0f);
+	pthread_t th;
+	a->buf = buf;
+	if (npccl_comm_set_algo(comm, NPCCL_COLL_BROADCAST, NPCCL_ALGO_CMA)) {
+		snprintf(r->msg, MSG, "no single-copy Broadcast: %s", npccl_comm_last_error(comm));
+		r->done = 1;
+		return 1;
+	}
+	if (me == 0)
+		pthread_create(&th, NULL, race_act, a);
+	double t0 = now_ms();
+	npccl_status_t st = NPCCL_OK;
+	int ok = 1, after = 0;
+	for (int it = 0; it < RACE_CALLS && st == NPCCL_OK && ok; it++) {
+		int ev = atomic_load(&sh->event);
+		st = npccl_broadcast(buf, buf, RACE_COUNT, NPCCL_FLOAT32, 0, comm);
+		if (me == 0) {
+			atomic_store(&sh->iter, it + 1);
+			continue;
+		}
+		if (st != NPCCL_OK)
+			break;
+		after += ev;
+		if (ev && fails) {
+			ok = 0;
+			snprintf(r->msg, MSG, "call %d began after rank 0's %s and returned its data", it,
+				 a->mode);
+		} else if (!all_of(buf, ev ? 2.0f : 1.0f, 2.0f)) {
+			ok = 0;
+			snprintf(r->msg, MSG, "call %d (begun %s rank 0's %s): stale or wrong data", it,
+				 ev ? "after" : "before", a->mode);
+		}
+		fill(buf, -1.0f);	/* no leftover can pass for the next call's data */
+	}
+	if (me == 0) {
+		/* its own calls end with the others' verdict; the thread is done */
+		if (strcmp(a->mode, "exit"))
+			pthread_join(th, NULL);
+		if (a->child > 0) {
+			kill(a->child, SIGKILL);
+			waitpid(a->child, NULL, 0);
+		}
+		r->ok = 1;
+		r->done = 1;
+		npccl_comm_destroy(comm);
+		return 0;
+	}
+	if (ok && fails && (st == NPCCL_OK || !strstr(npccl_comm_last_error(comm), "rank 0"))) {
+		ok = 0;
+		snprintf(r->msg, MSG, "after rank 0's %s: %s", a->mode,
+			 st == NPCCL_OK ? "every call succeeded" : npccl_comm_last_error(comm));
+	}
+	if (ok && !fails && (st != NPCCL_OK || !after)) {
+		ok = 0;
+		snprintf(r->msg, MSG, "after rank 0's %s: %s", a->mode,
+			 st != NPCCL_OK ? npccl_comm_last_error(comm) : "no call began after it");
+	}
+	if (ok && fails)
+		snprintf(r->msg, MSG, "no call begun after the %s succeeded: %s", a->mode,
+			 npccl_comm_last_error(comm));
+	else if (ok)
+		snprintf(r->msg, MSG, "%d calls after the %s, each with the new contents", after,
+			 a->mode);
+	r->ok = ok;
+	r->elapsed_ms = now_ms() - t0;
+	r->done = 1;
+	npccl_comm_destroy(comm);
+	return 0;
+}
+
+static int cmd_single_copy_race(int argc, char **argv)
+{
+	struct race_arg a = { .mode = NULL };
+	if (sc_parse(argc, argv, &a.o)) {
+		fprintf(stderr, "usage: ccl-test single-copy-race [--uids] [--seccomp]\n");
+		return 2;
+	}
+	const char *modes[] = { "unmap", "remap", "cow", "exit" };
+	int failed = 0;
+	setenv("NPCCL_TIMEOUT_MS", "10000", 1);
+	for (int m = 0; m < 4; m++) {
+		memset(sh, 0, sizeof(*sh));
+		a.mode = modes[m];
+		int rc = run_ranks(3, race_rank, &a, 60, NULL);
+		int ok = rc >= 0;
+		for (int r = 1; r < 3; r++) {
+			const struct result *res = &sh->res[r][0];
+			printf("# rank %d: %s\n", r, res->done ? res->msg : "no result");
+			ok &= res->done && res->ok;
+		}
+		if (strcmp(modes[m], "exit") && !(sh->res[0][0].done && sh->res[0][0].ok)) {
+			printf("# rank 0: %s\n", sh->res[0][0].msg);
+			ok = 0;
+		}
+		tap(ok, "%s: rank 0's %s while the others copy out of its buffer: %s", sc_label(&a.o),
+		    modes[m], m == 0 || m == 3 ? "later calls fail naming it, no stale data"
+					       : "later calls deliver the new contents, never the old pages");
+		failed += !ok;
+	}
+	unsetenv("NPCCL_TIMEOUT_MS");
+	ccl_tap_plan();
 	return failed ? 1 : 0;
 }
 
@@ -2039,6 +2401,10 @@ int main(int argc, char **argv)
 		return cmd_misc();
 	if (!strcmp(argv[1], "shm"))
 		return cmd_shm();
+	if (!strcmp(argv[1], "single-copy"))
+		return cmd_single_copy(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "single-copy-race"))
+		return cmd_single_copy_race(argc - 2, argv + 2);
 	fprintf(stderr, "unknown command %s\n", argv[1]);
 	return 2;
 }

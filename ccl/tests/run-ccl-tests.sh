@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-ccl-tests.sh - the "ccl" suite: unit tests, the collective matrix over
 # shared memory (1..8 ranks) and TCP (NPCCL_DISABLE_SHM=1, 1..5 ranks),
-# API/bootstrap negatives, fault injection, deterministic reductions (bits
+# API/bootstrap negatives, fault injection, single-copy collectives and
+# their races, deterministic reductions (bits
 # against the canonical-order reference, shm and TCP), non-blocking calls, threads,
 # groups and key-value bootstrap (shm and TCP), the cluster model load
 # (npccl_model_load across three TCP "hosts"), and launches by real mpirun
@@ -24,6 +25,11 @@ part_within matrix-shm 200 "$TESTS/ccl-test" matrix --ranks 1-8
 part_within matrix-tcp 180 "$TESTS/ccl-test" matrix --tcp --ranks 2-5
 part_within misc 120 "$TESTS/ccl-test" misc
 part_within shm 150 "$TESTS/ccl-test" shm
+# single copy here by cross-memory attach (no module): correctness, the path
+# taken (copy counters), a rank's unmap/remap/CoW/exit during the copies;
+# through the module's spaces in the VM (suite ccl-rdma)
+part_within single-copy 150 "$TESTS/ccl-test" single-copy
+part_within single-copy-race 120 "$TESTS/ccl-test" single-copy-race
 part_within faults 180 "$TESTS/ccl-test" fault
 part_within det-shm 150 "$TESTS/ccl-det-test" --ranks 2-5
 part_within det-tcp 150 "$TESTS/ccl-det-test" --tcp --api --ranks 2-4

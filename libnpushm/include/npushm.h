@@ -95,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 2
+#define NPUSHM_VERSION_MINOR 7	/* the newest version node: NPUSHM_1.7 */
 
 /* ------------------------------------------------------------------ status */
 
@@ -461,7 +461,7 @@ typedef void (*npushm_progress_fn)(void *arg, npushm_load_stage_t stage, uint64_
 
 /* npushm_load_opts_t.flags */
 #define NPUSHM_LOAD_NO_DEDUP	(1U << 0)	/* always make a new copy */
-#define NPUSHM_LOAD_PACKED_ONLY	(1U << 3)	/* since 1.6, with a packer: a tensor given a
+#define NPUSHM_LOAD_PACKED_ONLY	(1U << 3)	/* since 1.7, with a packer: a tensor given a
 						 * layout is stored only in that layout (no
 						 * plain copy; see npushm_model_load) */
 #define NPUSHM_LOAD_REPLACE	(1U << 1)	/* since 1.2: a name holding other content is
@@ -542,9 +542,9 @@ typedef struct npushm_load_result {
  * every node's copy. npushm_model_attach() then maps the copy of the
  * calling thread's node (npushm_model_node()), npushm_model_remove()
  * removes all of them.
- * With NPUSHM_LOAD_PACKED_ONLY (since 1.6) the tensors that get a layout are
+ * With NPUSHM_LOAD_PACKED_ONLY (since 1.7) the tensors that get a layout are
  * stored only in it: the model takes about the memory of one copy, its hash
- * differs from the model with both copies, and a library before 1.6 refuses
+ * differs from the model with both copies, and a library before 1.7 refuses
  * to attach it (manifest version 3). Such tensors are read through their
  * layout; see npushm_model_accept_packed_only().
  * @result [out] may be NULL.
@@ -613,7 +613,7 @@ NPUSHM_API npushm_status_t npushm_model_layout_at(const npushm_model_t *model, s
 NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *model, const char *name,
 						    npushm_layout_t *l);
 /*
- * Since 1.6: the caller reads tensors stored only in their packed layout
+ * Since 1.7: the caller reads tensors stored only in their packed layout
  * (NPUSHM_LOAD_PACKED_ONLY) through npushm_model_layout_find(): from now
  * on npushm_model_tensor_at()/_find() describe them with data NULL instead
  * of refusing them. Returns how many tensors of @model are stored so (0

@@ -15,6 +15,41 @@
 #include "content_hash.h"
 #include "internal.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * Weak: present in libxxhash.so, absent from Debian's libxxhash.a. A weak
+ * reference pulls nothing out of an archive, so a static link still resolves
+ * (to NULL) instead of failing on symbols the archive lacks.
+ */
+#define XXH_DISPATCH_DISABLE_REPLACE
+#include <xxh_x86dispatch.h>
+#pragma weak XXH3_128bits_dispatch
+#pragma weak XXH3_128bits_update_dispatch
+#define HAVE_DISPATCH 1
+#else
+#define HAVE_DISPATCH 0
+#endif
+
+XXH128_hash_t npi_xxh3_128(const void *p, size_t n)
+{
+#if HAVE_DISPATCH
+	if (XXH3_128bits_dispatch)
+		return XXH3_128bits_dispatch(p, n);
+#endif
+	return XXH3_128bits(p, n);
+}
+
+void npi_xxh3_128_update(XXH3_state_t *s, const void *p, size_t n)
+{
+#if HAVE_DISPATCH
+	if (XXH3_128bits_update_dispatch) {
+		XXH3_128bits_update_dispatch(s, p, n);
+		return;
+	}
+#endif
+	XXH3_128bits_update(s, p, n);
+}
+
 npushm_status_t npi_content_hash_init(struct npi_content_hash *c)
 {
 	c->block = XXH3_createState();
@@ -47,7 +82,7 @@ void npi_content_hash_update(struct npi_content_hash *c, const void *p, size_t n
 		uint64_t room = NPI_HASH_BLOCK - c->pos % NPI_HASH_BLOCK;
 		size_t k = n < room ? n : (size_t)room;
 
-		XXH3_128bits_update(c->block, b, k);
+		npi_xxh3_128_update(c->block, b, k);
 		c->pos += k;
 		b += k;
 		n -= k;
@@ -73,7 +108,7 @@ void npi_content_hash_free(struct npi_content_hash *c)
 
 void npi_content_hash_combine(const uint8_t (*blocks)[16], uint64_t n, uint8_t out[16])
 {
-	XXH128_canonicalFromHash((XXH128_canonical_t *)out, XXH3_128bits(blocks, (size_t)n * 16));
+	XXH128_canonicalFromHash((XXH128_canonical_t *)out, npi_xxh3_128(blocks, (size_t)n * 16));
 }
 
 #define FILE_HASH_CHUNK (1u << 20)

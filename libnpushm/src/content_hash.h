@@ -22,10 +22,6 @@
 #include <stdint.h>
 
 #include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
-/* XXH3 through libxxhash's run-time dispatch: AVX2/AVX-512 where the CPU has them. */
-#include <xxh_x86dispatch.h>
-#endif
 
 #include "npushm.h"
 
@@ -47,6 +43,16 @@ void npi_content_hash_free(struct npi_content_hash *c);
 
 /* The hash of the whole file open as @fd (read from offset 0; @path for messages). */
 npushm_status_t npi_content_hash_fd(int fd, const char *path, uint8_t out[16]);
+
+/*
+ * XXH3-128 of @n bytes, one-shot and streaming, for the bulk of the data:
+ * through libxxhash's run-time SIMD dispatch (AVX2/AVX-512 where the CPU has
+ * them) when the linked libxxhash has it. The shared library does; Debian's
+ * static libxxhash.a does not, so a fully static program hashes with
+ * libxxhash's baseline code. The values are the same either way.
+ */
+XXH128_hash_t npi_xxh3_128(const void *p, size_t n);
+void npi_xxh3_128_update(XXH3_state_t *s, const void *p, size_t n);
 
 /* The hash from the @n block digests a parallel pass computed (canonical each). */
 void npi_content_hash_combine(const uint8_t (*blocks)[16], uint64_t n, uint8_t out[16]);

@@ -89,7 +89,7 @@ static npushm_status_t read_hash(const struct load *ld, uint64_t pos, uint64_t e
 					"'%s' ended at %llu bytes while %llu were expected: it was truncated while loading",
 					ld->path, (unsigned long long)(h->data_start + pos + got),
 					(unsigned long long)ld->st0.st_size);
-		XXH3_128bits_update(xs, dst, (size_t)k);
+		npi_xxh3_128_update(xs, dst, (size_t)k);
 		pos += k;
 	}
 	return NPUSHM_OK;
@@ -107,7 +107,7 @@ static npushm_status_t copy_block(struct direct *d, uint64_t b, XXH3_state_t *xs
 	if (pos < start) {
 		uint64_t k = (end < start ? end : start) - pos;
 
-		XXH3_128bits_update(xs, ld->prefix + pos, (size_t)k);
+		npi_xxh3_128_update(xs, ld->prefix + pos, (size_t)k);
 		pos += k;
 	}
 	while (pos < end) {

@@ -200,7 +200,7 @@ static npushm_status_t pack_layouts(struct load *ld)
 				      why[0] ? why : "the packer gave no reason");
 			goto out;
 		}
-		XXH128_canonicalFromHash(&c, XXH3_128bits(dst, p->nbytes));
+		XXH128_canonicalFromHash(&c, npi_xxh3_128(dst, p->nbytes));
 		memcpy(p->hash, c.digest, 16);
 		memcpy(hashes[i], c.digest, 16);
 		names[i] = t.name;

@@ -4,10 +4,10 @@
 # check-abi.sh - TAP checks of the public surface: npushm.h compiles on its
 # own as strict C99 and C++11 (before and after the UAPI header), and
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
-# (npushm.h; its additions in 1.3, 1.5 (npushm_model_node) and 1.6
-# (npushm_model_accept_packed_only)), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2
-# (npushm_watch.h) and NPUSHM_1.4 (npushm_space.h); the headers of 1.1, 1.2
-# and 1.4 compile on their own too.
+# (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h),
+# NPUSHM_1.4 (npushm_space.h), NPUSHM_1.5 (npushm_model_node, npushm.h),
+# NPUSHM_1.6 (npushm_cluster.h) and NPUSHM_1.7 (npushm_model_accept_packed_only,
+# npushm.h); the headers of 1.1, 1.2, 1.4 and 1.6 compile on their own too.
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
@@ -21,14 +21,14 @@ gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/
 	g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/c.o" 2>> "$tmp/log"
 result $? "npushm.h is self-contained C99 and C++11, with or next to the UAPI header" "$tmp/log"
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[0123456]$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[0-7]$')
 echo "unexpected exports: $bad" > "$tmp/exports.log"
 [ -n "$syms" ] && [ -z "$bad" ]
-result $? "libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.6 ($(echo "$syms" | wc -l) of them)" \
+result $? "libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.7 ($(echo "$syms" | wc -l) of them)" \
 	"$tmp/exports.log"
 missing=""
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
-	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[0356]$" || missing="$missing $f"
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[0357]$" || missing="$missing $f"
 done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_rdma.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.1$" || missing="$missing $f"
@@ -39,9 +39,12 @@ done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_space.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.4$" || missing="$missing $f"
 done
+for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_cluster.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.6$" || missing="$missing $f"
+done
 echo "declared but not exported:$missing" > "$tmp/missing.log"
 [ -z "$missing" ]
-result $? "every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3, the per-node copies' 1.5, packed-only 1.6), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2) and npushm_space.h (NPUSHM_1.4) is exported" \
+result $? "every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3, the per-node copies' 1.5, packed-only 1.7), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2), npushm_space.h (NPUSHM_1.4) and npushm_cluster.h (NPUSHM_1.6) is exported" \
 	"$tmp/missing.log"
 printf '#include <npushm_rdma.h>\nint main(void) { npushm_mr_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/d.c"
 gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/d.c" -o "$tmp/d.o" 2> "$tmp/log" &&
@@ -60,4 +63,8 @@ gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/s.c" -o 
 	{ echo '#include <linux/npushm.h>'; cat "$tmp/s.c"; } > "$tmp/u.c" &&
 	gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/u.c" -o "$tmp/u.o" 2>> "$tmp/log"
 result $? "npushm_space.h is self-contained C99 and C++11 (no UAPI header needed), and compiles next to it" "$tmp/log"
+printf '#include <npushm_cluster.h>\nint main(void) { npushm_cluster_result_t r; r.cause = NPUSHM_CLUSTER_OK; return (int)r.cause; }\n' > "$tmp/k.c"
+gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/k.c" -o "$tmp/k.o" 2> "$tmp/log" &&
+	g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -c "$tmp/k.c" -o "$tmp/l.o" 2>> "$tmp/log"
+result $? "npushm_cluster.h is self-contained C99 and C++11" "$tmp/log"
 tap_end

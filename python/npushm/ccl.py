@@ -100,6 +100,13 @@ class _ModelLoadResult(ctypes.Structure):
                 ("report", ctypes.c_char * 1024)]
 
 
+class _CopyStats(ctypes.Structure):
+    # npccl_copy_stats_t
+    _fields_ = [("space_bytes", ctypes.c_uint64), ("space_copies", ctypes.c_uint64),
+                ("cma_bytes", ctypes.c_uint64), ("cma_copies", ctypes.c_uint64),
+                ("shm_bytes", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 3)]
+
+
 def lib():
     """The loaded libnpccl with its prototypes (loaded on first use)."""
     global _lib
@@ -139,6 +146,7 @@ def lib():
                 "npccl_group_start": [], "npccl_group_end": [],
                 "npccl_mem_alloc": [vp, sz, ctypes.POINTER(vp)],
                 "npccl_model_load": [vp, i, cp, cp, ctypes.c_uint32, ctypes.POINTER(_ModelLoadResult)],
+                "npccl_comm_copy_stats": [vp, ctypes.POINTER(_CopyStats)],
             }.items():
                 f = getattr(L, name)
                 f.argtypes = args
@@ -435,6 +443,16 @@ class Communicator:
         nh, h = ctypes.c_int(), ctypes.c_int()
         lib().npccl_comm_hosts(self._handle(), ctypes.byref(nh), ctypes.byref(h))
         return nh.value
+
+    def copy_stats(self):
+        """How this rank's data moved between private buffers of ranks on its host so far
+        (npccl_comm_copy_stats): a dict of bytes and copies through peers' npushm spaces
+        (single copy, no ptrace access), by cross-memory attach (single copy), and bytes
+        copied into shared memory (the two-copy path)."""
+        s = _CopyStats()
+        lib().npccl_comm_copy_stats(self._handle(), ctypes.byref(s))
+        return {k: int(getattr(s, k)) for k in
+                ("space_bytes", "space_copies", "cma_bytes", "cma_copies", "shm_bytes")}
 
     def last_error(self):
         """The communicator's last error message ("" if none)."""

@@ -161,6 +161,7 @@ static npccl_status_t fp_tiny(struct npccl_comm *c, const struct coll_args *a)
 	uint64_t g = c->fp_step++;
 	uint64_t *mine = &c->ctl[me]->tiny[g % 2];
 	memcpy(mine, a->sbuf, bytes);
+	atomic_fetch_add_explicit(&c->copied.shm_bytes, bytes, memory_order_relaxed);
 	fp_publish(c, CNT_STAGED, g + 1);
 	npccl_status_t st = fp_wait_all(c, CNT_STAGED, g + 1);
 	if (st)
@@ -190,6 +191,7 @@ static npccl_status_t fp_direct(struct npccl_comm *c, const struct coll_args *a)
 	if (g + 1 > (uint64_t)K && (st = fp_wait_all(c, CNT_REDUCED, g + 1 - (uint64_t)K)))
 		return st;
 	memcpy(c->fp_stage[me] + soff, a->sbuf, bytes);
+	atomic_fetch_add_explicit(&c->copied.shm_bytes, bytes, memory_order_relaxed);
 	fp_publish(c, CNT_STAGED, g + 1);
 	if ((st = fp_wait_all(c, CNT_STAGED, g + 1)))
 		return st;
@@ -278,6 +280,8 @@ static npccl_status_t staged_allreduce(struct npccl_comm *c, const struct coll_a
 			     (m - mlo - mlen) * es);
 		if (snt)
 			copy_stream_fence();
+		atomic_fetch_add_explicit(&c->copied.shm_bytes, (m - mlen) * es,
+					  memory_order_relaxed);
 		fp_publish(c, CNT_STAGED, g + 1);
 
 		/* 2. reduce my slice from my input and the peers' staging, in rank
@@ -409,13 +413,23 @@ npccl_status_t shm_allreduce(struct npccl_comm *c, const struct coll_args *a)
 	if (bytes <= MIN(cfg->fp_direct_max, c->layout.fp_chunk))
 		return fp_direct(c, a);
 	bool nt = bytes >= cfg->shm_nt_min;
-	if (c->nmems > 0) {
-		bool zc = false;
-		npccl_status_t st = zc_hello(c, a, &zc);
-		if (st || zc)
-			return st ? st : zc_allreduce(c, a, nt);
-	}
+	bool done = false;
+	npccl_status_t st = shm_allreduce_zero_copy(c, a, &done);
+	if (st || done)
+		return st;
 	return staged_allreduce(c, a, nt);
+}
+
+npccl_status_t shm_allreduce_zero_copy(struct npccl_comm *c, const struct coll_args *a,
+				       bool *done)
+{
+	*done = false;
+	if (c->nmems == 0 || a->count == 0)
+		return NPCCL_OK;
+	npccl_status_t st = zc_hello(c, a, done);
+	if (st || !*done)
+		return st;
+	return zc_allreduce(c, a, a->count * a->esize >= npccl_config()->shm_nt_min);
 }
 
 npccl_status_t shm_barrier(struct npccl_comm *c)

@@ -118,8 +118,10 @@ static npccl_status_t build_groups(struct npccl_comm *c)
 
 /*
  * Whether every local rank can read its peers' memory (single-copy
- * collectives, algo_cma.c): each publishes a probe word, reads its peers'
- * once all have (a barrier), and the ranks agree (MIN).
+ * collectives, algo_cma.c), and what a single copy costs: each publishes a
+ * probe area, reads its peers' and times reads of one once all have (a
+ * barrier), and the ranks agree (MIN of the verdicts, MAX of the times,
+ * which every rank's cost model then uses alike).
  */
 static npccl_status_t cma_agree(struct npccl_comm *c)
 {
@@ -127,11 +129,24 @@ static npccl_status_t cma_agree(struct npccl_comm *c)
 		return NPCCL_OK;
 	npccl_status_t st = coll_internal(c, NPCCL_COLL_BARRIER, NULL, NULL, 0, NPCCL_UINT8,
 					  NPCCL_SUM);
-	if (st)
-		return st;
-	int32_t ok = cma_probe_peers(c), all = 0;
-	st = coll_internal(c, NPCCL_COLL_ALLREDUCE, &ok, &all, 1, NPCCL_INT32, NPCCL_MIN);
+	int32_t ok = st ? 0 : cma_probe_peers(c), all = 0;
+	double cost[2] = { c->cma_call_us, c->cma_copy_ratio }, agreed[2] = { 0, 0 };
+	if (!st)
+		st = coll_internal(c, NPCCL_COLL_ALLREDUCE, &ok, &all, 1, NPCCL_INT32, NPCCL_MIN);
+	if (!st)
+		st = coll_internal(c, NPCCL_COLL_ALLREDUCE, cost, agreed, 2, NPCCL_FLOAT64,
+				   NPCCL_MAX);
 	c->cma_ok = st == NPCCL_OK && all == 1;
+	c->cma_call_us = c->cma_ok ? agreed[0] : 0;
+	c->cma_copy_ratio = c->cma_ok ? agreed[1] : 0;
+	cma_probe_end(c);	/* every peer is done with my area: it passed the agreement */
+	if (c->cma_ok && c->rank == 0)
+		npccl_log(NPCCL_LOG_INFO, "single copies between local ranks (%s): %.1f us, then "
+			  "%.2fx a memcpy per byte", c->space ? "npushm spaces" : "cross-memory attach",
+			  c->cma_call_us, c->cma_copy_ratio);
+	/* choices made by the setup's own calls knew no single copy */
+	for (int i = 0; i < NPCCL_NUM_COLLS; i++)
+		c->choice[i] = NPCCL_ALGO_AUTO;
 	return st;
 }
 
@@ -384,6 +399,20 @@ npccl_status_t npccl_comm_cost_model(npccl_comm_t c, npccl_cost_model_t *out)
 	if (!c || !out)
 		return NPCCL_ERR_INVALID_ARG;
 	*out = c->model;
+	return NPCCL_OK;
+}
+
+npccl_status_t npccl_comm_copy_stats(npccl_comm_t c, npccl_copy_stats_t *out)
+{
+	if (!c || !out)
+		return NPCCL_ERR_INVALID_ARG;
+	*out = (npccl_copy_stats_t){
+		.space_bytes = atomic_load_explicit(&c->copied.space_bytes, memory_order_relaxed),
+		.space_copies = atomic_load_explicit(&c->copied.space_copies, memory_order_relaxed),
+		.cma_bytes = atomic_load_explicit(&c->copied.cma_bytes, memory_order_relaxed),
+		.cma_copies = atomic_load_explicit(&c->copied.cma_copies, memory_order_relaxed),
+		.shm_bytes = atomic_load_explicit(&c->copied.shm_bytes, memory_order_relaxed),
+	};
 	return NPCCL_OK;
 }
 

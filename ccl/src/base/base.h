@@ -26,6 +26,7 @@ struct npccl_config {
 	int bootstrap_timeout_ms;
 	bool disable_shm;
 	bool disable_cma;	/* NPCCL_DISABLE_CMA: no single-copy collectives */
+	bool disable_space;	/* NPCCL_DISABLE_SPACE: single copies by CMA only (no npushm space) */
 	size_t shm_slot_bytes;	/* p2p FIFO slot payload */
 	int shm_slots;		/* p2p FIFO depth */
 	size_t fp_chunk_bytes;	/* shm fast-path pipeline chunk */

@@ -104,6 +104,7 @@ static void load(void)
 	cfg.bootstrap_timeout_ms = (int)env_long("NPCCL_BOOTSTRAP_TIMEOUT_MS", 60000, 1, 86400000);
 	cfg.disable_shm = env_long("NPCCL_DISABLE_SHM", 0, 0, 1);
 	cfg.disable_cma = env_long("NPCCL_DISABLE_CMA", 0, 0, 1);
+	cfg.disable_space = env_long("NPCCL_DISABLE_SPACE", 0, 0, 1);
 	cfg.shm_slot_bytes = (size_t)env_long("NPCCL_SHM_SLOT_BYTES", 128 << 10, 4096, 64 << 20);
 	cfg.shm_slot_bytes = ALIGN_UP(cfg.shm_slot_bytes, 64);
 	cfg.shm_slots = (int)env_long("NPCCL_SHM_SLOTS", 4, 2, 64);

@@ -10,8 +10,8 @@
  * so no ptrace or CMA is involved and it works in containers. Regions are
  * prefaulted (MADV_POPULATE_WRITE) when created or received, so no
  * collective pays first-touch page faults. (libnpushm also registers
- * npccl buffers for RDMA, rdma_regcache.c, and publishes cluster-loaded
- * models, model_share.c.)
+ * npccl buffers for RDMA, rdma_regcache.c, and loads models for a cluster,
+ * model/model_load.c.)
  */
 #include "base/shm_region.h"
 #include "npushm.h"

@@ -23,8 +23,28 @@
 #include <unistd.h>
 
 #define MB (1024.0 * 1024.0)
-/* process_vm_readv/writev: system call and page pinning, per call */
+/* a single copy's fixed cost (system call, page pinning) where init could
+ * not time one */
 #define CMA_CALL_US 3.0
+
+/* A single copy between local ranks: its fixed cost (us), and its cost per
+ * byte, a memcpy's (@cp) times the ratio timed and agreed at init
+ * (api/comm.c) where that is far above 1. Init times a chunk in the
+ * peer's cache against one in this core's: 1.1-1.8x here, natively and in
+ * the emulated VM, which large messages, cold on both paths, do not see
+ * (measured: the single-copy AllReduce 3x faster than shm's at 4-16 MiB);
+ * a ratio past CMA_RATIO_MIN means the pinning itself is dear. */
+#define CMA_RATIO_MIN 2.5
+
+static double cma_call(const struct npccl_comm *c)
+{
+	return c->cma_call_us > 0 ? c->cma_call_us : CMA_CALL_US;
+}
+
+static double cma_byte(const struct npccl_comm *c, double cp)
+{
+	return c->cma_copy_ratio > CMA_RATIO_MIN ? cp * c->cma_copy_ratio : cp;
+}
 
 static bool is_pow2(int n)
 {
@@ -37,6 +57,11 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 	if (a == NPCCL_ALGO_CANONICAL)
 		return coll == NPCCL_COLL_ALLREDUCE || coll == NPCCL_COLL_REDUCE_SCATTER ||
 		       coll == NPCCL_COLL_REDUCE;
+	/* the single-copy algorithms (algo_cma.c): every collective that moves
+	 * data between ranks, where every rank reads every peer's memory */
+	if (a == NPCCL_ALGO_CMA)
+		return shm_ok && c->cma_ok && coll != NPCCL_COLL_BARRIER &&
+		       coll != NPCCL_COLL_SEND && coll != NPCCL_COLL_RECV;
 	switch (coll) {
 	case NPCCL_COLL_ALLREDUCE:
 		if (a == NPCCL_ALGO_SHM)
@@ -46,16 +71,10 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_RECDOUBLING ||
 		       a == NPCCL_ALGO_RABENSEIFNER || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_ALLGATHER:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_RECDOUBLING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE_SCATTER:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_BROADCAST:
-		if (a == NPCCL_ALGO_CMA)
-			return shm_ok && c->cma_ok;
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
 	case NPCCL_COLL_REDUCE:
 		return a == NPCCL_ALGO_RING || a == NPCCL_ALGO_TREE || a == NPCCL_ALGO_DIRECT;
@@ -73,13 +92,17 @@ bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a)
 }
 
 /*
- * The deterministic mode's algorithm for a reducing call: AllReduce on one
- * host runs the shared-memory algorithm, which already reduces every
- * element over the local ranks in rank order with these kernels (same bits,
- * no cost); everything else runs the canonical algorithm (algo_canonical.c).
+ * The deterministic mode's algorithm for a reducing call that would run
+ * @chosen otherwise. On one host the shared-memory AllReduce and the
+ * single-copy reductions (algo_cma_reduce.c) already reduce every element
+ * over the ranks in rank order with these kernels (same bits, no cost):
+ * kept; AllReduce on one host otherwise runs the shared-memory algorithm;
+ * everything else the canonical algorithm (algo_canonical.c).
  */
-npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll)
+npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t chosen)
 {
+	if ((chosen == NPCCL_ALGO_SHM || chosen == NPCCL_ALGO_CMA) && algo_valid(c, coll, chosen))
+		return chosen;
 	if (coll == NPCCL_COLL_ALLREDUCE && algo_valid(c, coll, NPCCL_ALGO_SHM))
 		return NPCCL_ALGO_SHM;
 	return NPCCL_ALGO_CANONICAL;
@@ -97,6 +120,7 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	double lg = ceil(log2(P));
 	double p2 = pow(2, floor(log2(P))), fold = p2 < P ? 2 * (al + n * be) : 0;
 	double chunk = (double)npccl_config()->pipeline_chunk;
+	double call = cma_call(c), ccp = cma_byte(c, cp);
 	if (c->nranks == 1)
 		return 0.1 + n * cp;
 	switch (coll) {
@@ -117,6 +141,9 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		}
 		case NPCCL_ALGO_DIRECT:
 			return n * cp + (P - 1) * al + (P - 1) * n * (be + ga);
+		case NPCCL_ALGO_CMA:	/* my slice: read every peer's, reduce, write to every peer */
+			return 2 * al + 2 * (P - 1) * call * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (2 * ccp + ga);
 		case NPCCL_ALGO_CANONICAL:	/* direct reduce-scatter + allgather */
 			return 2 * (P - 1) * al + 2 * (P - 1) / P * n * be + n * ga;
 		case NPCCL_ALGO_SHM: {
@@ -144,14 +171,14 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 		if (algo == NPCCL_ALGO_CANONICAL)
 			return (P - 1) * al + (P - 1) / P * n * be + n * ga;
 		if (algo == NPCCL_ALGO_CMA)	/* a system call per peer and chunk, one copy */
-			return 2 * al + (P - 1) * CMA_CALL_US * ceil(n / P / chunk + 1) +
-			       (P - 1) / P * n * (cp + ga) + n / P * cp;
+			return 2 * al + (P - 1) * call * ceil(n / P / chunk + 1) +
+			       (P - 1) / P * n * (ccp + ga) + n / P * cp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * (be + ga) + n * ga;
 		return n * cp + (P - 1) * al + (P - 1) / P * n * (be + ga);
 	case NPCCL_COLL_ALLGATHER:	/* n: the whole output */
 		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its share at once */
-			return 2 * al + (P - 1) * CMA_CALL_US + (P - 1) / P * n * cp;
+			return 2 * al + (P - 1) * call + (P - 1) / P * n * ccp;
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * al + (P - 1) / P * n * be * 1.2;
 		if (algo == NPCCL_ALGO_RECDOUBLING)
@@ -161,8 +188,11 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	case NPCCL_COLL_REDUCE: {
 		double g = coll == NPCCL_COLL_REDUCE ? ga : 0;
 		double k = ceil(n / chunk), c1 = MIN(chunk, n);
+		if (algo == NPCCL_ALGO_CMA && coll == NPCCL_COLL_REDUCE)	/* the root reads all */
+			return 2 * al + (P - 1) * call * ceil(n / chunk + 1) +
+			       (P - 1) * n * (ccp + ga);
 		if (algo == NPCCL_ALGO_CMA)	/* two ranks: root and receiver copy half each */
-			return 2 * al + CMA_CALL_US + n * cp / (P == 2 ? 2 : 1);
+			return 2 * al + call + n * ccp / (P == 2 ? 2 : 1);
 		if (algo == NPCCL_ALGO_DIRECT)
 			return (P - 1) * (al + n * (be + g));
 		if (algo == NPCCL_ALGO_CANONICAL)
@@ -173,10 +203,14 @@ double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t a
 	}
 	case NPCCL_COLL_GATHER:
 	case NPCCL_COLL_SCATTER:
+		if (algo == NPCCL_ALGO_CMA)	/* every rank copies its own block at once */
+			return 2 * al + call + n / P * ccp;
 		if (algo == NPCCL_ALGO_TREE)
 			return lg * al + (P - 1) / P * n * be + n * cp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_ALLTOALL:
+		if (algo == NPCCL_ALGO_CMA)	/* every rank reads its block of each peer's */
+			return 2 * al + (P - 1) * call + (P - 1) / P * n * ccp;
 		return (P - 1) * al + (P - 1) / P * n * be;
 	case NPCCL_COLL_BARRIER:
 		if (algo == NPCCL_ALGO_SHM)
@@ -225,16 +259,17 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	npccl_algo_t a = c->forced[coll];
 	bool det = c->deterministic;
 	pthread_mutex_unlock(&c->q_lock);
-	if (det && canon_applies(coll, dtype)) {
-		a = canon_algo(c, coll);
-		why = a == NPCCL_ALGO_SHM ? "deterministic mode: one host, already in rank order"
-					  : "deterministic mode";
-	} else if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
+	if (a != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by npccl_comm_set_algo";
 	} else if ((a = npccl_config()->algo[coll]) != NPCCL_ALGO_AUTO && algo_valid(c, coll, a)) {
 		why = "forced by NPCCL_ALGO";
 	} else {
 		a = costmodel_choose(c, coll, bytes, NULL);
+	}
+	if (det && canon_applies(coll, dtype)) {
+		a = canon_algo(c, coll, a);
+		why = a == NPCCL_ALGO_CANONICAL ? "deterministic mode"
+						: "deterministic mode: one host, already in rank order";
 	}
 	out->algo = a;
 	if (coll == NPCCL_COLL_SEND || coll == NPCCL_COLL_RECV) {

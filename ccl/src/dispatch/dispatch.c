@@ -49,9 +49,11 @@ static npccl_status_t op_end(npccl_comm_t c, npccl_status_t st)
 				atomic_store_explicit(&c->ctl[c->local_index]->done_seq, c->cur.seq,
 						      memory_order_release);
 		}
-	} else if (!c->lasterr[0]) {
-		snprintf(c->lasterr, sizeof(c->lasterr), "%s",
-			 c->errmsg[0] ? c->errmsg : npccl_strerror(st));
+	} else {
+		p2p_abandon(c);
+		if (!c->lasterr[0])
+			snprintf(c->lasterr, sizeof(c->lasterr), "%s",
+				 c->errmsg[0] ? c->errmsg : npccl_strerror(st));
 	}
 	return st;
 }
@@ -145,7 +147,7 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 	c->next_seq++;
 	c->cur.algo = (uint8_t)choose(c, o->coll, choice_bytes(c, o), o->forced);
 	if (o->deterministic && canon_applies(o->coll, dt))
-		c->cur.algo = (uint8_t)canon_algo(c, o->coll);
+		c->cur.algo = (uint8_t)canon_algo(c, o->coll, (npccl_algo_t)c->cur.algo);
 	publish_op(c);
 	struct coll_args a = { .coll = o->coll, .sbuf = o->sbuf, .rbuf = o->rbuf, .count = o->count,
 			       .dtype = dt, .op = op == NPCCL_AVG ? NPCCL_SUM : op, .root = root,
@@ -159,6 +161,8 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 			st = shm_allreduce(c, &a);
 		else if (a.algo == NPCCL_ALGO_HIER)
 			st = hier_allreduce(c, &a);
+		else if (a.algo == NPCCL_ALGO_CMA)
+			st = cma_allreduce(c, &a);
 		else
 			st = algo_allreduce(c, g, &a, a.algo);
 		break;
@@ -174,12 +178,19 @@ static npccl_status_t coll_run(npccl_comm_t c, const struct op *o)
 		st = a.algo == NPCCL_ALGO_CMA ? cma_broadcast(c, &a) : algo_broadcast(c, g, &a, a.algo);
 		break;
 	case NPCCL_COLL_REDUCE:
-		st = a.algo == NPCCL_ALGO_CANONICAL ? canon_reduce(c, g, &a)
-						    : algo_reduce(c, g, &a, a.algo);
+		st = a.algo == NPCCL_ALGO_CMA		? cma_reduce(c, &a)
+		     : a.algo == NPCCL_ALGO_CANONICAL ? canon_reduce(c, g, &a)
+						      : algo_reduce(c, g, &a, a.algo);
 		break;
-	case NPCCL_COLL_GATHER: st = algo_gather(c, g, &a, a.algo); break;
-	case NPCCL_COLL_SCATTER: st = algo_scatter(c, g, &a, a.algo); break;
-	case NPCCL_COLL_ALLTOALL: st = algo_alltoall(c, g, &a, a.algo); break;
+	case NPCCL_COLL_GATHER:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_gather(c, &a) : algo_gather(c, g, &a, a.algo);
+		break;
+	case NPCCL_COLL_SCATTER:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_scatter(c, &a) : algo_scatter(c, g, &a, a.algo);
+		break;
+	case NPCCL_COLL_ALLTOALL:
+		st = a.algo == NPCCL_ALGO_CMA ? cma_alltoall(c, &a) : algo_alltoall(c, g, &a, a.algo);
+		break;
 	case NPCCL_COLL_BARRIER:
 		st = a.algo == NPCCL_ALGO_SHM ? shm_barrier(c) : algo_barrier(c, g, a.algo);
 		break;

@@ -33,7 +33,9 @@ NPCCL_HIDDEN npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t co
 NPCCL_HIDDEN double costmodel_predict(struct npccl_comm *c, npccl_coll_t coll,
 				      npccl_algo_t algo, size_t bytes);
 NPCCL_HIDDEN bool algo_valid(struct npccl_comm *c, npccl_coll_t coll, npccl_algo_t algo);
-/* the deterministic mode's algorithm for a reducing collective */
-NPCCL_HIDDEN npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll);
+/* the deterministic mode's algorithm for a reducing collective that would
+ * run @chosen otherwise */
+NPCCL_HIDDEN npccl_algo_t canon_algo(struct npccl_comm *c, npccl_coll_t coll,
+				     npccl_algo_t chosen);
 
 #endif

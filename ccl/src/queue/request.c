@@ -158,7 +158,9 @@ static void sweep_pending(struct npccl_comm *c)
 			r->ireq->in_use = false;
 			req_complete(c, r, NPCCL_OK, NULL);
 		} else {
-			/* the message stays in the dead queue until the communicator goes */
+			/* the message stays in the dead queue until the communicator
+			 * goes, its buffer no longer reachable by the peer */
+			p2p_abandon(c);
 			failed_text(c, r);
 			req_complete(c, r, c->failed, r->err);
 		}

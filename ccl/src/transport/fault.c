@@ -6,21 +6,17 @@
  * comm_fail() records the first failure of a communicator (status + message
  * naming the operation, its sequence number and the culprit rank) and sends
  * it as an ABORT verdict over every control channel, so ranks blocked
- * elsewhere report the same culprit instead of blaming their neighbour.
- * comm_diagnose_timeout() runs when a deadline passes: it asks every peer
- * what it is doing (QUERY/REPLY over the control channels, answered from any
- * wait loop), and blames, in this order: peers that died, peers that did not
- * answer (stopped or hung, checked through /proc when in the same pid
- * namespace), peers in a different call (mismatch) or still behind.
+ * elsewhere report the same culprit instead of blaming their neighbour;
+ * comm_mismatch() names a peer in another call. Sending control messages
+ * and describing peers and operations live here too; reading the channels,
+ * a lost peer and the deadline's diagnosis are control.c's.
  */
 #include "npccl_internal.h"
 #include "transport/transport.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -155,25 +151,6 @@ npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit, c
 	return st;
 }
 
-npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how)
-{
-	struct peer *p = &c->peers[rank];
-	/* a peer that found the root cause sent its verdict before leaving:
-	 * prefer that to "connection closed" */
-	if (!c->failed)
-		comm_poll_control(c, 0);
-	if (c->failed)
-		return c->failed;
-	if (p->said_bye)
-		how = "it left the communicator (npccl_comm_destroy) before this call completed";
-	else if (p->exited)
-		how = "the process exited (killed or crashed)";
-	char who[128];
-	peer_describe(c, rank, who, sizeof(who));
-	return comm_fail(c, NPCCL_ERR_PEER_DEAD, rank, "%s is gone: %s; the communicator is "
-				  "unusable, destroy it", who, how);
-}
-
 npccl_status_t comm_mismatch(struct npccl_comm *c, int rank, const struct op_desc *theirs)
 {
 	char mine[128], other[128], who[128];
@@ -192,52 +169,6 @@ npccl_status_t comm_mismatch(struct npccl_comm *c, int rank, const struct op_des
 			 c->rank, mine, who, other, (unsigned long long)theirs->seq);
 }
 
-void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m)
-{
-	if (!wire_hdr_valid(&m->hdr)) {
-		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,
-			  "corrupt control message from rank %d (bad magic or checksum)", p->rank);
-		return;
-	}
-	switch (m->hdr.type) {
-	case FRAME_QUERY:
-		comm_send_ctl(c, p, FRAME_REPLY, -1, c->failed, NULL);
-		break;
-	case FRAME_REPLY:
-		p->reply = *m;
-		p->replied = true;
-		break;
-	case FRAME_BYE:
-		p->said_bye = true;
-		if (m->status == 0 || !c->in_op)
-			break;
-		/* it left because of a failure: adopt its verdict */
-		__attribute__((fallthrough));
-	case FRAME_ABORT:
-		if (!c->failed) {
-			c->failed = m->status > 0 && m->status < NPCCL_NUM_STATUS
-					    ? (npccl_status_t)m->status
-					    : NPCCL_ERR_ABORTED;
-			char text[sizeof(m->text) + 1];
-			memcpy(text, m->text, sizeof(m->text));
-			text[sizeof(m->text)] = 0;
-			if (strstr(text, "[reported by rank"))
-				snprintf(c->errmsg, sizeof(c->errmsg), "%s", text);
-			else
-				snprintf(c->errmsg, sizeof(c->errmsg), "%s [reported by rank %d]", text,
-					 p->rank);
-			npccl_log(NPCCL_LOG_ERROR, "rank %d: %s", c->rank, c->errmsg);
-		}
-		break;
-	case FRAME_REGION:
-		shm_mem_region_msg(c, p, m);
-		break;
-	default:
-		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,
-			  "unknown control message type %u from rank %d", m->hdr.type, p->rank);
-	}
-}
-
 /* 'T' stopped/traced, 'Z'/'X' dead, 0 unknown (other pid namespace, gone) */
 char peer_proc_state(struct npccl_comm *c, int rank)
 {
@@ -254,95 +185,6 @@ char peer_proc_state(struct npccl_comm *c, int rank)
 	buf[n] = 0;
 	char *rp = strrchr(buf, ')');
 	return rp && rp[1] == ' ' ? rp[2] : 0;
-}
-
-npccl_status_t comm_diagnose_timeout(struct npccl_comm *c)
-{
-	if (c->failed)
-		return c->failed;
-	int tmo = c->op_timeout_ms;
-	int diag_ms = MAX(20, MIN(1000, tmo / 10));
-	for (int i = 0; i < c->nranks; i++) {
-		struct peer *p = &c->peers[i];
-		p->replied = false;
-		if (i != c->rank && !p->gone)
-			comm_send_ctl(c, p, FRAME_QUERY, -1, 0, NULL);
-	}
-	uint64_t end = now_ns() + (uint64_t)diag_ms * 1000000ull;
-	for (;;) {
-		if (c->failed)
-			return c->failed;
-		bool all = true;
-		for (int i = 0; i < c->nranks; i++)
-			if (i != c->rank && !c->peers[i].gone && !c->peers[i].replied)
-				all = false;
-		uint64_t t = now_ns();
-		if (all || t >= end)
-			break;
-		comm_poll_control(c, (int)((end - t) / 1000000 + 1));
-	}
-	if (c->failed)
-		return c->failed;
-	char who[128];
-	for (int i = 0; i < c->nranks; i++)
-		if (i != c->rank && c->peers[i].gone)
-			return comm_peer_lost(c, i, c->peers[i].said_bye ? "it left the communicator"
-									  : "its connection closed");
-	for (int i = 0; i < c->nranks; i++) {
-		struct peer *p = &c->peers[i];
-		if (i == c->rank || p->replied)
-			continue;
-		char st = peer_proc_state(c, i);
-		const char *why = st == 'T' || st == 't'
-					  ? "the process is stopped (SIGSTOP or a debugger)"
-				  : st == 'Z' || st == 'X'
-					  ? "the process has exited"
-					  : "it does not answer (hung, busy outside npccl, or unreachable)";
-		peer_describe(c, i, who, sizeof(who));
-		return comm_fail(c, NPCCL_ERR_TIMEOUT, i, "%s did not arrive within %d ms: %s", who,
-				 tmo, why);
-	}
-	for (int i = 0; i < c->nranks; i++) {
-		struct peer *p = &c->peers[i];
-		if (i == c->rank)
-			continue;
-		struct op_desc d;
-		wire_hdr_desc(&p->reply.hdr, &d);
-		if (p->reply.in_op && d.seq == c->cur.seq &&
-		    (d.coll != c->cur.coll || d.count != c->cur.count || d.dtype != c->cur.dtype ||
-		     d.redop != c->cur.redop || d.root != c->cur.root || d.algo != c->cur.algo))
-			return comm_mismatch(c, i, &d);
-	}
-	for (int i = 0; i < c->nranks; i++) {
-		struct peer *p = &c->peers[i];
-		if (i == c->rank)
-			continue;
-		struct op_desc d;
-		wire_hdr_desc(&p->reply.hdr, &d);
-		bool here = p->reply.in_op && d.seq == c->cur.seq;
-		if (here || c->cur.coll == NPCCL_COLL_SEND || c->cur.coll == NPCCL_COLL_RECV)
-			continue;
-		char other[128];
-		op_desc_format(&d, other, sizeof(other));
-		peer_describe(c, i, who, sizeof(who));
-		if (p->reply.in_op)
-			return comm_fail(c, NPCCL_ERR_MISMATCH, i,
-					 "%s did not arrive within %d ms: it is in call #%llu, %s",
-					 who, tmo, (unsigned long long)d.seq, other);
-		return comm_fail(c, NPCCL_ERR_TIMEOUT, i,
-				 "%s did not arrive within %d ms: it is not inside any npccl call "
-				 "(last completed call #%llu)",
-				 who, tmo, (unsigned long long)p->reply.completed_seq);
-	}
-	if (c->waiting_on >= 0 && c->waiting_on != c->rank) {
-		peer_describe(c, c->waiting_on, who, sizeof(who));
-		return comm_fail(c, NPCCL_ERR_TIMEOUT, c->waiting_on,
-				 "no progress within %d ms while waiting for %s, although every rank "
-				 "is inside this call (overloaded machine? raise NPCCL_TIMEOUT_MS)",
-				 tmo, who);
-	}
-	return comm_fail(c, NPCCL_ERR_TIMEOUT, -1,
-			 "no progress within %d ms although every rank is inside this call", tmo);
 }
 
 bool fault_should_fire(struct npccl_comm *c, int kind)

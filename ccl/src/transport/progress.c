@@ -24,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #define REQ_BLOCK 64
 
@@ -65,28 +63,6 @@ void p2p_free_all_reqs(struct npccl_comm *c)
 	c->reqs = NULL;
 }
 
-void wire_hdr_seal(struct wire_hdr *h)
-{
-	h->check = XXH32(h, offsetof(struct wire_hdr, check), 0x6e70);
-}
-
-bool wire_hdr_valid(const struct wire_hdr *h)
-{
-	return h->magic == WIRE_MAGIC &&
-	       h->check == XXH32(h, offsetof(struct wire_hdr, check), 0x6e70);
-}
-
-void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d)
-{
-	d->seq = h->seq;
-	d->count = h->count;
-	d->root = h->root;
-	d->coll = h->coll;
-	d->dtype = h->dtype;
-	d->redop = h->redop;
-	d->algo = (uint8_t)h->algo;
-}
-
 int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
 		    const struct wire_hdr *e)
 {
@@ -108,23 +84,6 @@ int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
 		return -1;
 	}
 	return 0;
-}
-
-void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len)
-{
-	memset(h, 0, sizeof(*h));
-	h->magic = WIRE_MAGIC;
-	h->type = FRAME_DATA;
-	h->coll = c->cur.coll;
-	h->dtype = c->cur.dtype;
-	h->redop = c->cur.redop;
-	h->root = c->cur.root;
-	h->src_rank = (uint32_t)c->rank;
-	h->seq = c->cur.seq;
-	h->count = c->cur.count;
-	h->len = len;
-	h->algo = c->cur.algo;
-	wire_hdr_seal(h);
 }
 
 static void enqueue(struct req **head, struct req **tail, struct req *r)
@@ -218,6 +177,15 @@ npccl_status_t p2p_progress_all(struct npccl_comm *c)
 		}
 	}
 	return NPCCL_OK;
+}
+
+void p2p_abandon(struct npccl_comm *c)
+{
+	for (int i = 0; c->peers && i < c->nranks; i++) {
+		struct peer *p = &c->peers[i];
+		for (struct req *r = p->sendq; r && p->tp && p->tp->abandon_send; r = r->next)
+			p->tp->abandon_send(c, p, r);
+	}
 }
 
 struct wait_set {
@@ -341,108 +309,6 @@ void doorbell_ring_all_local(struct npccl_comm *c)
 }
 
 /* ---- control channel ----------------------------------------------------- */
-
-/* Descriptors arrive with the first byte of the message they belong to
- * (FRAME_REGION); keep them in arrival order until the message is handled.
- * Local sockets only: recvmsg on a TCP control channel never has any. */
-static void ctl_take_fds(struct peer *p, struct msghdr *mh)
-{
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < nfd; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(int));
-			if (p->nrx_fds < (int)(sizeof(p->rx_fds) / sizeof(p->rx_fds[0])))
-				p->rx_fds[p->nrx_fds++] = fd;
-			else
-				close(fd);	/* its message then fails as "no descriptor" */
-		}
-	}
-}
-
-static void ctl_read(struct npccl_comm *c, struct peer *p)
-{
-	for (;;) {
-		char *dst = (char *)&p->ctl_rx + p->ctl_rx_fill;
-		struct iovec iov = { dst, sizeof(p->ctl_rx) - p->ctl_rx_fill };
-		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-				     .msg_controllen = sizeof(cbuf) };
-		ssize_t n = recvmsg(p->ctl_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n > 0 && mh.msg_controllen > 0)
-			ctl_take_fds(p, &mh);
-		if (n > 0) {
-			p->ctl_rx_fill += (size_t)n;
-			if (p->ctl_rx_fill == sizeof(p->ctl_rx)) {
-				p->ctl_rx_fill = 0;
-				comm_handle_ctl(c, p, &p->ctl_rx);
-			}
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		/* EOF or error: the peer is gone. Not an error by itself: what it
-		 * sent before leaving may still be queued for us; the transports
-		 * and the shared-memory waits fail when they need it. */
-		p->gone = true;
-		p->ctl_eof = true;
-		return;
-	}
-}
-
-bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms)
-{
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	while (!p->ctl_eof && p->ctl_fd >= 0 && !c->failed) {
-		uint64_t t = now_ns();
-		if (t >= end)
-			break;
-		struct pollfd pf = { .fd = p->ctl_fd, .events = POLLIN };
-		if (poll(&pf, 1, (int)((end - t) / 1000000 + 1)) > 0)
-			ctl_read(c, p);
-	}
-	return p->ctl_eof || p->ctl_fd < 0;
-}
-
-npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms)
-{
-	struct pollfd pf[2 * 64 + 1];
-	int idx[2 * 64 + 1];
-	int n = 0;
-	for (int i = 0; i < c->nranks && n < 2 * 64; i++) {
-		struct peer *p = &c->peers[i];
-		if (i == c->rank || p->ctl_eof)
-			continue;
-		if (p->ctl_fd >= 0) {
-			pf[n] = (struct pollfd){ .fd = p->ctl_fd, .events = POLLIN };
-			idx[n++] = i;
-		}
-		if (p->pidfd >= 0 && !p->gone) {
-			pf[n] = (struct pollfd){ .fd = p->pidfd, .events = POLLIN };
-			idx[n++] = -1 - i;
-		}
-	}
-	int pr = poll(pf, (nfds_t)n, timeout_ms);
-	if (pr <= 0)
-		return c->failed;
-	for (int k = 0; k < n; k++) {
-		if (!pf[k].revents)
-			continue;
-		if (idx[k] >= 0) {
-			ctl_read(c, &c->peers[idx[k]]);
-		} else {
-			struct peer *p = &c->peers[-1 - idx[k]];
-			/* read what is left on its control channel (a BYE) first */
-			if (p->ctl_fd >= 0 && !p->ctl_eof)
-				ctl_read(c, p);
-			p->gone = true;
-			p->exited = true;
-		}
-	}
-	return c->failed;
-}
 
 /* ---- the wait loop -------------------------------------------------------- */
 

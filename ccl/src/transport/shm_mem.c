@@ -68,45 +68,6 @@ void shm_mem_free_all(struct npccl_comm *c)
 	}
 }
 
-struct shm_mem *shm_mem_find(struct npccl_comm *c, const void *p, size_t len, size_t *off)
-{
-	const char *x = p;
-	for (int i = 0; i < c->nmems; i++) {
-		struct shm_mem *m = c->mems[i];
-		if (x >= m->base && x <= m->base + m->size && len <= m->size - (size_t)(x - m->base)) {
-			*off = (size_t)(x - m->base);
-			return m;
-		}
-	}
-	return NULL;
-}
-
-struct shm_mem *shm_mem_by_id(struct npccl_comm *c, uint64_t id)
-{
-	for (int i = 0; i < c->nmems; i++)
-		if (c->mems[i]->id == id)
-			return c->mems[i];
-	return NULL;
-}
-
-void shm_mem_region_msg(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m)
-{
-	int fd = -1;
-	if (p->nrx_fds > 0) {
-		fd = p->rx_fds[0];
-		memmove(p->rx_fds, p->rx_fds + 1, sizeof(int) * (size_t)--p->nrx_fds);
-	}
-	if (p->nregion_in == (int)(sizeof(p->region_in) / sizeof(p->region_in[0]))) {
-		if (fd >= 0)
-			close(fd);
-		comm_fail(c, NPCCL_ERR_PROTOCOL, p->rank,
-			  "rank %d sent more npccl_mem_alloc regions than this rank allocated",
-			  p->rank);
-		return;
-	}
-	p->region_in[p->nregion_in++] = (struct region_msg){ m->hdr.seq, m->hdr.len, fd };
-}
-
 struct alloc_wait {
 	struct npccl_comm *c;
 	uint64_t seq;

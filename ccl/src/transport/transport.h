@@ -30,28 +30,50 @@ NPCCL_HIDDEN npccl_status_t p2p_wait(struct npccl_comm *c, struct req **r, int n
 NPCCL_HIDDEN npccl_status_t p2p_wait_all(struct npccl_comm *c);
 NPCCL_HIDDEN npccl_status_t p2p_sendrecv(struct npccl_comm *c, int dst, const void *sbuf,
 					 size_t slen, int src, void *rbuf, size_t rlen);
-NPCCL_HIDDEN void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len);
 /* wait until ready(arg) is true, handling control messages and deadline */
 NPCCL_HIDDEN npccl_status_t comm_wait(struct npccl_comm *c, bool (*ready)(void *), void *arg,
 				      int waiting_on);
 NPCCL_HIDDEN void doorbell_ring(struct npccl_comm *c, int rank);
 NPCCL_HIDDEN void doorbell_ring_all_local(struct npccl_comm *c);
+/* a valid received data header h against the expected e: 0, or -1 with the
+ * communicator failed (the mismatched call or length named) */
+NPCCL_HIDDEN int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
+				 const struct wire_hdr *e);
+/* advance every per-peer queue; the failure status if a transport failed */
+NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
+/* the communicator failed: sends still queued release their buffers (no
+ * peer reaches them after it) */
+NPCCL_HIDDEN void p2p_abandon(struct npccl_comm *c);
+
+/* ---- message headers (wire.c; wire_hdr_seal/valid: npccl_internal.h) ---- */
+/* a data header for the current operation, @len payload bytes, sealed */
+NPCCL_HIDDEN void p2p_set_hdr(struct npccl_comm *c, struct wire_hdr *h, uint64_t len);
+/* the operation a received header describes */
+NPCCL_HIDDEN void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d);
+
+/* ---- control channels (control.c) -------------------------------------- */
+/* read every control channel (and peers' pidfds) for up to timeout_ms,
+ * handling what arrives; the communicator's failure status */
 NPCCL_HIDDEN npccl_status_t comm_poll_control(struct npccl_comm *c, int timeout_ms);
 /* whether p's control channel closed (waiting up to timeout_ms for it, and
  * handling what arrives meanwhile): its process is gone, not just a stream */
 NPCCL_HIDDEN bool comm_peer_ctl_closed(struct npccl_comm *c, struct peer *p, int timeout_ms);
-/* advance every per-peer queue; the failure status if a transport failed */
-NPCCL_HIDDEN npccl_status_t p2p_progress_all(struct npccl_comm *c);
+NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how);
+NPCCL_HIDDEN npccl_status_t comm_diagnose_timeout(struct npccl_comm *c);
+
+/* ---- one copy to or from a local peer's private memory (peer_copy.c) ---- */
+/* @len bytes between @local and local peer @rank's address @remote (read:
+ * from the peer; write: to it): through its npushm space, or by
+ * cross-memory attach where it has none; counted in c->copied */
+NPCCL_HIDDEN npccl_status_t peer_copy(struct npccl_comm *c, int rank, char *local,
+				      uint64_t remote, size_t len, bool write);
 
 /* ---- failure handling (fault.c) ---------------------------------------- */
 NPCCL_HIDDEN npccl_status_t comm_fail(struct npccl_comm *c, npccl_status_t st, int culprit,
 				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 NPCCL_HIDDEN void comm_broadcast_abort(struct npccl_comm *c, int culprit);
-NPCCL_HIDDEN npccl_status_t comm_diagnose_timeout(struct npccl_comm *c);
 /* A local peer's process state from /proc: 'T' stopped, 'Z'/'X' exited, 0 unknown. */
 NPCCL_HIDDEN char peer_proc_state(struct npccl_comm *c, int rank);
-NPCCL_HIDDEN npccl_status_t comm_peer_lost(struct npccl_comm *c, int rank, const char *how);
-NPCCL_HIDDEN void comm_handle_ctl(struct npccl_comm *c, struct peer *p, const struct ctl_msg *m);
 NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, int culprit,
 				int status, const char *text);
 /* a control message carrying descriptor fd (SCM_RIGHTS) and hdr.len = len;
@@ -59,12 +81,6 @@ NPCCL_HIDDEN void comm_send_ctl(struct npccl_comm *c, struct peer *p, int type, 
 NPCCL_HIDDEN int comm_send_ctl_fd(struct npccl_comm *c, struct peer *p, int type, uint64_t len,
 				  int fd);
 NPCCL_HIDDEN void op_desc_format(const struct op_desc *d, char *buf, size_t len);
-/* the operation a received header describes */
-NPCCL_HIDDEN void wire_hdr_desc(const struct wire_hdr *h, struct op_desc *d);
-/* a valid received data header h against the expected e: 0, or -1 with the
- * communicator failed (the mismatched call or length named) */
-NPCCL_HIDDEN int wire_hdr_expect(struct npccl_comm *c, int rank, const struct wire_hdr *h,
-				 const struct wire_hdr *e);
 NPCCL_HIDDEN void peer_describe(struct npccl_comm *c, int rank, char *buf, size_t len);
 NPCCL_HIDDEN npccl_status_t comm_mismatch(struct npccl_comm *c, int rank,
 					  const struct op_desc *theirs);
@@ -79,7 +95,7 @@ enum { FAULT_NONE, FAULT_CORRUPT_FRAME, FAULT_TRUNCATE_FRAME,
        FAULT_QP_ERROR,	/* fault_rank moves its RDMA queue pairs to the error
 			 * state in collective #fault_seq */
        FAULT_LOAD_KILL,	/* fault_rank's process is killed (SIGKILL) before chunk
-			 * #fault_seq of an npccl_model_load (model_share.c) */
+			 * #fault_seq of an npccl_model_load (model/model_load.c) */
        FAULT_LOAD_CORRUPT	/* fault_rank damages one byte of chunk #fault_seq of an
 			 * npccl_model_load after receiving it */ };
 
@@ -92,13 +108,10 @@ struct shm_mem {
 	struct shm_region **peer_region;	/* [nlocal]: peers' regions, NULL for me */
 	char **addr;		/* [nlocal]: every local rank's buffer as mapped here */
 };
-/* the allocation holding [p, p + len) and the offset of p, or NULL */
+/* (shm_mem_lookup.c) the allocation holding [p, p + len) and the offset of p, or NULL */
 NPCCL_HIDDEN struct shm_mem *shm_mem_find(struct npccl_comm *c, const void *p, size_t len,
 					  size_t *off);
 NPCCL_HIDDEN struct shm_mem *shm_mem_by_id(struct npccl_comm *c, uint64_t id);
-/* control channel: a FRAME_REGION message arrived from p (takes its fd) */
-NPCCL_HIDDEN void shm_mem_region_msg(struct npccl_comm *c, struct peer *p,
-				     const struct ctl_msg *m);
 NPCCL_HIDDEN void shm_mem_free_all(struct npccl_comm *c);
 
 /* ---- RDMA verbs transport (rdma_setup.c, transport_rdma.c, rdma_regcache.c) */

@@ -13,6 +13,15 @@
  * (its EOF and the pidfd tell when a peer dies). A sender copies pieces into
  * the receiver's FIFO; the receiver copies (or reduces) them out, checking
  * the header of the first piece exactly as the TCP transport does.
+ *
+ * Messages larger than a FIFO go by rendezvous where every local rank can
+ * read every other's memory (c->cma_ok: npushm spaces or cross-memory
+ * attach): the sender opens its buffer in its space and puts one slot with
+ * the header and the buffer's address; the receiver copies (or reduces) the
+ * message straight out of the sender's buffer (peer_copy.c), then consumes
+ * the slot, which completes the send. One copy instead of two, and no
+ * change to when a send can complete: a message that does not fit the FIFO
+ * never completed before its receive was posted.
  */
 #include "npccl_internal.h"
 #include "transport/transport.h"
@@ -33,6 +42,21 @@
 
 #define SHM_HELLO_MAGIC 0x4e505348u	/* "NPSH" */
 #define SHM_HELLO_FAILED 0x4e504658u	/* "NPFX": the sender's own setup failed */
+
+/* The 64 bytes before a FIFO slot's payload: the message's header, then,
+ * for a message sent by rendezvous (rndv == RNDV_MAGIC, no payload), the
+ * sender's buffer address. */
+struct slot_hdr {
+	struct wire_hdr hdr;
+	uint64_t rndv_addr;
+	uint32_t rndv;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct slot_hdr) == 64, "FIFO slot header layout");
+#define RNDV_MAGIC 0x564e4452u	/* "RDNV" */
+/* bytes a receiver copies by rendezvous per progress call (other peers'
+ * queues move in between) */
+#define RNDV_PIECE ((size_t)4 << 20)
 
 struct shm_hello {
 	uint32_t magic;
@@ -321,7 +345,7 @@ static void space_open_for_peers(struct npccl_comm *c)
 	npushm_space_t *sp;
 
 	c->space = NULL;
-	if (npccl_config()->disable_cma)
+	if (npccl_config()->disable_cma || npccl_config()->disable_space)
 		return;
 	if (npushm_space_open(&sp) == NPUSHM_OK)
 		c->space = sp;
@@ -529,6 +553,8 @@ npccl_status_t shm_setup(struct npccl_comm *c, char *err, size_t errlen)
 
 void shm_teardown(struct npccl_comm *c)
 {
+	/* sends never received: their buffers go back to the caller, closed */
+	p2p_abandon(c);
 	for (int i = 0; i < c->nranks; i++) {
 		struct peer *p = &c->peers[i];
 		shm_region_close(p->region);
@@ -552,10 +578,94 @@ void shm_teardown(struct npccl_comm *c)
 
 /* ---- FIFO progress -------------------------------------------------------- */
 
+static struct slot_hdr *slot_at(const struct shm_layout *l, struct shm_fifo *f, uint64_t i)
+{
+	return (struct slot_hdr *)(f->slots + (i % (uint64_t)l->nslots) * l->slot_stride);
+}
+
+/* A send whose receiver copies it out of the sender's buffer (rendezvous). */
+static bool by_rendezvous(const struct npccl_comm *c, const struct req *r)
+{
+	const struct shm_layout *l = &c->layout;
+	return c->cma_ok && r->len > (size_t)l->nslots * l->slot_bytes;
+}
+
+static void rndv_close(struct npccl_comm *c, struct req *r)
+{
+	if (r->grant)
+		npushm_space_revoke(c->space, r->grant);
+	r->grant = 0;
+}
+
+/* Sender: one slot pointing at the buffer; done when the receiver consumed it. */
+static int shm_send_rndv(struct npccl_comm *c, struct peer *p, struct req *r)
+{
+	struct shm_fifo *f = p->tx_fifo;
+	uint64_t tail = atomic_load_explicit(&f->tail, memory_order_acquire);
+	if (!r->hdr_done) {
+		uint64_t head = atomic_load_explicit(&f->head, memory_order_relaxed);
+		if (head - tail >= (uint64_t)c->layout.nslots)
+			goto wait;
+		if (c->space && npushm_space_grant(c->space, r->sbuf, r->len, NPUSHM_SPACE_READ,
+						   &r->grant) != NPUSHM_OK)
+			return comm_fail(c, NPCCL_ERR_SYSTEM, -1, "cannot open a message to rank %d: "
+					 "%s", p->rank, npushm_last_error()), -1;
+		struct slot_hdr *sh = slot_at(&c->layout, f, head);
+		sh->hdr = r->hdr;
+		sh->rndv_addr = (uint64_t)(uintptr_t)r->sbuf;
+		sh->rndv = RNDV_MAGIC;
+		r->rndv = true;
+		r->rndv_slot = head;
+		r->hdr_done = 1;
+		atomic_store_explicit(&f->head, head + 1, memory_order_release);
+		doorbell_ring(c, p->rank);
+		return 0;
+	}
+	if (tail > r->rndv_slot) {
+		rndv_close(c, r);
+		r->done = r->len;
+		return 1;
+	}
+wait:
+	if (p->gone && atomic_load_explicit(&f->tail, memory_order_acquire) == tail)
+		return comm_peer_lost(c, p->rank, "its connection closed"), -1;
+	return 0;
+}
+
+/* Receiver: the next piece of a rendezvous message at the sender's @addr;
+ * 1 when the whole message is in. */
+static int shm_recv_rndv(struct npccl_comm *c, struct peer *p, struct req *r, uint64_t addr)
+{
+	size_t n = MIN(RNDV_PIECE, r->len - r->done);
+	if (r->kind == REQ_RECV) {
+		if (peer_copy(c, p->rank, r->rbuf + r->done, addr + r->done, n, false))
+			return -1;
+	} else {
+		size_t piece = npccl_config()->pipeline_chunk;	/* a multiple of 64 */
+		if (!p->bounce && !(p->bounce = malloc(piece)))
+			return comm_fail(c, NPCCL_ERR_NOMEM, -1, "no memory for %zu bytes", piece), -1;
+		n = MIN(n, piece);
+		if (peer_copy(c, p->rank, p->bounce, addr + r->done, n, false))
+			return -1;
+		reduce_into((npccl_dtype_t)r->dtype, (npccl_redop_t)r->redop, r->rbuf + r->done,
+			    r->rsrc + r->done, p->bounce, n / npccl_dtype_size((npccl_dtype_t)r->dtype));
+	}
+	r->done += n;
+	return r->done == r->len;
+}
+
+static void shm_abandon_send(struct npccl_comm *c, struct peer *p, struct req *r)
+{
+	(void)p;
+	rndv_close(c, r);
+}
+
 static int shm_progress_send(struct npccl_comm *c, struct peer *p, struct req *r)
 {
 	const struct shm_layout *l = &c->layout;
 	struct shm_fifo *f = p->tx_fifo;
+	if (r->rndv || (!r->hdr_done && by_rendezvous(c, r)))
+		return shm_send_rndv(c, p, r);
 	uint64_t head = atomic_load_explicit(&f->head, memory_order_relaxed);
 	uint64_t tail = atomic_load_explicit(&f->tail, memory_order_acquire);
 	bool moved = false;
@@ -566,13 +676,15 @@ static int shm_progress_send(struct npccl_comm *c, struct peer *p, struct req *r
 			if (head - tail >= (uint64_t)l->nslots)
 				break;
 		}
-		char *slot = f->slots + (head % (uint64_t)l->nslots) * l->slot_stride;
+		struct slot_hdr *sh = slot_at(l, f, head);
 		size_t n = MIN(l->slot_bytes, r->len - r->done);
-		memcpy(slot, &r->hdr, sizeof(r->hdr));
+		sh->hdr = r->hdr;
+		sh->rndv = 0;
 		if (n)
-			memcpy(slot + 64, r->sbuf + r->done, n);
+			memcpy((char *)sh + 64, r->sbuf + r->done, n);
 		r->done += n;
 		r->hdr_done = 1;
+		atomic_fetch_add_explicit(&c->copied.shm_bytes, n, memory_order_relaxed);
 		head++;
 		atomic_store_explicit(&f->head, head, memory_order_release);
 		moved = true;
@@ -615,11 +727,20 @@ static int shm_progress_recv(struct npccl_comm *c, struct peer *p, struct req *r
 	bool moved = false;
 	int done = 0;
 	while (tail < head) {
-		const char *slot = f->slots + (tail % (uint64_t)l->nslots) * l->slot_stride;
+		const struct slot_hdr *sh = slot_at(l, f, tail);
+		const char *slot = (const char *)sh;
 		if (!r->hdr_done) {
-			if (shm_check_header(c, p, r, (const struct wire_hdr *)slot) < 0)
+			if (shm_check_header(c, p, r, &sh->hdr) < 0)
 				return -1;
 			r->hdr_done = 1;
+		}
+		if (sh->rndv == RNDV_MAGIC) {
+			int rc = shm_recv_rndv(c, p, r, sh->rndv_addr);
+			if (rc <= 0)
+				return rc;
+			atomic_store_explicit(&f->tail, tail + 1, memory_order_release);
+			doorbell_ring(c, p->rank);
+			return 1;
 		}
 		size_t n = MIN(l->slot_bytes, r->len - r->done);
 		if (n) {
@@ -653,5 +774,6 @@ const struct transport_ops shm_transport = {
 	.name = "shm",
 	.progress_send = shm_progress_send,
 	.progress_recv = shm_progress_recv,
+	.abandon_send = shm_abandon_send,
 	.poll_fd = NULL,
 };

@@ -3,7 +3,8 @@
 """test_ccl_numpy.py - npushm.ccl, the npccl binding for NumPy / DLPack / buffer objects:
 every collective and send/recv with 2 and 3 forked processes against NumPy references
 (sync and async, non-contiguous outputs, DLPack bfloat16 tensors, bytearrays), groups,
-key-value bootstrap, shared arrays, and errors for bad input."""
+key-value bootstrap, shared arrays, the copy counters, and errors for bad input."""
+import ctypes
 import multiprocessing as mp
 import os
 import traceback
@@ -160,6 +161,29 @@ def _shared(c, r, P):
 def test_shared_arrays_zero_copy_allreduce(P):
     want = P * (P + 1) / 2
     assert all(o == (want, want) for o in _run(_shared, P))
+
+
+def _copies(c, r, P):
+    """A 4 MiB AllGather with the single-copy algorithm (npccl_comm_set_algo, which the
+    binding does not wrap): the counters show the peers' blocks moved by single copies,
+    nothing through shared memory."""
+    set_algo = ccl.lib().npccl_comm_set_algo
+    set_algo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    assert set_algo(c._handle(), 1, 8) == 0     # NPCCL_COLL_ALLGATHER, NPCCL_ALGO_CMA
+    before = c.copy_stats()
+    out = c.allgather(np.full(1 << 20, r, dtype=np.float32))
+    after = c.copy_stats()
+    delta = {k: after[k] - before[k] for k in after}
+    return delta, bool((out.reshape(P, -1) == np.arange(P)[:, None]).all())
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_copy_stats_show_the_single_copy_path(P):
+    for delta, right in _run(_copies, P):
+        assert right
+        assert delta["space_bytes"] + delta["cma_bytes"] == (P - 1) * 4 << 20, delta
+        assert delta["space_copies"] + delta["cma_copies"] == P - 1, delta
+        assert delta["shm_bytes"] == 0, delta
 
 
 def _errors(c, r, P):
