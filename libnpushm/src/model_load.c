@@ -33,13 +33,6 @@
 #include "model.h"
 #include "model_load.h"
 
-void npi_load_progress(const struct load *ld, npushm_load_stage_t stage, uint64_t done,
-		       uint64_t total)
-{
-	if (ld->opts && ld->opts->progress)
-		ld->opts->progress(ld->opts->progress_arg, stage, done, total);
-}
-
 static npushm_status_t read_header(struct load *ld)
 {
 	uint8_t first8[8];

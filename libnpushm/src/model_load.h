@@ -71,9 +71,16 @@ struct load {
 	struct replicas rep;
 };
 
-/* Call the load's progress callback, if any. */
-void npi_load_progress(const struct load *ld, npushm_load_stage_t stage, uint64_t done,
-		       uint64_t total);
+/*
+ * Call the load's progress callback, if any. Inline, so the copy and replica
+ * steps below model_load.c report progress without calling back up into it.
+ */
+static inline void npi_load_progress(const struct load *ld, npushm_load_stage_t stage,
+				     uint64_t done, uint64_t total)
+{
+	if (ld->opts && ld->opts->progress)
+		ld->opts->progress(ld->opts->progress_arg, stage, done, total);
+}
 
 /* model_layout.c: where everything goes, and the manifest bytes (caller frees @out). */
 npushm_status_t npi_load_plan(const struct npi_st_header *h, struct layout *l, uint64_t page,
