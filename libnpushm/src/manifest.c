@@ -257,3 +257,23 @@ void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, si
 	t->offset = e->offset;
 	t->index = i;
 }
+
+bool npi_manifest_tensor_index(const struct npi_manifest_view *v, const char *name, size_t *index)
+{
+	size_t lo = 0, hi = (size_t)v->hdr->tensor_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, v->strings + v->tensors[mid].name_offset);
+
+		if (c == 0) {
+			*index = mid;
+			return true;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}

@@ -117,6 +117,8 @@ uint64_t npi_manifest_hash_of(const void *manifest, uint64_t manifest_size);
 void npi_manifest_content_hash(const uint8_t source_hash[16], bool only, size_t n,
 			       const char *const *names, const char *const *tags,
 			       const uint8_t (*hashes)[16], uint8_t out[16]);
+/* Position of tensor @name in @v's name-sorted table; false if it has none. */
+bool npi_manifest_tensor_index(const struct npi_manifest_view *v, const char *name, size_t *index);
 /* Fill @t from entry @i of @v. */
 void npi_manifest_tensor(const struct npi_manifest_view *v, const void *base, size_t i,
 			 npushm_tensor_t *t);

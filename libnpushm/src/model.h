@@ -25,8 +25,7 @@ struct npushm_model {
 	int node;			/* the NUMA node whose copy this is, -1: the model's own */
 };
 
-/* model_attach.c: position of tensor @name in the name-sorted table; false if none */
-bool npi_model_tensor_index(const npushm_model_t *m, const char *name, size_t *index);
+/* model_attach.c */
 void npi_model_ref(npushm_model_t *m);
 void npi_model_unref(npushm_model_t *m);
 /* "model 'x' not found: ...; run `npushm load FILE --name x` first". */

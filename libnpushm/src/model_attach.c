@@ -181,26 +181,6 @@ NPUSHM_API size_t npushm_model_accept_packed_only(npushm_model_t *m)
 	return n;
 }
 
-bool npi_model_tensor_index(const npushm_model_t *m, const char *name, size_t *index)
-{
-	size_t lo = 0, hi = (size_t)m->view.hdr->tensor_count;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, m->view.strings + m->view.tensors[mid].name_offset);
-
-		if (c == 0) {
-			*index = mid;
-			return true;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return false;
-}
-
 NPUSHM_API npushm_status_t npushm_model_tensor_at(const npushm_model_t *m, size_t index,
 						  npushm_tensor_t *t)
 {
@@ -219,7 +199,7 @@ NPUSHM_API npushm_status_t npushm_model_tensor_find(const npushm_model_t *m, con
 
 	if (!m || !name || !t)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_tensor_find: NULL argument");
-	if (npi_model_tensor_index(m, name, &i))
+	if (npi_manifest_tensor_index(&m->view, name, &i))
 		return tensor_out(m, i, t);
 	return npi_fail(NPUSHM_ERR_NOT_FOUND, 0, "model '%s' has no tensor named '%s'; `npushm info %s` lists them",
 			m->name, name, m->name);

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "content_hash.h"
-#include "model_load.h"
+#include "loader.h"
 
 struct copier {
 	struct load *ld;

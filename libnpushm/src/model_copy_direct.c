@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "content_hash.h"
-#include "model_load.h"
+#include "loader.h"
 
 #define LOAD_DIRECT_PIECE (256u << 10)	/* read at a time, hashed while in L2 */
 #define LOAD_DIRECT_THREADS 4

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "manifest.h"
-#include "model_load.h"
+#include "loader.h"
 
 void npi_load_tensor_view(const struct npi_st_header *h, size_t i, const void *data,
 			  int64_t *strides, npushm_tensor_t *t)

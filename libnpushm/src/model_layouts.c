@@ -43,7 +43,7 @@ NPUSHM_API npushm_status_t npushm_model_layout_find(const npushm_model_t *m, con
 
 	if (!m || !name || !l)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_layout_find: NULL argument");
-	if (!npi_model_tensor_index(m, name, &ti))
+	if (!npi_manifest_tensor_index(&m->view, name, &ti))
 		return npi_fail(NPUSHM_ERR_NOT_FOUND, 0, "model '%s' has no tensor named '%s'",
 				m->name, name);
 	for (size_t i = 0; i < n; i++)

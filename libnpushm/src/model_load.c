@@ -31,7 +31,7 @@
 #include "content_hash.h"
 #include "manifest.h"
 #include "model.h"
-#include "model_load.h"
+#include "loader.h"
 
 static npushm_status_t read_header(struct load *ld)
 {

@@ -25,7 +25,7 @@
 
 #include "manifest.h"
 #include "model.h"
-#include "model_load.h"
+#include "loader.h"
 #include "model_nodes.h"
 
 /* Read one byte per page, so that move_pages(2) finds every page mapped. */

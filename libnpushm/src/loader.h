@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * model_load.h - what the loader's files share: the state of one load
+ * loader.h - what the loader's files share: the state of one load
  * (model_load.c drives it), the region layout and manifest builder
- * (model_layout.c) and the two copy pipelines (model_copy.c through a
- * buffer, model_copy_direct.c straight into a mapping).
+ * (model_layout.c), the two copy pipelines (model_copy.c through a
+ * buffer, model_copy_direct.c straight into a mapping) and the per-node
+ * copies (model_replicas.c). Each of those steps takes the state from here,
+ * none calls back into model_load.c.
  */
-#ifndef NPUSHM_MODEL_LOAD_H
-#define NPUSHM_MODEL_LOAD_H
+#ifndef NPUSHM_LOADER_H
+#define NPUSHM_LOADER_H
 
 #include <sys/stat.h>
 
@@ -71,10 +73,7 @@ struct load {
 	struct replicas rep;
 };
 
-/*
- * Call the load's progress callback, if any. Inline, so the copy and replica
- * steps below model_load.c report progress without calling back up into it.
- */
+/* Call the load's progress callback, if any. */
 static inline void npi_load_progress(const struct load *ld, npushm_load_stage_t stage,
 				     uint64_t done, uint64_t total)
 {
