@@ -209,7 +209,7 @@ NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int
 	else if (npt_decode_has(NPT_ISA_AVX2, "avx2,fma"))
 		j.rows = f32_rows_avx2;
 	npt_eval_lock();
-	npt_parallel_for((n + 3) / 4, 8, f32_task, &j);
+	npt_parallel_for_hot((n + 3) / 4, 8, f32_task, &j);
 	npt_eval_unlock();
 	return NPT_OK;
 }
@@ -540,7 +540,7 @@ NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag,
 				 .n = n };
 	r.j = &j;
 	r.fn = b.dtype == NPT_F32 ? packed_f32 : b.dtype == NPT_BF16 ? packed_bf16 : packed_s8;
-	npt_parallel_for((n + NB - 1) / NB, 1, packed_task, &r);
+	npt_parallel_for_hot((n + NB - 1) / NB, 1, packed_task, &r);
 	npt_eval_unlock();
 	return NPT_OK;
 }

@@ -724,8 +724,8 @@ NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void
 	}
 	if (j.tiles)
 		npt_parallel_for((n + TILE_N - 1) / TILE_N, 1, q4_rows, &j);
-	else
-		npt_parallel_for(n, 16, q4_rows, &j);
+	else	/* a decode step: the next product follows at once */
+		npt_parallel_for_hot(n, 16, q4_rows, &j);
 out:
 	npt_eval_unlock();
 	return s;

@@ -1127,6 +1127,55 @@ TEST(attention_same_bits_for_any_thread_count)
 	npt_tensor_free(v);
 }
 
+/*
+ * A decode step's products poll for the next job instead of sleeping
+ * (threads.c, npt_parallel_for_hot): thousands back to back, with loops that
+ * sleep at once between them and the thread count changing, on more threads
+ * than this machine may have cores (workers late to a job, or descheduled
+ * inside one, meet the next job's posting): every product keeps the bits it
+ * has on one thread.
+ */
+TEST(decode_products_back_to_back_with_other_loops)
+{
+	enum { K = 64, NMAX = 97, ROUNDS = 20000 };
+	static const int threads[] = { 3, 2, 4, 3 };
+	float *w = malloc(sizeof(float) * NMAX * K), *ref = malloc(sizeof(float) * (NMAX + 1) * NMAX);
+	float x[K], y[NMAX];
+	int64_t s[4] = { 1, 4, 8, 16 };
+	npt_tensor_t *q = randn(4, s), *o = NULL;
+	int keep = npt_get_num_threads();
+
+	ASSERT_NE(NULL, w);
+	ASSERT_NE(NULL, ref);
+	ASSERT_NE(NULL, q);
+	for (int i = 0; i < NMAX * K; i++)
+		w[i] = frand();
+	for (int i = 0; i < K; i++)
+		x[i] = frand();
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(1));
+	for (int n = 1; n <= NMAX; n++)
+		ASSERT_EQ(NPT_OK, npt_gemv_f32(x, 1, w, K, n, K, ref + (size_t)n * NMAX));
+	for (int r = 0; r < ROUNDS; r++) {
+		int n = 1 + (int)((r * 37u) % NMAX);
+
+		if (r % (ROUNDS / 4) == 0)
+			ASSERT_EQ(NPT_OK, npt_set_num_threads(threads[r / (ROUNDS / 4)]));
+		ASSERT_EQ(NPT_OK, npt_gemv_f32(x, 1, w, K, n, K, y));
+		ASSERT_EQ(0, memcmp(y, ref + (size_t)n * NMAX, sizeof(float) * n)) {
+			TH_LOG("round %d, %d outputs: not the one-thread bits", r, n);
+		}
+		if (r % 97 == 0) {	/* a loop whose workers sleep at once */
+			ASSERT_EQ(NPT_OK, npt_attention(q, q, q, NULL, 0.25, 0, &o));
+			npt_tensor_free(o);
+			o = NULL;
+		}
+	}
+	npt_set_num_threads(keep);
+	npt_tensor_free(q);
+	free(w);
+	free(ref);
+}
+
 TEST(attention_refusals_and_edges)
 {
 	int64_t qs[3] = { 2, 4, 8 }, ks[3] = { 2, 5, 8 }, vs[3] = { 2, 5, 3 }, bad[3] = { 2, 5, 7 };

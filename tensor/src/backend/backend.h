@@ -16,6 +16,9 @@ typedef void (*npt_task_fn)(void *arg, int64_t begin, int64_t end, int tid);
 /* Run fn over [0, n) split in chunks of at least `grain` items (at most one
  * per thread). Results must not depend on which thread runs which range. */
 NPT_HIDDEN void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg);
+/* The same for a loop the next one follows within microseconds (threads.c):
+ * the threads poll for the next job briefly instead of sleeping at once. */
+NPT_HIDDEN void npt_parallel_for_hot(int64_t n, int64_t grain, npt_task_fn fn, void *arg);
 /* Run fn on each item of [0, n), handed out one at a time to free threads. */
 NPT_HIDDEN void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg);
 NPT_HIDDEN int npt_pool_threads(void);

@@ -11,6 +11,17 @@
  * caller works too; idle workers sleep on a condition variable. A parallel
  * loop issued from inside a task runs inline.
  *
+ * npt_parallel_for_hot() is npt_parallel_for() for a loop that the next one
+ * follows within microseconds (a decode step's matrix-vector products, a
+ * hundred and more per token, each a fraction of a millisecond): after it
+ * the workers poll for the next job for up to NPT_POOL_SPIN_US (default 50)
+ * microseconds before they sleep, and the caller polls for their end the
+ * same way, so neither pays a wake-up per product. Other loops sleep at
+ * once, leaving the cores to whatever runs between them (oneDNN's own
+ * threads in a GEMM). A job's fields change only when no worker is inside
+ * the previous job (tp_busy), so a worker that polls or wakes late never
+ * reads a job being written.
+ *
  * Contracts: ranges and items go to whichever thread asks first, so a task
  * must compute the same values whichever thread runs it and whatever else
  * that thread ran before (the tid argument names a thread for scratch
@@ -24,7 +35,9 @@
  */
 #include "backend.h"
 
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t tp_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,14 +46,17 @@ static pthread_cond_t tp_done = PTHREAD_COND_INITIALIZER;
 static pthread_t *tp_workers;
 static int tp_nworkers;      /* running workers */
 static atomic_int tp_nthreads; /* configured, including caller; 0 = unread */
-static uint64_t tp_gen;
-static int tp_stop;
+static _Atomic uint64_t tp_gen; /* bumped under tp_lock when a job is posted */
+static atomic_int tp_stop;
+static atomic_int tp_busy;   /* workers between taking a job and leaving it */
+static atomic_llong tp_spin_ns = -1; /* polling time after a hot job; -1 = unread */
 static _Thread_local int tp_inside;
 
 static struct {
 	npt_task_fn fn;
 	void *arg;
 	int64_t n, chunk, nchunks;
+	int hot;
 	atomic_llong next;
 	atomic_llong left;
 } job;
@@ -76,6 +92,62 @@ static void thread_scratch_release(void)
 		free(tls_scratch[i].p);
 		tls_scratch[i].p = NULL;
 		tls_scratch[i].cap = 0;
+	}
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* $NPT_POOL_SPIN_US (0..10000 microseconds; default 50), read once */
+static int64_t spin_ns(void)
+{
+	long long ns = atomic_load_explicit(&tp_spin_ns, memory_order_relaxed);
+
+	if (ns < 0) {
+		const char *e = getenv("NPT_POOL_SPIN_US");
+		char *end;
+		long us = 50;
+
+		if (e && *e) {
+			us = strtol(e, &end, 10);
+			if (*end || us < 0 || us > 10000)
+				us = 50;
+		}
+		ns = (long long)us * 1000;
+		atomic_store_explicit(&tp_spin_ns, ns, memory_order_relaxed);
+	}
+	return ns;
+}
+
+/* Poll until *v differs from @old (or the pool stops) for up to @ns; whether it did. */
+static int poll_u64(_Atomic uint64_t *v, uint64_t old, int64_t ns)
+{
+	int64_t t0 = 0;
+
+	for (unsigned i = 1; ; i++) {
+		if (atomic_load(v) != old || atomic_load_explicit(&tp_stop, memory_order_relaxed))
+			return 1;
+		cpu_relax();
+		if (!(i & 31)) {
+			int64_t t = now_ns();
+
+			if (!t0)
+				t0 = t;
+			else if (t - t0 > ns)
+				return 0;
+		}
 	}
 }
 
@@ -135,15 +207,22 @@ static void *worker(void *arg)
 
 	tp_inside = 1;
 	pthread_mutex_lock(&tp_lock);
-	seen = tp_gen;
+	seen = atomic_load(&tp_gen);
 	for (;;) {
-		while (tp_gen == seen && !tp_stop)
+		while (atomic_load(&tp_gen) == seen && !atomic_load(&tp_stop))
 			pthread_cond_wait(&tp_wake, &tp_lock);
-		if (tp_stop)
+		if (atomic_load(&tp_stop))
 			break;
-		seen = tp_gen;
+		/* under tp_lock: the caller posts no new job while tp_busy > 0 */
+		seen = atomic_load(&tp_gen);
+		atomic_fetch_add(&tp_busy, 1);
+		int hot = job.hot;
+
 		pthread_mutex_unlock(&tp_lock);
 		run_chunks(tid);
+		atomic_fetch_sub(&tp_busy, 1);
+		if (hot)
+			poll_u64(&tp_gen, seen, spin_ns());
 		pthread_mutex_lock(&tp_lock);
 	}
 	pthread_mutex_unlock(&tp_lock);
@@ -154,7 +233,7 @@ static void *worker(void *arg)
 static void stop_workers(void)
 {
 	pthread_mutex_lock(&tp_lock);
-	tp_stop = 1;
+	atomic_store(&tp_stop, 1);
 	pthread_cond_broadcast(&tp_wake);
 	pthread_mutex_unlock(&tp_lock);
 	for (int i = 0; i < tp_nworkers; i++)
@@ -162,7 +241,7 @@ static void stop_workers(void)
 	free(tp_workers);
 	tp_workers = NULL;
 	tp_nworkers = 0;
-	tp_stop = 0;
+	atomic_store(&tp_stop, 0);
 }
 
 static int start_workers(int want)
@@ -178,27 +257,61 @@ static int start_workers(int want)
 	return tp_nworkers;
 }
 
-/* run [0, n) as nchunks chunks of `chunk` items on the pool (and the caller) */
-static void run_job(int64_t n, int64_t chunk, npt_task_fn fn, void *arg)
+/* Lock tp_lock with no worker inside a job (one that finished a chunk claims once more before it leaves). */
+static void lock_idle_pool(void)
 {
+	for (unsigned i = 1; ; i++) {
+		if (!atomic_load(&tp_busy)) {
+			pthread_mutex_lock(&tp_lock);
+			if (!atomic_load(&tp_busy))
+				return;
+			pthread_mutex_unlock(&tp_lock);
+		}
+		cpu_relax();
+		if (!(i & 255))
+			sched_yield();
+	}
+}
+
+/* run [0, n) as nchunks chunks of `chunk` items on the pool (and the caller) */
+static void run_job(int64_t n, int64_t chunk, npt_task_fn fn, void *arg, int hot)
+{
+	lock_idle_pool();
 	job.fn = fn;
 	job.arg = arg;
 	job.n = n;
 	job.chunk = chunk;
 	job.nchunks = (n + chunk - 1) / chunk;
+	job.hot = hot;
 	atomic_store(&job.next, 0);
 	atomic_store(&job.left, job.nchunks);
-	pthread_mutex_lock(&tp_lock);
-	tp_gen++;
+	atomic_fetch_add(&tp_gen, 1);
 	pthread_cond_broadcast(&tp_wake);
 	pthread_mutex_unlock(&tp_lock);
 	tp_inside = 1;
 	run_chunks(0);
 	tp_inside = 0;
-	pthread_mutex_lock(&tp_lock);
-	while (atomic_load(&job.left) > 0)
-		pthread_cond_wait(&tp_done, &tp_lock);
-	pthread_mutex_unlock(&tp_lock);
+	if (hot) {
+		int64_t t0 = 0;
+
+		for (unsigned i = 1; atomic_load(&job.left) > 0; i++) {
+			cpu_relax();
+			if (!(i & 31)) {
+				int64_t t = now_ns();
+
+				if (!t0)
+					t0 = t;
+				else if (t - t0 > spin_ns())
+					break;
+			}
+		}
+	}
+	if (atomic_load(&job.left) > 0) {
+		pthread_mutex_lock(&tp_lock);
+		while (atomic_load(&job.left) > 0)
+			pthread_cond_wait(&tp_done, &tp_lock);
+		pthread_mutex_unlock(&tp_lock);
+	}
 }
 
 /* make sure the pool has nt - 1 workers; 0 when it cannot start them */
@@ -211,7 +324,7 @@ static int pool_ready(int nt)
 	return start_workers(nt - 1) > 0;
 }
 
-void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+static void parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg, int hot)
 {
 	int nt = npt_pool_threads();
 
@@ -229,7 +342,17 @@ void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
 	}
 	if (nchunks > tp_nworkers + 1)
 		nchunks = tp_nworkers + 1;
-	run_job(n, (n + nchunks - 1) / nchunks, fn, arg);
+	run_job(n, (n + nchunks - 1) / nchunks, fn, arg, hot);
+}
+
+void npt_parallel_for(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+{
+	parallel_for(n, grain, fn, arg, 0);
+}
+
+void npt_parallel_for_hot(int64_t n, int64_t grain, npt_task_fn fn, void *arg)
+{
+	parallel_for(n, grain, fn, arg, 1);
 }
 
 void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg)
@@ -242,7 +365,7 @@ void npt_parallel_items(int64_t n, npt_task_fn fn, void *arg)
 		fn(arg, 0, n, 0);
 		return;
 	}
-	run_job(n, 1, fn, arg);
+	run_job(n, 1, fn, arg, 0);
 }
 
 void npt_pool_set_threads(int n)
