@@ -49,9 +49,17 @@ static npllama_status_t need(npushm_model_t *m, const char *name, uint32_t nd, i
 				    : (size_t)snprintf(exp + o, sizeof(exp) - o, "%s%lld",
 						       i ? ", " : "", (long long)want[i]);
 	snprintf(exp + o, sizeof(exp) - o, "]");
-	if (npushm_model_tensor_find(m, name, t) != NPUSHM_OK)
+	if (npushm_model_tensor_find(m, name, t) != NPUSHM_OK) {
+		npushm_layout_t l;
+
+		if (npushm_model_layout_find(m, name, &l) == NPUSHM_OK)
+			return npl_fail(NPLLAMA_ERR_LAYOUT, "tensor '%s' is stored only in its packed "
+					"layout (the model was loaded with --packed-only); this engine "
+					"reads the plain weights and their layouts beside them: load the "
+					"file again without --packed-only", name);
 		return npl_fail(NPLLAMA_ERR_LAYOUT, "not a Llama layout: the model has no tensor "
 				"'%s' (expected %s: %s)", name, exp, what);
+	}
 	if (t->dtype != NPUSHM_DTYPE_F32)
 		return npl_fail(NPLLAMA_ERR_LAYOUT, "tensor '%s' is %s; this engine reads F32 "
 				"weights: convert the checkpoint to float32", name,

@@ -326,6 +326,24 @@ def test_reduced_precision_agrees(tools, workdir, models, name, dtype):
     assert kl <= max_kl, "%s mean KL %.3g > %.3g" % (dtype, kl, max_kl)
 
 
+def test_refuses_packed_only_model_with_what_to_do(tools, workdir, models):
+    """A model loaded --packed-only holds its linear weights only in their packed layouts, and the
+    engine reads plain tensors: refused, naming the option, never 'not a Llama layout'."""
+    used, total, line = packed_info(tools, models["tiny"], "int8")
+    if total == 0:
+        pytest.skip("this CPU or library packs no int8 layout for these shapes (%s)" % line)
+    name = "llama-test-packed-only"
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", name, "--dtype", "int8",
+                        "--packed-only"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run(tools, workdir, name, [1, 2, 3], 2, check=False)
+    finally:
+        subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    refused(r, "stored only in its packed layout", "without --packed-only")
+    assert "not a Llama layout" not in r.stderr, r.stderr
+
+
 def test_refuses_dtype_for_loaded_name(tools, workdir):
     r = run(tools, workdir, "some-loaded-model", [1], 1, ["--dtype", "int8"], check=False)
     refused(r, "--dtype applies to a .safetensors MODEL")
