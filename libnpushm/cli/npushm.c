@@ -30,7 +30,7 @@ static const char usage[] =
 	"       npushm --help | --version\n"
 	"       npushm COMMAND --help\n"
 	"\n"
-	"  load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4 [--packed-only]]\n"
+	"  load FILE.safetensors --name NAME [--dtype f32|bf16|bf16x3|int8|q4 [--packed-only]]\n"
 	"                 [--mode 0640] [--no-dedup] [--replace] [--per-node] [--quiet]\n"
 	"                 load a model once into shared memory, sealed, published as NAME\n"
 	"  ls [--all]     list models and regions (--all: hash aliases and removed regions\n"
@@ -59,7 +59,8 @@ struct cmd_help {
 
 static const struct cmd_help cmd_helps[] = {
 	{ "load",
-	  "usage: npushm load FILE.safetensors --name NAME [--dtype f32|bf16|int8|q4 [--packed-only]]\n"
+	  "usage: npushm load FILE.safetensors --name NAME\n"
+	  "                   [--dtype f32|bf16|bf16x3|int8|q4 [--packed-only]]\n"
 	  "                   [--mode MODE] [--no-dedup] [--replace] [--per-node] [--quiet] [--json]\n"
 	  "\n"
 	  "Check FILE, copy its tensors into one shared region, seal it and publish it\n"
@@ -75,12 +76,16 @@ static const struct cmd_help cmd_helps[] = {
 	  "                on the same kind of CPU; the model's hash then covers them\n"
 	  "  --dtype bf16  the same rounded to bfloat16 where the CPU has AVX512_BF16\n"
 	  "                (elsewhere nothing is packed); inputs rounded to bf16 too\n"
+	  "  --dtype bf16x3 the same as float32 kept in two bfloat16 terms (w = hi + lo),\n"
+	  "                where the CPU has AMX: the engine sums three bf16 products in\n"
+	  "                float32 (each off by < 2^-16 of its terms; PyTorch's \"high\"\n"
+	  "                float32 precision), faster there than float32 FMAs\n"
 	  "  --dtype int8  the same with the weights quantised to int8 per output channel\n"
 	  "                (scale = max |row| / 127); the engine then runs those layers in\n"
 	  "                int8 (inputs quantised per row, exact int32 sums, VNNI if any)\n"
 	  "  --dtype q4    the same in 4 bits: groups of 32 with an f16 scale (llama.cpp's\n"
 	  "                Q4_0 numbers), for npushm-llama; K must divide by 32\n"
-	  "  --packed-only with --dtype f32, bf16 or int8: store the packed weights\n"
+	  "  --packed-only with --dtype f32, bf16, bf16x3 or int8: store the packed weights\n"
 	  "                instead of, not next to, their plain copies (the model takes\n"
 	  "                the memory of one copy; its hash differs). A worker whose CPU\n"
 	  "                or library cannot read the layout in place says so and\n"
@@ -276,9 +281,10 @@ int main(int argc, char **argv)
 		case 'P': o.per_node = true; break;
 		case 't':
 			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") && strcmp(optarg, "int8") &&
-			    strcmp(optarg, "q4"))
+			    strcmp(optarg, "q4") && strcmp(optarg, "bf16x3"))
 				return usage_error("--dtype '%s': use f32 (linear weights packed for this "
-						   "CPU's GEMM), bf16 (rounded to bfloat16), int8 "
+						   "CPU's GEMM), bf16 (rounded to bfloat16), bf16x3 "
+						   "(float32 as two bfloat16 terms, for AMX), int8 "
 						   "(quantised per output channel) or q4 (4-bit groups "
 						   "of 32)", optarg);
 			o.dtype = optarg;
@@ -335,7 +341,7 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--name, --dtype, --packed-only, --mode, --no-dedup, "
 				   "--replace and --per-node belong to load");
 	if (o.packed_only && (!o.dtype || !strcmp(o.dtype, "q4")))
-		return usage_error("%s", "--packed-only needs --dtype f32, bf16 or int8 (the layouts "
+		return usage_error("%s", "--packed-only needs --dtype f32, bf16, bf16x3 or int8 (the layouts "
 				   "that replace the plain weights; q4 is read next to them)");
 	if (o.all && strcmp(cmd, "ls") && strcmp(cmd, "list"))
 		return usage_error("%s", "--all belongs to ls");

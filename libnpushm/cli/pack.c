@@ -9,7 +9,9 @@
  * Packed: 2-D float32 tensors named "*.weight" outside the embeddings (what
  * a transformer's linear layers read through npt_linear), when libnptensor
  * has a layout for the shape: in float32 (--dtype f32), rounded to bfloat16
- * (--dtype bf16) or quantised to int8 per output channel (--dtype int8). Everything else stays plain only.
+ * (--dtype bf16), quantised to int8 per output channel (--dtype int8) or, on
+ * CPUs with AMX, as float32 kept in two bfloat16 terms for three bf16
+ * products (--dtype bf16x3, npt_pack_query_bf16x3). Everything else stays plain only.
  * --dtype q4: the same tensors in libnptensor's 4-bit groups (npt_q4_pack: 32
  * elements per f16 scale, as llama.cpp's Q4_0) when K divides by 32, tagged
  * "npt-q4_0/g32-f16/NxK"; not a GEMM layout but the input of npt_q4_linear,
@@ -39,8 +41,12 @@ static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_L
 
 	if (!wanted(t))
 		return 0;
-	if (npt_pack_query(*(const npt_dtype_t *)arg, t->shape[0], t->shape[1], tag,
-			   NPUSHM_LAYOUT_TAG_MAX, &nbytes)) {
+	npt_dtype_t dt = *(const npt_dtype_t *)arg;
+
+	/* NPT_F64 stands for bf16x3 here: float32 weights as two bfloat16 terms */
+	if (dt == NPT_F64 ? npt_pack_query_bf16x3(t->shape[0], t->shape[1], tag,
+						  NPUSHM_LAYOUT_TAG_MAX, &nbytes) :
+	    npt_pack_query(dt, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &nbytes)) {
 		if (!first_refusal[0])
 			snprintf(first_refusal, sizeof(first_refusal), "%s", npt_last_error());
 		return 0;
@@ -105,10 +111,11 @@ const npushm_packer_t *cli_packer(const char *dtype)
 {
 	static const npushm_packer_t pq = { .size = q4_size, .pack = q4_pack };
 
-	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8;
+	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8, x3 = NPT_F64;
 	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
 	static const npushm_packer_t pb = { .size = pack_size, .pack = pack, .arg = (void *)&bf16 };
 	static const npushm_packer_t pi = { .size = pack_size, .pack = pack, .arg = (void *)&i8 };
+	static const npushm_packer_t px = { .size = pack_size, .pack = pack, .arg = (void *)&x3 };
 
 	if (!strcmp(dtype, "f32"))
 		return &pf;
@@ -116,6 +123,8 @@ const npushm_packer_t *cli_packer(const char *dtype)
 		return &pq;
 	if (!strcmp(dtype, "bf16"))
 		return &pb;
+	if (!strcmp(dtype, "bf16x3"))
+		return &px;
 	return !strcmp(dtype, "int8") ? &pi : NULL;
 }
 

@@ -14,7 +14,7 @@
 /* the tag of --dtype q4's layouts, followed by "/NxK" */
 #define CLI_Q4_TAG "npt-q4_0/g32-f16"
 
-/* the packer for @dtype ("f32", "bf16", "int8" or "q4"; NULL for anything else): 2-D
+/* the packer for @dtype ("f32", "bf16", "bf16x3", "int8" or "q4"; NULL for anything else): 2-D
  * float32 '*.weight' tensors outside the embeddings */
 const npushm_packer_t *cli_packer(const char *dtype);
 /* "73 onednn-2.6.3/avx512_core" (how many packed layouts @m carries and what

@@ -365,6 +365,22 @@ NPT_API int npt_get_num_threads(void);
 NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *tag,
 				    size_t tag_size, size_t *nbytes);
 /**
+ * Since 1.3: the layout for float32 products done as three bfloat16
+ * products (bf16x3, PyTorch's "high" float32 matmul precision): the weight
+ * is stored as two bf16 terms, hi = w rounded to bf16 and lo = w - hi
+ * rounded to bf16 (the bytes of a float32 weight); npt_linear splits its
+ * input x the same way and sums xh wh + xh wl + xl wh with float32
+ * accumulation, so each product term is off by less than 2^-16 of its
+ * magnitude (float32's own rounding is 2^-24). Offered only where oneDNN
+ * runs bf16 products on AMX tiles, where the three are faster than one
+ * float32 product on FMA units; NPT_E_UNSUPPORTED elsewhere (and as
+ * npt_pack_query otherwise). Tags name "bf16x3"; npt_pack_weight,
+ * npt_tensor_set_packed, npt_tensor_from_packed and npt_unpack_weight
+ * (hi + lo) take them. Thread-safe.
+ */
+NPT_API npt_status_t npt_pack_query_bf16x3(int64_t n, int64_t k, char *tag, size_t tag_size,
+					   size_t *nbytes);
+/**
  * Write w ([N, K] float32, any strides; evaluated if lazy) into dst
  * (64-byte aligned, nbytes as npt_pack_query said) in layout tag, which must
  * be this library's tag for the shape (NPT_E_INVAL otherwise). dst is the

@@ -24,7 +24,15 @@
  * the bytes are the N float scales (padded to 64 bytes) then oneDNN's s8
  * layout for an s8 x s8 product (with the compensation it appends for
  * signed inputs on VNNI); linear quantises its input per row and
- * accumulates exactly in int32 (linear.c, gemm.c). The loader stores the
+ * accumulates exactly in int32 (linear.c, gemm.c). bf16x3 (since 1.3, only
+ * where oneDNN's bf16 product runs on AMX tiles): float32 weights as two
+ * bf16 terms, hi = W rounded to bf16 and lo = W - hi rounded to bf16, each
+ * in oneDNN's bf16 layout (hi, then lo at the next 64-byte boundary);
+ * linear splits its input the same way and sums three bf16 products with
+ * float32 accumulation, x w ~ xh wh + xh wl + xl wh, leaving out xl wl and
+ * the rounding of the low terms: each product is off by less than 2^-16 of
+ * its terms' magnitude (PyTorch's "high" float32 matmul precision), and on
+ * AMX the three run faster than one float32 product on FMAs. The loader stores the
  * tag and the bytes; the tensor holds a pointer to the bytes (never
  * copied) and its descriptor.
  *
@@ -80,15 +88,27 @@ static int sliceable(const dnnl_memory_desc_t *md, int64_t *nb)
 
 /* the weights descriptor oneDNN wants for [K, N]; its tag into @tag */
 /* bytes before the s8 weights: the N scales, padded to 64 */
-static size_t scale_bytes(npt_dtype_t dt, int64_t N)
+static size_t scale_bytes(int dt, int64_t N)
 {
 	return dt == NPT_I8 ? ((size_t)N * sizeof(float) + 63) / 64 * 64 : 0;
 }
 
-static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t dt, int64_t N,
+/* where a bf16x3 layout's low terms start: after the high ones, 64-byte aligned */
+static size_t lo_offset(size_t md_bytes)
+{
+	return (md_bytes + 63) / 64 * 64;
+}
+
+/* the bytes of layout @md in precision @dt: scales, the blocked weights, bf16x3's low terms */
+static size_t layout_bytes(int dt, int64_t N, size_t md_bytes)
+{
+	return scale_bytes(dt, N) + (dt == NPT_PACKED_BF16X3 ? lo_offset(md_bytes) : 0) + md_bytes;
+}
+
+static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, int dt, int64_t N,
 			   int64_t K, dnnl_memory_desc_t *out, char *tag, size_t tag_size)
 {
-	int i8 = dt == NPT_I8, bf = dt == NPT_BF16;
+	int i8 = dt == NPT_I8, x3 = dt == NPT_PACKED_BF16X3, bf = dt == NPT_BF16 || x3;
 	dnnl_data_type_t in = i8 ? dnnl_s8 : bf ? dnnl_bf16 : dnnl_f32;
 	dnnl_data_type_t acc = i8 ? dnnl_s32 : dnnl_f32;
 	dnnl_dims_t sd = { PACK_PROBE_M, K }, wd = { K, N }, dd = { PACK_PROBE_M, N };
@@ -117,7 +137,15 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t d
 				"weight here", (long long)N, (long long)K);
 	D->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
 	w = D->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-	if (!w || !strncmp(impl, "ref", 3) || !isa || !sliceable(w, &nb)) {
+	if (x3 && !strstr(impl, "amx")) {
+		s = npt_fail(NPT_E_UNSUPPORTED, "pack: bf16x3 needs AMX: oneDNN runs bf16 products "
+			     "on %s here, where three of them are slower than one float32 product; "
+			     "pack the weights as float32", impl);
+		goto out;
+	}
+	if (!w || !strncmp(impl, "ref", 3) || !isa || !sliceable(w, &nb) ||
+	    (x3 && D->dnnl_memory_desc_get_size(w) !=
+	     (size_t)(w->padded_dims[0] * w->padded_dims[1]) * 2)) {
 		s = npt_fail(NPT_E_UNSUPPORTED, "pack: oneDNN (%s) keeps a [%lld, %lld] weight in "
 			     "a layout npushm does not pack; the plain weight is used",
 			     impl, (long long)N, (long long)K);
@@ -127,7 +155,7 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, npt_dtype_t d
 	b = &w->format_desc.blocking;
 	n = snprintf(tag, tag_size, "onednn-%d.%d.%d/%s/%s/k%lld.n%lld/pad%lld.%lld/"
 		     "str%lld.%lld/blk", v->major, v->minor, v->patch, isa,
-		     i8 ? "s8" : bf ? "bf16" : "f32",
+		     i8 ? "s8" : x3 ? "bf16x3" : bf ? "bf16" : "f32",
 		     (long long)K, (long long)N, (long long)w->padded_dims[0],
 		     (long long)w->padded_dims[1], (long long)b->strides[0],
 		     (long long)b->strides[1]);
@@ -158,6 +186,8 @@ static int tag_dtype(const char *tag)
 		return NPT_I8;
 	if (p && !strncmp(p, "/bf16/", 6))
 		return NPT_BF16;
+	if (p && !strncmp(p, "/bf16x3/", 8))
+		return NPT_PACKED_BF16X3;
 	return -1;
 }
 
@@ -187,8 +217,8 @@ static const npt_dnnl_t *onednn(const char *op, dnnl_engine_t *eng)
 	return D;
 }
 
-NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *tag,
-				    size_t tag_size, size_t *nbytes)
+static npt_status_t query(int dt, int64_t n, int64_t k, char *tag, size_t tag_size,
+			  size_t *nbytes)
 {
 	dnnl_memory_desc_t md;
 	dnnl_engine_t eng;
@@ -197,9 +227,6 @@ NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *
 
 	if (!tag || !tag_size || !nbytes)
 		return npt_fail(NPT_E_INVAL, "pack_query: tag, tag_size and nbytes are required");
-	if (dt != NPT_F32 && dt != NPT_I8 && dt != NPT_BF16)
-		return npt_fail(NPT_E_DTYPE, "pack_query: %s: weights pack as float32, bfloat16 "
-				"or int8", npt_dtype_name(dt));
 	if (n < 1 || k < 1 || n > (1 << 24) || k > (1 << 24))
 		return npt_fail(NPT_E_SHAPE, "pack_query: a [%lld, %lld] weight: both sizes must "
 				"be in 1..16777216", (long long)n, (long long)k);
@@ -207,8 +234,40 @@ NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *
 		return NPT_E_UNSUPPORTED;
 	if ((s = wanted(D, eng, dt, n, k, &md, tag, tag_size)))
 		return s;
-	*nbytes = scale_bytes(dt, n) + D->dnnl_memory_desc_get_size(&md);
+	*nbytes = layout_bytes(dt, n, D->dnnl_memory_desc_get_size(&md));
 	return NPT_OK;
+}
+
+NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *tag,
+				    size_t tag_size, size_t *nbytes)
+{
+	if (dt != NPT_F32 && dt != NPT_I8 && dt != NPT_BF16)
+		return npt_fail(NPT_E_DTYPE, "pack_query: %s: weights pack as float32, bfloat16 "
+				"or int8 (bf16x3: npt_pack_query_bf16x3)", npt_dtype_name(dt));
+	return query(dt, n, k, tag, tag_size, nbytes);
+}
+
+NPT_API npt_status_t npt_pack_query_bf16x3(int64_t n, int64_t k, char *tag, size_t tag_size,
+					   size_t *nbytes)
+{
+	return query(NPT_PACKED_BF16X3, n, k, tag, tag_size, nbytes);
+}
+
+/* hi[n, k] = w[n, k] rounded to bf16 (as float), lo[n, k] = w - hi: rows of K */
+static void split_weight(const npt_tensor_t *w, float *hi, float *lo)
+{
+	int64_t N = w->shape[0], K = w->shape[1];
+	const float *p = (const float *)npt_tensor_ptr((npt_tensor_t *)w);
+
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t k = 0; k < K; k++) {
+			float v = p[n * w->strides[0] + k * w->strides[1]];
+			uint16_t h = npt_f32_to_bf16(v);
+			uint32_t u = (uint32_t)h << 16;
+
+			memcpy(&hi[n * K + k], &u, sizeof(u));
+			lo[n * K + k] = isfinite(v) ? v - hi[n * K + k] : 0.0f;
+		}
 }
 
 /* W8[n, k] = round(W[n, k] / scale[n]), scale[n] = max |W[n, :]| / 127 (1 for a zero row) */
@@ -231,81 +290,31 @@ static void quantize_weight(const npt_tensor_t *w, float *scale, int8_t *q)
 	}
 }
 
-NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst, size_t nbytes)
+/* oneDNN's reorder of the [N, K] weight at @src (strides @str for [K, N], type @type)
+ * into layout @md at @dst */
+static npt_status_t reorder(const npt_dnnl_t *D, dnnl_engine_t eng, const npt_tensor_t *w,
+			    const void *src, const dnnl_dims_t str, dnnl_data_type_t type,
+			    const dnnl_memory_desc_t *md, void *dst)
 {
-	char want[NPT_PACK_TAG_MAX];
-	dnnl_memory_desc_t md, plain;
+	dnnl_dims_t dims = { w->shape[1], w->shape[0] };
+	dnnl_memory_desc_t plain;
 	dnnl_primitive_desc_t pd = NULL;
 	dnnl_primitive_t prim = NULL;
 	dnnl_memory_t from = NULL, to = NULL;
 	dnnl_stream_t stream = NULL;
-	npt_tensor_t *c = NULL;
-	int8_t *q = NULL;
-	dnnl_engine_t eng;
-	const npt_dnnl_t *D;
-	npt_status_t s;
-	int dt;
-	size_t sb;
+	npt_status_t s = NPT_OK;
 
-	if ((s = check_weight("pack_weight", w)))
-		return s;
-	if (!tag || !dst)
-		return npt_fail(NPT_E_INVAL, "pack_weight: tag and dst are required");
-	if ((uintptr_t)dst % 64)
-		return npt_fail(NPT_E_INVAL, "pack_weight: dst must be 64-byte aligned");
-	if ((dt = tag_dtype(tag)) < 0)
-		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' names no precision this "
-				"library packs (f32, bf16, s8)", tag);
-	if (!(D = onednn("pack_weight", &eng)))
-		return NPT_E_UNSUPPORTED;
-	if ((s = wanted(D, eng, (npt_dtype_t)dt, w->shape[0], w->shape[1], &md, want,
-			sizeof(want))))
-		return s;
-	if (strcmp(tag, want))
-		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' is not the one this CPU and "
-				"library make for this weight ('%s')", tag, want);
-	sb = scale_bytes((npt_dtype_t)dt, w->shape[0]);
-	if (nbytes != sb + D->dnnl_memory_desc_get_size(&md))
-		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' takes %zu bytes, not %zu",
-				tag, sb + D->dnnl_memory_desc_get_size(&md), nbytes);
-	if ((s = npt_tensor_eval(w)))
-		return s;
-	if (w->strides[0] <= 0 || w->strides[1] <= 0) {
-		if ((s = npt_tensor_contiguous(w, &c)) || (s = npt_tensor_eval(c)))
-			goto out;
-		w = c;
-	}
-	{
-		dnnl_dims_t pd_dims = { w->shape[1], w->shape[0] };
-		dnnl_dims_t pd_str = { w->strides[1], w->strides[0] };
-		void *src = npt_tensor_ptr(w);
-
-		if (dt == NPT_I8) {
-			if (!(q = malloc((size_t)(w->shape[0] * w->shape[1])))) {
-				s = npt_fail(NPT_E_NOMEM, "pack_weight: out of memory");
-				goto out;
-			}
-			memset(dst, 0, sb);
-			quantize_weight(w, dst, q);
-			pd_str[0] = 1;
-			pd_str[1] = w->shape[1];
-			src = q;
-		}
-		if (D->dnnl_memory_desc_init_by_strides(&plain, 2, pd_dims,
-							dt == NPT_I8 ? dnnl_s8 : dnnl_f32, pd_str)) {
-			s = npt_fail(NPT_E_INVAL, "pack_weight: oneDNN refuses the weight's strides");
-			goto out;
-		}
-		D->omp_set_num_threads(npt_pool_threads());
-		if (D->dnnl_reorder_primitive_desc_create(&pd, &plain, eng, &md, eng, NULL) ||
-		    D->dnnl_primitive_create(&prim, pd) ||
-		    D->dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) ||
-		    D->dnnl_memory_create(&from, &plain, eng, src) ||
-		    D->dnnl_memory_create(&to, &md, eng, (char *)dst + sb)) {
-			s = npt_fail(NPT_E_NOMEM, "pack_weight: oneDNN cannot make the reorder (out "
-				     "of memory?)");
-			goto out;
-		}
+	if (D->dnnl_memory_desc_init_by_strides(&plain, 2, dims, type, str))
+		return npt_fail(NPT_E_INVAL, "pack_weight: oneDNN refuses the weight's strides");
+	D->omp_set_num_threads(npt_pool_threads());
+	if (D->dnnl_reorder_primitive_desc_create(&pd, &plain, eng, md, eng, NULL) ||
+	    D->dnnl_primitive_create(&prim, pd) ||
+	    D->dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) ||
+	    D->dnnl_memory_create(&from, &plain, eng, (void *)src) ||
+	    D->dnnl_memory_create(&to, md, eng, dst)) {
+		s = npt_fail(NPT_E_NOMEM, "pack_weight: oneDNN cannot make the reorder (out of "
+			     "memory?)");
+		goto out;
 	}
 	dnnl_exec_arg_t args[2] = { { DNNL_ARG_FROM, from }, { DNNL_ARG_TO, to } };
 
@@ -318,14 +327,83 @@ out:
 		D->dnnl_stream_destroy(stream);
 	D->dnnl_primitive_destroy(prim);
 	D->dnnl_primitive_desc_destroy(pd);
+	return s;
+}
+
+NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst, size_t nbytes)
+{
+	char want[NPT_PACK_TAG_MAX];
+	dnnl_memory_desc_t md;
+	npt_tensor_t *c = NULL;
+	void *tmp = NULL;
+	dnnl_engine_t eng;
+	const npt_dnnl_t *D;
+	npt_status_t s;
+	int dt;
+	size_t sb, mb;
+
+	if ((s = check_weight("pack_weight", w)))
+		return s;
+	if (!tag || !dst)
+		return npt_fail(NPT_E_INVAL, "pack_weight: tag and dst are required");
+	if ((uintptr_t)dst % 64)
+		return npt_fail(NPT_E_INVAL, "pack_weight: dst must be 64-byte aligned");
+	if ((dt = tag_dtype(tag)) < 0)
+		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' names no precision this "
+				"library packs (f32, bf16, bf16x3, s8)", tag);
+	if (!(D = onednn("pack_weight", &eng)))
+		return NPT_E_UNSUPPORTED;
+	if ((s = wanted(D, eng, dt, w->shape[0], w->shape[1], &md, want, sizeof(want))))
+		return s;
+	if (strcmp(tag, want))
+		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' is not the one this CPU and "
+				"library make for this weight ('%s')", tag, want);
+	sb = scale_bytes(dt, w->shape[0]);
+	mb = D->dnnl_memory_desc_get_size(&md);
+	if (nbytes != layout_bytes(dt, w->shape[0], mb))
+		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' takes %zu bytes, not %zu",
+				tag, layout_bytes(dt, w->shape[0], mb), nbytes);
+	if ((s = npt_tensor_eval(w)))
+		return s;
+	if (w->strides[0] <= 0 || w->strides[1] <= 0) {
+		if ((s = npt_tensor_contiguous(w, &c)) || (s = npt_tensor_eval(c)))
+			goto out;
+		w = c;
+	}
+	if (dt == NPT_I8 || dt == NPT_PACKED_BF16X3) {
+		size_t n = (size_t)(w->shape[0] * w->shape[1]);
+		dnnl_dims_t rows = { 1, w->shape[1] };
+
+		if (!(tmp = malloc(dt == NPT_I8 ? n : 2 * n * sizeof(float)))) {
+			s = npt_fail(NPT_E_NOMEM, "pack_weight: out of memory");
+			goto out;
+		}
+		if (dt == NPT_I8) {
+			memset(dst, 0, sb);
+			quantize_weight(w, dst, tmp);
+			s = reorder(D, eng, w, tmp, rows, dnnl_s8, &md, (char *)dst + sb);
+		} else {
+			split_weight(w, tmp, (float *)tmp + n);
+			s = reorder(D, eng, w, tmp, rows, dnnl_f32, &md, dst);
+			memset((char *)dst + mb, 0, lo_offset(mb) - mb);
+			if (!s)
+				s = reorder(D, eng, w, (float *)tmp + n, rows, dnnl_f32, &md,
+					    (char *)dst + lo_offset(mb));
+		}
+	} else {
+		dnnl_dims_t str = { w->strides[1], w->strides[0] };
+
+		s = reorder(D, eng, w, npt_tensor_ptr(w), str, dnnl_f32, &md, dst);
+	}
+out:
 	npt_tensor_free(c);
-	free(q);
+	free(tmp);
 	return s;
 }
 
 /* the descriptor of layout @tag for @w, when this CPU and library read it (else why) */
 static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
-			     dnnl_memory_desc_t *md, int *dtp, size_t *sbp)
+			     dnnl_memory_desc_t *md, int *dtp, size_t *sbp, size_t *lop)
 {
 	char want[NPT_PACK_TAG_MAX];
 	dnnl_engine_t eng;
@@ -339,8 +417,7 @@ static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
 				"precision this library does not read; the plain weights are used",
 				tag);
 	if (!(D = onednn("set_packed", &eng)) ||
-	    (s = wanted(D, eng, (npt_dtype_t)dt, w->shape[0], w->shape[1], md, want,
-			sizeof(want)))) {
+	    (s = wanted(D, eng, dt, w->shape[0], w->shape[1], md, want, sizeof(want)))) {
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", npt_last_error());
@@ -351,12 +428,15 @@ static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
 		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights were made for '%s' but this "
 				"CPU and library use '%s'; the plain weights are used (load the "
 				"model again on this machine to pack it for it)", tag, want);
-	sb = scale_bytes((npt_dtype_t)dt, w->shape[0]);
-	if (nbytes != sb + D->dnnl_memory_desc_get_size(md))
+	sb = scale_bytes(dt, w->shape[0]);
+	if (nbytes != layout_bytes(dt, w->shape[0], D->dnnl_memory_desc_get_size(md)))
 		return npt_fail(NPT_E_INVAL, "set_packed: layout '%s' takes %zu bytes, the packed "
-				"data has %zu", tag, sb + D->dnnl_memory_desc_get_size(md), nbytes);
+				"data has %zu", tag,
+				layout_bytes(dt, w->shape[0], D->dnnl_memory_desc_get_size(md)),
+				nbytes);
 	*dtp = dt;
 	*sbp = sb;
+	*lop = dt == NPT_PACKED_BF16X3 ? lo_offset(D->dnnl_memory_desc_get_size(md)) : 0;
 	return NPT_OK;
 }
 
@@ -366,9 +446,9 @@ static npt_status_t attach(npt_tensor_t *w, const char *tag, const void *data, s
 	dnnl_memory_desc_t md, *keep;
 	npt_status_t s;
 	int dt = 0;
-	size_t sb = 0;
+	size_t sb = 0, lo = 0;
 
-	if ((s = readable(w, tag, nbytes, &md, &dt, &sb)))
+	if ((s = readable(w, tag, nbytes, &md, &dt, &sb, &lo)))
 		return s;
 	if (!(keep = malloc(sizeof(*keep))))
 		return npt_fail(NPT_E_NOMEM, "set_packed: out of memory");
@@ -378,6 +458,7 @@ static npt_status_t attach(npt_tensor_t *w, const char *tag, const void *data, s
 	w->packed_md = keep;
 	w->packed = (const char *)data + sb;
 	w->packed_scales = dt == NPT_I8 ? data : NULL;
+	w->packed_lo = lo ? (const char *)data + lo : NULL;
 	w->packed_dt = dt;
 	npt_eval_unlock();
 	return NPT_OK;
@@ -394,6 +475,7 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 		npt_eval_lock();
 		w->packed = NULL;
 		w->packed_scales = NULL;
+		w->packed_lo = NULL;
 		w->packed_dt = 0;
 		free(w->packed_md);
 		w->packed_md = NULL;

@@ -13,6 +13,8 @@
  * mixed-radix number whose digits are the inner blocks in tag order (the
  * first the most significant), each digit the block's share of its
  * dimension's remainder. DT f32: float32; bf16: bfloat16 (widened exactly);
+ * bf16x3: two such bf16 blocks, the high terms then the low ones from the
+ * next 64-byte boundary, each element their sum;
  * s8: the N float32 scales padded to 64 bytes, then int8 values
  * (w = q * scale[n]); anything after the blocked bytes (int8's compensation)
  * is not read.
@@ -30,7 +32,7 @@
 #define MAX_BLKS 6
 
 typedef struct {
-	int dt;                 /* NPT_F32, NPT_BF16 or NPT_I8 */
+	int dt;                 /* NPT_F32, NPT_BF16, NPT_PACKED_BF16X3 or NPT_I8 */
 	int64_t K, N, padK, padN, strK, strN;
 	int nblk;
 	int64_t blk[MAX_BLKS];
@@ -75,6 +77,8 @@ static int parse(const char *tag, layout_t *l)
 		l->dt = NPT_F32;
 	else if (expect(&p, "bf16/"))
 		l->dt = NPT_BF16;
+	else if (expect(&p, "bf16x3/"))
+		l->dt = NPT_PACKED_BF16X3;
 	else if (expect(&p, "s8/"))
 		l->dt = NPT_I8;
 	else
@@ -126,7 +130,7 @@ NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t
 {
 	layout_t l;
 	int64_t bk, bn, cells;
-	size_t esz, sb = 0;
+	size_t esz, sb = 0, lo = 0;
 	const char *base = data;
 
 	if (!tag || !data || !dst)
@@ -134,19 +138,21 @@ NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t
 	if (!parse(tag, &l))
 		return npt_fail(NPT_E_UNSUPPORTED, "unpack_weight: layout '%s' is not one this "
 				"library can read (it reads the blocked layouts of npt_pack_query: "
-				"onednn-VERSION/ISA/f32|bf16|s8/...); nothing was read", tag);
+				"onednn-VERSION/ISA/f32|bf16|bf16x3|s8/...); nothing was read", tag);
 	if (l.K != k || l.N != n)
 		return npt_fail(NPT_E_INVAL, "unpack_weight: layout '%s' holds a [%lld, %lld] "
 				"weight, not [%lld, %lld]", tag, (long long)l.N, (long long)l.K,
 				(long long)n, (long long)k);
 	bk = block_of(&l, 0);
 	bn = block_of(&l, 1);
-	esz = l.dt == NPT_F32 ? 4 : l.dt == NPT_BF16 ? 2 : 1;
+	esz = l.dt == NPT_F32 ? 4 : l.dt == NPT_I8 ? 1 : 2;
 	if (l.dt == NPT_I8)
 		sb = ((size_t)n * sizeof(float) + 63) / 64 * 64;
 	if (!bk || !bn || l.padK < k || l.padN < n ||
 	    __builtin_mul_overflow(l.padK, l.padN, &cells) ||
-	    (uint64_t)cells > (nbytes - (nbytes < sb ? nbytes : sb)) / esz || nbytes < sb)
+	    (uint64_t)cells > (nbytes - (nbytes < sb ? nbytes : sb)) / esz || nbytes < sb ||
+	    (l.dt == NPT_PACKED_BF16X3 && (lo = ((size_t)cells * 2 + 63) / 64 * 64) >
+	     nbytes - (size_t)cells * 2))
 		return npt_fail(NPT_E_INVAL, "unpack_weight: layout '%s' does not fit its %zu "
 				"bytes (padding, blocks or size)", tag, nbytes);
 	base += sb;
@@ -166,6 +172,12 @@ NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t
 
 				memcpy(&h, base + o * 2, 2);
 				v = npt_bf16_to_f32(h);
+			} else if (l.dt == NPT_PACKED_BF16X3) {
+				uint16_t h, t;
+
+				memcpy(&h, base + o * 2, 2);
+				memcpy(&t, base + lo + o * 2, 2);
+				v = npt_bf16_to_f32(h) + npt_bf16_to_f32(t);
 			} else {
 				float sc;
 

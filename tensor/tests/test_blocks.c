@@ -525,7 +525,8 @@ static double max_abs_diff(npt_tensor_t *a, npt_tensor_t *b)
  */
 TEST(weights_packed_only_read_in_place_or_unpacked)
 {
-	static const npt_dtype_t dts[3] = { NPT_F32, NPT_BF16, NPT_I8 };
+	/* NPT_F64 stands for bf16x3 (npt_pack_query_bf16x3) */
+	static const npt_dtype_t dts[4] = { NPT_F32, NPT_BF16, NPT_I8, NPT_F64 };
 	const char *mode = getenv("NPT_GEMM");
 	int64_t n = 200, k = 96, M = 9;
 	int64_t ws[2] = { n, k }, xs[2] = { 2 * M, k }, bs[1] = { n };
@@ -541,13 +542,15 @@ TEST(weights_packed_only_read_in_place_or_unpacked)
 		SKIP(return, "nothing is packed on OpenBLAS");
 	if (npt_pack_query(NPT_F32, n, k, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
 		SKIP(return, "nothing to pack here: %s", npt_last_error());
-	for (int d = 0; d < 3; d++) {
+	for (int d = 0; d < 4; d++) {
 		npt_tensor_t *pk, *y, *y0, *view, *sum, *rows;
 		char *packed, *isa;
 		double worst = 0;
 
-		if (npt_pack_query(dts[d], n, k, tag, sizeof(tag), &nbytes)) {
-			TH_LOG("%s not packed here: %s", npt_dtype_name(dts[d]), npt_last_error());
+		if (dts[d] == NPT_F64 ? npt_pack_query_bf16x3(n, k, tag, sizeof(tag), &nbytes) :
+		    npt_pack_query(dts[d], n, k, tag, sizeof(tag), &nbytes)) {
+			TH_LOG("%s not packed here: %s", dts[d] == NPT_F64 ? "bf16x3" :
+			       npt_dtype_name(dts[d]), npt_last_error());
 			continue;
 		}
 		packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
@@ -564,8 +567,11 @@ TEST(weights_packed_only_read_in_place_or_unpacked)
 				amax = fmaxf(amax, fabsf(pw[r * k + c]));
 			for (int64_t c = 0; c < k; c++) {
 				float v = pw[r * k + c], u = plain[r * k + c];
+				double hi = bf16_round(v);
 				double e = dts[d] == NPT_F32 ? fabs(u - v) :
-					   dts[d] == NPT_BF16 ? fabs(u - bf16_round(v)) :
+					   dts[d] == NPT_BF16 ? fabs(u - hi) :
+					   dts[d] == NPT_F64 ?
+					   fabs(u - (hi + bf16_round((float)(v - hi)))) :
 					   fabs(u - v) / (amax / 127.0f);
 
 				worst = e > worst ? e : worst;
@@ -907,6 +913,126 @@ TEST(linear_bf16_weights_rounded_once)
 	ASSERT_TRUE(worst_replay < 1e-5);
 	ASSERT_TRUE(worst < 1.0 / 256);
 	ASSERT_TRUE(worst > 1e-6);   /* it did round */
+	npt_tensor_free(y);
+	free(packed);
+	npt_tensor_free(x);
+	npt_tensor_free(w);
+	npt_tensor_free(b);
+}
+
+/* does /proc/cpuinfo list @flag? */
+static int cpu_flag(const char *flag)
+{
+	char line[8192], word[64];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	int found = 0;
+
+	snprintf(word, sizeof(word), " %s", flag);
+	while (f && !found && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			char *p = strstr(line, word);
+
+			found = p && (p[strlen(word)] == ' ' || p[strlen(word)] == '\n');
+			break;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * bf16x3: float32 weights as two bf16 terms, the input split the same way,
+ * three bf16 products summed in float32. Each output is within 2^-15 of the
+ * magnitude of its terms of the exact product (float32's own error here is
+ * about 2^-20), far closer than one bf16 product (2^-8), with the bias and
+ * GELU applied once, rows split across threads or not; offered only with
+ * AMX (refused with a message saying so elsewhere).
+ */
+TEST(linear_bf16x3_weights_float32_within_2_to_minus_15)
+{
+	const char *mode = getenv("NPT_GEMM");
+	int64_t M = 37, N = 200, K = 96, xs[2] = { 37, 96 }, ws[2] = { 200, 96 }, bs[1] = { 200 };
+	char tag[NPT_PACK_TAG_MAX], ftag[NPT_PACK_TAG_MAX];
+	size_t nbytes, fbytes;
+	npt_tensor_t *x, *w, *b, *y, *y1;
+	float *px, *pw, *pb, *py, *packed;
+	double worst = 0, worst_act = 0;
+	npt_status_t s;
+
+	if (mode && !strcmp(mode, "openblas"))
+		SKIP(return, "nothing is packed on OpenBLAS");
+	s = npt_pack_query_bf16x3(N, K, tag, sizeof(tag), &nbytes);
+	if (!cpu_flag("amx_bf16")) {
+		TH_LOG("no AMX: %s", npt_last_error());
+		ASSERT_EQ(NPT_E_UNSUPPORTED, s);
+		ASSERT_NE(NULL, strstr(npt_last_error(), "AMX"));
+		return;
+	}
+	ASSERT_EQ(NPT_OK, s) {
+		TH_LOG("%s", npt_last_error());
+	}
+	ASSERT_NE(NULL, strstr(tag, "/bf16x3/"));
+	ASSERT_EQ(NPT_E_DTYPE, npt_pack_query(NPT_F64, N, K, tag, sizeof(tag), &nbytes));
+	/* about the bytes of the float32 layout */
+	ASSERT_EQ(NPT_OK, npt_pack_query(NPT_F32, N, K, ftag, sizeof(ftag), &fbytes));
+	ASSERT_TRUE(nbytes >= (size_t)(N * K) * 4 && nbytes <= fbytes + 64);
+	x = randn(2, xs);
+	w = randn(2, ws);
+	b = randn(1, bs);
+	ASSERT_NE(NULL, b);
+	packed = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	ASSERT_NE(NULL, packed);
+	ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes)) {
+		TH_LOG("%s", npt_last_error());
+	}
+	ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, packed, nbytes - 64));
+	ASSERT_EQ(NPT_OK, npt_tensor_set_packed(w, tag, packed, nbytes));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y1));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y1));
+	npt_tensor_data(x, (void **)&px);
+	npt_tensor_data(w, (void **)&pw);
+	npt_tensor_data(b, (void **)&pb);
+	npt_tensor_data(y, (void **)&py);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double exact = pb[n], mag = fabs(pb[n]), g;
+			float *p1;
+
+			for (int64_t k = 0; k < K; k++) {
+				exact += (double)px[m * K + k] * pw[n * K + k];
+				mag += fabs((double)px[m * K + k] * pw[n * K + k]);
+			}
+			worst = fmax(worst, fabs(py[m * N + n] - exact) / mag);
+			npt_tensor_data(y1, (void **)&p1);
+			g = 0.5 * exact * (1.0 + erf(exact / sqrt(2.0)));
+			worst_act = fmax(worst_act, fabs(p1[m * N + n] - g) / (mag + 1));
+		}
+	TH_LOG("bf16x3: %.2g of the magnitude from the exact product (GELU: %.2g)", worst,
+	       worst_act);
+	ASSERT_TRUE(worst < 1.0 / 32768);
+	ASSERT_TRUE(worst_act < 1.0 / 32768);
+	npt_tensor_free(y);
+	npt_tensor_free(y1);
+	/* one thread: the same within the same bound (rows are not split) */
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(1));
+	ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_NONE, &y));
+	ASSERT_EQ(NPT_OK, npt_tensor_eval(y));
+	npt_tensor_data(y, (void **)&py);
+	worst = 0;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double exact = pb[n], mag = fabs(pb[n]);
+
+			for (int64_t k = 0; k < K; k++) {
+				exact += (double)px[m * K + k] * pw[n * K + k];
+				mag += fabs((double)px[m * K + k] * pw[n * K + k]);
+			}
+			worst = fmax(worst, fabs(py[m * N + n] - exact) / mag);
+		}
+	ASSERT_TRUE(worst < 1.0 / 32768);
+	ASSERT_EQ(NPT_OK, npt_set_num_threads(0));
 	npt_tensor_free(y);
 	free(packed);
 	npt_tensor_free(x);

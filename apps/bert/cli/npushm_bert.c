@@ -94,10 +94,11 @@ static void usage(FILE *f)
 		"  --profile           print where the time went\n"
 		"  --memory            print the memory figures (shared weights, workspace, RSS/PSS)\n"
 		"  --keep              keep a model loaded from a file published after the run\n"
-		"  --dtype f32|bf16|int8  (a .safetensors MODEL) also store the linear weights\n"
-		"                      packed for this CPU's GEMM (bf16: rounded; int8: quantised\n"
-		"                      per output channel, inputs per row), as `npushm load\n"
-		"                      --dtype` does\n"
+		"  --dtype f32|bf16x3|bf16|int8  (a .safetensors MODEL) also store the linear\n"
+		"                      weights packed for this CPU's GEMM (bf16x3: float32 as two\n"
+		"                      bfloat16 terms, three bf16 products on AMX; bf16: rounded;\n"
+		"                      int8: quantised per output channel, inputs per row), as\n"
+		"                      `npushm load --dtype` does\n"
 		"  --packed-only       (with --dtype) store those weights packed only, without\n"
 		"                      their plain copies, as `npushm load --packed-only` does\n"
 		"  --hold              (--stream, for drivers) print 'ready', wait for a line on\n"
@@ -221,9 +222,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_KEEP: a->keep = 1; break;
 		case O_DTYPE:
 			if (strcmp(optarg, "f32") && strcmp(optarg, "bf16") &&
-			    strcmp(optarg, "int8")) {
+			    strcmp(optarg, "int8") && strcmp(optarg, "bf16x3")) {
 				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
-					"CPU), bf16 (rounded to bfloat16) or int8 (quantised per output "
+					"CPU), bf16x3 (float32 as two bfloat16 terms, for AMX), bf16 "
+					"(rounded to bfloat16) or int8 (quantised per output "
 					"channel)\n", prog, optarg);
 				return -1;
 			}
@@ -246,7 +248,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	a->model = argv[optind];
 	if (a->packed_only && !a->dtype) {
-		fprintf(stderr, "%s: --packed-only needs --dtype f32, bf16 or int8 (the packed "
+		fprintf(stderr, "%s: --packed-only needs --dtype f32, bf16x3, bf16 or int8 (the packed "
 			"weights that replace the plain ones)\n", prog);
 		return -1;
 	}
@@ -859,6 +861,9 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 		return 1;
 	}
 	npushm_dev_close(dev);
+	if (a->dtype && cli_packer_nothing_packed())
+		fprintf(stderr, "%s: --dtype %s: no weight was packed, the model holds its plain "
+			"weights only: %s\n", prog, a->dtype, cli_packer_nothing_packed());
 	*loaded_here = !a->keep;
 	return 0;
 }

@@ -72,9 +72,10 @@ npbert_status_t npb_check_finite(const npushm_tensor_t *t)
 /*
  * A weight read from its packed layout: the bytes read are the ones
  * checked. f32 layouts are the same floats reordered (padding is zero),
- * bf16 ones their upper halves (non-finite: exponent bits 0x7f80 all set);
- * int8 layouts cannot show a NaN that quantisation swallowed, so the plain
- * weight they were made from is checked instead.
+ * bf16 ones their upper halves (non-finite: exponent bits 0x7f80 all set),
+ * bf16x3 ones two such blocks (a non-finite weight is in its high term);
+ * int8 layouts cannot show a NaN that quantisation swallowed, but a
+ * non-finite row makes its scale (the first N floats) non-finite.
  */
 npbert_status_t npb_check_finite_packed(const npushm_tensor_t *t, const char *tag,
 					const void *data, uint64_t nbytes)
@@ -86,7 +87,7 @@ npbert_status_t npb_check_finite_packed(const npushm_tensor_t *t, const char *ta
 			return refuse(t, "a NaN or an infinity", "in its packed (f32) layout");
 		return NPBERT_OK;
 	}
-	if (strstr(tag, "/bf16/")) {
+	if (strstr(tag, "/bf16/") || strstr(tag, "/bf16x3/")) {
 		const uint16_t *h = data;
 		uint16_t acc = 0;
 
@@ -96,5 +97,13 @@ npbert_status_t npb_check_finite_packed(const npushm_tensor_t *t, const char *ta
 			return refuse(t, "a NaN or an infinity", "in its packed (bf16) layout");
 		return NPBERT_OK;
 	}
-	return npb_check_finite(t);
+	if (strstr(tag, "/s8/") && t->ndim == 2 && (uint64_t)t->shape[0] * 4 <= nbytes) {
+		npushm_tensor_t p = { .name = t->name, .data = data,
+				      .nbytes = (uint64_t)t->shape[0] * 4 };
+
+		if (npb_check_finite(&p))
+			return refuse(t, "a NaN or an infinity", "in its int8 scales");
+	}
+	/* packed only: no plain elements to read */
+	return t->data ? npb_check_finite(t) : NPBERT_OK;
 }

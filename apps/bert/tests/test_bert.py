@@ -136,11 +136,11 @@ def test_packed_weights_match_pytorch(tools, workdir, models, threads):
     assert_close("pooled output", pooled, rp)
 
 
-@pytest.mark.parametrize("dtype", ["f32", "int8"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16x3", "int8"])
 def test_packed_only_model_matches_pytorch(tools, workdir, models, dtype):
     """`npushm load --dtype X --packed-only`: the linear weights stored packed only (one copy),
-    read in place by the engine, shown as such by `npushm ls` and `npushm info`; f32 within
-    the f32 tolerance of PyTorch, int8 within the int8 tolerances."""
+    read in place by the engine, shown as such by `npushm ls` and `npushm info`; f32 and
+    bf16x3 within the f32 tolerance of PyTorch, int8 within the int8 tolerances."""
     name = "w21-packed-only-%s-%d" % (dtype, os.getpid())
     r = subprocess.run([tools.npushm, "load", models["tiny3"], "--name", name, "--dtype", dtype,
                         "--packed-only", "--json"], capture_output=True, text=True, timeout=60)
@@ -153,6 +153,8 @@ def test_packed_only_model_matches_pytorch(tools, workdir, models, dtype):
         if not info["layouts"]:
             pytest.skip("nothing packed here (the GEMM runs on OpenBLAS, or no %s kernels)" % dtype)
         assert info["packed_only_tensors"] == 13 == len(info["layouts"])
+        tagged = {"f32": "/f32/", "bf16x3": "/bf16x3/", "int8": "/s8/"}[dtype]
+        assert all(tagged in l["tag"] for l in info["layouts"]), info["layouts"]
         only = {t["name"] for t in info["tensors"] if t["packed_only"]}
         assert only == {l["tensor"] for l in info["layouts"]}
         assert info["region_size"] < 1.1 * os.path.getsize(models["tiny3"]) + (1 << 20)
@@ -163,7 +165,7 @@ def test_packed_only_model_matches_pytorch(tools, workdir, models, dtype):
         ids, types, mask = batch("mixed", 120, 40, seed=31)
         hidden, pooled = run_engine(tools, workdir, name, ids, types, mask)
         rh, rp = run_ref(models["tiny3"], ids, types, mask)
-        if dtype == "f32":
+        if dtype != "int8":
             assert_close("last hidden state", hidden, rh)
             assert_close("pooled output", pooled, rp)
         else:
@@ -238,6 +240,39 @@ def test_bf16_weights_accuracy(tools, workdir, models, model):
     print("bf16 %s: hidden error %.4f of the largest value, pooled cosine >= %.7f" % (model, err, cos))
     assert err <= BF16_HIDDEN_TOL and cos >= BF16_POOLED_COS, (err, cos)
     assert err > 1e-6, "no rounding error at all: the bf16 path did not run"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16x3_weights_within_the_f32_tolerance(tools, workdir, models, threads):
+    """--dtype bf16x3 (CPUs with AMX): float32 weights as two bf16 terms, three bf16 products
+    summed in float32, within the f32 path's tolerance of PyTorch (1e-4 of the largest value);
+    elsewhere the loader says it needs AMX and packs nothing."""
+    r = subprocess.run([tools.bert, "--info", "--dtype", "bf16x3", models["tiny3"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    if "(openblas)" in r.stdout:
+        pytest.skip("the GEMM runs on OpenBLAS here: nothing is packed")
+    # oneDNN held below AMX: nothing packed, and the user is told why
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX512_CORE")
+    slow = subprocess.run([tools.bert, "--info", "--dtype", "bf16x3", models["tiny3"]],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert slow.returncode == 0 and "read in place: 0 of 0" in slow.stdout, slow.stdout + slow.stderr
+    assert "--dtype bf16x3: no weight was packed" in slow.stderr and "needs AMX" in slow.stderr, slow.stderr
+    if "amx_bf16" not in open("/proc/cpuinfo").read():
+        assert "read in place: 0 of 0" in r.stdout and "AMX" in r.stderr, r.stdout + r.stderr
+        return
+    assert "packed linear weights read in place: 13 of 13" in r.stdout, r.stdout + r.stderr
+    for model in ("tiny3", "big"):
+        vocab, positions = {"tiny3": (120, 40), "big": (100, 32)}[model]
+        ids, types, mask = batch("mixed", vocab, positions, seed=37)
+        hidden, pooled = run_engine(tools, workdir, models[model], ids, types, mask,
+                                    extra=["--dtype", "bf16x3", "--threads", str(threads)])
+        rh, rp = run_ref(models[model], ids, types, mask)
+        err = float(np.abs(hidden.astype(np.float64) - rh).max() / np.abs(rh).max())
+        print("bf16x3 %s, %d threads: hidden error %.2g of the largest value" % (model, threads, err))
+        assert_close("last hidden state", hidden, rh)
+        if pooled is not None:
+            assert_close("pooled output", pooled, rp)
 
 
 def test_dtype_only_for_files_and_f32(tools, models):
@@ -541,7 +576,7 @@ def test_refuses_non_finite_weights(tools, workdir, models, kind):
                            timeout=60)
         expect_refusal(r, needle, "--no-weight-check")
     # weights read packed are checked in the layout read (f32, bf16) or in the plain source (int8)
-    for dtype in ("f32", "bf16", "int8"):
+    for dtype in ("f32", "bf16", "bf16x3", "int8"):
         r = subprocess.run([tools.bert, "--info", "--dtype", dtype, path], capture_output=True,
                            text=True, timeout=60)
         expect_refusal(r, "tensor '%s' holds" % needle.split("'")[1], "--no-weight-check")

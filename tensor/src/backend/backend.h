@@ -56,6 +56,11 @@ typedef struct {
 	const float *ascale, *wscale;
 	/* bf16 weights (packed bf16): a rounded to bf16 into abf [M, K] */
 	const uint16_t *abf;
+	/* float32 as bf16 pairs (packed bf16x3): a = abf + abf_lo, w = packed + packed_lo
+	 * (both in packed_desc's layout); c = act(ah wh + ah wl + al wh + bias) */
+	const uint16_t *abf_lo;
+	const void *packed_lo;
+	int accum;            /* internal: c += the product (oneDNN's sum post-op) */
 } npt_gemm_t;
 
 NPT_HIDDEN npt_status_t npt_gemm_f32(const npt_gemm_t *g);

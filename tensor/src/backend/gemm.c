@@ -61,7 +61,7 @@
 
 typedef struct {
 	int64_t M, N, K, lda, ldb, ldc;
-	int ta, tb, bias, act, threads, s8, bf16;
+	int ta, tb, bias, act, threads, s8, bf16, accum;
 	float alpha;
 	int64_t wblk[5];     /* packed weights' layout (pack.c's form), zero = plain */
 } gemm_key_t;
@@ -202,10 +202,11 @@ static int entry_make(const gemm_key_t *k, const dnnl_memory_desc_t *wmd, gemm_e
 	/* the scratchpad is ours (one per thread, kept): no allocation per product */
 	if (D->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
 		goto out_attr;
-	if (k->act != NPT_ACT_NONE || k->alpha != 1.0f) {
+	if (k->act != NPT_ACT_NONE || k->alpha != 1.0f || k->accum) {
 		if (D->dnnl_post_ops_create(&po) ||
 		    (k->alpha != 1.0f &&
 		     D->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, k->alpha, 0.0f)) ||
+		    (k->accum && D->dnnl_post_ops_append_sum(po, 1.0f)) ||
 		    (k->act != NPT_ACT_NONE &&
 		     D->dnnl_post_ops_append_eltwise(po, 1.0f, act_alg(k->act), 0.0f, 0.0f)) ||
 		    D->dnnl_primitive_attr_set_post_ops(attr, po))
@@ -321,7 +322,7 @@ static void run_blas(const npt_gemm_t *g)
 }
 
 /* one product on @c's primitives, oneDNN on @omp threads; 1 = it needs OpenBLAS */
-static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
+static int run_product(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
 {
 	dnnl_memory_desc_t wmd;
 	gemm_key_t k;
@@ -342,6 +343,7 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
 	k.act = g->aq || (gemm_own_act & (1u << g->act)) ? NPT_ACT_NONE : g->act;
 	k.alpha = g->alpha != 0.0f ? g->alpha : 1.0f;
+	k.accum = g->accum;
 	k.threads = omp;
 	if (g->packed) {
 		const dnnl_blocking_desc_t *b = &((const dnnl_memory_desc_t *)g->packed_desc)
@@ -407,6 +409,33 @@ static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *
 			       "failed (status %d, usually out of memory)", (long long)g->M,
 			       (long long)g->K, (long long)g->K, (long long)g->N, (int)ds);
 	return 0;
+}
+
+/*
+ * run_product, and a float32 product with bf16x3 weights as its three bf16
+ * products into the same output (pack.c): c = ah wh + bias, c += ah wl,
+ * c = act(c + al wh); the dropped al wl is below 2^-16 of each term.
+ */
+static int run_one(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status_t *st)
+{
+	npt_gemm_t p = *g;
+
+	if (!g->packed_lo)
+		return run_product(c, g, omp, st);
+	p.abf_lo = NULL;
+	p.packed_lo = NULL;
+	p.act = NPT_ACT_NONE;
+	if (run_product(c, &p, omp, st) || *st)
+		return !*st;
+	p.bias = NULL;
+	p.accum = 1;
+	p.packed = g->packed_lo;
+	if (run_product(c, &p, omp, st) || *st)
+		return !*st;
+	p.abf = g->abf_lo;
+	p.packed = g->packed;
+	p.act = g->act;
+	return run_product(c, &p, omp, st);
 }
 
 typedef struct {
@@ -484,6 +513,8 @@ static void rows_task(void *arg, int64_t begin, int64_t end, int tid)
 	}
 	if (g->abf)
 		sub.abf = g->abf + begin * g->K;
+	if (g->abf_lo)
+		sub.abf_lo = g->abf_lo + begin * g->K;
 	run_part(j, &sub, tid);
 	if (g->aq && !atomic_load(&j->blas) && !atomic_load(&j->failed))
 		s8_epilogue(&sub, 0, sub.M);
@@ -787,7 +818,8 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	plain = *g;
 	plain.packed = plain.packed_desc = NULL;
 	plain.aq = NULL;
-	plain.abf = NULL;
+	plain.abf = plain.abf_lo = NULL;
+	plain.packed_lo = NULL;
 	return npt_gemm_f32(&plain);
 }
 

@@ -34,6 +34,7 @@
 	X(dnnl_status_t, dnnl_post_ops_destroy, (dnnl_post_ops_t))                           \
 	X(dnnl_status_t, dnnl_post_ops_append_eltwise,                                       \
 	  (dnnl_post_ops_t, float, dnnl_alg_kind_t, float, float))                           \
+	X(dnnl_status_t, dnnl_post_ops_append_sum, (dnnl_post_ops_t, float))                 \
 	X(dnnl_status_t, dnnl_primitive_attr_set_scratchpad_mode,                            \
 	  (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))                                   \
 	X(dnnl_status_t, dnnl_primitive_attr_set_post_ops,                                   \

@@ -99,6 +99,9 @@ typedef struct npt_node {
 	double eps;
 } npt_node_t;
 
+/* packed_dt of a float32 weight kept as two bfloat16 terms (pack.c: bf16x3) */
+#define NPT_PACKED_BF16X3 0x100
+
 struct npt_tensor {
 	atomic_int refs;
 	npt_dtype_t dtype;
@@ -112,7 +115,8 @@ struct npt_tensor {
 	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
 	void *packed_md;      /* its oneDNN memory descriptor (owned) */
 	const float *packed_scales; /* int8 layouts: the N weight scales, else NULL */
-	int packed_dt;        /* NPT_F32, NPT_BF16 or NPT_I8 when packed */
+	const void *packed_lo; /* bf16x3 layouts: the low bf16 halves, else NULL */
+	int packed_dt;        /* NPT_F32, NPT_BF16, NPT_I8 or NPT_PACKED_BF16X3 when packed */
 	int packed_only;      /* npt_tensor_from_packed: no plain elements to read */
 	int64_t shape[NPT_MAX_DIMS];
 	int64_t strides[NPT_MAX_DIMS];

@@ -102,6 +102,9 @@ NPT_HIDDEN void npt_quantize_rows_s8(const float *x, int64_t M, int64_t K, int64
 /* h [M, K] = x rounded to bfloat16 (nearest even), rows threaded */
 NPT_HIDDEN void npt_round_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx,
 				    uint16_t *h);
+/* x = h + l: h [M, K] = x in bfloat16, l [M, K] = x - h in bfloat16, rows threaded */
+NPT_HIDDEN void npt_split_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx,
+				    uint16_t *h, uint16_t *l);
 
 /* ---- the node kernels ----
  * The scheduler hands each one the node's parameters, the node's inputs

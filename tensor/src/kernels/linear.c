@@ -18,7 +18,9 @@
  * A weight with packed int8 layout (pack.c) runs in int8: x is quantised
  * per row (quant.c), the product accumulates exactly in int32 and the
  * scales, bias and activation are applied on the way out (gemm.c). One
- * with a bf16 layout rounds x to bf16 and accumulates in float32.
+ * with a bf16 layout rounds x to bf16 and accumulates in float32; one with
+ * a bf16x3 layout splits x into two bf16 terms and sums three bf16 products
+ * in float32 (pack.c).
  *
  * Contracts: f32 tensors only. Operands BLAS cannot address (stride 0, negative
  * strides, no unit stride) are copied by the scheduler first, as
@@ -153,6 +155,20 @@ npt_status_t npt_run_linear(const npt_kcall_t *k)
 			g.aq = (const int8_t *)qbuf;
 			g.ascale = (const float *)(qbuf + qb);
 			npt_quantize_rows_s8(g.a, M, K, lda, (int8_t *)qbuf, (float *)(qbuf + qb));
+		}
+		if (w0->packed_dt == NPT_PACKED_BF16X3) {
+			/* bf16x3 weights: the input split into bf16 terms hi + lo, into scratch */
+			size_t hb = ((size_t)(M * K) * 2 + 63) / 64 * 64;
+
+			qbuf = npt_scratch_alloc(2 * hb, &qcap);
+			if (!qbuf) {
+				s = npt_fail(NPT_E_NOMEM, "linear: out of memory for the bf16x3 input");
+				goto out;
+			}
+			g.abf = (const uint16_t *)qbuf;
+			g.abf_lo = (const uint16_t *)(qbuf + hb);
+			g.packed_lo = w0->packed_lo;
+			npt_split_rows_bf16(g.a, M, K, lda, (uint16_t *)qbuf, (uint16_t *)(qbuf + hb));
 		}
 		if (w0->packed_dt == NPT_BF16) {
 			/* bf16 weights: the input rounded to bf16 (nearest even), into scratch */

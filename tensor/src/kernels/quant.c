@@ -87,10 +87,34 @@ NPT_SIMD512 static void bf16_row(const float *x, int64_t K, uint16_t *h)
 	}
 }
 
+/* x = hi + lo: hi = x in bfloat16 (nearest even), lo = the rest (x - hi, exact in
+ * float32) in bfloat16; a NaN or an infinity goes to hi, with lo 0 */
+NPT_SIMD512 static void bf16_split_row(const float *x, int64_t K, uint16_t *h, uint16_t *l)
+{
+	for (int64_t k = 0; k < K; k++) {
+		uint32_t u, r;
+		float hv, rest;
+
+		memcpy(&u, &x[k], sizeof(u));
+		if ((u & 0x7fffffffu) >= 0x7f800000u) {
+			h[k] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) :
+				(uint16_t)(u >> 16);
+			l[k] = 0;
+			continue;
+		}
+		h[k] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+		r = (uint32_t)h[k] << 16;
+		memcpy(&hv, &r, sizeof(hv));
+		rest = x[k] - hv;
+		memcpy(&r, &rest, sizeof(r));
+		l[k] = (uint16_t)((r + 0x7fffu + ((r >> 16) & 1u)) >> 16);
+	}
+}
+
 typedef struct {
 	const float *x;
 	int64_t K, ldx;
-	uint16_t *h;
+	uint16_t *h, *l;
 } bf16_job_t;
 
 static void bf16_task(void *arg, int64_t begin, int64_t end, int tid)
@@ -99,12 +123,23 @@ static void bf16_task(void *arg, int64_t begin, int64_t end, int tid)
 
 	(void)tid;
 	for (int64_t r = begin; r < end; r++)
-		bf16_row(j->x + r * j->ldx, j->K, j->h + r * j->K);
+		if (j->l)
+			bf16_split_row(j->x + r * j->ldx, j->K, j->h + r * j->K, j->l + r * j->K);
+		else
+			bf16_row(j->x + r * j->ldx, j->K, j->h + r * j->K);
 }
 
 void npt_round_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *h)
 {
-	bf16_job_t j = { x, K, ldx, h };
+	bf16_job_t j = { x, K, ldx, h, NULL };
+
+	npt_parallel_for(M, 65536 / (K ? K : 1) + 1, bf16_task, &j);
+}
+
+void npt_split_rows_bf16(const float *x, int64_t M, int64_t K, int64_t ldx, uint16_t *h,
+			 uint16_t *l)
+{
+	bf16_job_t j = { x, K, ldx, h, l };
 
 	npt_parallel_for(M, 65536 / (K ? K : 1) + 1, bf16_task, &j);
 }
