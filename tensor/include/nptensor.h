@@ -469,11 +469,12 @@ NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int
 /**
  * W in a packed layout (npt_pack_weight's bytes and tag, nbytes as
  * npt_pack_query said, 64-byte aligned): float32, bfloat16 (the input is
- * rounded to bf16) or int8 (the input quantised per row as npt_linear does,
+ * rounded to bf16), bf16x3 (since 1.3: the input split into two bf16 terms,
+ * three products) or int8 (the input quantised per row as npt_linear does,
  * exact int32 sums), so the results are npt_linear's up to the order of the
  * float sums. NPT_E_UNSUPPORTED when this function does not read that
  * layout, or the CPU lacks its instructions (AVX-512F; AVX512_BF16 for
- * bf16, AVX512_VNNI for int8): use npt_linear then.
+ * bf16 and bf16x3, AVX512_VNNI for int8): use npt_linear then.
  */
 NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag, const void *data,
 				     size_t nbytes, int64_t n, int64_t k, float *y);

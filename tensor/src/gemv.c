@@ -27,6 +27,9 @@
  * order:
  *   f32   acc += broadcast(x[k]) * w[k][:]                   (AVX-512F)
  *   bf16  acc += dot of the pair (x[k], x[k+1]) in bf16 and w (AVX512_BF16)
+ *   bf16x3 the same with x and w each as two bf16 terms (hi, lo: pack.c),
+ *         acc += xh.wh + xh.wl + xl.wh: two weight streams, the high panels
+ *         and the low ones lo_off bytes further (the bytes of an f32 weight)
  *   int8  acc += dot of the quad x8[k..k+3] + 128 (u8) and w (AVX512_VNNI),
  *         and one more VNNI dot of 1s gives the column sums, so that
  *         y = (acc - 128 * colsum) * xscale * wscale[n] (exact int32 sums)
@@ -218,11 +221,12 @@ NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int
 
 /* a packed layout this file reads, from its tag */
 struct blocked {
-	int dtype;		/* NPT_F32, NPT_BF16, NPT_I8 */
+	int dtype;		/* NPT_F32, NPT_BF16, NPT_PACKED_BF16X3, NPT_I8 */
 	int64_t pk, pn;		/* padded sizes */
 	int64_t str_k, str_n;	/* elements between row blocks, between column blocks */
 	int64_t R, P;		/* a panel: [R][64][P] */
 	size_t scale_bytes;	/* int8: the N float scales first, padded to 64 bytes */
+	size_t lo_off;		/* bf16x3: where the low terms start, from the high ones */
 	int extra;		/* int8: oneDNN's compensation follows the weights */
 };
 
@@ -231,6 +235,7 @@ static int parse_tag(const char *tag, int64_t n, int64_t k, struct blocked *b)
 	const char *p = tag;
 	long long K, N, pk, pn, sk, sn, R, nb, P = 1;
 	char dt[8], tail[64];
+	int x3;
 	int used = 0;
 
 	for (int i = 0; i < 2 && p; i++)	/* "onednn-X.Y.Z/ISA/" */
@@ -246,10 +251,11 @@ static int parse_tag(const char *tag, int64_t n, int64_t k, struct blocked *b)
 	} else {
 		snprintf(tail, sizeof(tail), "%s", p);
 	}
+	x3 = !strcmp(dt, "bf16x3");
 	b->dtype = !strcmp(dt, "f32") ? NPT_F32 : !strcmp(dt, "bf16") ? NPT_BF16 :
-		   !strcmp(dt, "s8") ? NPT_I8 : -1;
-	if (b->dtype < 0 || (b->dtype == NPT_F32 && P != 1) || (b->dtype == NPT_BF16 && P != 2) ||
-	    (b->dtype == NPT_I8 && P != 4))
+		   x3 ? NPT_PACKED_BF16X3 : !strcmp(dt, "s8") ? NPT_I8 : -1;
+	if (b->dtype < 0 || (b->dtype == NPT_F32 && P != 1) || ((b->dtype == NPT_BF16 || x3) &&
+	    P != 2) || (b->dtype == NPT_I8 && P != 4))
 		return 0;
 	/*
 	 * int8: plain s8 weights, with or without the compensation oneDNN appends
@@ -271,6 +277,7 @@ static int parse_tag(const char *tag, int64_t n, int64_t k, struct blocked *b)
 	b->R = R;
 	b->P = P;
 	b->scale_bytes = b->dtype == NPT_I8 ? ((size_t)n * sizeof(float) + 63) / 64 * 64 : 0;
+	b->lo_off = x3 ? ((size_t)(pn / NB) * (size_t)sn * 2 + 63) / 64 * 64 : 0;
 	return 1;
 }
 
@@ -278,7 +285,8 @@ struct packed_job {
 	const struct blocked *b;
 	const void *w;		/* the panels */
 	const float *wscale;	/* int8 */
-	const void *xin;	/* the input rows, padded to pk: f32, bf16 pairs or u8 quads */
+	const void *xin;	/* the input rows, padded to pk: f32, bf16 pairs or u8 quads
+				 * (bf16x3: the high pairs, then m rows of the low ones) */
 	const float *xscale;	/* int8 */
 	float *y;
 	int64_t m, n;
@@ -372,6 +380,45 @@ __attribute__((target("avx512f,avx512bf16"))) static void packed_bf16(const stru
 				acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
 				acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
 				acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
+			}
+		}
+		for (int i = 0; i < j->m; i++)
+			store_block(j->y + i * j->n, j->n, blk * NB, acc[i]);
+	}
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static void packed_bf16x3(const struct packed_job *j,
+									  int64_t b0, int64_t b1)
+{
+	const struct blocked *b = j->b;
+	const uint32_t *xh = j->xin, *xl = xh + j->m * b->pk / 2;	/* bf16 pairs */
+
+	for (int64_t blk = b0; blk < b1; blk++) {
+		const uint16_t *w = (const uint16_t *)j->w + blk * b->str_n;
+		const uint16_t *v = (const uint16_t *)((const char *)w + b->lo_off);
+		__m512 acc[MAXR][4];
+
+		for (int i = 0; i < j->m; i++)
+			for (int q = 0; q < 4; q++)
+				acc[i][q] = _mm512_setzero_ps();
+		for (int64_t k = 0; k < b->pk / 2; k++, w += 2 * NB, v += 2 * NB) {
+			prefetch_panel(w);
+			prefetch_panel(v);
+			__m512bh h[4], l[4];
+
+			for (int q = 0; q < 4; q++) {
+				h[q] = (__m512bh)_mm512_load_si512(w + 32 * q);
+				l[q] = (__m512bh)_mm512_load_si512(v + 32 * q);
+			}
+			for (int i = 0; i < j->m; i++) {
+				__m512bh xhv = (__m512bh)_mm512_set1_epi32((int)xh[i * b->pk / 2 + k]);
+				__m512bh xlv = (__m512bh)_mm512_set1_epi32((int)xl[i * b->pk / 2 + k]);
+
+				for (int q = 0; q < 4; q++) {
+					acc[i][q] = _mm512_dpbf16_ps(acc[i][q], xlv, h[q]);
+					acc[i][q] = _mm512_dpbf16_ps(acc[i][q], xhv, l[q]);
+					acc[i][q] = _mm512_dpbf16_ps(acc[i][q], xhv, h[q]);
+				}
 			}
 		}
 		for (int i = 0; i < j->m; i++)
@@ -482,6 +529,16 @@ static void prepare_input(const struct blocked *b, const float *x, int64_t m, in
 
 			for (int64_t c = 0; c < b->pk; c++)
 				o[c] = c < k ? npt_f32_to_bf16(row[c]) : 0;
+		} else if (b->dtype == NPT_PACKED_BF16X3) {
+			/* x = hi + lo as linear splits it (quant.c); the low rows after all high ones */
+			uint16_t *o = (uint16_t *)buf + i * b->pk, *u = o + m * b->pk;
+
+			for (int64_t c = 0; c < b->pk; c++) {
+				float hv = c < k ? npt_bf16_to_f32(npt_f32_to_bf16(row[c])) : 0;
+
+				o[c] = c < k ? npt_f32_to_bf16(row[c]) : 0;
+				u[c] = c < k && isfinite(row[c]) ? npt_f32_to_bf16(row[c] - hv) : 0;
+			}
 		} else {
 			uint8_t *o = (uint8_t *)buf + i * b->pk;
 			float amax = 0, inv;
@@ -517,18 +574,19 @@ NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag,
 		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: layout '%s' is not one this "
 				"product reads for a [%lld, %lld] weight (use npt_linear)",
 				tag ? tag : "(none)", (long long)n, (long long)k);
-	if (!npt_decode_has(NPT_ISA_AVX512, b.dtype == NPT_BF16 ? "avx512f,avx512bf16" :
+	if (!npt_decode_has(NPT_ISA_AVX512, b.dtype == NPT_BF16 ||
+			    b.dtype == NPT_PACKED_BF16X3 ? "avx512f,avx512bf16" :
 					    b.dtype == NPT_I8 ? "avx512f,avx512vnni" : "avx512f"))
 		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: this CPU lacks the AVX-512 "
 				"instructions for layout '%s' (use npt_linear)", tag);
-	esize = b.dtype == NPT_F32 ? 4 : b.dtype == NPT_BF16 ? 2 : 1;
-	need = b.scale_bytes + (size_t)(b.pn / NB) * (size_t)b.str_n * esize;
+	esize = b.dtype == NPT_F32 ? 4 : b.dtype == NPT_I8 ? 1 : 2;
+	need = b.scale_bytes + b.lo_off + (size_t)(b.pn / NB) * (size_t)b.str_n * esize;
 	if ((b.extra ? nbytes <= need : nbytes != need) || (uintptr_t)data % 64)
 		return npt_fail(NPT_E_INVAL, "npt_gemv_packed: layout '%s' takes %zu bytes at a "
 				"64-byte aligned address; %zu bytes at %p given", tag, need, nbytes,
 				data);
 	npt_eval_lock();
-	buf = input_buffer((size_t)m * (size_t)b.pk * esize);
+	buf = input_buffer((size_t)m * (size_t)b.pk * esize * (b.lo_off ? 2 : 1));
 	if (!buf) {
 		npt_eval_unlock();
 		return npt_fail(NPT_E_NOMEM, "npt_gemv_packed: out of memory for %lld input rows",
@@ -539,7 +597,8 @@ NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag,
 				 .wscale = data, .xin = buf, .xscale = xscale, .y = y, .m = m,
 				 .n = n };
 	r.j = &j;
-	r.fn = b.dtype == NPT_F32 ? packed_f32 : b.dtype == NPT_BF16 ? packed_bf16 : packed_s8;
+	r.fn = b.dtype == NPT_F32 ? packed_f32 : b.dtype == NPT_BF16 ? packed_bf16 :
+	       b.dtype == NPT_PACKED_BF16X3 ? packed_bf16x3 : packed_s8;
 	npt_parallel_for_hot((n + NB - 1) / NB, 1, packed_task, &r);
 	npt_eval_unlock();
 	return NPT_OK;

@@ -75,10 +75,11 @@ static void usage(FILE *f)
 		"  --tp N             tensor parallel over N processes (heads, KV heads and FFN\n"
 		"                     width must divide by N; they read their slices of 4-bit\n"
 		"                     layouts in place, else f32 slices)\n"
-		"  --dtype f32|bf16|int8|q4  (a .safetensors MODEL) also store the projections packed\n"
-		"                     for this CPU's GEMM (bf16: rounded; int8: quantised per\n"
-		"                     output channel, inputs per row; q4: 4-bit groups of 32 with\n"
-		"                     an f16 scale), as `npushm load --dtype`\n"
+		"  --dtype f32|bf16x3|bf16|int8|q4  (a .safetensors MODEL) also store the\n"
+		"                     projections packed for this CPU's GEMM (bf16x3: float32 as\n"
+		"                     two bfloat16 terms, for AMX; bf16: rounded; int8: quantised\n"
+		"                     per output channel, inputs per row; q4: 4-bit groups of 32\n"
+		"                     with an f16 scale), as `npushm load --dtype`\n"
 		"  --threads N        threads of the projections (default $NPT_NUM_THREADS or all CPUs)\n"
 		"  --attach-prefix    start from the longest prefix of the prompt another run of\n"
 		"                     this model published (whole blocks of 16 tokens); prints\n"
@@ -217,8 +218,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_DTYPE:
 			if (!cli_packer(optarg)) {
 				fprintf(stderr, "%s: --dtype '%s': use f32 (weights packed for this "
-					"CPU), bf16 (rounded to bfloat16), int8 (quantised per output "
-					"channel) or q4 (4-bit groups)\n", prog, optarg);
+					"CPU), bf16x3 (float32 as two bfloat16 terms, for AMX), bf16 "
+					"(rounded to bfloat16), int8 (quantised per output channel) or "
+					"q4 (4-bit groups)\n", prog, optarg);
 				return -1;
 			}
 			a->dtype = optarg;
@@ -339,10 +341,15 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 		return die("%s", npushm_last_error());
 	npushm_load_opts_t lo = { .mode = 0600, .packer = a->dtype ? cli_packer(a->dtype) : NULL };
 
-	if (npushm_model_load(dev, a->model, name, &lo, NULL))
+	if (npushm_model_load(dev, a->model, name, &lo, NULL)) {
 		rc = die("%s", npushm_last_error());
-	else
+	} else {
 		*loaded = !a->keep;
+		if (a->dtype && cli_packer_nothing_packed())
+			fprintf(stderr, "%s: --dtype %s: no weight was packed, the model holds its "
+				"plain weights only: %s\n", prog, a->dtype,
+				cli_packer_nothing_packed());
+	}
 	npushm_dev_close(dev);
 	return rc;
 }

@@ -47,6 +47,7 @@ def nptensor():
     lib.npt_gemv_f32.argtypes = [P, I64, P, I64, I64, I64, P]
     lib.npt_pack_query.argtypes = [ctypes.c_int, I64, I64, ctypes.c_char_p, SZ,
                                    ctypes.POINTER(SZ)]
+    lib.npt_pack_query_bf16x3.argtypes = [I64, I64, ctypes.c_char_p, SZ, ctypes.POINTER(SZ)]
     lib.npt_pack_weight.argtypes = [P, ctypes.c_char_p, P, SZ]
     lib.npt_gemv_packed.argtypes = [P, I64, ctypes.c_char_p, P, SZ, I64, I64, P]
     return lib
@@ -184,20 +185,24 @@ def bf16_round(a):
 
 def check_gemv_packed(isa, dtype):
     """npt_gemv_packed reads npt_pack_weight's layouts in place: products within 1e-5 of a
-    NumPy model of the precision (bf16: both operands rounded; int8: the input quantised per
-    row, the weight per output channel, exact sums); refused where it has no kernel."""
+    NumPy model of the precision (bf16: both operands rounded; bf16x3: both split into two
+    bf16 terms, hi + lo, and the three products xh wh + xh wl + xl wh summed; int8: the input
+    quantised per row, the weight per output channel, exact sums); refused where it has no
+    kernel (bf16x3 layouts are made only on CPUs with AMX)."""
     lib = nptensor()
     need = {"f32": ["avx512f"], "bf16": ["avx512f", "avx512_bf16"],
+            "bf16x3": ["avx512f", "avx512_bf16", "amx_bf16"],
             "int8": ["avx512f", "avx512_vnni"]}[dtype]
     reads = isa == "avx512" and cpu_has(*need)
-    code = {"f32": 7, "bf16": 6, "int8": 1}[dtype]
+    code = {"f32": 7, "bf16": 6, "int8": 1, "bf16x3": None}[dtype]
     rng = np.random.default_rng(5)
     read = 0
     for m, n, k in [(1, 64, 64), (1, 100, 48), (2, 256, 256), (4, 130, 2048), (3, 5632 // 8, 96),
                     (1, 1, 16)]:
         tag = ctypes.create_string_buffer(256)
         nbytes = SZ()
-        if lib.npt_pack_query(code, n, k, tag, 256, ctypes.byref(nbytes)):
+        if (lib.npt_pack_query_bf16x3(n, k, tag, 256, ctypes.byref(nbytes)) if code is None else
+                lib.npt_pack_query(code, n, k, tag, 256, ctypes.byref(nbytes))):
             continue    # nothing to pack for this shape here (OpenBLAS, a reference kernel)
         w = rng.standard_normal((n, k)).astype(np.float32)
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -220,13 +225,20 @@ def check_gemv_packed(isa, dtype):
             xr, wr = x.astype(np.float64), w.astype(np.float64)
         elif dtype == "bf16":
             xr, wr = bf16_round(x), bf16_round(w)
+        elif dtype == "bf16x3":
+            xh, wh = bf16_round(x), bf16_round(w)
+            xl, wl = bf16_round((x - xh).astype(np.float32)), bf16_round((w - wh).astype(np.float32))
+            want = xh @ wh.T + xh @ wl.T + xl @ wh.T
+            exact = x.astype(np.float64) @ w.astype(np.float64).T
+            assert np.abs(want - exact).max() / np.abs(exact).max() < 2.0 ** -14
         else:
             ws = np.abs(w).max(1) / np.float32(127)
             wq = np.clip(np.rint(w / ws[:, None]), -127, 127)
             xs = np.abs(x).max(1) / np.float32(127)
             xq = np.clip(np.rint(x * (np.float32(1) / xs)[:, None]), -127, 127)
             xr, wr = xq * xs[:, None].astype(np.float64), wq * ws[:, None].astype(np.float64)
-        want = xr @ wr.T
+        if dtype != "bf16x3":
+            want = xr @ wr.T
         err = np.abs(y - want).max() / np.abs(want).max()
         assert err < 1e-5, "%s [%d x %d x %d]: relative error %.3g (%s)" % (
             dtype, m, n, k, err, tag.value)

@@ -326,6 +326,28 @@ def test_reduced_precision_agrees(tools, workdir, models, name, dtype):
     assert kl <= max_kl, "%s mean KL %.3g > %.3g" % (dtype, kl, max_kl)
 
 
+@pytest.mark.parametrize("name", ["tiny", "wide"])
+def test_bf16x3_holds_the_f32_tolerance(tools, workdir, models, name):
+    """--dtype bf16x3 (CPUs with AMX): float32 through three bf16 products, prefill on oneDNN's
+    AMX kernels and decode steps on npt_gemv_packed: logits within the f32 tolerance of the
+    reference at every step and the same 32 greedy tokens; without AMX nothing is packed and
+    the run says why."""
+    used, total, line = packed_info(tools, models[name], "bf16x3")
+    if total == 0:
+        assert "amx_bf16" not in open("/proc/cpuinfo").read().split(), line
+        r = subprocess.run([tools.llama, models[name], "--dtype", "bf16x3", "--info"],
+                           capture_output=True, text=True)
+        assert "no weight was packed" in r.stderr and "AMX" in r.stderr, r.stderr
+        return
+    assert used == total, "the engine read %d of %d bf16x3 layouts: %s" % (used, total, line)
+    ref = reference(models[name])
+    prompt = prompt_for(ref.vocab, 7, seed=11)
+    want_ids, want_logits = ref.generate(prompt, STEPS)
+    ids, logits = run(tools, workdir, models[name], prompt, STEPS, ["--greedy", "--dtype", "bf16x3"])
+    assert_close(logits, want_logits, name + " bf16x3")
+    assert list(ids) == list(want_ids), "%s bf16x3: greedy tokens differ from the reference" % name
+
+
 def test_refuses_packed_only_model_with_what_to_do(tools, workdir, models):
     """A model loaded --packed-only holds its linear weights only in their packed layouts, and the
     engine reads plain tensors: refused, naming the option, never 'not a Llama layout'."""
@@ -386,11 +408,12 @@ def test_gemv_f32_against_numpy(isa):
 
 
 @pytest.mark.parametrize("isa", list(ISA_NEEDS))
-@pytest.mark.parametrize("dtype", ["f32", "bf16", "int8"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "bf16x3", "int8"])
 def test_gemv_packed_against_numpy(dtype, isa):
     """npt_gemv_packed on npt_pack_weight's layouts against NumPy models of the precision;
     refused (for npt_linear) below AVX-512 or without the dtype's instructions."""
     need = {"f32": ["avx512f"], "bf16": ["avx512f", "avx512_bf16"],
+            "bf16x3": ["avx512f", "avx512_bf16", "amx_bf16"],
             "int8": ["avx512f", "avx512_vnni"]}[dtype]
     out = kernel_check("gemv-packed", isa, dtype)
     if isa == "avx512" and not all(f in CPU_FLAGS for f in need):
