@@ -12,8 +12,9 @@
  *
  *   gemv_bw FORMAT LAYERS ROUNDS THREADS...
  *
- * FORMAT: f32 (plain rows, npt_gemv_f32), packed-f32, bf16, int8 (the
- * layouts npt_pack_weight makes here, npt_gemv_packed), q4 (npt_q4_linear).
+ * FORMAT: f32 (plain rows, npt_gemv_f32), packed-f32, bf16, bf16x3, int8
+ * (the layouts npt_pack_weight makes here, npt_gemv_packed), q4
+ * (npt_q4_linear).
  * One layer's weights are made and packed once, then copied L times. Built
  * by run.sh with -O3 -march=native, as read_bw.c: the read pass must be
  * vectorised to be bound by the memory.
@@ -157,7 +158,9 @@ static int make_layer(const char *fmt, struct weight *w)
 			if (!dst || npt_q4_pack(t, dst, w[i].bytes))
 				return -1;
 		} else {
-			if (npt_pack_query(dt, n, k, w[i].tag, sizeof(w[i].tag), &w[i].bytes)) {
+			if (!strcmp(fmt, "bf16x3") ?
+			    npt_pack_query_bf16x3(n, k, w[i].tag, sizeof(w[i].tag), &w[i].bytes) :
+			    npt_pack_query(dt, n, k, w[i].tag, sizeof(w[i].tag), &w[i].bytes)) {
 				fprintf(stderr, "gemv_bw: no %s layout here: %s\n", fmt,
 					npt_last_error());
 				return -1;
@@ -198,7 +201,7 @@ int main(int argc, char **argv)
 	size_t total = 0;
 
 	if (argc < 5 || layers < 1 || rounds < 1) {
-		fprintf(stderr, "usage: gemv_bw f32|packed-f32|bf16|int8|q4 LAYERS ROUNDS "
+		fprintf(stderr, "usage: gemv_bw f32|packed-f32|bf16|bf16x3|int8|q4 LAYERS ROUNDS "
 			"THREADS...\n");
 		return 2;
 	}
