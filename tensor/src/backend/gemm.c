@@ -28,6 +28,11 @@
  * another kernel for a panel than for the whole product, so results can
  * differ in the last bits between thread counts.
  *
+ * bf16x3 weights (pack.c: float32 as two bf16 terms, AMX only) run as three
+ * bf16 products into the same output, c = xh wh + bias, c += xh wl,
+ * c = act(c + xl wh) (oneDNN's sum post-op; run_one), each thread on its
+ * own rows.
+ *
  * Self-check: before the first product, oneDNN's matmul runs once on a
  * small problem (bias, then no post-op, a scale, GELU, tanh, ReLU) and is
  * compared with the same arithmetic in double and libm. A post-op that gives
