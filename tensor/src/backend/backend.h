@@ -30,7 +30,7 @@ NPT_HIDDEN void npt_pool_set_threads(int n);
 NPT_HIDDEN void npt_blas_set_threads(int n);
 /* per-thread scratch blocks, kept and grown per thread, 64-byte aligned,
  * freed when a pool worker exits; NULL when out of memory */
-enum { NPT_TLS_BLOCK, NPT_TLS_RUN, NPT_TLS_SCORES, NPT_TLS_SLOTS_ };
+enum { NPT_TLS_BLOCK, NPT_TLS_RUN, NPT_TLS_SCORES, NPT_TLS_GEMM, NPT_TLS_SLOTS_ };
 NPT_HIDDEN void *npt_thread_scratch(int slot, size_t bytes);
 
 /* ---- act_vec.c: f32 epilogues, vectorised ---- */

@@ -93,6 +93,7 @@ typedef struct {
 #define GEMM_MAX_THREADS 256
 #define GEMM_NBLK 64         /* columns per panel when threads split a product */
 #define GEMM_MROWS 8         /* fewest rows per thread when they split packed products */
+#define GEMM_PANEL_ROWS 512  /* packed f32 products with fewer rows split columns */
 
 static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -280,13 +281,25 @@ static gemm_entry_t *entry_get(gemm_cache_t *c, const gemm_key_t *k,
 }
 
 /* the descriptor of the first @n columns of a packed weight, into *out */
+/* columns per N block of a packed layout: its inner blocks along N */
+static int64_t n_block(const dnnl_memory_desc_t *md)
+{
+	const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+	int64_t nb = 1;
+
+	for (int i = 0; i < b->inner_nblks; i++)
+		if (b->inner_idxs[i] == 1)
+			nb *= b->inner_blks[i];
+	return nb;
+}
+
 static void packed_slice_md(const void *md, int64_t n, void *out)
 {
 	dnnl_memory_desc_t *o = out;
 	int64_t nb;
 
 	*o = *(const dnnl_memory_desc_t *)md;
-	nb = o->format_desc.blocking.inner_blks[1];
+	nb = n_block(o);
 	o->dims[1] = n;
 	o->padded_dims[1] = (n + nb - 1) / nb * nb;
 }
@@ -498,6 +511,44 @@ static void s8_epilogue(const npt_gemm_t *g, int64_t m0, int64_t m1)
 		if (g->bias || g->act != NPT_ACT_NONE)
 			npt_act_rows_f32(g->act, g->N, row, g->bias);
 	}
+}
+
+/*
+ * columns [begin, end) * GEMM_NBLK of a product with packed float32 weights
+ * and few rows: the panel of the weight is its N blocks from n0 (each
+ * contiguous, pack.c), the output goes to this thread's scratch first
+ * (oneDNN's blocked kernels take no output wider than the product) and is
+ * copied into place. Each thread reads its share of the weight only, where
+ * a split of few rows would have every thread read all of it with small
+ * blocks of rows.
+ */
+static void panel_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	const npt_gemm_t *g = j->g;
+	const dnnl_memory_desc_t *md = g->packed_desc;
+	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
+	int64_t nb = n_block(md);
+	npt_gemm_t sub = *g;
+	float *out = npt_thread_scratch(NPT_TLS_GEMM, (size_t)(g->M * (n1 - n0)) * sizeof(float));
+
+	if (!out) {
+		if (!atomic_exchange(&j->failed, 1))
+			j->st = npt_fail(NPT_E_NOMEM, "gemm: out of memory for a panel of the "
+					 "output");
+		return;
+	}
+	sub.N = n1 - n0;
+	sub.packed = (const float *)g->packed + n0 / nb * md->format_desc.blocking.strides[1];
+	sub.b = g->b ? g->b + (g->tb ? n0 * g->ldb : n0) : NULL;
+	sub.c = out;
+	sub.ldc = sub.N;
+	sub.bias = g->bias ? g->bias + n0 : NULL;
+	run_part(j, &sub, tid);
+	if (atomic_load(&j->blas) || atomic_load(&j->failed))
+		return;
+	for (int64_t r = 0; r < g->M; r++)
+		memcpy(g->c + r * g->ldc + n0, out + r * sub.N, (size_t)sub.N * sizeof(float));
 }
 
 /* rows [begin, end) of a product with packed weights (oneDNN's blocked
@@ -773,6 +824,17 @@ static npt_status_t packed_only(const npt_gemm_t *g)
 	return st;
 }
 
+/* NPT_GEMM_PANEL_ROWS overrides GEMM_PANEL_ROWS (0: always split rows), for measurements */
+static int64_t panel_rows(void)
+{
+	static int64_t v = -1;
+	const char *e;
+
+	if (v < 0)
+		v = (e = getenv("NPT_GEMM_PANEL_ROWS")) ? atoll(e) : GEMM_PANEL_ROWS;
+	return v;
+}
+
 npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 {
 	int threads = npt_pool_threads();
@@ -789,15 +851,24 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 	 * More than one thread: the library's pool splits the columns and each
 	 * thread runs oneDNN alone on its panel (OpenMP's spinning barriers lose
 	 * badly on a shared machine); NPT_GEMM_OMP=1 hands oneDNN all the
-	 * threads instead, to compare. Products with packed weights split rows.
+	 * threads instead, to compare. Products with packed weights split rows,
+	 * or, packed float32 with fewer than GEMM_PANEL_ROWS rows, columns
+	 * (panel_task; measured on BERT-base at 128 and 256 tokens, 2 threads:
+	 * 8-11 % faster than rows; at 512 and more, rows are as fast or faster;
+	 * with oneDNN's AMX kernels for bf16 and bf16x3, rows).
 	 * A product too small to split runs on the calling thread alone (never
 	 * on OpenMP's threads, whose barriers stall behind a descheduled one).
 	 */
-	if (threads > 1 && !gemm_omp && (g->packed ? g->M >= 2 * GEMM_MROWS :
-					 g->N >= 2 * GEMM_NBLK)) {
+	int panels = g->packed && !g->aq && !g->abf && g->M < panel_rows() &&
+		     GEMM_NBLK % n_block(g->packed_desc) == 0;
+
+	if (threads > 1 && !gemm_omp && (panels || !g->packed ? g->N >= 2 * GEMM_NBLK :
+					 g->M >= 2 * GEMM_MROWS)) {
 		split_job_t j = { .g = g };
 
-		if (g->packed)
+		if (panels)
+			npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, panel_task, &j);
+		else if (g->packed)
 			npt_parallel_for(g->M, GEMM_MROWS, rows_task, &j);
 		else
 			npt_parallel_for((g->N + GEMM_NBLK - 1) / GEMM_NBLK, 1, split_task, &j);
