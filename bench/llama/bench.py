@@ -171,6 +171,12 @@ def main():
     ap.add_argument("--kernel-rounds", type=int, default=9,
                     help="rounds of gemv_bw per dtype (0: skip the products alone)")
     a = ap.parse_args()
+    for name in ("layers", "new", "prompt", "reps", "gen", "workers", "worker_requests", "worker_new",
+                 "ttft_requests"):
+        if getattr(a, name) < 1:
+            ap.error("--%s must be at least 1" % name.replace("_", "-"))
+    if a.shared < 0 or a.kernel_rounds < 0:
+        ap.error("--shared and --kernel-rounds must be 0 or more")
     print(sh(["sh", "-c", "lscpu | grep -E 'Model name|L1d|L2|L3|^CPU\\(s\\)'"]))
     print("load average at the start: %s; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset" %
           load_average())
