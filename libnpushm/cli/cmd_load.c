@@ -72,9 +72,8 @@ int cmd_load(const struct cli_opts *o)
 		       o->per_node ? "one copy per NUMA node, NAME@nodeN" : "new copy", secs,
 		       secs > 0 ? (double)res.source_size / secs / 1e9 : 0.0);
 	}
-	if (!st && o->dtype && cli_packer_nothing_packed() && !res.already_loaded)
-		fprintf(stderr, "npushm load: --dtype %s: no weight was packed, the model holds its "
-			"plain weights only: %s\n", o->dtype, cli_packer_nothing_packed());
+	if (!st && !res.already_loaded)
+		cli_packer_warn_unpacked("npushm load", o->dtype);
 	npushm_dev_close(dev);
 	return rc;
 }

@@ -17,6 +17,7 @@
  * "npt-q4_0/g32-f16/NxK"; not a GEMM layout but the input of npt_q4_linear,
  * which a decoder engine calls for it (other engines ignore the tag).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,18 +36,24 @@ static int wanted(const npushm_tensor_t *t)
 static int packed_count;
 static char first_refusal[512];
 
+/* what a GEMM packer asks libnptensor for: a precision, or float32 as two bf16 terms */
+struct layout_kind {
+	npt_dtype_t dt;
+	bool bf16x3;
+};
+
 static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_LAYOUT_TAG_MAX])
 {
+	const struct layout_kind *kind = arg;
 	size_t nbytes = 0;
+	npt_status_t s;
 
 	if (!wanted(t))
 		return 0;
-	npt_dtype_t dt = *(const npt_dtype_t *)arg;
-
-	/* NPT_F64 stands for bf16x3 here: float32 weights as two bfloat16 terms */
-	if (dt == NPT_F64 ? npt_pack_query_bf16x3(t->shape[0], t->shape[1], tag,
-						  NPUSHM_LAYOUT_TAG_MAX, &nbytes) :
-	    npt_pack_query(dt, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &nbytes)) {
+	s = kind->bf16x3 ? npt_pack_query_bf16x3(t->shape[0], t->shape[1], tag,
+						 NPUSHM_LAYOUT_TAG_MAX, &nbytes) :
+	    npt_pack_query(kind->dt, t->shape[0], t->shape[1], tag, NPUSHM_LAYOUT_TAG_MAX, &nbytes);
+	if (s) {
 		if (!first_refusal[0])
 			snprintf(first_refusal, sizeof(first_refusal), "%s", npt_last_error());
 		return 0;
@@ -58,6 +65,13 @@ static uint64_t pack_size(void *arg, const npushm_tensor_t *t, char tag[NPUSHM_L
 const char *cli_packer_nothing_packed(void)
 {
 	return !packed_count && first_refusal[0] ? first_refusal : NULL;
+}
+
+void cli_packer_warn_unpacked(const char *prog, const char *dtype)
+{
+	if (dtype && cli_packer_nothing_packed())
+		fprintf(stderr, "%s: --dtype %s: no weight was packed, the model holds its plain "
+			"weights only: %s\n", prog, dtype, cli_packer_nothing_packed());
 }
 
 static int pack(void *arg, const npushm_tensor_t *t, const char *tag, void *dst, uint64_t nbytes,
@@ -111,7 +125,8 @@ const npushm_packer_t *cli_packer(const char *dtype)
 {
 	static const npushm_packer_t pq = { .size = q4_size, .pack = q4_pack };
 
-	static const npt_dtype_t f32 = NPT_F32, bf16 = NPT_BF16, i8 = NPT_I8, x3 = NPT_F64;
+	static const struct layout_kind f32 = { NPT_F32, false }, bf16 = { NPT_BF16, false },
+		i8 = { NPT_I8, false }, x3 = { NPT_F32, true };
 	static const npushm_packer_t pf = { .size = pack_size, .pack = pack, .arg = (void *)&f32 };
 	static const npushm_packer_t pb = { .size = pack_size, .pack = pack, .arg = (void *)&bf16 };
 	static const npushm_packer_t pi = { .size = pack_size, .pack = pack, .arg = (void *)&i8 };

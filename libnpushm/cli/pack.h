@@ -25,5 +25,8 @@ const char *cli_layouts_summary(npushm_model_t *m, char *buf, size_t len);
 /* after a load with a packer: why no weight was packed (libnptensor's first
  * refusal), or NULL when at least one was or none was asked for */
 const char *cli_packer_nothing_packed(void);
+/* after a load with --dtype @dtype (NULL: none): say on stderr, as @prog, that nothing was
+ * packed and why, when that is so */
+void cli_packer_warn_unpacked(const char *prog, const char *dtype);
 
 #endif

@@ -533,12 +533,8 @@ static void prepare_input(const struct blocked *b, const float *x, int64_t m, in
 			/* x = hi + lo as linear splits it (quant.c); the low rows after all high ones */
 			uint16_t *o = (uint16_t *)buf + i * b->pk, *u = o + m * b->pk;
 
-			for (int64_t c = 0; c < b->pk; c++) {
-				float hv = c < k ? npt_bf16_to_f32(npt_f32_to_bf16(row[c])) : 0;
-
-				o[c] = c < k ? npt_f32_to_bf16(row[c]) : 0;
-				u[c] = c < k && isfinite(row[c]) ? npt_f32_to_bf16(row[c] - hv) : 0;
-			}
+			for (int64_t c = 0; c < b->pk; c++)
+				npt_bf16_split(c < k ? row[c] : 0.0f, &o[c], &u[c]);
 		} else {
 			uint8_t *o = (uint8_t *)buf + i * b->pk;
 			float amax = 0, inv;

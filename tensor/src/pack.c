@@ -253,21 +253,16 @@ NPT_API npt_status_t npt_pack_query_bf16x3(int64_t n, int64_t k, char *tag, size
 	return query(NPT_PACKED_BF16X3, n, k, tag, tag_size, nbytes);
 }
 
-/* hi[n, k] = w[n, k] rounded to bf16 (as float), lo[n, k] = w - hi: rows of K */
-static void split_weight(const npt_tensor_t *w, float *hi, float *lo)
+/* w = hi + lo in two bf16 terms (npt_bf16_split), each [N, K] in rows of K */
+static void split_weight(const npt_tensor_t *w, uint16_t *hi, uint16_t *lo)
 {
 	int64_t N = w->shape[0], K = w->shape[1];
 	const float *p = (const float *)npt_tensor_ptr((npt_tensor_t *)w);
 
 	for (int64_t n = 0; n < N; n++)
-		for (int64_t k = 0; k < K; k++) {
-			float v = p[n * w->strides[0] + k * w->strides[1]];
-			uint16_t h = npt_f32_to_bf16(v);
-			uint32_t u = (uint32_t)h << 16;
-
-			memcpy(&hi[n * K + k], &u, sizeof(u));
-			lo[n * K + k] = isfinite(v) ? v - hi[n * K + k] : 0.0f;
-		}
+		for (int64_t k = 0; k < K; k++)
+			npt_bf16_split(p[n * w->strides[0] + k * w->strides[1]], &hi[n * K + k],
+				       &lo[n * K + k]);
 }
 
 /* W8[n, k] = round(W[n, k] / scale[n]), scale[n] = max |W[n, :]| / 127 (1 for a zero row) */
@@ -374,7 +369,7 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 		size_t n = (size_t)(w->shape[0] * w->shape[1]);
 		dnnl_dims_t rows = { 1, w->shape[1] };
 
-		if (!(tmp = malloc(dt == NPT_I8 ? n : 2 * n * sizeof(float)))) {
+		if (!(tmp = malloc(dt == NPT_I8 ? n : 2 * n * sizeof(uint16_t)))) {
 			s = npt_fail(NPT_E_NOMEM, "pack_weight: out of memory");
 			goto out;
 		}
@@ -383,11 +378,11 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 			quantize_weight(w, dst, tmp);
 			s = reorder(D, eng, w, tmp, rows, dnnl_s8, &md, (char *)dst + sb);
 		} else {
-			split_weight(w, tmp, (float *)tmp + n);
-			s = reorder(D, eng, w, tmp, rows, dnnl_f32, &md, dst);
+			split_weight(w, tmp, (uint16_t *)tmp + n);
+			s = reorder(D, eng, w, tmp, rows, dnnl_bf16, &md, dst);
 			memset((char *)dst + mb, 0, lo_offset(mb) - mb);
 			if (!s)
-				s = reorder(D, eng, w, (float *)tmp + n, rows, dnnl_f32, &md,
+				s = reorder(D, eng, w, (uint16_t *)tmp + n, rows, dnnl_bf16, &md,
 					    (char *)dst + lo_offset(mb));
 		}
 	} else {

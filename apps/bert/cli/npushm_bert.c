@@ -861,9 +861,7 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 		return 1;
 	}
 	npushm_dev_close(dev);
-	if (a->dtype && cli_packer_nothing_packed())
-		fprintf(stderr, "%s: --dtype %s: no weight was packed, the model holds its plain "
-			"weights only: %s\n", prog, a->dtype, cli_packer_nothing_packed());
+	cli_packer_warn_unpacked(prog, a->dtype);
 	*loaded_here = !a->keep;
 	return 0;
 }

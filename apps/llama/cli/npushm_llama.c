@@ -345,10 +345,7 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 		rc = die("%s", npushm_last_error());
 	} else {
 		*loaded = !a->keep;
-		if (a->dtype && cli_packer_nothing_packed())
-			fprintf(stderr, "%s: --dtype %s: no weight was packed, the model holds its "
-				"plain weights only: %s\n", prog, a->dtype,
-				cli_packer_nothing_packed());
+		cli_packer_warn_unpacked(prog, a->dtype);
 	}
 	npushm_dev_close(dev);
 	return rc;

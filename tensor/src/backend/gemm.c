@@ -280,7 +280,6 @@ static gemm_entry_t *entry_get(gemm_cache_t *c, const gemm_key_t *k,
 	return e;
 }
 
-/* the descriptor of the first @n columns of a packed weight, into *out */
 /* columns per N block of a packed layout: its inner blocks along N */
 static int64_t n_block(const dnnl_memory_desc_t *md)
 {
@@ -293,6 +292,7 @@ static int64_t n_block(const dnnl_memory_desc_t *md)
 	return nb;
 }
 
+/* the descriptor of the first @n columns of a packed weight, into *out */
 static void packed_slice_md(const void *md, int64_t n, void *out)
 {
 	dnnl_memory_desc_t *o = out;
@@ -476,17 +476,24 @@ static void run_part(split_job_t *j, const npt_gemm_t *sub, int tid)
 }
 
 /* columns [begin, end) * GEMM_NBLK of the product, oneDNN on this thread alone */
-static void split_task(void *arg, int64_t begin, int64_t end, int tid)
+/* @g restricted to columns [begin, end) * GEMM_NBLK (its output, plain weight and bias) */
+static npt_gemm_t column_panel(const npt_gemm_t *g, int64_t begin, int64_t end)
 {
-	split_job_t *j = arg;
-	const npt_gemm_t *g = j->g;
 	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
 	npt_gemm_t sub = *g;
 
 	sub.N = n1 - n0;
-	sub.b = g->b + (g->tb ? n0 * g->ldb : n0);
+	sub.b = g->b ? g->b + (g->tb ? n0 * g->ldb : n0) : NULL;
 	sub.c = g->c + n0;
 	sub.bias = g->bias ? g->bias + n0 : NULL;
+	return sub;
+}
+
+static void split_task(void *arg, int64_t begin, int64_t end, int tid)
+{
+	split_job_t *j = arg;
+	npt_gemm_t sub = column_panel(j->g, begin, end);
+
 	run_part(j, &sub, tid);
 }
 
@@ -527,10 +534,9 @@ static void panel_task(void *arg, int64_t begin, int64_t end, int tid)
 	split_job_t *j = arg;
 	const npt_gemm_t *g = j->g;
 	const dnnl_memory_desc_t *md = g->packed_desc;
-	int64_t n0 = begin * GEMM_NBLK, n1 = end * GEMM_NBLK < g->N ? end * GEMM_NBLK : g->N;
-	int64_t nb = n_block(md);
-	npt_gemm_t sub = *g;
-	float *out = npt_thread_scratch(NPT_TLS_GEMM, (size_t)(g->M * (n1 - n0)) * sizeof(float));
+	int64_t n0 = begin * GEMM_NBLK;
+	npt_gemm_t sub = column_panel(g, begin, end);
+	float *out = npt_thread_scratch(NPT_TLS_GEMM, (size_t)(g->M * sub.N) * sizeof(float));
 
 	if (!out) {
 		if (!atomic_exchange(&j->failed, 1))
@@ -538,12 +544,10 @@ static void panel_task(void *arg, int64_t begin, int64_t end, int tid)
 					 "output");
 		return;
 	}
-	sub.N = n1 - n0;
-	sub.packed = (const float *)g->packed + n0 / nb * md->format_desc.blocking.strides[1];
-	sub.b = g->b ? g->b + (g->tb ? n0 * g->ldb : n0) : NULL;
+	sub.packed = (const float *)g->packed +
+		     n0 / n_block(md) * md->format_desc.blocking.strides[1];
 	sub.c = out;
 	sub.ldc = sub.N;
-	sub.bias = g->bias ? g->bias + n0 : NULL;
 	run_part(j, &sub, tid);
 	if (atomic_load(&j->blas) || atomic_load(&j->failed))
 		return;

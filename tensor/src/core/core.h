@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <string.h>
 
 #define NPT_HIDDEN __attribute__((visibility("hidden")))
 /* Kernels are compiled twice (AVX2+FMA+F16C and baseline) and picked at load. */
@@ -164,6 +165,32 @@ NPT_HIDDEN int npt_can_cast_same_kind(npt_dtype_t from, npt_dtype_t to);
 NPT_HIDDEN npt_dtype_t npt_rt(npt_dtype_t d);
 NPT_HIDDEN uint16_t npt_f32_to_bf16(float f);
 NPT_HIDDEN float npt_bf16_to_f32(uint16_t h);
+
+/*
+ * x = hi + lo as two bfloat16 terms (bf16x3, pack.c): hi = x rounded to
+ * nearest even, lo = x - hi (exact in float32) rounded the same way; a NaN
+ * or an infinity goes to hi (a NaN quiet, its sign kept), lo = 0. Inline,
+ * with the bits only, so that loops over it vectorise.
+ */
+static inline void npt_bf16_split(float x, uint16_t *hi, uint16_t *lo)
+{
+	uint32_t u, r;
+	float h, rest;
+
+	memcpy(&u, &x, sizeof(u));
+	if ((u & 0x7fffffffu) >= 0x7f800000u) {
+		*hi = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) :
+			(uint16_t)(u >> 16);
+		*lo = 0;
+		return;
+	}
+	*hi = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	r = (uint32_t)*hi << 16;
+	memcpy(&h, &r, sizeof(h));
+	rest = x - h;
+	memcpy(&r, &rest, sizeof(r));
+	*lo = (uint16_t)((r + 0x7fffu + ((r >> 16) & 1u)) >> 16);
+}
 
 /* ---- promote.c: the elementwise ops' names and result types (NumPy's rules) ---- */
 NPT_HIDDEN npt_status_t npt_binary_types(int op, npt_dtype_t a, npt_dtype_t b,

@@ -87,28 +87,11 @@ NPT_SIMD512 static void bf16_row(const float *x, int64_t K, uint16_t *h)
 	}
 }
 
-/* x = hi + lo: hi = x in bfloat16 (nearest even), lo = the rest (x - hi, exact in
- * float32) in bfloat16; a NaN or an infinity goes to hi, with lo 0 */
+/* x = h + l in two bfloat16 terms (npt_bf16_split) */
 NPT_SIMD512 static void bf16_split_row(const float *x, int64_t K, uint16_t *h, uint16_t *l)
 {
-	for (int64_t k = 0; k < K; k++) {
-		uint32_t u, r;
-		float hv, rest;
-
-		memcpy(&u, &x[k], sizeof(u));
-		if ((u & 0x7fffffffu) >= 0x7f800000u) {
-			h[k] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) :
-				(uint16_t)(u >> 16);
-			l[k] = 0;
-			continue;
-		}
-		h[k] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-		r = (uint32_t)h[k] << 16;
-		memcpy(&hv, &r, sizeof(hv));
-		rest = x[k] - hv;
-		memcpy(&r, &rest, sizeof(r));
-		l[k] = (uint16_t)((r + 0x7fffu + ((r >> 16) & 1u)) >> 16);
-	}
+	for (int64_t k = 0; k < K; k++)
+		npt_bf16_split(x[k], &h[k], &l[k]);
 }
 
 typedef struct {
