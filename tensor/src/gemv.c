@@ -12,7 +12,7 @@
  * npt_gemv_f32: a plain float32 weight, rows of k floats ldw apart (a
  * model's [out, in] tensor, or a column slice of one). Four rows at a time,
  * AVX-512 or AVX2+FMA chosen at run time, a portable loop otherwise (the
- * choice capped by $NPT_DECODE_ISA, decode_isa.h).
+ * choice capped by $NPT_KERNEL_ISA, core/isa.c).
  *
  * npt_gemv_packed: a weight in the layout npt_pack_weight made for this CPU
  * (pack.c), read in place. The layouts read here are oneDNN's blocked
@@ -47,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode_isa.h"
 #include "internal.h"
 
 #define NB 64			/* columns per block of the packed layouts */
@@ -207,9 +206,9 @@ NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int
 	if (ldw < k)
 		return npt_fail(NPT_E_SHAPE, "npt_gemv_f32: rows %lld floats apart cannot hold "
 				"%lld columns", (long long)ldw, (long long)k);
-	if (npt_decode_has(NPT_ISA_AVX512, "avx512f"))
+	if (npt_isa_has(NPT_ISA_AVX512, "avx512f"))
 		j.rows = f32_rows_avx512;
-	else if (npt_decode_has(NPT_ISA_AVX2, "avx2,fma"))
+	else if (npt_isa_has(NPT_ISA_AVX2, "avx2,fma"))
 		j.rows = f32_rows_avx2;
 	npt_eval_lock();
 	npt_parallel_for_hot((n + 3) / 4, 8, f32_task, &j);
@@ -570,7 +569,7 @@ NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag,
 		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: layout '%s' is not one this "
 				"product reads for a [%lld, %lld] weight (use npt_linear)",
 				tag ? tag : "(none)", (long long)n, (long long)k);
-	if (!npt_decode_has(NPT_ISA_AVX512, b.dtype == NPT_BF16 ||
+	if (!npt_isa_has(NPT_ISA_AVX512, b.dtype == NPT_BF16 ||
 			    b.dtype == NPT_PACKED_BF16X3 ? "avx512f,avx512bf16" :
 					    b.dtype == NPT_I8 ? "avx512f,avx512vnni" : "avx512f"))
 		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: this CPU lacks the AVX-512 "

@@ -43,14 +43,13 @@
  * every input row in float (AVX2 with F16C and FMA, AVX-512, or a portable
  * loop). A row's sum is computed by one thread in a fixed order: results do
  * not depend on the thread count. The kernels are chosen at run time from
- * the CPU's features, capped by $NPT_DECODE_ISA (decode_isa.h).
+ * the CPU's features, capped by $NPT_KERNEL_ISA (core/isa.c).
  */
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode_isa.h"
 #include "internal.h"
 
 #define G NPT_Q4_GROUP
@@ -680,19 +679,19 @@ NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void
 	if (ldq < (size_t)(k / G * BLOCK))
 		return npt_fail(NPT_E_SHAPE, "npt_q4_linear: rows %zu bytes apart cannot hold %lld "
 				"columns (%lld bytes)", ldq, (long long)k, (long long)(k / G * BLOCK));
-	avx2 = npt_decode_has(NPT_ISA_AVX2, "avx2,fma,f16c");
+	avx2 = npt_isa_has(NPT_ISA_AVX2, "avx2,fma,f16c");
 	if (avx2) {
 		j.expand = expand_avx2;
-		j.dot = npt_decode_has(NPT_ISA_AVX512, "avx512f") ? dot_avx512 : dot_avx2;
+		j.dot = npt_isa_has(NPT_ISA_AVX512, "avx512f") ? dot_avx512 : dot_avx2;
 	} else {
 		j.expand = expand_c;
 		j.dot = dot_c;
 	}
 	/* decode rows: 4 groups per step (VNNI, VBMI), else AVX2's maddubs, else float */
 	vnni = m <= NPT_Q4_INT_ROWS && avx2 &&
-	       npt_decode_has(NPT_ISA_AVX512, "avx512f,avx512bw,avx512vnni,avx512vbmi");
+	       npt_isa_has(NPT_ISA_AVX512, "avx512f,avx512bw,avx512vnni,avx512vbmi");
 	/* prefill rows: the VNNI tiles, else float */
-	j.tiles = m > NPT_Q4_INT_ROWS && avx2 && npt_decode_has(NPT_ISA_AVX512,
+	j.tiles = m > NPT_Q4_INT_ROWS && avx2 && npt_isa_has(NPT_ISA_AVX512,
 								  "avx512f,avx512vnni");
 	npt_eval_lock();
 	for (int t = 0; j.tiles && t < npt_pool_threads(); t++)

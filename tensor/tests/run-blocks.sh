@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# run-blocks.sh - the building-block tests on both GEMM backends: as the
-# library picks (oneDNN where libdnnl2 is installed), then with
-# NPT_GEMM=openblas (the portable fallback). One TAP stream of both runs
-# (tools/tap.sh), each result prefixed with its backend.
+# run-blocks.sh - the building-block tests on each path the library can take:
+# as it picks (oneDNN where libdnnl2 is installed, the CPU's best vector
+# kernels), with its hand-written kernels held to AVX2 (NPT_KERNEL_ISA=avx2:
+# an AVX2-only machine's kernels), then the portable fallback (NPT_GEMM=openblas
+# and NPT_KERNEL_ISA=c). One TAP stream of the runs (tools/tap.sh), each
+# result prefixed with its path.
 #
 #   run-blocks.sh TEST-PROGRAM
 set -u
@@ -12,5 +14,6 @@ bin=${1:?usage: run-blocks.sh TEST-PROGRAM}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tools/tap.sh"
 part picked "$bin"
-part openblas env NPT_GEMM=openblas "$bin"
+part avx2 env NPT_KERNEL_ISA=avx2 "$bin"
+part portable env NPT_GEMM=openblas NPT_KERNEL_ISA=c "$bin"
 tap_end

@@ -395,6 +395,17 @@ TEST(linear_gemm_backend_and_large_shapes)
 		SKIP(return, "libdnnl.so.2 is not installed: the OpenBLAS path was tested");
 }
 
+/* the library runs packed float32 products with few rows and attention on
+ * its register tiles: a CPU with AVX2 and FMA, the kernels not capped to C */
+static int tiles_expected(void)
+{
+	const char *cap = getenv("NPT_KERNEL_ISA");
+
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	       !(cap && !strcmp(cap, "c"));
+}
+
 /*
  * Packed weights: packed once, attached, the plain copy then overwritten with
  * garbage, and linear still matches the reference computed before: the
@@ -440,6 +451,9 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 		npt_tensor_data(w, (void **)&wp);
 		for (int64_t e = 0; e < n * k; e++)
 			wp[e] = NAN;
+		float *y1 = malloc(sizeof(float) * (size_t)(sh[i][0] * n)), *yp;
+
+		ASSERT_NE(NULL, y1);
 		for (int threads = 1; threads <= 2; threads++) {
 			ASSERT_EQ(NPT_OK, npt_set_num_threads(threads));
 			ASSERT_EQ(NPT_OK, npt_linear(x, w, b, NPT_ACT_GELU, &y));
@@ -450,8 +464,17 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 				TH_LOG("[%lld, %lld] packed, %d threads: relative error %g",
 				       (long long)n, (long long)k, threads, e);
 			}
+			/* on the register tiles (AVX2+FMA, unless NPT_KERNEL_ISA=c)
+			 * each output is one chain of operations whatever the
+			 * thread count: the same bits */
+			ASSERT_EQ(NPT_OK, npt_tensor_data(y, (void **)&yp));
+			if (threads == 1)
+				memcpy(y1, yp, sizeof(float) * (size_t)(sh[i][0] * n));
+			else if (tiles_expected())
+				ASSERT_EQ(0, memcmp(y1, yp, sizeof(float) * (size_t)(sh[i][0] * n)));
 			npt_tensor_free(y);
 		}
+		free(y1);
 		/* wrong size, misaligned, wrong shape */
 		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, packed, nbytes - 4));
 		ASSERT_EQ(NPT_E_INVAL, npt_tensor_set_packed(w, tag, (char *)packed + 4, nbytes));
@@ -1250,6 +1273,122 @@ TEST(attention_same_bits_for_any_thread_count)
 	npt_tensor_free(q);
 	npt_tensor_free(k);
 	npt_tensor_free(v);
+}
+
+/* softmax(q k^T * scale + bias) v of entry (b, h) into ref[Sq][dv], with a
+ * [B, 1, Sq or 1, Sk] bias tensor of any strides (NULL: none) */
+static void attn_ref_bias(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_t *v, npt_tensor_t *bias,
+			  double scale, int64_t b, int64_t h, double *ref)
+{
+	int64_t Sq = npt_tensor_shape(q)[2], Sk = npt_tensor_shape(k)[2];
+	int64_t d = npt_tensor_shape(q)[3], dv = npt_tensor_shape(v)[3];
+	double *p = malloc(sizeof(double) * (size_t)Sk);
+
+	for (int64_t i = 0; i < Sq; i++) {
+		double m = -INFINITY, s = 0;
+
+		for (int64_t j = 0; j < Sk; j++) {
+			int64_t bi[4] = { b, 0, npt_tensor_shape(bias ? bias : q)[2] == 1 ? 0 : i, j };
+			double x = 0;
+
+			for (int64_t c = 0; c < d; c++) {
+				int64_t qi[4] = { b, h, i, c }, ki[4] = { b, h, j, c };
+
+				x += at(q, qi) * at(k, ki);
+			}
+			p[j] = x * scale + (bias ? at(bias, bi) : 0);
+			m = p[j] > m ? p[j] : m;
+		}
+		for (int64_t j = 0; j < Sk; j++)
+			s += (p[j] = exp(p[j] - m));
+		for (int64_t c = 0; c < dv; c++) {
+			double o = 0;
+
+			for (int64_t j = 0; j < Sk; j++) {
+				int64_t vi[4] = { b, h, j, c };
+
+				o += p[j] / s * at(v, vi);
+			}
+			ref[i * dv + c] = o;
+		}
+	}
+	free(p);
+}
+
+/*
+ * The kernel's edges, where its register tiles (6 rows x 64 or 16 columns)
+ * end part-way: query counts that are not a multiple of 6, key counts and
+ * value widths that are not a multiple of the vector width, odd feature
+ * sizes, one of everything; keys stored transposed (read in place), a mask
+ * per key and a bias per score read with a stride, a fully masked row. The
+ * suite runs this file again with NPT_KERNEL_ISA=avx2 and c (run-blocks.sh),
+ * so that the AVX-512, AVX2 and GEMM paths each meet these shapes.
+ */
+TEST(attention_every_edge_of_the_tiles)
+{
+	static const int64_t cases[][4] = {	/* Sq, Sk, d, dv */
+		{ 13, 37, 9, 20 }, { 6, 64, 16, 64 }, { 1, 1, 1, 1 }, { 7, 100, 64, 17 },
+		{ 128, 128, 64, 64 }, { 5, 16, 3, 48 }, { 19, 65, 33, 80 },
+	};
+	enum { B = 2, NH = 2 };
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+		for (int kind = 0; kind < 3; kind++) {
+			/* 0: mask [B,1,1,Sk]; 1: bias [B,1,Sq,Sk] read with a stride and k
+			 * stored transposed; 2: no bias, batch 1 fully masked by -inf */
+			int64_t Sq = cases[ci][0], Sk = cases[ci][1], d = cases[ci][2], dv = cases[ci][3];
+			int64_t qs[4] = { B, NH, Sq, d }, ks[4] = { B, NH, Sk, d }, kts[4] = { B, NH, d, Sk };
+			int64_t vs[4] = { B, NH, Sk, dv }, ms[4] = { B, 1, 1, Sk }, bts[4] = { B, 1, Sk, Sq };
+			npt_tensor_t *q = randn(4, qs), *v = randn(4, vs), *k, *kt = NULL, *bias = NULL;
+			npt_tensor_t *bt = NULL, *o;
+			double *ref = malloc(sizeof(double) * (size_t)(Sq * dv)), worst = 0;
+			float *mp;
+
+			ASSERT_NE(NULL, ref);
+			if (kind == 1) {
+				kt = randn(4, kts);
+				ASSERT_EQ(NPT_OK, npt_tensor_transpose(kt, 2, 3, &k));
+				bt = randn(4, bts);
+				ASSERT_EQ(NPT_OK, npt_tensor_transpose(bt, 2, 3, &bias));
+			} else {
+				k = randn(4, ks);
+				bias = randn(4, ms);
+				ASSERT_EQ(NPT_OK, npt_tensor_data(bias, (void **)&mp));
+				for (int64_t j = 0; j < B * Sk; j++)
+					mp[j] = kind == 2 && j >= Sk ? -INFINITY : j % 3 ? 0.0f : -FLT_MAX;
+			}
+			ASSERT_EQ(NPT_OK, npt_attention(q, k, v, bias, 0.3, 0, &o));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(o));
+			for (int b = 0; b < B; b++)
+				for (int h = 0; h < NH; h++) {
+					attn_ref_bias(q, k, v, bias, 0.3, b, h, ref);
+					for (int64_t i = 0; i < Sq; i++)
+						for (int64_t c = 0; c < dv; c++) {
+							int64_t oi[4] = { b, h, i, c };
+							double x = at(o, oi);
+
+							if (kind == 2 && b == 1) {
+								/* every key -inf: 0/0, as torch */
+								ASSERT_TRUE(isnan(x));
+								continue;
+							}
+							worst = fmax(worst, fabs(x - ref[i * dv + c]));
+						}
+				}
+			ASSERT_TRUE(worst < 1e-5) {
+				TH_LOG("Sq %lld Sk %lld d %lld dv %lld, case %d: largest error %g",
+				       (long long)Sq, (long long)Sk, (long long)d, (long long)dv, kind,
+				       worst);
+			}
+			npt_tensor_free(o);
+			npt_tensor_free(bias);
+			npt_tensor_free(bt);
+			npt_tensor_free(k);
+			npt_tensor_free(kt);
+			npt_tensor_free(q);
+			npt_tensor_free(v);
+			free(ref);
+		}
 }
 
 /*

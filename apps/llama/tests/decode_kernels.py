@@ -5,7 +5,7 @@ of their arithmetic, one process per instruction-set cap (test_llama.py runs
 
     decode_kernels.py q4|gemv-f32|gemv-packed ISA [DTYPE]
 
-under NPT_DECODE_ISA=ISA, so that the AVX-512, AVX2 and portable kernels are
+under NPT_KERNEL_ISA=ISA, so that the AVX-512, AVX2 and portable kernels are
 all tested on a CPU that would pick the fastest). Exits non-zero with the
 failed assertion; prints what it checked.
 
@@ -219,7 +219,7 @@ def check_gemv_packed(isa, dtype):
             print("gemv-packed %s %s: %s refused: %s" % (isa, dtype, tag.value.decode(),
                                                          lib.npt_last_error().decode()))
             continue
-        assert reads, "layout %s read under NPT_DECODE_ISA=%s" % (tag.value, isa)
+        assert reads, "layout %s read under NPT_KERNEL_ISA=%s" % (tag.value, isa)
         read += 1
         if dtype == "f32":
             xr, wr = x.astype(np.float64), w.astype(np.float64)
@@ -254,7 +254,7 @@ def check_gemv_packed(isa, dtype):
 
 if __name__ == "__main__":
     check, isa = sys.argv[1], sys.argv[2]
-    if os.environ.get("NPT_DECODE_ISA") != isa:
-        sys.exit("decode_kernels.py: run with NPT_DECODE_ISA=%s in the environment" % isa)
+    if os.environ.get("NPT_KERNEL_ISA") != isa:
+        sys.exit("decode_kernels.py: run with NPT_KERNEL_ISA=%s in the environment" % isa)
     {"q4": check_q4, "gemv-f32": check_gemv_f32,
      "gemv-packed": check_gemv_packed}[check](isa, *sys.argv[3:])

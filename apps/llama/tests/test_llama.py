@@ -377,19 +377,19 @@ def test_refuses_dtype_for_loaded_name(tools, workdir):
 
 CPU_FLAGS = open("/proc/cpuinfo").read().split()
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode_kernels.py")
-# $NPT_DECODE_ISA caps the instruction set of libnptensor's decode-step products; each cap
+# $NPT_KERNEL_ISA caps the instruction set of libnptensor's decode-step products; each cap
 # this CPU reaches runs its own kernels (AVX-512, AVX2, portable C)
 ISA_NEEDS = {"avx512": ["avx512f"], "avx2": ["avx2", "fma", "f16c"], "c": []}
 
 
 def kernel_check(check, isa, *args):
-    """decode_kernels.py CHECK ISA ARGS in a process of its own, under NPT_DECODE_ISA=ISA."""
+    """decode_kernels.py CHECK ISA ARGS in a process of its own, under NPT_KERNEL_ISA=ISA."""
     if not all(f in CPU_FLAGS for f in ISA_NEEDS[isa]):
         pytest.skip("this CPU lacks %s: no %s kernels to test" % (ISA_NEEDS[isa], isa))
     r = subprocess.run(["/usr/bin/python3", KERNELS, check, isa] + list(args),
                        capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, NPT_DECODE_ISA=isa))
-    assert r.returncode == 0, "%s under NPT_DECODE_ISA=%s:\n%s%s" % (check, isa, r.stdout,
+                       env=dict(os.environ, NPT_KERNEL_ISA=isa))
+    assert r.returncode == 0, "%s under NPT_KERNEL_ISA=%s:\n%s%s" % (check, isa, r.stdout,
                                                                         r.stderr[-3000:])
     print(r.stdout)
     return r.stdout
@@ -427,8 +427,8 @@ def test_decode_paths_match_reference(tools, workdir, models, isa):
     1e-4 of the reference, 32 greedy tokens identical (AVX-512: every other test)."""
     if not all(f in CPU_FLAGS for f in ISA_NEEDS[isa]):
         pytest.skip("this CPU lacks %s" % ISA_NEEDS[isa])
-    check_reference(tools, workdir, models["wide"], "wide, NPT_DECODE_ISA=" + isa,
-                    env={"NPT_DECODE_ISA": isa})
+    check_reference(tools, workdir, models["wide"], "wide, NPT_KERNEL_ISA=" + isa,
+                    env={"NPT_KERNEL_ISA": isa})
 
 
 # ------------------------------------------------------------------ shared prompt prefixes

@@ -2,7 +2,8 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * act_vec.c - activation epilogues of npt_linear on f32 rows, in place:
- * y = act(y + bias) with GELU (erf form), tanh or ReLU.
+ * y = act(y + bias) with GELU (erf form), tanh or ReLU; and the rows of a
+ * softmax: bias, maximum (NaN-aware) and exponentials with their sum.
  *
  * GELU and tanh use glibc's vector math library (libmvec: _ZGVeN16v_erff /
  * _ZGVdN8v_erff, _ZGVeN16v_tanhf / _ZGVdN8v_tanhf; at most 4 ulp from the
@@ -157,8 +158,77 @@ static float expsum_plain(int64_t n, float *x, float m)
 	return s;
 }
 
+/* x[i] += bias[i] (bias NULL: none); the largest x[i], NaN when one is NaN
+ * (the maximum is exact in any order) */
+__attribute__((target("avx512f"))) static float max_avx512(int64_t n, float *x,
+							  const float *bias)
+{
+	__m512 mv = _mm512_set1_ps(-INFINITY);
+	__mmask16 nan = 0;
+	int64_t i = 0;
+
+	for (; i < n; i += 16) {
+		__mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 v = _mm512_mask_loadu_ps(mv, k, x + i);
+
+		if (bias) {
+			v = _mm512_mask_add_ps(v, k, v, _mm512_maskz_loadu_ps(k, bias + i));
+			_mm512_mask_storeu_ps(x + i, k, v);
+		}
+		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		mv = _mm512_max_ps(mv, v);
+	}
+	return nan ? NAN : _mm512_reduce_max_ps(mv);
+}
+
+__attribute__((target("avx2"))) static float max_avx2(int64_t n, float *x, const float *bias)
+{
+	__m256 mv = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+	float lanes[8], m = -INFINITY;
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+
+		if (bias) {
+			v = _mm256_add_ps(v, _mm256_loadu_ps(bias + i));
+			_mm256_storeu_ps(x + i, v);
+		}
+		nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+		mv = _mm256_max_ps(mv, v);
+	}
+	_mm256_storeu_ps(lanes, mv);
+	for (int k = 0; k < 8; k++)
+		m = lanes[k] > m ? lanes[k] : m;
+	if (_mm256_movemask_ps(nan))
+		return NAN;
+	for (; i < n; i++) {
+		if (bias)
+			x[i] += bias[i];
+		if (x[i] != x[i])
+			return NAN;
+		m = x[i] > m ? x[i] : m;
+	}
+	return m;
+}
+
+static float max_plain(int64_t n, float *x, const float *bias)
+{
+	float m = -INFINITY;
+	int nan = 0;
+
+	for (int64_t i = 0; i < n; i++) {
+		if (bias)
+			x[i] += bias[i];
+		nan |= x[i] != x[i];
+		m = x[i] > m ? x[i] : m;
+	}
+	return nan ? NAN : m;
+}
+
 typedef void (*act_fn)(int act, int64_t n, float *y, const float *b);
 typedef float (*expsum_fn)(int64_t n, float *x, float m);
+typedef float (*max_fn)(int64_t n, float *x, const float *bias);
 
 static void act_plain(int act, int64_t n, float *y, const float *b)
 {
@@ -167,6 +237,7 @@ static void act_plain(int act, int64_t n, float *y, const float *b)
 
 static act_fn chosen;
 static expsum_fn chosen_expsum;
+static max_fn chosen_max;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
 static void choose(void)
@@ -175,12 +246,15 @@ static void choose(void)
 	if (__builtin_cpu_supports("avx512f")) {
 		chosen = act_avx512;
 		chosen_expsum = expsum_avx512;
+		chosen_max = max_avx512;
 	} else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
 		chosen = act_avx2;
 		chosen_expsum = expsum_avx2;
+		chosen_max = max_avx2;
 	} else {
 		chosen = act_plain;
 		chosen_expsum = expsum_plain;
+		chosen_max = max_plain;
 	}
 }
 
@@ -188,6 +262,12 @@ float npt_exp_sum_f32(int64_t n, float *x, float m)
 {
 	pthread_once(&chosen_once, choose);
 	return chosen_expsum(n, x, m);
+}
+
+float npt_softmax_exp_f32(int64_t n, float *x, const float *bias)
+{
+	pthread_once(&chosen_once, choose);
+	return chosen_expsum(n, x, chosen_max(n, x, bias));
 }
 
 void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias)

@@ -2,8 +2,9 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * backend.h - what the kernels run on: the thread pool (threads.c), the f32
- * GEMM on oneDNN or OpenBLAS (gemm.c, onednn.c) and the vectorised
- * activation epilogues (act_vec.c). Below the kernels, above core/: nothing
+ * GEMM on oneDNN or OpenBLAS (gemm.c, onednn.c), the register-tiled product
+ * for in-cache blocks (tiles.c) and the vectorised activation epilogues
+ * (act_vec.c). Below the kernels, above core/: nothing
  * here knows a graph node or evaluates a tensor.
  */
 #ifndef NPT_BACKEND_H
@@ -30,7 +31,7 @@ NPT_HIDDEN void npt_pool_set_threads(int n);
 NPT_HIDDEN void npt_blas_set_threads(int n);
 /* per-thread scratch blocks, kept and grown per thread, 64-byte aligned,
  * freed when a pool worker exits; NULL when out of memory */
-enum { NPT_TLS_BLOCK, NPT_TLS_RUN, NPT_TLS_SCORES, NPT_TLS_GEMM, NPT_TLS_SLOTS_ };
+enum { NPT_TLS_BLOCK, NPT_TLS_RUN, NPT_TLS_SCORES, NPT_TLS_KEYS, NPT_TLS_GEMM, NPT_TLS_SLOTS_ };
 NPT_HIDDEN void *npt_thread_scratch(int slot, size_t bytes);
 
 /* ---- act_vec.c: f32 epilogues, vectorised ---- */
@@ -38,6 +39,25 @@ NPT_HIDDEN void *npt_thread_scratch(int slot, size_t bytes);
 NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias);
 /* x[i] = exp(x[i] - m) for i < n; returns the sum */
 NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
+/* x[i] = exp(x[i] + bias[i] - m) for i < n, m the largest x[i] + bias[i] (bias
+ * NULL: none; NaN when one is NaN, so that the row becomes NaN); returns the sum */
+NPT_HIDDEN float npt_softmax_exp_f32(int64_t n, float *x, const float *bias);
+
+/* ---- tiles.c: a register-tiled f32 product for blocks in the caches, one thread ----
+ * c[i * ldc + j] = alpha * sum over p < k of a[i * lda + p] * b[p * ldb + j] / div[i]
+ * (div NULL: no division), i < m, j < n: one chain of fused multiply-adds over
+ * p in order per element, then the scale and the division. NULL when neither
+ * AVX-512F nor AVX2+FMA is there (or allowed by $NPT_KERNEL_ISA): the caller
+ * runs a GEMM. m, n, k >= 0. next/next_bytes: memory the caller reads next
+ * (NULL: none), prefetched into L2 a line per step while this product runs,
+ * so that a weight streamed from memory panel by panel arrives in time. */
+typedef void (*npt_tile_fn)(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+			    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+			    const float *div, const void *next, size_t next_bytes);
+NPT_HIDDEN npt_tile_fn npt_tile_f32(void);
+/* dst [cols, rows] (contiguous) = the transpose of src [rows, cols] (row stride lds) */
+NPT_HIDDEN void npt_transpose_f32(int64_t rows, int64_t cols, const float *src, int64_t lds,
+				  float *dst);
 
 /* ---- gemm.c: c = act(op(a) @ op(b) + bias), f32, row-major, cblas's conventions ----
  * ta/tb as CblasTrans; bias is n contiguous floats or NULL; act an npt_activation_t.

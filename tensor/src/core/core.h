@@ -42,6 +42,19 @@ NPT_HIDDEN void npt_log(npt_log_level_t lvl, const char *fmt, ...)
 NPT_HIDDEN char *npt_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
 #define NPT_SHAPE_STRLEN 400
 
+/* ---- isa.c: which instruction set the hand-written vector kernels may use ---- */
+enum {
+	NPT_ISA_C,		/* portable C */
+	NPT_ISA_AVX2,		/* AVX2 with FMA and F16C */
+	NPT_ISA_AVX512,		/* AVX-512 (each kernel checks the extensions it needs) */
+};
+/* The highest level those kernels may use: $NPT_KERNEL_ISA ("c", "avx2",
+ * "avx512"; read once per process) caps it, default no cap. Thread-safe. */
+NPT_HIDDEN int npt_isa_cap(void);
+/* npt_isa_cap() >= @level and the CPU has every feature of @features
+ * ("avx512f,avx512bw": names as __builtin_cpu_supports takes them) */
+NPT_HIDDEN int npt_isa_has(int level, const char *features);
+
 /* ---- config.c ---- */
 NPT_HIDDEN npt_expand_mode_t npt_cfg_expand_mode(void);
 NPT_HIDDEN size_t npt_cfg_warn_bytes(void);

@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * decode_isa.c - the instruction-set cap of the decode-step products
- * (decode_isa.h): $NPT_DECODE_ISA, read once, and the CPU's features.
+ * isa.c - the instruction-set cap of the hand-written vector kernels (the
+ * decode-step products of gemv.c and q4.c, the register tiles of
+ * backend/tiles.c): each picks its code from the CPU's features at run
+ * time, never above the level $NPT_KERNEL_ISA allows, so that every kernel
+ * can be tested on a CPU that would pick a faster one.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode_isa.h"
+#include "core.h"
 
 static atomic_int cap = -1;
 
-int npt_decode_isa(void)
+int npt_isa_cap(void)
 {
 	int c = atomic_load_explicit(&cap, memory_order_relaxed);
 
 	if (c < 0) {
-		const char *e = getenv("NPT_DECODE_ISA");
+		const char *e = getenv("NPT_KERNEL_ISA");
 
 		c = !e || !*e ? NPT_ISA_AVX512 : !strcmp(e, "c") ? NPT_ISA_C :
 		    !strcmp(e, "avx2") ? NPT_ISA_AVX2 : NPT_ISA_AVX512;
@@ -38,9 +41,9 @@ static int supports(const char *f, size_t len)
 	return 0;
 }
 
-int npt_decode_has(int level, const char *features)
+int npt_isa_has(int level, const char *features)
 {
-	if (npt_decode_isa() < level)
+	if (npt_isa_cap() < level)
 		return 0;
 	__builtin_cpu_init();
 	while (*features) {

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The npushm authors */
+/*
+ * tiles.c - a register-tiled f32 product for blocks that live in the caches:
+ * c = alpha * a @ b, a [m, k] and b [k, n] row-major (unit column stride),
+ * on one thread. Attention's two products per head (scores, then weights
+ * times values) are such blocks: 128 x 128 x 64 for BERT, a few hundred
+ * microseconds of work each, where a general GEMM's set-up and packing
+ * cost as much as the arithmetic.
+ *
+ * The kernel keeps a tile of c in registers, rows x (vectors of columns):
+ * for each step along k it loads one row of b as vectors and broadcasts one
+ * element of a per row of the tile, one fused multiply-add per (row, vector).
+ * AVX-512F: 6 rows x 4 vectors of 16 (24 accumulators of 32 registers);
+ * AVX2 with FMA: 6 rows x 2 vectors of 8 (12 of 16). Columns past n are
+ * masked (loads read nothing there, stores write nothing), so no operand
+ * needs padding and c may be a view inside a larger row (attention writes
+ * each head's output into the merged-heads row).
+ *
+ * Every element is one chain of fused multiply-adds over k in order, then
+ * one multiplication by alpha and, when row divisors are given, one division
+ * (attention's softmax normalisation, applied to the [Sq, dv] output instead
+ * of the [Sq, Sk] weights): the bits depend on neither the tiling nor the
+ * thread that runs it. npt_tile_f32() returns NULL on a CPU with neither
+ * instruction set, or when $NPT_KERNEL_ISA caps it below both: the caller
+ * then runs a GEMM.
+ */
+#include "backend.h"
+
+#include <immintrin.h>
+#include <pthread.h>
+
+#define ROWS 6			/* rows of c per tile */
+
+/* one product's operands, as the tiles read them */
+struct tile_op {
+	int64_t m, n, k, lda, ldb, ldc;
+	const float *a, *b, *div;
+	float *c;
+	float alpha;
+	const char *next;	/* prefetched into L2 while the first column block runs */
+	int64_t next_lines, per;	/* its 64-byte lines, and each row tile's share */
+};
+
+/* the next operand's lines the row tile at row i prefetches while it runs,
+ * from *from: only the tiles of the first column block share them */
+static inline __attribute__((always_inline)) int64_t
+prefetch_share(const struct tile_op *t, int64_t i, int64_t j, const char **from)
+{
+	int64_t first = i / ROWS * t->per, left = t->next_lines - first;
+
+	*from = t->next + 64 * first;
+	return j || !t->next || left <= 0 ? 0 : left < t->per ? left : t->per;
+}
+
+/* ------------------------------------------------------------- AVX-512F */
+
+#define V512 4			/* vectors of 16 columns per tile */
+#define COLS512 (V512 * 16)
+
+/*
+ * c[i..i+r, j..j+64) from a's rows i..i+r and b's columns j..j+64: r rows of
+ * 4 accumulators; full: all 64 columns are inside n (plain loads and
+ * stores), else the lanes of mk. r and full are constants where it is
+ * inlined, so each shape is compiled on its own.
+ */
+static inline __attribute__((always_inline, target("avx512f"))) void
+tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t j,
+	const __mmask16 *mk)
+{
+	const float *a = t->a + i * t->lda, *b = t->b + j;
+	const char *pf;
+	int64_t pf_lines = prefetch_share(t, i, j, &pf);
+	float *c = t->c + i * t->ldc + j;
+	__m512 acc[ROWS][V512];
+
+#pragma GCC unroll 6
+	for (int x = 0; x < ROWS; x++)
+#pragma GCC unroll 4
+		for (int v = 0; v < V512; v++)
+			acc[x][v] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < t->k; p++) {
+		const float *bp = b + p * t->ldb;
+		__m512 bv[V512];
+
+#pragma GCC unroll 4
+		for (int v = 0; v < V512; v++)
+			bv[v] = full ? _mm512_loadu_ps(bp + 16 * v) :
+				       _mm512_maskz_loadu_ps(mk[v], bp + 16 * v);
+		if (p < pf_lines)
+			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
+#pragma GCC unroll 6
+		for (int x = 0; x < r; x++) {
+			__m512 av = _mm512_set1_ps(a[x * t->lda + p]);
+
+#pragma GCC unroll 4
+			for (int v = 0; v < V512; v++)
+				acc[x][v] = _mm512_fmadd_ps(av, bv[v], acc[x][v]);
+		}
+	}
+	__m512 s = _mm512_set1_ps(t->alpha);
+
+#pragma GCC unroll 6
+	for (int x = 0; x < r; x++) {
+		__m512 d = _mm512_set1_ps(t->div ? t->div[i + x] : 1.0f);
+
+#pragma GCC unroll 4
+		for (int v = 0; v < V512; v++) {
+			__m512 y = _mm512_mul_ps(acc[x][v], s);
+
+			if (t->div)
+				y = _mm512_div_ps(y, d);
+			if (full)
+				_mm512_storeu_ps(c + x * t->ldc + 16 * v, y);
+			else
+				_mm512_mask_storeu_ps(c + x * t->ldc + 16 * v, mk[v], y);
+		}
+	}
+}
+
+/* every row tile of the column block at j: whole tiles, then the last rows */
+static inline __attribute__((always_inline, target("avx512f"))) void
+rows512(const struct tile_op *t, const int full, int64_t j, const __mmask16 *mk)
+{
+	int64_t i = 0;
+
+	for (; i + ROWS <= t->m; i += ROWS)
+		tile512(t, ROWS, full, i, j, mk);
+	switch (t->m - i) {
+	case 5: tile512(t, 5, full, i, j, mk); break;
+	case 4: tile512(t, 4, full, i, j, mk); break;
+	case 3: tile512(t, 3, full, i, j, mk); break;
+	case 2: tile512(t, 2, full, i, j, mk); break;
+	case 1: tile512(t, 1, full, i, j, mk); break;
+	default: break;
+	}
+}
+
+__attribute__((target("avx512f"))) static void tiles512(const struct tile_op *t)
+{
+	for (int64_t j = 0; j < t->n; j += COLS512) {
+		__mmask16 mk[V512];
+
+		if (t->n - j >= COLS512) {
+			rows512(t, 1, j, mk);
+			continue;
+		}
+		for (int v = 0; v < V512; v++) {
+			int64_t left = t->n - j - 16 * v;
+
+			mk[v] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+		}
+		rows512(t, 0, j, mk);
+	}
+}
+
+/* ---------------------------------------------------------- AVX2 + FMA */
+
+#define V256 2			/* vectors of 8 columns per tile */
+#define COLS256 (V256 * 8)
+
+/* as tile512, 2 vectors of 8 (the lanes of mk with the sign bit set) */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t j,
+	const __m256i *mk)
+{
+	const float *a = t->a + i * t->lda, *b = t->b + j;
+	const char *pf;
+	int64_t pf_lines = prefetch_share(t, i, j, &pf);
+	float *c = t->c + i * t->ldc + j;
+	__m256 acc[ROWS][V256];
+
+#pragma GCC unroll 6
+	for (int x = 0; x < ROWS; x++)
+#pragma GCC unroll 2
+		for (int v = 0; v < V256; v++)
+			acc[x][v] = _mm256_setzero_ps();
+	for (int64_t p = 0; p < t->k; p++) {
+		const float *bp = b + p * t->ldb;
+		__m256 bv[V256];
+
+#pragma GCC unroll 2
+		for (int v = 0; v < V256; v++)
+			bv[v] = full ? _mm256_loadu_ps(bp + 8 * v) : _mm256_maskload_ps(bp + 8 * v, mk[v]);
+		if (p < pf_lines)
+			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
+#pragma GCC unroll 6
+		for (int x = 0; x < r; x++) {
+			__m256 av = _mm256_broadcast_ss(a + x * t->lda + p);
+
+#pragma GCC unroll 2
+			for (int v = 0; v < V256; v++)
+				acc[x][v] = _mm256_fmadd_ps(av, bv[v], acc[x][v]);
+		}
+	}
+	__m256 s = _mm256_set1_ps(t->alpha);
+
+#pragma GCC unroll 6
+	for (int x = 0; x < r; x++) {
+		__m256 d = _mm256_set1_ps(t->div ? t->div[i + x] : 1.0f);
+
+#pragma GCC unroll 2
+		for (int v = 0; v < V256; v++) {
+			__m256 y = _mm256_mul_ps(acc[x][v], s);
+
+			if (t->div)
+				y = _mm256_div_ps(y, d);
+			if (full)
+				_mm256_storeu_ps(c + x * t->ldc + 8 * v, y);
+			else
+				_mm256_maskstore_ps(c + x * t->ldc + 8 * v, mk[v], y);
+		}
+	}
+}
+
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+rows256(const struct tile_op *t, const int full, int64_t j, const __m256i *mk)
+{
+	int64_t i = 0;
+
+	for (; i + ROWS <= t->m; i += ROWS)
+		tile256(t, ROWS, full, i, j, mk);
+	switch (t->m - i) {
+	case 5: tile256(t, 5, full, i, j, mk); break;
+	case 4: tile256(t, 4, full, i, j, mk); break;
+	case 3: tile256(t, 3, full, i, j, mk); break;
+	case 2: tile256(t, 2, full, i, j, mk); break;
+	case 1: tile256(t, 1, full, i, j, mk); break;
+	default: break;
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void tiles256(const struct tile_op *t)
+{
+	for (int64_t j = 0; j < t->n; j += COLS256) {
+		__m256i mk[V256];
+
+		if (t->n - j >= COLS256) {
+			rows256(t, 1, j, mk);
+			continue;
+		}
+		for (int v = 0; v < V256; v++) {
+			int32_t lane[8];
+
+			for (int l = 0; l < 8; l++)
+				lane[l] = j + 8 * v + l < t->n ? -1 : 0;
+			mk[v] = _mm256_loadu_si256((const __m256i *)lane);
+		}
+		rows256(t, 0, j, mk);
+	}
+}
+
+/* ---------------------------------------------------------- transpose */
+
+/* dst[c * rows + r] = src[r * lds + c]: 8 x 8 blocks in registers (two
+ * rounds of unpacks and shuffles, then lane swaps), the edges one by one */
+__attribute__((target("avx2"))) static void transpose_avx2(int64_t rows, int64_t cols,
+							   const float *src, int64_t lds,
+							   float *dst)
+{
+	int64_t r = 0, c;
+
+	for (; r + 8 <= rows; r += 8) {
+		for (c = 0; c + 8 <= cols; c += 8) {
+			const float *s = src + r * lds + c;
+			float *d = dst + c * rows + r;
+			__m256 x[8], t[8], u[8];
+
+			for (int i = 0; i < 8; i++)
+				x[i] = _mm256_loadu_ps(s + i * lds);
+			for (int i = 0; i < 8; i += 2) {
+				t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
+				t[i + 1] = _mm256_unpackhi_ps(x[i], x[i + 1]);
+			}
+			for (int i = 0; i < 8; i += 4) {
+				u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+				u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+				u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+				u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+			}
+			for (int i = 0; i < 4; i++) {
+				_mm256_storeu_ps(d + i * rows, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+				_mm256_storeu_ps(d + (i + 4) * rows,
+						 _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+			}
+		}
+		for (; c < cols; c++)
+			for (int i = 0; i < 8; i++)
+				dst[c * rows + r + i] = src[(r + i) * lds + c];
+	}
+	for (; r < rows; r++)
+		for (c = 0; c < cols; c++)
+			dst[c * rows + r] = src[r * lds + c];
+}
+
+static void transpose_c(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			dst[c * rows + r] = src[r * lds + c];
+}
+
+/* ------------------------------------------------------------- choice */
+
+static void (*chosen)(const struct tile_op *t);
+static void (*chosen_transpose)(int64_t rows, int64_t cols, const float *src, int64_t lds,
+				float *dst);
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+	if (npt_isa_has(NPT_ISA_AVX512, "avx512f"))
+		chosen = tiles512;
+	else if (npt_isa_has(NPT_ISA_AVX2, "avx2,fma"))
+		chosen = tiles256;
+	chosen_transpose = npt_isa_has(NPT_ISA_AVX2, "avx2") ? transpose_avx2 : transpose_c;
+}
+
+static void tiles(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+		  const float *b, int64_t ldb, float *c, int64_t ldc, const float *div,
+		  const void *next, size_t next_bytes)
+{
+	struct tile_op t = {
+		.m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+		.a = a, .b = b, .div = div, .c = c, .alpha = alpha, .next = next,
+		.next_lines = next ? (int64_t)(next_bytes / 64) : 0,
+	};
+	int64_t rows = (m + ROWS - 1) / ROWS;
+
+	t.per = rows ? (t.next_lines + rows - 1) / rows : 0;
+	chosen(&t);
+}
+
+npt_tile_fn npt_tile_f32(void)
+{
+	pthread_once(&chosen_once, choose);
+	return chosen ? tiles : NULL;
+}
+
+void npt_transpose_f32(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst)
+{
+	pthread_once(&chosen_once, choose);
+	chosen_transpose(rows, cols, src, lds, dst);
+}
