@@ -410,12 +410,13 @@ static int tiles_expected(void)
  * Packed weights: packed once, attached, the plain copy then overwritten with
  * garbage, and linear still matches the reference computed before: the
  * product reads the packed bytes in place, at 1 and 2 threads, N a multiple
- * of the column block and not. A tag from another CPU is refused with both
+ * of the column block and not, rows in one block of the register tiles and
+ * in two (300 rows). A tag from another CPU is refused with both
  * tags named and the plain weight is used.
  */
 TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 {
-	static const int64_t sh[2][3] = { { 9, 200, 96 }, { 33, 768, 768 } };
+	static const int64_t sh[3][3] = { { 9, 200, 96 }, { 33, 768, 768 }, { 300, 136, 40 } };
 	const char *mode = getenv("NPT_GEMM");
 	char tag[NPT_PACK_TAG_MAX], bad[NPT_PACK_TAG_MAX + 16];
 	size_t nbytes = 0;
@@ -427,7 +428,7 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 	}
 	if (npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
 		SKIP(return, "nothing to pack here: %s", npt_last_error());
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
 		int64_t bs[1] = { sh[i][1] }, n = sh[i][1], k = sh[i][2];
 		npt_tensor_t *x = randn(2, xs), *w = randn(2, ws), *b = randn(1, bs), *keep, *y;

@@ -94,6 +94,7 @@ typedef struct {
 #define GEMM_NBLK 64         /* columns per panel when threads split a product */
 #define GEMM_MROWS 8         /* fewest rows per thread when they split packed products */
 #define GEMM_PANEL_ROWS 512  /* packed f32 products with fewer rows split columns */
+#define TILE_MROWS 252       /* rows per block on the register tiles (42 tiles of 6) */
 
 static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -585,18 +586,28 @@ static void tile_task(void *arg, int64_t begin, int64_t end, int tid)
 	int64_t pstride = md->format_desc.blocking.strides[1];
 
 	(void)tid;
-	for (int64_t blk = begin; blk < end; blk++) {
-		int64_t n0 = blk * GEMM_NBLK, nn = g->N - n0 < GEMM_NBLK ? g->N - n0 : GEMM_NBLK;
+	/* equal blocks of at most TILE_MROWS rows, which stay in L2 while the
+	 * panels pass, each panel read once per block (from L3 after the first) */
+	int64_t blocks = (g->M + TILE_MROWS - 1) / TILE_MROWS;
+	int64_t rows = ((g->M + blocks - 1) / blocks + 5) / 6 * 6;	/* whole tiles */
 
-		const float *panel = (const float *)g->packed + blk * pstride;
+	for (int64_t r0 = 0; r0 < g->M; r0 += rows) {
+		int64_t mr = g->M - r0 < rows ? g->M - r0 : rows;
 
-		tile(g->M, nn, g->K, g->alpha != 0.0f ? g->alpha : 1.0f, g->a, g->lda, panel,
-		     GEMM_NBLK, g->c + n0, g->ldc, NULL, blk + 1 < end ? panel + pstride : NULL,
-		     (size_t)g->K * GEMM_NBLK * sizeof(float));
-		if (g->bias || g->act != NPT_ACT_NONE)
-			for (int64_t r = 0; r < g->M; r++)
-				npt_act_rows_f32(g->act, nn, g->c + r * g->ldc + n0,
-						 g->bias ? g->bias + n0 : NULL);
+		for (int64_t blk = begin; blk < end; blk++) {
+			int64_t n0 = blk * GEMM_NBLK, nn = g->N - n0 < GEMM_NBLK ? g->N - n0 : GEMM_NBLK;
+			const float *panel = (const float *)g->packed + blk * pstride;
+			float *c = g->c + r0 * g->ldc + n0;
+
+			tile(mr, nn, g->K, g->alpha != 0.0f ? g->alpha : 1.0f, g->a + r0 * g->lda,
+			     g->lda, panel, GEMM_NBLK, c, g->ldc, NULL,
+			     blk + 1 < end ? panel + pstride : NULL,
+			     (size_t)g->K * GEMM_NBLK * sizeof(float));
+			if (g->bias || g->act != NPT_ACT_NONE)
+				for (int64_t r = 0; r < mr; r++)
+					npt_act_rows_f32(g->act, nn, c + r * g->ldc,
+							 g->bias ? g->bias + n0 : NULL);
+		}
 	}
 }
 

@@ -71,6 +71,7 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 	const float *a = t->a + i * t->lda, *b = t->b + j;
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
+	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
 	float *c = t->c + i * t->ldc + j;
 	__m512 acc[ROWS][V512];
 
@@ -79,8 +80,8 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 #pragma GCC unroll 4
 		for (int v = 0; v < V512; v++)
 			acc[x][v] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < t->k; p++) {
-		const float *bp = b + p * t->ldb;
+	for (int64_t p = 0; p < k; p++) {
+		const float *bp = b + p * ldb;
 		__m512 bv[V512];
 
 #pragma GCC unroll 4
@@ -91,7 +92,7 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
 #pragma GCC unroll 6
 		for (int x = 0; x < r; x++) {
-			__m512 av = _mm512_set1_ps(a[x * t->lda + p]);
+			__m512 av = _mm512_set1_ps(a[x * lda + p]);
 
 #pragma GCC unroll 4
 			for (int v = 0; v < V512; v++)
@@ -167,6 +168,7 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 	const float *a = t->a + i * t->lda, *b = t->b + j;
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
+	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
 	float *c = t->c + i * t->ldc + j;
 	__m256 acc[ROWS][V256];
 
@@ -175,8 +177,8 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 #pragma GCC unroll 2
 		for (int v = 0; v < V256; v++)
 			acc[x][v] = _mm256_setzero_ps();
-	for (int64_t p = 0; p < t->k; p++) {
-		const float *bp = b + p * t->ldb;
+	for (int64_t p = 0; p < k; p++) {
+		const float *bp = b + p * ldb;
 		__m256 bv[V256];
 
 #pragma GCC unroll 2
@@ -186,7 +188,7 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
 #pragma GCC unroll 6
 		for (int x = 0; x < r; x++) {
-			__m256 av = _mm256_broadcast_ss(a + x * t->lda + p);
+			__m256 av = _mm256_broadcast_ss(a + x * lda + p);
 
 #pragma GCC unroll 2
 			for (int v = 0; v < V256; v++)
