@@ -91,7 +91,7 @@ static const struct cmd_help cmd_helps[] = {
 	  "                or library cannot read the layout in place says so and\n"
 	  "                unpacks it privately; programs that read plain tensors only\n"
 	  "                refuse such a model\n"
-	  "  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
+	  "  --mode MODE   who may attach: octal within 0666 with a read bit (default 0640)\n"
 	  "  --no-dedup    always make a new copy, even of content already published\n"
 	  "  --replace     if NAME holds other content, move NAME to the new model\n"
 	  "                (atomically; attached workers keep the old one)\n"
@@ -299,8 +299,10 @@ int main(int argc, char **argv)
 			o.mode = (unsigned)strtoul(optarg, &end, 8);
 			if (errno || *end || !*optarg || o.mode > 0666 || (o.mode & ~0666u))
 				return usage_error("--mode '%s' is not an octal mode within 0666 (e.g. 0640)", optarg);
-			if (!o.mode)
-				return usage_error("--mode '%s' would let nobody read the model", optarg);
+			/* A model is only ever read: write bits alone let nobody attach it. */
+			if (!(o.mode & 0444))
+				return usage_error("--mode '%s' would let nobody read the model: give it "
+						   "read bits (e.g. 0640)", optarg);
 			break;
 		}
 		case 'b':

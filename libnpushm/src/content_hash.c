@@ -150,7 +150,8 @@ NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], 
 
 	if (!path || !hash)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_file_hash: NULL argument");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer is refused below, not waited on. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int err = errno;
 
@@ -161,6 +162,7 @@ NPUSHM_API npushm_status_t npushm_file_hash(const char *path, uint8_t hash[16], 
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
 		st = npi_fail(NPUSHM_ERR_IO, 0, "'%s' is not a regular file", path);
 	} else {
+		fcntl(fd, F_SETFL, 0);
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 		st = npi_content_hash_fd(fd, path, hash);
 	}

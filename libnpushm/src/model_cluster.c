@@ -186,13 +186,15 @@ static void root_offer(struct share *s, const char *path, struct offer *o)
 		snprintf(o->msg, sizeof(o->msg), "the root was given no file (path NULL)");
 		return;
 	}
-	s->filefd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer is refused below, not waited on. */
+	s->filefd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (s->filefd < 0 || fstat(s->filefd, &st) || !S_ISREG(st.st_mode)) {
 		o->cause = NPUSHM_CLUSTER_INPUT;
 		snprintf(o->msg, sizeof(o->msg), "cannot read the model file '%.150s' on the root: %s",
 			 path, s->filefd < 0 ? strerror(errno) : "not a regular file");
 		return;
 	}
+	fcntl(s->filefd, F_SETFL, 0);
 	if (npushm_file_hash(path, o->hash, hex) != NPUSHM_OK) {
 		o->cause = NPUSHM_CLUSTER_INPUT;
 		snprintf(o->msg, sizeof(o->msg), "cannot hash '%.100s': %s", path, npushm_last_error());

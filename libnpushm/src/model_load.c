@@ -506,7 +506,8 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		return st;
 	if (opts && (opts->flags & NPUSHM_LOAD_PER_NODE))
 		ld.rep.count = npi_nodes_with_cpus(ld.rep.nodes);
-	ld.fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer is refused below, not waited on. */
+	ld.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (ld.fd < 0) {
 		int err = errno;
 
@@ -518,6 +519,7 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 		st = npi_fail(NPUSHM_ERR_IO, 0, "'%s' is not a regular file", path);
 		goto out;
 	}
+	fcntl(ld.fd, F_SETFL, 0);
 	posix_fadvise(ld.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	st = read_header(&ld);
 	if (st) {

@@ -148,11 +148,12 @@ static bool get_count(struct json_object *v, uint64_t *out)
 	return true;
 }
 
-static void shape_str(const struct npi_st_tensor *t, char *buf, size_t len)
+/* The first ndim dimensions of t's shape, as "[a,b,c]". */
+static void shape_str(const struct npi_st_tensor *t, uint32_t ndim, char *buf, size_t len)
 {
 	size_t o = (size_t)snprintf(buf, len, "[");
 
-	for (uint32_t i = 0; i < t->ndim && o < len; i++)
+	for (uint32_t i = 0; i < ndim && o < len; i++)
 		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)t->shape[i]);
 	if (o < len)
 		snprintf(buf + o, len - o, "]");
@@ -212,7 +213,8 @@ static npushm_status_t parse_tensor(const char *name, struct json_object *v,
 		if (__builtin_mul_overflow(nbytes, d, &nbytes)) {
 			char sb[256];
 
-			shape_str(t, sb, sizeof(sb));
+			/* Only the dimensions read so far: the rest are not parsed yet. */
+			shape_str(t, (uint32_t)i + 1, sb, sizeof(sb));
 			return FORMAT_FAIL("tensor '%s': shape %s%s of %s overflows 64 bits of bytes", name,
 					   sb, i + 1 < n ? "..." : "", npushm_dtype_name(t->dtype));
 		}
@@ -228,7 +230,7 @@ static npushm_status_t parse_tensor(const char *name, struct json_object *v,
 	if (e - b != nbytes) {
 		char sb[256];
 
-		shape_str(t, sb, sizeof(sb));
+		shape_str(t, t->ndim, sb, sizeof(sb));
 		return FORMAT_FAIL("tensor '%s': shape %s of %s is %llu bytes but data_offsets [%llu, %llu] cover %llu",
 				   name, sb, npushm_dtype_name(t->dtype), (unsigned long long)nbytes,
 				   (unsigned long long)b, (unsigned long long)e,

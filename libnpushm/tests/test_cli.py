@@ -414,6 +414,19 @@ def test_hash_goes_on_past_missing_files_like_sha256sum():
           and out["errors"][0]["status"] == "NOT_FOUND" and out["error"]["status"] == "NOT_FOUND", out)
 
 
+def test_a_fifo_is_refused_not_waited_on():
+    """A named pipe nobody writes to is not a model file: load and hash say
+    so at once instead of blocking in open() for ever."""
+    fifo = os.path.join(TMP, "pipe.safetensors")
+    os.mkfifo(fifo)
+    name = PFX + "fifo"
+    created.add(name)
+    for args in (["hash", fifo], ["load", fifo, "--name", name]):
+        p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and "'%s' is not a regular file" % fifo in p.stderr, (args, p.returncode, p.stderr))
+    check(name not in region_names(), "nothing published")
+
+
 def test_ls_json_gives_modes_in_octal_too():
     name = PFX + "oct"
     load(model_file("o.safetensors", seed=31), name, "--mode", "0644")
@@ -537,6 +550,8 @@ def test_messages_name_no_repository_path_or_c_function():
 def test_usage_errors_exit_2():
     for args in ([], ["frobnicate"], ["load", "x.safetensors"], ["load", "--name", "x"],
                  ["load", "f", "--name", "x", "--mode", "0777"], ["load", "f", "--name", "x", "--mode", "abc"],
+                 ["load", "f", "--name", "x", "--mode", "0"], ["load", "f", "--name", "x", "--mode", "0200"],
+                 ["load", "f", "--name", "x", "--mode", "0222"],
                  ["info"], ["rm"], ["ls", "extra"], ["--backend", "gpu", "ls"], ["info", "a", "b"], ["hash"]):
         p = cli(*args, expect=2)
         check(p.stderr.startswith("npushm: ") and "usage:" in p.stderr, (args, p.stderr))

@@ -161,6 +161,11 @@ TEST(st_tensor_entry_rules)
 		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,1]}}", 1,
 		  "tensor 'a': shape [4294967296,4294967296] of F32 overflows 64 bits of bytes" },
 		{ "{\"a\":{\"dtype\":\"F64\",\"shape\":[9223372036854775807],\"data_offsets\":[0,1]}}", 1, "overflows 64 bits" },
+		/* the dimensions read before the overflow, not the unparsed ones as 0 */
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,1]}}", 1,
+		  "tensor 'a': shape [4611686018427387904]... of F32 overflows 64 bits of bytes" },
+		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296,7],\"data_offsets\":[0,1]}}", 1,
+		  "tensor 'a': shape [4294967296,4294967296]... of U8 overflows 64 bits of bytes" },
 		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0]}}", 1, "tensor 'a': data_offsets is not an array of two integers" },
 		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1,2]}}", 1, "data_offsets is not an array of two" },
 		{ "{\"a\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":{}}}", 1, "data_offsets is not an array of two" },
