@@ -6,7 +6,8 @@ apps/llama/tests; they put tests/common on sys.path):
 - the ranks of a tensor-parallel run: the children of a process, whether a
   process has ended, a held --stream server started and waited for
   ('ready'), and the check that every rank ends when its parent gets a
-  signal (start_held, ranks_end_with_parent);
+  signal (start_held, ranks_end_with_parent), and a signal sent while a run
+  loads its model (signals_during_load);
 - the VM suites' case files (kmod_cases.py of each engine: `prepare DIR
   MODELS` natively, the guest runs the cases, `check DIR OUT` natively):
   one TAP line per case from the files the guest wrote (check_cases) and
@@ -67,6 +68,27 @@ def ranks_end_with_parent(p, ranks, sig, settle=0.0):
         os.kill(r, signal.SIGKILL)
     assert not alive, "ranks %s still running after their parent got %s" % (alive, sig)
     return p.returncode
+
+
+def signals_during_load(args, sig="SIGINT", delays=(0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16)):
+    """Run @args (a run that loads its model from a file) once per delay, each in a private
+    posix directory, send @sig (a name) that long after its start, and return
+    [(delay, exit status, stderr, what the directory still holds)]."""
+    import tempfile
+    out = []
+    for delay in delays:
+        shm = tempfile.mkdtemp(prefix="engine-sig.", dir="/dev/shm")
+        env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+        try:
+            p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+            time.sleep(delay)
+            p.send_signal(getattr(signal, sig))
+            _, err = p.communicate(timeout=60)
+            out.append((delay, p.returncode, err, os.listdir(shm)))
+        finally:
+            subprocess.run(["rm", "-rf", shm])
+    return out
 
 
 # ------------------------------------------------------------------ VM case files

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +112,19 @@ static void usage(FILE *f)
 		"says why); 2 usage error.\n");
 }
 
+/*
+ * Set once the run is ending on SIGINT, SIGTERM or SIGHUP: die() says nothing
+ * more (a model removed under a rank that was still attaching it, a rank
+ * ended by the guard, are no errors of the user's).
+ */
+static atomic_int stopping;
+
 static int die(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (atomic_load(&stopping))
+		return 1;
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -192,7 +202,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->stream_s = optarg;
 			if (stream_parse(optarg, &a->stream)) {
 				fprintf(stderr, "%s: --stream wants COUNT,BATCH,MIN_LEN,MAX_LEN,SEED "
-					"(positive, MIN_LEN <= MAX_LEN), got '%s'\n", prog, optarg);
+					"(positive integers, BATCH and MAX_LEN at most 65536, MIN_LEN <= "
+					"MAX_LEN), got '%s'\n", prog, optarg);
 				return -1;
 			}
 			break;
@@ -366,6 +377,11 @@ static int read_text_input(const struct args *a, struct input *in)
 		lens[nseq++] = n;
 		if (n > maxlen)
 			maxlen = n;
+	}
+	/* a read error (a directory, EIO) is not the end of the batch */
+	if (ferror(f)) {
+		die("cannot read %s: %s", a->text, strerror(errno));
+		goto out;
 	}
 	if (nseq == 0) {
 		die("%s holds no sequence: empty batch (write one line of token ids per sequence)",
@@ -915,6 +931,7 @@ static void *guard_main(void *arg)
 			return NULL;
 	sig = c;
 	pthread_mutex_lock(&guard.lock);
+	atomic_store(&stopping, 1);
 	for (int r = 0; r < guard.nranks; r++)
 		kill(guard.ranks[r], SIGTERM);
 	if (guard.name[0])

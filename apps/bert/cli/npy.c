@@ -53,7 +53,11 @@ int npy_read_i64(const char *path, int64_t *rows, int64_t *cols, int64_t **data,
 	if (!fp)
 		return fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
 	if (fread(pre, 1, 10, fp) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-		fail(err, errlen, "%s is not a .npy file (no \\x93NUMPY magic)", path);
+		/* a directory opens but does not read: say so, not "no magic" */
+		if (ferror(fp))
+			fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		else
+			fail(err, errlen, "%s is not a .npy file (no \\x93NUMPY magic)", path);
 		goto out;
 	}
 	if (pre[6] == 1) {

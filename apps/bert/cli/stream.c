@@ -5,24 +5,51 @@
  * seeded with seed + k * 2^32 for batch k, in the order the Python twin
  * (apps/bert/demo/stream.py) draws: lengths first, then token ids row by row.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "stream.h"
 #include "splitmix64.h"
 
+/*
+ * The next field of "A,B,..." at *s: an integer in [lo, hi] followed by a
+ * comma. strtoll, not sscanf's %d, whose overflow wraps (4294967297 was
+ * read as 1).
+ */
+static int next_field(const char **s, long long lo, long long hi, long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(*s, &end, 10);
+	if (end == *s || errno || *v < lo || *v > hi || *end != ',')
+		return -1;
+	*s = end + 1;
+	return 0;
+}
+
 int stream_parse(const char *s, stream_spec_t *o)
 {
+	long long count, batch, min_len, max_len;
 	unsigned long long seed;
-	char tail;
+	char *end;
 
-	if (sscanf(s, "%d,%d,%d,%d,%llu%c", &o->count, &o->batch, &o->min_len, &o->max_len, &seed,
-		   &tail) != 5)
+	if (next_field(&s, 1, INT_MAX, &count) || next_field(&s, 1, 65536, &batch) ||
+	    next_field(&s, 1, 65536, &min_len) ||
+	    next_field(&s, min_len, 65536, &max_len))
 		return -1;
+	/* any 64-bit seed, taken modulo 2^64 as the Python twin does (-1 too) */
+	errno = 0;
+	seed = strtoull(s, &end, 10);
+	if (end == s || errno || *end)
+		return -1;
+	o->count = (int)count;
+	o->batch = (int)batch;
+	o->min_len = (int)min_len;
+	o->max_len = (int)max_len;
 	o->seed = seed;
-	if (o->count < 1 || o->batch < 1 || o->min_len < 1 || o->max_len < o->min_len ||
-	    o->batch > 65536 || o->max_len > 65536)
-		return -1;
 	return 0;
 }
 

@@ -518,8 +518,10 @@ def test_refuses_unknown_model(tools, workdir):
     ([], "exactly one of --ids, --text, --stream"),
     (["--tp", "0", "--text", "x"], "--tp wants an integer in 1..64"),
     (["--stream", "1,2,9,3,0"], "--stream wants COUNT,BATCH,MIN_LEN,MAX_LEN,SEED"),
+    # 2^32 + 1 batches: not wrapped to 1
+    (["--stream", "4294967297,2,4,8,1"], "--stream wants COUNT,BATCH,MIN_LEN,MAX_LEN,SEED"),
     (["--types", "t.npy", "--text", "x"], "--types and --mask go with --ids"),
-], ids=["no-input", "tp-zero", "stream-lengths", "types-without-ids"])
+], ids=["no-input", "tp-zero", "stream-lengths", "stream-count-overflow", "types-without-ids"])
 def test_usage_errors(tools, models, args, needle):
     r = subprocess.run([tools.bert] + args + [models["tiny"]], capture_output=True, text=True)
     expect_refusal(r, needle, code=2)
@@ -677,6 +679,13 @@ def test_directory_argument_says_directory(tools, workdir):
     assert "no such file" not in r.stderr
 
 
+@pytest.mark.parametrize("opt", ["--text", "--ids"])
+def test_directory_as_batch_says_it_cannot_be_read(tools, workdir, models, opt):
+    """A directory opens but does not read: not 'empty batch' nor 'no magic'."""
+    r = subprocess.run([tools.bert, opt, workdir, models["tiny"]], capture_output=True, text=True)
+    expect_refusal(r, "cannot read %s: Is a directory" % workdir)
+
+
 def _start_held(tools, model, tp, env=None):
     """npushm-bert serving a long stream, once its ranks are up and warm."""
     return engine_tests.start_held([tools.bert, "--stream", "100000,2,4,9,1", "--hold", "--tp",
@@ -700,6 +709,23 @@ def _ranks_end_with_parent(tools, models, sig, env):
     ranks = engine_tests.children(p.pid)
     assert len(ranks) == 2, ranks
     engine_tests.ranks_end_with_parent(p, ranks, sig, settle=0.3)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_signal_during_the_load_leaves_nothing_and_says_nothing(tools, workdir, tp):
+    """SIGINT while the run loads its file (56 MB), or just after: the run dies of it with
+    nothing left and no message of its own (it said "model 'npushm-bert.HASH' not found ...
+    run `npushm load`" when the guard removed the model before the run attached it)."""
+    path = os.path.join(workdir, "sigload.safetensors")
+    if not os.path.exists(path):
+        subprocess.run([tools.gen, "--layers", "2", "--hidden", "768", "--heads", "12", "--ffn",
+                        "3072", "--vocab", "1000", "--positions", "64", path], check=True,
+                       capture_output=True)
+    runs = engine_tests.signals_during_load([tools.bert, "--stream", "1000000,2,4,8,1", "--tp",
+                                             str(tp), path])
+    for delay, rc, err, left in runs:
+        assert rc == -2 and not left and not err, "SIGINT after %g s: exit status %d, left %s, said %r" % (
+            delay, rc, left, err)
 
 
 @pytest.mark.parametrize("sig,tp", [("SIGTERM", 1), ("SIGINT", 1), ("SIGTERM", 2)])

@@ -8,6 +8,7 @@
 #ifndef NPLLAMA_CLI_H
 #define NPLLAMA_CLI_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "npccl.h"
@@ -41,10 +42,27 @@ struct rank_ctx {
 };
 
 extern const char *prog;
+/*
+ * Set once the run is ending on SIGINT, SIGTERM or SIGHUP: die() says nothing
+ * more (a model removed under a rank that was still attaching it is no error
+ * of the user's).
+ */
+extern atomic_int cli_stopping;
 
-/* "npushm-llama: MESSAGE" on stderr; returns 1 */
+/* "npushm-llama: MESSAGE" on stderr (nothing once cli_stopping); returns 1 */
 int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now(void);
+
+/*
+ * guard.c: the model this run loaded, removed by guard_unload at the end or
+ * on SIGINT, SIGTERM or SIGHUP (then the process dies of it; guard_start
+ * first). guard_loaded names it, between guard_hold and guard_release.
+ */
+void guard_start(void);
+void guard_hold(void);
+void guard_loaded(const char *name);
+void guard_release(void);
+void guard_unload(void);
 
 /* generate.c: --ids */
 int run_generate(const struct rank_ctx *x);

@@ -2,21 +2,26 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * common.c - what every part of npushm-llama reports with: the program's
- * name, its one-line messages on stderr (die) and the clock (now). Below
+ * name, its one-line messages on stderr (die; silent once the run is ending
+ * on a signal) and the clock (now). Below
  * the run modes and the dispatcher; calls nothing of theirs.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "cli.h"
 
 const char *prog = "npushm-llama";
+atomic_int cli_stopping;
 
 int die(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (atomic_load(&cli_stopping))
+		return 1;
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

@@ -236,7 +236,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_STREAM:
 			if (stream_parse(optarg, &a->stream)) {
 				fprintf(stderr, "%s: --stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED with "
-					"1 <= MIN_LEN <= MAX_LEN and COUNT, NEW >= 1, got '%s'\n", prog,
+					"1 <= MIN_LEN <= MAX_LEN <= 16777216, COUNT in 1..1048576, NEW in "
+					"1..16777216, got '%s'\n", prog,
 					optarg);
 				return -1;
 			}
@@ -351,17 +352,6 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	return rc;
 }
 
-static void unload(const char *name)
-{
-	npushm_dev_t *dev;
-
-	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev) == NPUSHM_OK) {
-		if (npushm_model_remove(dev, name))
-			fprintf(stderr, "%s: %s\n", prog, npushm_last_error());
-		npushm_dev_close(dev);
-	}
-}
-
 static void print_info(const npllama_t *llm, const npllama_config_t *c)
 {
 	const char *why;
@@ -382,7 +372,6 @@ struct job {
 	const char *name;
 	const int64_t *prompt;
 	int prompt_len;
-	int loaded;		/* the run loaded the model from a file: remove it after */
 };
 
 /* One rank (or the only process): attach, make the engine, run the mode. */
@@ -443,12 +432,12 @@ out:
 	return rc;
 }
 
-static void remove_loaded(void *arg)
+/* ranks_run's cleanup on SIGINT, SIGTERM or SIGHUP: nothing more to say, the model goes */
+static void stop_run(void *arg)
 {
-	const struct job *j = arg;
-
-	if (j->loaded)
-		unload(j->name);
+	(void)arg;
+	atomic_store(&cli_stopping, 1);
+	guard_unload();
 }
 
 int main(int argc, char **argv)
@@ -457,7 +446,7 @@ int main(int argc, char **argv)
 	int64_t rows = 0, cols = 0, *prompt = NULL;
 	struct args a;
 	struct job j = { .a = &a, .name = name };
-	int rc;
+	int loaded, rc;
 
 	if (parse_args(argc, argv, &a))
 		return 2;
@@ -473,15 +462,21 @@ int main(int argc, char **argv)
 	}
 	j.prompt = prompt;
 	j.prompt_len = (int)cols;
-	if (resolve_model(&a, name, sizeof(name), &j.loaded)) {
+	guard_start();
+	guard_hold();
+	rc = resolve_model(&a, name, sizeof(name), &loaded);
+	if (loaded)
+		guard_loaded(name);
+	guard_release();
+	if (rc) {
 		free(prompt);
 		return 1;
 	}
 	if (a.tp == 1)
 		rc = rank_main(0, 1, NULL, &j);
 	else
-		rc = ranks_run(a.tp, rank_main, &j, remove_loaded, prog);
-	remove_loaded(&j);
+		rc = ranks_run(a.tp, rank_main, &j, stop_run, prog);
+	guard_unload();
 	free(prompt);
 	return rc;
 }

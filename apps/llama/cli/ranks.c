@@ -8,7 +8,8 @@
  * takes them synchronously with sigwaitinfo(): no handler runs in an
  * arbitrary thread, and the cleanup (removing a model this run loaded)
  * happens in the parent's own flow. Each rank restores the signal mask it
- * inherited and asks for SIGKILL when its parent dies.
+ * inherited and the default action of those signals, and asks for SIGKILL
+ * when its parent dies.
  */
 #include <errno.h>
 #include <signal.h>
@@ -76,6 +77,10 @@ int ranks_run(int n, rank_fn fn, void *arg, void (*cleanup)(void *), const char 
 	for (int r = 0; r < n; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0) {
+			/* a rank dies of these, whatever the parent's handlers (guard.c) do */
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
 			sigprocmask(SIG_SETMASK, &old, NULL);
 			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 				_exit(1);

@@ -19,6 +19,7 @@
  * --stream-prefix, its prompt after its first token. --tp: every rank
  * serves the same stream in step; rank 0 reports.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +30,43 @@
 #include "nptensor.h"
 #include "splitmix64.h"
 
+/*
+ * The next field of "A,B,..." at *s: an integer in [lo, hi] followed by a
+ * comma. strtoll, not sscanf's %d, whose overflow wraps (4294967297 was
+ * read as 1).
+ */
+static int next_field(const char **s, long long lo, long long hi, long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(*s, &end, 10);
+	if (end == *s || errno || *v < lo || *v > hi || *end != ',')
+		return -1;
+	*s = end + 1;
+	return 0;
+}
+
 int stream_parse(const char *s, llama_stream_t *o)
 {
+	long long count, min_len, max_len, max_new;
 	unsigned long long seed;
-	char tail;
+	char *end;
 
-	if (sscanf(s, "%d,%d,%d,%d,%llu%c", &o->count, &o->min_len, &o->max_len, &o->max_new,
-		   &seed, &tail) != 5)
+	if (next_field(&s, 1, 1 << 20, &count) || next_field(&s, 1, 1 << 24, &min_len) ||
+	    next_field(&s, min_len, 1 << 24, &max_len) ||
+	    next_field(&s, 1, 1 << 24, &max_new))
 		return -1;
+	/* any 64-bit seed, taken modulo 2^64 (-1 too) */
+	errno = 0;
+	seed = strtoull(s, &end, 10);
+	if (end == s || errno || *end)
+		return -1;
+	o->count = (int)count;
+	o->min_len = (int)min_len;
+	o->max_len = (int)max_len;
+	o->max_new = (int)max_new;
 	o->seed = seed;
-	if (o->count < 1 || o->min_len < 1 || o->max_len < o->min_len || o->max_new < 1 ||
-	    o->count > (1 << 20) || o->max_len > (1 << 24) || o->max_new > (1 << 24))
-		return -1;
 	return 0;
 }
 

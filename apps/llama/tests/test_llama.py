@@ -703,6 +703,40 @@ def test_tp_ranks_end_with_their_parent(tools, models, sig):
         subprocess.run(["rm", "-rf", shm])
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_signal_removes_the_temporary_model_at_tp_1(tools, models, sig):
+    """One process (no ranks to supervise) also removes the model it loaded from its file
+    when SIGINT, SIGTERM or SIGHUP ends it (it left npushm-llama.HASH and its alias)."""
+    import signal
+    import tempfile
+    shm = tempfile.mkdtemp(prefix="npllama-sig.", dir="/dev/shm")
+    env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+    try:
+        p = _start_held(tools, models["tiny"], 1, env)
+        assert os.listdir(shm), "the model was not loaded into %s" % shm
+        p.send_signal(getattr(signal, sig))
+        p.wait(timeout=30)
+        assert p.returncode == -getattr(signal, sig), "exit status %d" % p.returncode
+        assert not os.listdir(shm), "left behind after %s: %s" % (sig, os.listdir(shm))
+    finally:
+        subprocess.run(["rm", "-rf", shm])
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_signal_during_the_load_leaves_nothing_and_says_nothing(tools, workdir, tp):
+    """SIGINT while the run loads its file (about 50 MB), or just after: the run dies of it
+    with nothing left and no message of its own."""
+    path = os.path.join(workdir, "sigload.safetensors")
+    if not os.path.exists(path):
+        gen(path, ["--layers", "2", "--hidden", "512", "--heads", "8", "--kv-heads", "4", "--ffn",
+                   "2048", "--vocab", "4000", "--context", "256"])
+    runs = engine_tests.signals_during_load([tools.llama, path, "--stream", "1000000,8,16,8,1",
+                                             "--tp", str(tp)])
+    for delay, rc, err, left in runs:
+        assert rc == -2 and not left and not err, "SIGINT after %g s: exit status %d, left %s, said %r" % (
+            delay, rc, left, err)
+
+
 # ------------------------------------------------------------------ --stream
 
 def splitmix(state):
@@ -770,6 +804,9 @@ def test_stream_json_and_shared_prefix(tools, workdir, models, no_prefixes):
 @pytest.mark.parametrize("extra,phrase", [
     (["--stream", "1,2,3"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
     (["--stream", "2,5,4,2,1"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    # 2^32 + 1 requests: not wrapped to 1
+    (["--stream", "4294967297,4,5,2,1"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
+    (["--stream", "2,4,4294967301,2,1"], "--stream wants COUNT,MIN_LEN,MAX_LEN,NEW,SEED"),
     (["--stream", "2,4,5,2,1", "--max-new", "3"], "--stream sets the tokens per request"),
     (["--json"], "go with --stream"),
     (["--stream-prefix", "16"], "go with --stream"),
