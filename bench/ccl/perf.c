@@ -24,7 +24,10 @@
  */
 #include "backend.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,17 +128,74 @@ static size_t check(enum bk_coll c, enum bk_dtype d, const char *out, size_t cou
 	return wrong;
 }
 
-static size_t parse_size(const char *v)
+/* BYTES with an optional K, M or G (powers of 1024), > 0; false if @v is not one */
+static bool parse_size(const char *v, size_t *n)
+{
+	int shift = 0;
+	char *end;
+
+	errno = 0;
+	*n = strtoull(v, &end, 0);
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (errno || end == v || *v == '-' || !*n || end[shift ? 1 : 0] || *n > (SIZE_MAX >> shift))
+		return false;
+	*n <<= shift;
+	return true;
+}
+
+static bool parse_number(const char *v, double lo, double *x)
 {
 	char *end;
-	size_t n = strtoull(v, &end, 0);
-	if (*end == 'K' || *end == 'k')
-		n <<= 10;
-	else if (*end == 'M' || *end == 'm')
-		n <<= 20;
-	else if (*end == 'G' || *end == 'g')
-		n <<= 30;
-	return n;
+
+	errno = 0;
+	*x = strtod(v, &end);
+	return !errno && end != v && !*end && isfinite(*x) && *x >= lo;
+}
+
+static bool parse_int(const char *v, long lo, long hi)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	return !errno && end != v && !*end && x >= lo && x <= hi;
+}
+
+/*
+ * What option @a wants when its value @v is not that (for "-x 'v' is not
+ * ..."), or NULL: @v is fine, or @a is no option with a value.
+ */
+static const char *bad_value(const char *a, const char *v)
+{
+	size_t n;
+	double x;
+
+	if (!strcmp(a, "-c")) {
+		for (int k = 0; k < BK_NCOLLS; k++)
+			if (!strcmp(v, coll_names[k]))
+				return NULL;
+		return "one of the collectives";
+	}
+	if (!strcmp(a, "-d"))
+		return !strcmp(v, "f32") || !strcmp(v, "f64") || !strcmp(v, "i32") ? NULL :
+		       "one of the data types";
+	if (!strcmp(a, "-b") || !strcmp(a, "-e"))
+		return parse_size(v, &n) ? NULL : "a size in bytes above 0 (K, M, G allowed)";
+	if (!strcmp(a, "-f"))
+		return parse_number(v, 0, &x) && x > 1 ? NULL : "a factor above 1";
+	if (!strcmp(a, "-t"))
+		return parse_number(v, 0, &x) ? NULL : "a finite number of seconds >= 0";
+	if (!strcmp(a, "-w"))
+		return parse_int(v, 0, 1000000) ? NULL : "a count of warm-up calls in 0..1000000";
+	if (!strcmp(a, "-n"))	/* npccl backend */
+		return parse_int(v, 1, 256) ? NULL : "a number of local ranks in 1..256";
+	return NULL;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -254,8 +314,6 @@ static const char usage[] =
 	"Exit status: 0 done and every result right, 1 a collective failed or a result\n"
 	"was wrong, 2 bad usage.\n";
 
-static const char *const dt_opts[] = { "f32", "f64", "i32" };
-
 int main(int argc, char **argv)
 {
 	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
@@ -271,30 +329,33 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Check the values before any rank starts. */
-	for (int i = 1; i + 1 < argc; i++) {
-		const char *a = argv[i], *v = argv[i + 1];
-		int known = 0;
-		if (!strcmp(a, "-c")) {
-			for (int k = 0; k < BK_NCOLLS; k++)
-				known |= !strcmp(v, coll_names[k]);
-		} else if (!strcmp(a, "-d")) {
-			for (int k = 0; k < BK_NDTYPES; k++)
-				known |= !strcmp(v, dt_opts[k]);
-		} else {
-			continue;
-		}
-		if (!known) {
-			fprintf(stderr, "npccl-perf: %s '%s' is not one of the %s (npccl-perf --help)\n", a, v,
-				a[1] == 'c' ? "collectives" : "data types");
+	size_t minb = 8, maxb = 256u << 20;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *want;
+
+		if (!v && strlen(a) == 2 && strchr("cbeftwdn", a[1]) && a[0] == '-') {
+			fprintf(stderr, "npccl-perf: %s needs a value (npccl-perf --help)\n", a);
 			return 2;
 		}
-		i++;
+		want = v ? bad_value(a, v) : NULL;
+		if (want) {
+			fprintf(stderr, "npccl-perf: %s '%s' is not %s (npccl-perf --help)\n", a, v, want);
+			return 2;
+		}
+		if (!strcmp(a, "-b"))
+			parse_size(v, &minb);
+		else if (!strcmp(a, "-e"))
+			parse_size(v, &maxb);
+	}
+	if (minb > maxb) {
+		fprintf(stderr, "npccl-perf: the smallest size (-b, default 8) is larger than the "
+			"largest (-e, default 256M): no size to measure\n");
+		return 2;
 	}
 	if (bk_init(&argc, &argv, &rank, &p))
 		return 1;
 	enum bk_coll c = BK_ALLREDUCE;
 	enum bk_dtype d = BK_F32;
-	size_t minb = 8, maxb = 256u << 20;
 	double factor = 2, min_time = 0.5;
 	int warmup = 5, odd = 0, shared = 0;
 	for (int i = 1; i < argc; i++) {
@@ -304,10 +365,8 @@ int main(int argc, char **argv)
 				if (!strcmp(v, coll_names[k]))
 					c = (enum bk_coll)k;
 			i++;
-		} else if (!strcmp(a, "-b")) {
-			minb = parse_size(v), i++;
-		} else if (!strcmp(a, "-e")) {
-			maxb = parse_size(v), i++;
+		} else if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
+			i++;	/* read above */
 		} else if (!strcmp(a, "-f")) {
 			factor = atof(v), i++;
 		} else if (!strcmp(a, "-t")) {

@@ -27,7 +27,7 @@ ml_tests "1 2 3"
 
 # usage errors say what was wrong and exit 2 before joining any communicator
 usage_ok=1
-for args in "--root x m" "--mode 0777 m" "--bogus m" "" "a b c"; do
+for args in "--root x m" "--mode 0777 m" "--mode 0200 m" "--mode 0 m" "--bogus m" "" "a b c"; do
 	# shellcheck disable=SC2086
 	"$BIN/npccl-load" $args >"$ML_OUT/usage.out" 2>"$ML_OUT/usage.err"
 	rc=$?
@@ -36,7 +36,7 @@ for args in "--root x m" "--mode 0777 m" "--bogus m" "" "a b c"; do
 		{ usage_ok=0; echo "# npccl-load $args: exit $rc: $(head -1 "$ML_OUT/usage.err")"; }
 done
 if [ "$usage_ok" = 1 ]; then
-	result 0 "npccl-load usage errors (bad --root, --mode above 0666, unknown option, no NAME, extra argument) name the problem and exit 2"
+	result 0 "npccl-load usage errors (bad --root, --mode above 0666 or without a read bit, unknown option, no NAME, extra argument) name the problem and exit 2"
 else
 	result 1 "npccl-load usage errors"
 fi

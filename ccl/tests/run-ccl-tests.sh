@@ -134,6 +134,16 @@ version=$(cat "$root/VERSION")
 [ $? = 2 ] && grep -q "allreduse' is not one of the collectives" "$out/perf.bad" || ok=0
 "$BIN/npccl-perf" -n 2 --frobnicate >>"$out/perf.bad" 2>&1
 [ $? = 2 ] || ok=0
+# numbers that are not: each named, before any rank starts (-f -2 crashed, -b 0 printed an
+# empty table with status 0, -n 0 and -w abc were ignored, -c at the end ran allreduce)
+for bad in "-n 0" "-n abc" "-b 0" "-b 1X" "-f 1" "-f -2" "-t nan" "-w abc" "-w -1" "-b 1K -e 8" "-c"; do
+	# shellcheck disable=SC2086 # the options split on purpose
+	timeout 60 "$BIN/npccl-perf" -n 2 -e 64 -t 0.01 $bad >"$out/perf.num" 2>&1
+	rc=$?
+	cat "$out/perf.num" >>"$out/perf.bad"
+	{ [ $rc = 2 ] && grep -q "^npccl-perf: " "$out/perf.num"; } ||
+		{ ok=0; echo "npccl-perf $bad: exit $rc" >>"$out/perf.bad"; }
+done
 check $ok "npccl-perf --help (options, exit statuses), --version, bad values exit 2" \
 	"$out/perf.help" "$out/perf.bad"
 

@@ -31,7 +31,7 @@ static int usage(FILE *f)
 		"Run it on every rank (torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,\n"
 		"mpirun, or NPCCL_UNIQUE_ID/NPCCL_RANK/NPCCL_NRANKS); FILE on the root only.\n\n"
 		"  --root R      the rank that reads FILE (default 0)\n"
-		"  --mode MODE   who may attach: octal within 0666 (default 0640)\n"
+		"  --mode MODE   who may attach: octal within 0666 with a read bit (default 0640)\n"
 		"  --json        one JSON line per rank with the result or the error\n\n"
 		"Exit status: 0 published on every host, 1 the load failed (nothing published;\n"
 		"the message says which host and why), 2 bad usage.\n");
@@ -82,11 +82,12 @@ int main(int argc, char **argv)
 				return bad_usage("%s needs a value", opt);
 			errno = 0;
 			v = strtol(argv[++i], &end, opt[2] == 'r' ? 10 : 8);
-			if (errno || end == argv[i] || *end || v < 0 || (opt[2] == 'm' && v > 0666) ||
-			    v > INT32_MAX)
+			/* a mode without a read bit would let nobody attach the model */
+			if (errno || end == argv[i] || *end || v < 0 ||
+			    (opt[2] == 'm' && (v & ~0666L || !(v & 0444))) || v > INT32_MAX)
 				return bad_usage(opt[2] == 'r' ? "--root wants a rank number, got '%s'"
-					     : "--mode wants octal permission bits within 0666, got '%s'",
-					     argv[i]);
+					     : "--mode wants octal permission bits within 0666 with a "
+					       "read bit (e.g. 0640), got '%s'", argv[i]);
 			if (opt[2] == 'r')
 				root = (int)v;
 			else

@@ -183,7 +183,7 @@ static void root_offer(struct share *s, const char *path, struct offer *o)
 	char hex[33];
 	if (!path) {
 		o->cause = NPUSHM_CLUSTER_INPUT;
-		snprintf(o->msg, sizeof(o->msg), "the root was given no file (path NULL)");
+		snprintf(o->msg, sizeof(o->msg), "the root was given no model file to read");
 		return;
 	}
 	/* O_NONBLOCK: a FIFO without a writer is refused below, not waited on. */
@@ -411,12 +411,19 @@ npushm_status_t npushm_cluster_load(const npushm_cluster_ops_t *ops, int root, c
 	/* 1. the offer */
 	if (ops->rank == root) {
 		o.mode = mode ? mode : 0640;
-		if (!name || npushm_name_check(name) != NPUSHM_OK ||
-		    !strncmp(name, STAGING_PREFIX, strlen(STAGING_PREFIX))) {
+		if (!name || npushm_name_check(name) != NPUSHM_OK) {
 			o.cause = NPUSHM_CLUSTER_INPUT;
 			snprintf(o.msg, sizeof(o.msg), "bad model name on the root: %s",
-				 !name ? "NULL" : npushm_name_check(name) ? npushm_last_error()
-				 : "the prefix " STAGING_PREFIX " is reserved for staging copies");
+				 !name ? "no name given" : npushm_last_error());
+		} else if (!strncmp(name, STAGING_PREFIX, strlen(STAGING_PREFIX))) {
+			o.cause = NPUSHM_CLUSTER_INPUT;
+			snprintf(o.msg, sizeof(o.msg), "bad model name on the root: the prefix "
+				 STAGING_PREFIX " is reserved for staging copies");
+		} else if (!strncmp(name, NPUSHM_HASH_ALIAS_PREFIX, strlen(NPUSHM_HASH_ALIAS_PREFIX))) {
+			/* as npushm_model_load */
+			o.cause = NPUSHM_CLUSTER_INPUT;
+			snprintf(o.msg, sizeof(o.msg), "bad model name on the root: the prefix "
+				 NPUSHM_HASH_ALIAS_PREFIX " is reserved for content-hash aliases");
 		} else if (mode & ~0666u) {
 			o.cause = NPUSHM_CLUSTER_INPUT;
 			snprintf(o.msg, sizeof(o.msg), "mode %o has bits outside 0666", mode);

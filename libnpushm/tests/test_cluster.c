@@ -207,6 +207,15 @@ TEST(cluster_load_refusals_say_why)
 				      .broadcast = bcast, .allgather = gather };
 	CHECK_ST_MSG(npushm_cluster_load(&bad, 1, path, name, 0, &res), NPUSHM_ERR_INVALID,
 		     "root 1 is not a rank");
+	/* a name npushm_model_load refuses, and no file on the root (one rank) */
+	load_on_threads(&bus, rk, 1, path, "xxh3:0123", NULL);
+	CHECK_ST(rk[0].st, NPUSHM_ERR_INVALID);
+	CHECK(strstr(rk[0].err, "the prefix xxh3: is reserved for content-hash aliases") != NULL);
+	CHECK_ST(npushm_region_open(dev, "xxh3:0123", 0, &r), NPUSHM_ERR_NOT_FOUND);
+	npushm_model_remove(dev, "xxh3:0123");	/* (if it was published after all) */
+	load_on_threads(&bus, rk, 1, NULL, name, NULL);
+	CHECK_ST(rk[0].st, NPUSHM_ERR_INVALID);
+	CHECK(strstr(rk[0].err, "the root was given no model file to read") != NULL);
 
 	/* rank 2 was given another name: every rank refuses, naming rank 2 */
 	load_on_threads(&bus, rk, RANKS, path, name, names);
