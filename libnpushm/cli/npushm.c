@@ -78,7 +78,7 @@ static const struct cmd_help cmd_helps[] = {
 	  "                (elsewhere nothing is packed); inputs rounded to bf16 too\n"
 	  "  --dtype bf16x3 the same as float32 kept in two bfloat16 terms (w = hi + lo),\n"
 	  "                where the CPU has AMX: the engine sums three bf16 products in\n"
-	  "                float32 (each off by < 2^-16 of its terms; PyTorch's \"high\"\n"
+	  "                float32 (each off by < 2^-15 of its terms; PyTorch's \"high\"\n"
 	  "                float32 precision), faster there than float32 FMAs\n"
 	  "  --dtype int8  the same with the weights quantised to int8 per output channel\n"
 	  "                (scale = max |row| / 127); the engine then runs those layers in\n"

@@ -519,6 +519,23 @@ def test_help_and_version_for_every_command():
     check(err["error"]["status"] == "USAGE", err)
 
 
+def test_manual_pages_agree_with_the_help():
+    """What npushm(1) and npushm-load(1) say where --help says it too: how
+    --backend auto chooses (a mounted npushm filesystem at $NPUSHM_DIR, not
+    /dev/npushm) and the bf16x3 error bound."""
+    import re
+
+    def page(name):
+        text = subprocess.run(["man", "-l", os.path.join(ROOT, "docs", "man", name)], capture_output=True,
+                              text=True, env=dict(os.environ, MANWIDTH="200")).stdout
+        return re.sub(r"\s+", " ", re.sub(r"\u2010\s*", "", text))
+    npushm1 = page("npushm.1")
+    check("NPUSHM_DIR" in cli("--help").stdout and "$NPUSHM_DIR (default /run/npushm)" in npushm1
+          and "when /dev/npushm exists" not in npushm1, npushm1)
+    bound = re.search(r"less than (2\^-\d+)", page("npushm-load.1")).group(1)
+    check("< %s of its terms" % bound in cli("load", "--help").stdout, bound)
+
+
 def test_usage_errors_are_json_with_json():
     for args in (["frobnicate"], ["load", "x.safetensors"], ["ls", "--bogus"], ["ls", "extra"],
                  ["load", "f", "--mode"], ["info", "--all", "x"], ["--backend", "gpu", "ls"]):
