@@ -370,7 +370,7 @@ NPT_API npt_status_t npt_pack_query(npt_dtype_t dt, int64_t n, int64_t k, char *
  * is stored as two bf16 terms, hi = w rounded to bf16 and lo = w - hi
  * rounded to bf16 (the bytes of a float32 weight); npt_linear splits its
  * input x the same way and sums xh wh + xh wl + xl wh with float32
- * accumulation, so each product term is off by less than 2^-16 of its
+ * accumulation, so each product term is off by less than 2^-15 of its
  * magnitude (float32's own rounding is 2^-24). Offered only where oneDNN
  * runs bf16 products on AMX tiles, where the three are faster than one
  * float32 product on FMA units; NPT_E_UNSUPPORTED elsewhere (and as
