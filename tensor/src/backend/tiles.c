@@ -72,6 +72,9 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
 	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
+	/* pf_burst lines every pf_step steps along k, spread over the whole tile */
+	int64_t pf_burst = k > 0 ? (pf_lines + k - 1) / k : 0, pf_next = 0;
+	int64_t pf_step = pf_burst ? k / ((pf_lines + pf_burst - 1) / pf_burst) : k + 1;
 	float *c = t->c + i * t->ldc + j;
 	__m512 acc[ROWS][V512];
 
@@ -88,8 +91,13 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 		for (int v = 0; v < V512; v++)
 			bv[v] = full ? _mm512_loadu_ps(bp + 16 * v) :
 				       _mm512_maskz_loadu_ps(mk[v], bp + 16 * v);
-		if (p < pf_lines)
-			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
+		if (p == pf_next && pf_lines > 0) {
+			for (int64_t l = 0; l < pf_burst; l++)
+				_mm_prefetch(pf + 64 * l, _MM_HINT_T1);
+			pf += 64 * pf_burst;
+			pf_lines -= pf_burst;
+			pf_next += pf_step;
+		}
 #pragma GCC unroll 6
 		for (int x = 0; x < r; x++) {
 			__m512 av = _mm512_set1_ps(a[x * lda + p]);
@@ -169,6 +177,9 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
 	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
+	/* pf_burst lines every pf_step steps along k, spread over the whole tile */
+	int64_t pf_burst = k > 0 ? (pf_lines + k - 1) / k : 0, pf_next = 0;
+	int64_t pf_step = pf_burst ? k / ((pf_lines + pf_burst - 1) / pf_burst) : k + 1;
 	float *c = t->c + i * t->ldc + j;
 	__m256 acc[ROWS][V256];
 
@@ -184,8 +195,13 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 #pragma GCC unroll 2
 		for (int v = 0; v < V256; v++)
 			bv[v] = full ? _mm256_loadu_ps(bp + 8 * v) : _mm256_maskload_ps(bp + 8 * v, mk[v]);
-		if (p < pf_lines)
-			_mm_prefetch(pf + 64 * p, _MM_HINT_T1);
+		if (p == pf_next && pf_lines > 0) {
+			for (int64_t l = 0; l < pf_burst; l++)
+				_mm_prefetch(pf + 64 * l, _MM_HINT_T1);
+			pf += 64 * pf_burst;
+			pf_lines -= pf_burst;
+			pf_next += pf_step;
+		}
 #pragma GCC unroll 6
 		for (int x = 0; x < r; x++) {
 			__m256 av = _mm256_broadcast_ss(a + x * lda + p);
