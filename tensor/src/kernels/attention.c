@@ -249,12 +249,14 @@ npt_status_t npt_run_attention(const npt_kcall_t *kc)
 	if (!j.mq.trans && !j.mv.trans)
 		j.tile = npt_tile_f32();
 	j.nb = nb;
-	npt_blas_set_threads(1);
+	if (!j.tile)	/* GEMMs, possibly OpenBLAS's: one thread each */
+		npt_blas_set_threads(1);
 	if (threads > 1 && nb > 1)
 		npt_parallel_for(nb < threads ? nb : threads, 1, attn_task, &j);
 	else
 		attn_task(&j, 0, 1, 0);
-	npt_blas_set_threads(threads);
+	if (!j.tile)
+		npt_blas_set_threads(threads);
 	if (atomic_load(&j.nomem))
 		s = npt_fail(NPT_E_NOMEM, "attention: out of memory for a %lld x %lld score block",
 			     (long long)j.Sq, (long long)j.Sk);
