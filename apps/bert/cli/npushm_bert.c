@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -117,13 +118,25 @@ static void usage(FILE *f)
  * more (a model removed under a rank that was still attaching it, a rank
  * ended by the guard, are no errors of the user's).
  */
-static atomic_int stopping;
+static atomic_int stopping_here;
+static atomic_int *stopping = &stopping_here;
+
+/* the flag in memory the ranks share with the parent (before they are
+ * forked): a rank whose model the parent removed on its way out is silent */
+static void stopping_share(void)
+{
+	void *p = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		stopping = p;
+}
 
 static int die(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (atomic_load(&stopping))
+	if (atomic_load(stopping))
 		return 1;
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
@@ -931,7 +944,7 @@ static void *guard_main(void *arg)
 			return NULL;
 	sig = c;
 	pthread_mutex_lock(&guard.lock);
-	atomic_store(&stopping, 1);
+	atomic_store(stopping, 1);
 	for (int r = 0; r < guard.nranks; r++)
 		kill(guard.ranks[r], SIGTERM);
 	if (guard.name[0])
@@ -979,6 +992,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (a.ids ? read_npy_inputs(&a, &in) : a.text ? read_text_input(&a, &in) : 0)
 		return 1;
+	stopping_share();
 	guard_start();
 	pthread_mutex_lock(&guard.lock);
 	rc = resolve_model(&a, name, sizeof(name), &loaded);

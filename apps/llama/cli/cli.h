@@ -47,7 +47,11 @@ extern const char *prog;
  * more (a model removed under a rank that was still attaching it is no error
  * of the user's).
  */
-extern atomic_int cli_stopping;
+/* set once a signal ends the run; in memory the ranks share with the parent
+ * after cli_stopping_share() (called before they are forked), so that a rank
+ * whose model the parent removed on its way out says nothing either */
+extern atomic_int *cli_stopping;
+void cli_stopping_share(void);
 
 /* "npushm-llama: MESSAGE" on stderr (nothing once cli_stopping); returns 1 */
 int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

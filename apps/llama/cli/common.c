@@ -9,18 +9,29 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "cli.h"
 
 const char *prog = "npushm-llama";
-atomic_int cli_stopping;
+static atomic_int stopping_here;
+atomic_int *cli_stopping = &stopping_here;
+
+void cli_stopping_share(void)
+{
+	void *p = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		cli_stopping = p;
+}
 
 int die(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (atomic_load(&cli_stopping))
+	if (atomic_load(cli_stopping))
 		return 1;
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);

@@ -59,7 +59,7 @@ static void stop(int sig)
 	sigset_t set;
 
 	pthread_mutex_lock(&guard.lock);
-	atomic_store(&cli_stopping, 1);
+	atomic_store(cli_stopping, 1);
 	unload_locked();
 	signal(sig, SIG_DFL);
 	sigemptyset(&set);

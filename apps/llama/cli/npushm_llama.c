@@ -436,7 +436,7 @@ out:
 static void stop_run(void *arg)
 {
 	(void)arg;
-	atomic_store(&cli_stopping, 1);
+	atomic_store(cli_stopping, 1);
 	guard_unload();
 }
 
@@ -462,6 +462,7 @@ int main(int argc, char **argv)
 	}
 	j.prompt = prompt;
 	j.prompt_len = (int)cols;
+	cli_stopping_share();
 	guard_start();
 	guard_hold();
 	rc = resolve_model(&a, name, sizeof(name), &loaded);
