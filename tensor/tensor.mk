@@ -73,7 +73,7 @@ check-tensor-blocks: $(TENSOR_BLOCKS_TEST)
 
 .PHONY: check-tensor-c check-tensor-numpy tensor-sweep
 check-tensor-c: $(TENSOR_TEST)
-	@tools/run-suite tensor-c $(TENSOR_DIR)/tests/run-c.sh $(TENSOR_TEST) $(TENSOR_OBJDIR)
+	@tools/run-suite tensor-c $(TENSOR_DIR)/tests/run-c.sh $(TENSOR_TEST) $(TENSOR_OBJDIR) $(TENSOR_LIB)
 
 check-tensor-numpy: $(TENSOR_LIB)
 	@tools/run-suite tensor-numpy env PYTHONPATH=$(CURDIR)/python \

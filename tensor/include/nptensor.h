@@ -152,7 +152,9 @@ NPT_API npt_tensor_t *npt_tensor_retain(npt_tensor_t *t);
 /** Drop a reference; frees at zero. Accepts NULL. */
 NPT_API void npt_tensor_free(npt_tensor_t *t);
 
-/* ---- introspection (valid for lazy tensors too) --------------------------- */
+/* ---- introspection (valid for lazy tensors too) ---------------------------
+ * A NULL tensor gives dtype NPT_NDTYPES, ndim -1, shape and strides NULL,
+ * offset and numel 0, and false. */
 
 NPT_API npt_dtype_t npt_tensor_dtype(const npt_tensor_t *t);
 NPT_API int npt_tensor_ndim(const npt_tensor_t *t);
@@ -432,7 +434,8 @@ NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t
 #define NPT_Q4_GROUP 32
 
 /** Bytes of an [n, k] weight in 4-bit groups; NPT_E_SHAPE unless k is a
- *  positive multiple of NPT_Q4_GROUP and n >= 1. Thread-safe. */
+ *  positive multiple of NPT_Q4_GROUP and n >= 1, NPT_E_OVERFLOW past 2^40
+ *  elements. Thread-safe. */
 NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes);
 /** Quantise w ([N, K] float32, any strides; evaluated if lazy) into dst
  *  (nbytes as npt_q4_size says; the caller's, nothing is kept). */
@@ -447,7 +450,8 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
  *  the [n, k] block of a wider 4-bit weight whose rows start at q, q + ldq,
  *  ..., for example columns [c, c + k) of a [N, K] weight (c and k multiples
  *  of NPT_Q4_GROUP: q = its bytes + c / NPT_Q4_GROUP * 18, ldq = K /
- *  NPT_Q4_GROUP * 18). (NPTENSOR_1.1) */
+ *  NPT_Q4_GROUP * 18). NPT_E_OVERFLOW when n rows ldq apart overflow the
+ *  address range. (NPTENSOR_1.1) */
 NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
 					   int64_t n, int64_t k, float *y);
 
@@ -463,7 +467,8 @@ NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void
 
 /** W plain float32: row r of the [n, k] weight at w + r * ldw (ldw >= k; a
  *  model's [out, in] tensor, or a column slice of one). 1 <= m <=
- *  NPT_GEMV_MAX_ROWS. */
+ *  NPT_GEMV_MAX_ROWS. NPT_E_OVERFLOW when n rows ldw apart overflow the
+ *  address range. */
 NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int64_t ldw,
 				  int64_t n, int64_t k, float *y);
 /**

@@ -206,6 +206,9 @@ NPT_API npt_status_t npt_gemv_f32(const float *x, int64_t m, const float *w, int
 	if (ldw < k)
 		return npt_fail(NPT_E_SHAPE, "npt_gemv_f32: rows %lld floats apart cannot hold "
 				"%lld columns", (long long)ldw, (long long)k);
+	if (n > 1 && ldw > (PTRDIFF_MAX / (int64_t)sizeof(float) - k) / (n - 1))
+		return npt_fail(NPT_E_OVERFLOW, "npt_gemv_f32: %lld rows %lld floats apart overflow "
+				"the address range", (long long)n, (long long)ldw);
 	if (npt_isa_has(NPT_ISA_AVX512, "avx512f"))
 		j.rows = f32_rows_avx512;
 	else if (npt_isa_has(NPT_ISA_AVX2, "avx2,fma"))

@@ -63,10 +63,14 @@ NPT_API npt_status_t npt_q4_size(int64_t n, int64_t k, size_t *nbytes)
 {
 	if (!nbytes)
 		return npt_fail(NPT_E_INVAL, "npt_q4_size: nbytes is NULL");
-	if (n < 1 || k < G || k % G || n > (INT64_C(1) << 40) / k)
+	if (n < 1 || k < G || k % G)
 		return npt_fail(NPT_E_SHAPE, "npt_q4_size: a [%lld, %lld] weight: 4-bit groups need "
 				"K a positive multiple of %d (and N >= 1)", (long long)n,
 				(long long)k, G);
+	if (n > (INT64_C(1) << 40) / k)
+		return npt_fail(NPT_E_OVERFLOW, "npt_q4_size: a [%lld, %lld] weight is too big: "
+				"4-bit weights hold at most 2^40 elements", (long long)n,
+				(long long)k);
 	*nbytes = (size_t)(n * (k / G) * BLOCK);
 	return NPT_OK;
 }
@@ -679,6 +683,9 @@ NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void
 	if (ldq < (size_t)(k / G * BLOCK))
 		return npt_fail(NPT_E_SHAPE, "npt_q4_linear: rows %zu bytes apart cannot hold %lld "
 				"columns (%lld bytes)", ldq, (long long)k, (long long)(k / G * BLOCK));
+	if (n > 1 && ldq > (size_t)(PTRDIFF_MAX - k / G * BLOCK) / (size_t)(n - 1))
+		return npt_fail(NPT_E_OVERFLOW, "npt_q4_linear: %lld rows %zu bytes apart overflow "
+				"the address range", (long long)n, ldq);
 	avx2 = npt_isa_has(NPT_ISA_AVX2, "avx2,fma,f16c");
 	if (avx2) {
 		j.expand = expand_avx2;

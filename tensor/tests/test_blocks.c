@@ -1441,6 +1441,36 @@ TEST(decode_products_back_to_back_with_other_loops)
 	free(ref);
 }
 
+TEST(decode_products_refuse_overflowing_sizes)
+{
+	float *x = calloc(64, sizeof(float)), *w = calloc(64, sizeof(float));
+	float *y = calloc(64, sizeof(float));
+	size_t nb;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, w);
+	ASSERT_NE(NULL, y);
+	/* rows ldw apart past the address range: refused before any row is read */
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_gemv_f32(x, 1, w, INT64_MAX, 4, 4, y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "4 rows 9223372036854775807 floats apart"));
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_gemv_f32(x, 1, w, INT64_MAX / 8, 4, 4, y));
+	ASSERT_EQ(NPT_OK, npt_gemv_f32(x, 1, w, INT64_MAX, 1, 4, y));	/* one row: no stride */
+	ASSERT_EQ(NPT_OK, npt_q4_linear_strided(x, 1, w, SIZE_MAX, 1, 32, y));
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_linear_strided(x, 1, w, SIZE_MAX, 2, 32, y));
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_linear_strided(x, 1, w, (size_t)INT64_MAX, 2, 32, y));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "2 rows 9223372036854775807 bytes apart"));
+	/* a well-formed shape that is too big is an overflow, not a bad K */
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_size(INT64_MAX, 32, &nb));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "too big"));
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_size(INT64_C(1) << 40, INT64_C(1) << 40, &nb));
+	ASSERT_EQ(NPT_E_SHAPE, npt_q4_size(INT64_MAX, 16, &nb));
+	ASSERT_EQ(NPT_OK, npt_q4_size(INT64_C(1) << 35, 32, &nb));
+	ASSERT_EQ((size_t)18 << 35, nb);
+	free(x);
+	free(w);
+	free(y);
+}
+
 TEST(attention_refusals_and_edges)
 {
 	int64_t qs[3] = { 2, 4, 8 }, ks[3] = { 2, 5, 8 }, vs[3] = { 2, 5, 3 }, bad[3] = { 2, 5, 7 };

@@ -70,6 +70,11 @@ static int t_null_and_free(void)
 	CHECK(npt_tensor_empty((npt_dtype_t)99, 0, NULL, &t) == NPT_E_DTYPE, "bad dtype code");
 	CHECK(strcmp(npt_strerror(NPT_E_SHAPE), "") && strcmp(npt_strerror((npt_status_t)77), ""),
 	      "strerror");
+	/* the accessors of a NULL tensor answer "no tensor", as is_writable does */
+	CHECK(npt_tensor_dtype(NULL) == NPT_NDTYPES && npt_tensor_ndim(NULL) == -1 &&
+	      !npt_tensor_shape(NULL) && !npt_tensor_strides(NULL) && !npt_tensor_offset(NULL) &&
+	      !npt_tensor_numel(NULL) && !npt_tensor_is_lazy(NULL) && !npt_tensor_is_writable(NULL),
+	      "accessors of a NULL tensor");
 	return 1;
 }
 

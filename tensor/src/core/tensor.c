@@ -273,13 +273,17 @@ npt_status_t npt_tensor_new_lazy(npt_dtype_t dt, int ndim, const int64_t *shape,
 	return NPT_OK;
 }
 
-NPT_API npt_dtype_t npt_tensor_dtype(const npt_tensor_t *t) { return t->dtype; }
-NPT_API int npt_tensor_ndim(const npt_tensor_t *t) { return t->ndim; }
-NPT_API const int64_t *npt_tensor_shape(const npt_tensor_t *t) { return t->shape; }
-NPT_API const int64_t *npt_tensor_strides(const npt_tensor_t *t) { return t->strides; }
-NPT_API int64_t npt_tensor_offset(const npt_tensor_t *t) { return t->offset; }
-NPT_API int64_t npt_tensor_numel(const npt_tensor_t *t) { return npt_numel(t->ndim, t->shape); }
-NPT_API bool npt_tensor_is_lazy(const npt_tensor_t *t) { return t->node != NULL; }
+/* a NULL tensor: no dtype, rank -1, no shape, nothing in it (as is_writable) */
+NPT_API npt_dtype_t npt_tensor_dtype(const npt_tensor_t *t) { return t ? t->dtype : NPT_NDTYPES; }
+NPT_API int npt_tensor_ndim(const npt_tensor_t *t) { return t ? t->ndim : -1; }
+NPT_API const int64_t *npt_tensor_shape(const npt_tensor_t *t) { return t ? t->shape : NULL; }
+NPT_API const int64_t *npt_tensor_strides(const npt_tensor_t *t) { return t ? t->strides : NULL; }
+NPT_API int64_t npt_tensor_offset(const npt_tensor_t *t) { return t ? t->offset : 0; }
+NPT_API int64_t npt_tensor_numel(const npt_tensor_t *t)
+{
+	return t ? npt_numel(t->ndim, t->shape) : 0;
+}
+NPT_API bool npt_tensor_is_lazy(const npt_tensor_t *t) { return t && t->node; }
 
 NPT_API bool npt_tensor_is_writable(const npt_tensor_t *t)
 {
