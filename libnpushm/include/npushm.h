@@ -283,6 +283,9 @@ NPUSHM_API bool npushm_region_writable(const npushm_region_t *r);
  * @addrp [out]: the mapping; unmap with npushm_region_unmap().
  */
 NPUSHM_API npushm_status_t npushm_region_map(npushm_region_t *r, uint32_t prot, void **addrp);
+/* Unmap @addr, a mapping npushm_region_map() made through @r; INVALID, with
+ * nothing unmapped, for any other address (one unmapped already, say). A
+ * mapping left when @r is closed is unmapped with munmap(2). */
 NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr);
 
 /*

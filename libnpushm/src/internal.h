@@ -14,6 +14,7 @@
 #ifndef NPUSHM_INTERNAL_H
 #define NPUSHM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -127,6 +128,9 @@ struct npushm_region {
 	bool memfd;		/* posix: a memfd (unpublishable) rather than a tmpfs file */
 	dev_t st_dev;		/* posix: identity of the tmpfs file */
 	ino_t st_ino;
+	pthread_mutex_t maps_lock;	/* guards maps: the mappings made through this handle */
+	void **maps;		/* still mapped, so unmap refuses any other address */
+	size_t nmaps, maps_cap;
 };
 
 /* An empty region handle holding a device reference; free_shell closes its fd. */

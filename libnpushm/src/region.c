@@ -6,7 +6,9 @@
  * Checks arguments and the rules both backends share (names, modes, flags,
  * writable maps need a writable handle of an unsealed region), then calls
  * the backend. A region handle owns one file descriptor; mappings outlive
- * the handle like mmap(2) outlives close(2).
+ * the handle like mmap(2) outlives close(2). The handle remembers the
+ * mappings made through it, so that npushm_region_unmap() unmaps only one
+ * of them (a stale or foreign address would munmap whatever lies there).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@ npushm_region_t *npi_region_new(npushm_dev_t *dev)
 	npi_dev_ref(dev);
 	r->dev = dev;
 	r->fd = -1;
+	pthread_mutex_init(&r->maps_lock, NULL);
 	return r;
 }
 
@@ -38,7 +41,31 @@ void npi_region_free_shell(npushm_region_t *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	npi_dev_unref(r->dev);
+	pthread_mutex_destroy(&r->maps_lock);
+	free(r->maps);
 	free(r);
+}
+
+/* Remember @p as a mapping of @r; false when out of memory. */
+static bool maps_add(npushm_region_t *r, void *p)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&r->maps_lock);
+	if (r->nmaps == r->maps_cap) {
+		size_t cap = r->maps_cap ? 2 * r->maps_cap : 4;
+		void **m = realloc(r->maps, cap * sizeof(*m));
+
+		if (m) {
+			r->maps = m;
+			r->maps_cap = cap;
+		}
+		ok = m != NULL;
+	}
+	if (ok)
+		r->maps[r->nmaps++] = p;
+	pthread_mutex_unlock(&r->maps_lock);
+	return ok;
 }
 
 NPUSHM_API npushm_status_t npushm_region_alloc(npushm_dev_t *dev, uint64_t size, uint32_t flags,
@@ -190,17 +217,35 @@ NPUSHM_API npushm_status_t npushm_region_map(npushm_region_t *r, uint32_t prot, 
 		return npi_fail(npi_status_from_errno(err), err, "cannot map region %llu (%llu bytes)",
 				(unsigned long long)r->id, (unsigned long long)r->size);
 	}
+	if (!maps_add(r, p)) {
+		munmap(p, r->size);
+		return npi_fail(NPUSHM_ERR_NO_MEMORY, ENOMEM, "cannot map region %llu: out of memory",
+				(unsigned long long)r->id);
+	}
 	*addrp = p;
 	return NPUSHM_OK;
 }
 
 NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr)
 {
+	npushm_status_t st = NPUSHM_OK;
+	size_t i;
+
 	if (!r || !addr)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_region_unmap: NULL argument");
-	if (munmap(addr, r->size))
-		return npi_fail(NPUSHM_ERR_INVALID, errno, "cannot unmap %p", addr);
-	return NPUSHM_OK;
+	pthread_mutex_lock(&r->maps_lock);
+	for (i = 0; i < r->nmaps && r->maps[i] != addr; i++)
+		;
+	if (i == r->nmaps)
+		st = npi_fail(NPUSHM_ERR_INVALID, 0,
+			      "cannot unmap %p: it is no mapping of region %llu made through this handle (unmapped already?)",
+			      addr, (unsigned long long)r->id);
+	else if (munmap(addr, r->size))
+		st = npi_fail(NPUSHM_ERR_INVALID, errno, "cannot unmap %p", addr);
+	else
+		r->maps[i] = r->maps[--r->nmaps];
+	pthread_mutex_unlock(&r->maps_lock);
+	return st;
 }
 
 NPUSHM_API npushm_status_t npushm_region_publish(npushm_region_t *r, const char *name,

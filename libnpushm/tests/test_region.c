@@ -62,6 +62,37 @@ TEST(region_alloc_rejects_bad_arguments)
 	npushm_dev_close(dev);
 }
 
+TEST(region_unmap_takes_only_its_own_live_mappings)
+{
+	npushm_dev_t *dev = th_dev();
+	npushm_region_t *r = NULL, *r2 = NULL;
+	unsigned char *p = NULL, *q = NULL, *other;
+	long page = sysconf(_SC_PAGESIZE);
+
+	REQUIRE_OK(npushm_region_alloc(dev, 2 * page, 0, &r));
+	REQUIRE_OK(npushm_region_alloc(dev, page, 0, &r2));
+	REQUIRE_OK(npushm_region_map(r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, (void **)&p));
+	REQUIRE_OK(npushm_region_map(r, NPUSHM_PROT_READ, (void **)&q));
+	other = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(other != MAP_FAILED);
+	other[0] = 7;
+	/* an address the handle did not map: refused, and still mapped */
+	CHECK_ST_MSG(npushm_region_unmap(r, other), NPUSHM_ERR_INVALID, "no mapping of region");
+	CHECK(other[0] == 7);
+	CHECK_ST(npushm_region_unmap(r2, p), NPUSHM_ERR_INVALID);
+	CHECK_ST(npushm_region_unmap(r, p + page), NPUSHM_ERR_INVALID);
+	p[0] = 1;
+	CHECK_ST(npushm_region_unmap(r, p), NPUSHM_OK);
+	/* twice: refused, whatever lies there now is left alone */
+	CHECK_ST_MSG(npushm_region_unmap(r, p), NPUSHM_ERR_INVALID, "unmapped already");
+	CHECK(q[0] == 1);
+	CHECK_ST(npushm_region_unmap(r, q), NPUSHM_OK);
+	munmap(other, 2 * page);
+	npushm_region_close(r2);
+	npushm_region_close(r);
+	npushm_dev_close(dev);
+}
+
 TEST(region_destroy_functions_accept_null)
 {
 	npushm_region_close(NULL);
