@@ -57,9 +57,14 @@ $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 		-Wl,-soname,libnpccl.so.1 $(CCL_LIBS) $(LIB_RUNPATH)
 	ln -sf libnpccl.so $@.1
 
+# One object, libnpccl's files linked together with their hidden symbols
+# made local: a program linking the archive sees only the npccl_* API, never
+# an internal name such as block_range or bf16_to_f32 clashing with its own.
 $(CCL_ALIB): $(CCL_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(CCL_OBJS)
+	$(LD) -r -o $(CCL_OBJDIR)/libnpccl-all.o $(CCL_OBJS)
+	objcopy --localize-hidden $(CCL_OBJDIR)/libnpccl-all.o
+	rm -f $@ && ar rcs $@ $(CCL_OBJDIR)/libnpccl-all.o
 
 $(TESTDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)
@@ -97,7 +102,7 @@ CHECK_SUITES += ccl ccl-netns ccl-python ccl-rdma
 .PHONY: check-ccl check-ccl-netns check-ccl-full check-ccl-rdma
 # the cluster model load's tests run npccl-load and the npushm command
 CCL_LOAD_BINS := $(BINDIR)/npccl-load $(LIBNPUSHM_CLI)
-check-ccl: $(CCL_LIB) $(CCL_TEST_BINS) $(BINDIR)/npccl-perf $(CCL_LOAD_BINS)
+check-ccl: $(CCL_LIB) $(CCL_ALIB) $(CCL_TEST_BINS) $(BINDIR)/npccl-perf $(CCL_LOAD_BINS)
 	@tools/run-suite ccl $(CCL_DIR)/tests/run-ccl-tests.sh
 
 check-ccl-netns: $(CCL_LIB) $(CCL_TEST_BINS)

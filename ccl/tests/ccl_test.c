@@ -915,6 +915,15 @@ static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 		 npccl_allreduce(x, x + 1, 2, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_ERR_INVALID_ARG &&
 		 npccl_broadcast(x, x, 4, NPCCL_FLOAT32, p, comm) == NPCCL_ERR_INVALID_ARG &&
 		 npccl_send(x, 1, NPCCL_FLOAT32, me, comm) == NPCCL_ERR_INVALID_ARG &&
+		 npccl_comm_set_timeout(comm, 0) == NPCCL_ERR_INVALID_ARG &&
+		 strstr(npccl_comm_last_error(comm), "timeout of 0 ms") &&
+		 npccl_comm_set_algo(comm, (npccl_coll_t)99, NPCCL_ALGO_RING) ==
+			 NPCCL_ERR_INVALID_ARG && strstr(npccl_comm_last_error(comm), "collective 99") &&
+		 npccl_explain(comm, NPCCL_COLL_ALLREDUCE, 4, (npccl_dtype_t)77, &(npccl_explanation_t){ 0 }) ==
+			 NPCCL_ERR_INVALID_ARG && strstr(npccl_comm_last_error(comm), "dtype 77") &&
+		 npccl_explain(comm, NPCCL_COLL_ALLREDUCE, SIZE_MAX, NPCCL_FLOAT32,
+			       &(npccl_explanation_t){ 0 }) == NPCCL_ERR_INVALID_ARG &&
+		 strstr(npccl_comm_last_error(comm), "overflows the address space") &&
 		 npccl_allreduce(x, x, 4, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_OK &&
 		 x[0] == 1.0f * p;
 	r[t].ok = ok;
@@ -1300,7 +1309,9 @@ static int shm_neg_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 			npccl_mem_alloc(comm, 16, NULL) == NPCCL_ERR_INVALID_ARG &&
 			npccl_mem_free(comm, NULL) == NPCCL_OK &&
 			npccl_mem_free(comm, &x0) == NPCCL_ERR_INVALID_ARG &&
-			strstr(npccl_comm_last_error(comm), "not a buffer from npccl_mem_alloc");
+			strstr(npccl_comm_last_error(comm), "not a buffer from npccl_mem_alloc") &&
+			npccl_mem_alloc(comm, SIZE_MAX, &m) == NPCCL_ERR_INVALID_ARG && m == NULL &&
+			strstr(npccl_comm_last_error(comm), "overflow the address space");
 		/* the communicator is still fine: allocate, use, free twice */
 		st = npccl_mem_alloc(comm, 100, &m);
 		if (!st) {

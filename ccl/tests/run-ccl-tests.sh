@@ -8,7 +8,8 @@
 # against the canonical-order reference, shm and TCP), non-blocking calls, threads,
 # groups and key-value bootstrap (shm and TCP), the cluster model load
 # (npccl_model_load across three TCP "hosts"), and launches by real mpirun
-# (Open MPI and MPICH). Each part runs under `timeout` so a hang fails the
+# (Open MPI and MPICH), and that libnpccl.a keeps its internal names
+# local. Each part runs under `timeout` so a hang fails the
 # suite instead of blocking it. Output: one TAP stream.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$root/build}
@@ -19,6 +20,11 @@ out=$(mktemp -d /tmp/ccl-tests.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 . "$root/tools/tap.sh"
 
+# the static archive: a program linking it meets only the npccl_* names
+nm -g --defined-only "$BUILD/lib/libnpccl.a" | awk 'NF == 3 && $3 !~ /^npccl_/ { print "internal name exported: " $3 }' \
+	> "$out/archive.log" 2>&1
+[ ! -s "$out/archive.log" ] && nm -g --defined-only "$BUILD/lib/libnpccl.a" | grep -q ' T npccl_allreduce$'
+result $? "libnpccl.a defines only npccl_* globals (internal names local)" "$out/archive.log"
 
 part_within unit 60 "$TESTS/ccl-unit-test"
 part_within matrix-shm 200 "$TESTS/ccl-test" matrix --ranks 1-8

@@ -392,6 +392,12 @@ npccl_status_t npccl_mem_alloc(npccl_comm_t c, size_t bytes, void **ptr)
 		tls_error_set(c, "npccl_mem_alloc: size 0");
 		return NPCCL_ERR_INVALID_ARG;
 	}
+	/* refused up front, as a collective's count, before the peers are involved
+	 * (a failure there would leave the communicator unusable) */
+	if (bytes > SIZE_MAX / 8) {
+		tls_error_set(c, "npccl_mem_alloc: %zu bytes overflow the address space", bytes);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	if (group_depth() > 0) {
 		tls_error_set(c, "npccl_mem_alloc inside npccl_group_start/npccl_group_end: a "
 				 "group holds only point-to-point calls");

@@ -170,8 +170,10 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 	*out = NULL;
 	npccl_config_reload();
 	struct npccl_comm *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		snprintf(err, errlen, "out of memory for a communicator");
 		return NPCCL_ERR_NOMEM;
+	}
 	c->rank = rank;
 	c->nranks = nranks;
 	c->listen_fd = c->unix_listen_fd = c->doorbell_fd = c->wake_fd = -1;
@@ -185,6 +187,8 @@ npccl_status_t comm_init_common(npccl_comm_t *out, int nranks, const struct boot
 	}
 	c->peers = calloc((size_t)nranks, sizeof(*c->peers));
 	if (!c->peers) {
+		snprintf(err, errlen, "out of memory for the peers of a communicator of %d ranks",
+			 nranks);
 		req_queue_free(c);
 		free(c);
 		return NPCCL_ERR_NOMEM;
@@ -351,8 +355,13 @@ npccl_status_t npccl_comm_hosts(npccl_comm_t c, int *nhosts, int *host)
 
 npccl_status_t npccl_comm_set_timeout(npccl_comm_t c, int ms)
 {
-	if (!c || ms <= 0)
+	if (!c)
 		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
+	if (ms <= 0) {
+		tls_error_set(c, "npccl_comm_set_timeout: a timeout of %d ms; give one > 0", ms);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	pthread_mutex_lock(&c->q_lock);
 	c->timeout_ms = ms;
 	pthread_mutex_unlock(&c->q_lock);
@@ -361,9 +370,14 @@ npccl_status_t npccl_comm_set_timeout(npccl_comm_t c, int ms)
 
 npccl_status_t npccl_comm_set_algo(npccl_comm_t c, npccl_coll_t coll, npccl_algo_t algo)
 {
-	if (!c || (unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)algo >= NPCCL_NUM_ALGOS)
+	if (!c)
 		return NPCCL_ERR_INVALID_ARG;
 	tls_error_clear(c);
+	if ((unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)algo >= NPCCL_NUM_ALGOS) {
+		tls_error_set(c, "npccl_comm_set_algo: collective %d or algorithm %d is not an "
+			      "npccl_coll_t or npccl_algo_t", (int)coll, (int)algo);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	if (algo != NPCCL_ALGO_AUTO && !algo_valid(c, coll, algo)) {
 		tls_error_set(c, "%s has no algorithm %s on this communicator (%d host(s), %d local "
 			      "rank(s))", npccl_coll_name(coll), npccl_algo_name(algo), c->nhosts,

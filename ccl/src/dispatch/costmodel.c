@@ -244,8 +244,19 @@ npccl_algo_t costmodel_choose(struct npccl_comm *c, npccl_coll_t coll, size_t by
 npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, npccl_dtype_t dtype,
 			     npccl_explanation_t *out)
 {
-	if (!c || !out || (unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)dtype >= NPCCL_NUM_DTYPES)
+	if (!c || !out)
 		return NPCCL_ERR_INVALID_ARG;
+	tls_error_clear(c);
+	if ((unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)dtype >= NPCCL_NUM_DTYPES) {
+		tls_error_set(c, "npccl_explain: collective %d or dtype %d is not an npccl_coll_t "
+			      "or npccl_dtype_t", (int)coll, (int)dtype);
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	/* the collectives' own bound (collectives.c) */
+	if (count > (SIZE_MAX / 8) / (size_t)c->nranks) {
+		tls_error_set(c, "npccl_explain: count %zu overflows the address space", count);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	memset(out, 0, sizeof(*out));
 	size_t bytes = count * npccl_dtype_size(dtype);
 	if (coll == NPCCL_COLL_ALLGATHER || coll == NPCCL_COLL_REDUCE_SCATTER ||
