@@ -128,10 +128,12 @@ NPBERT_API npbert_status_t npbert_reserve(npbert_t *e, int batch, int seq_len)
 
 	if (!e)
 		return npb_fail(NPBERT_ERR_INVALID, "npbert_reserve: the engine is NULL");
-	if (batch <= 0 || seq_len <= 0 || seq_len > e->cfg.positions ||
-	    (int64_t)batch * seq_len > INT32_MAX)
+	if (batch <= 0 || seq_len <= 0 || seq_len > e->cfg.positions)
 		return npb_fail(NPBERT_ERR_INVALID, "npbert_reserve: %d x %d tokens; batch must be "
 				">= 1 and seq_len 1..%d", batch, seq_len, e->cfg.positions);
+	if ((int64_t)batch * seq_len > INT32_MAX)
+		return npb_fail(NPBERT_ERR_INVALID, "npbert_reserve: %d x %d tokens is too large: "
+				"at most %d tokens per call", batch, seq_len, INT32_MAX);
 	st = npb_workspace_fit(e, batch, seq_len);
 	e->mem.workspace_bytes = e->ws.bytes;
 	e->mem.shared_workspace_bytes = e->ws.shared_bytes;

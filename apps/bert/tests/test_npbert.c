@@ -236,6 +236,9 @@ TEST_F(tiny, batch_refusals_name_the_value)
 	ASSERT_EQ(NPBERT_OK, npbert_run(self->bert, &ok, hidden, pooled));
 	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(self->bert, 0, 4));
 	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(self->bert, 1, 33));
+	/* a valid batch and length whose product is too large says so */
+	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(self->bert, INT32_MAX, 32));
+	ASSERT_NE(NULL, strstr(npbert_last_error(), "too large: at most 2147483647 tokens"));
 	ASSERT_EQ(NPBERT_ERR_INVALID, npbert_reserve(NULL, 1, 1));
 }
 
