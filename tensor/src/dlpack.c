@@ -124,7 +124,13 @@ NPT_API npt_status_t npt_tensor_from_dlpack(struct DLManagedTensor *m, bool read
 				d->dtype.lanes);
 	if (d->ndim < 0 || d->ndim > NPT_MAX_DIMS)
 		return npt_check_shape("from_dlpack", d->ndim, d->shape, NULL);
-	return npt_tensor_from_data((char *)d->data + d->byte_offset, dt, d->ndim, d->shape,
-				    d->strides, readonly ? NPT_BORROW_READONLY : 0, import_release,
-				    m, out);
+	/* NULL data stays NULL (from_data refuses it unless empty); an offset
+	 * that wraps is no address */
+	if (d->data && d->byte_offset > UINTPTR_MAX - (uintptr_t)d->data)
+		return npt_fail(NPT_E_OVERFLOW, "from_dlpack: byte_offset %llu past data %p "
+				"overflows the address range",
+				(unsigned long long)d->byte_offset, d->data);
+	return npt_tensor_from_data(d->data ? (char *)d->data + d->byte_offset : NULL, dt,
+				    d->ndim, d->shape, d->strides,
+				    readonly ? NPT_BORROW_READONLY : 0, import_release, m, out);
 }

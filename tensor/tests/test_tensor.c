@@ -1167,6 +1167,26 @@ static int t_dlpack_roundtrip(void)
 	npt_tensor_free(t);
 	npt_tensor_free(a);
 	npt_tensor_free(b); /* runs the deleter, which frees the last reference */
+	/* a byte_offset that wraps, or one on NULL data, is no address: refused,
+	 * and the caller still owns the tensor */
+	float x[4] = { 0 };
+	int64_t four = 4;
+	struct DLManagedTensor bad;
+
+	memset(&bad, 0, sizeof(bad));
+	bad.dl_tensor.data = x;
+	bad.dl_tensor.device.device_type = kDLCPU;
+	bad.dl_tensor.ndim = 1;
+	bad.dl_tensor.dtype = (DLDataType){ kDLFloat, 32, 1 };
+	bad.dl_tensor.shape = &four;
+	bad.dl_tensor.byte_offset = UINT64_MAX;
+	CHECK(npt_tensor_from_dlpack(&bad, false, &b) == NPT_E_OVERFLOW && !b,
+	      "wrapping byte_offset: %s", npt_last_error());
+	CHECK(strstr(npt_last_error(), "byte_offset"), "message: %s", npt_last_error());
+	bad.dl_tensor.data = NULL;
+	bad.dl_tensor.byte_offset = 64;
+	CHECK(npt_tensor_from_dlpack(&bad, false, &b) == NPT_E_INVAL && !b,
+	      "byte_offset on NULL data: %s", npt_last_error());
 	return 1;
 }
 
