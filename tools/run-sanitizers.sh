@@ -12,9 +12,13 @@
 # model building blocks'), ccl's unit tests and the BERT engine's C API tests. ccl's multi-rank tests are not run here: they fork ranks from
 # a process whose bootstrap thread is running, and the sanitizer runtime's
 # allocator lock is not fork-safe (a child can start with it held).
-MAKE=${1:?usage: run-sanitizers.sh MAKE SAN_BUILD SAN_CC}
+# Then libnpushm's region tests again with ThreadSanitizer (TSAN_CC, in
+# SAN_BUILD/tsan): npushm.h lets threads share handles and open devices at
+# once, and a data race fails the test it happens in.
+MAKE=${1:?usage: run-sanitizers.sh MAKE SAN_BUILD SAN_CC TSAN_CC}
 SAN_BUILD=${2:?}
 SAN_CC=${3:?}
+TSAN_CC=${4:?}
 root=$(cd "$(dirname "$0")/.." && pwd)
 log=$SAN_BUILD.build.log
 
@@ -52,4 +56,18 @@ shm=/dev/shm/npushm-san-bert.$$
 mkdir -m 0700 "$shm"
 part bert env NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" BERT_TEST_DIR="$models" "$SAN_BUILD/tests/bert-test"
 rm -rf "$shm"
+
+tsan=$SAN_BUILD/tsan
+mkdir -p "$tsan"
+[ -e "$tsan/linux-source" ] || ln -s ../../linux-source "$tsan/linux-source"
+if $MAKE -C "$root" --no-print-directory -j2 BUILD="$tsan" CC="$TSAN_CC" CFLAGS="-O1 -g" \
+	"$tsan/tests/libnpushm-region-test" >"$tsan.build.log" 2>&1; then
+	shm=/dev/shm/npushm-san-tsan.$$
+	mkdir -m 0700 "$shm"
+	part libnpushm-tsan env TSAN_OPTIONS=halt_on_error=1 NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" \
+		"$tsan/tests/libnpushm-region-test"
+	rm -rf "$shm"
+else
+	result 1 "build libnpushm's region tests with ThreadSanitizer" "$tsan.build.log"
+fi
 tap_end

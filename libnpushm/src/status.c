@@ -9,6 +9,7 @@
  * or to stderr only when $NPUSHM_LOG names a level; otherwise nowhere.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,8 @@ npushm_status_t npi_status_from_errno(int err)
 static npushm_log_fn log_fn;
 static void *log_arg;
 static npushm_log_level_t log_level;
-static int log_env_read;
+/* $NPUSHM_LOG is read once, by whichever thread logs (or sets) first */
+static pthread_once_t log_env_once = PTHREAD_ONCE_INIT;
 
 static npushm_log_level_t level_from_env(void)
 {
@@ -150,12 +152,17 @@ static npushm_log_level_t level_from_env(void)
 	return NPUSHM_LOG_NONE;
 }
 
+static void log_env_init(void)
+{
+	log_level = level_from_env();
+}
+
 NPUSHM_API void npushm_log_set(npushm_log_fn fn, void *arg, npushm_log_level_t level)
 {
+	pthread_once(&log_env_once, log_env_init);
 	log_fn = fn;
 	log_arg = arg;
 	log_level = fn ? level : level_from_env();
-	log_env_read = 1;
 }
 
 void npi_log(npushm_log_level_t level, const char *fmt, ...)
@@ -164,11 +171,7 @@ void npi_log(npushm_log_level_t level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	if (!log_env_read) {
-		/* Benign race: every thread computes the same value. */
-		log_level = level_from_env();
-		log_env_read = 1;
-	}
+	pthread_once(&log_env_once, log_env_init);
 	if (level == NPUSHM_LOG_NONE || level > log_level)
 		return;
 	va_start(ap, fmt);

@@ -402,6 +402,34 @@ TEST(region_dev_query_reports_capacity_and_features)
 	npushm_dev_close(dev);
 }
 
+static void *thread_open(void *arg)
+{
+	for (int i = 0; i < 20; i++) {
+		npushm_dev_t *dev = NULL;
+
+		if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev) != NPUSHM_OK)
+			return (void *)1;
+		npushm_dev_close(dev);
+	}
+	return arg;
+}
+
+/* Opening logs (at the level of $NPUSHM_LOG, read once): under the
+ * sanitizers suite's ThreadSanitizer build, no data race between threads
+ * that open devices at once. */
+TEST(region_devices_open_from_threads_at_once)
+{
+	pthread_t t[4];
+	void *rv;
+
+	for (int i = 0; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, thread_open, NULL) == 0);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], &rv);
+		CHECK(rv == NULL);
+	}
+}
+
 static void *thread_alloc(void *arg)
 {
 	npushm_dev_t *dev = arg;
