@@ -180,7 +180,8 @@ typedef struct npushm_dev_info {
 	uint64_t uid_quota;	/* per-uid byte limit, 0: none */
 	uint64_t uid_in_use;	/* bytes held by the caller's uid (kmod), 0 (posix) */
 	uint64_t regions;	/* live regions (kmod); named regions (posix) */
-	uint32_t max_name_len;
+	uint32_t max_name_len;	/* the longest name this backend takes: NPUSHM_NAME_MAX
+				   (kmod), 248 (posix); each '/' or '%' counts 3 */
 	uint32_t reserved[7];
 } npushm_dev_info_t;
 
@@ -232,7 +233,8 @@ typedef struct npushm_region npushm_region_t;
 /* Bytes of npushm_region_entry_t's provider and device names, NUL included. */
 #define NPUSHM_PROVIDER_MAX	32
 
-/* Names: 1..NPUSHM_NAME_MAX bytes of printable ASCII other than space. */
+/* Names: 1..NPUSHM_NAME_MAX bytes of printable ASCII other than space; a
+ * backend may take fewer (npushm_dev_info_t.max_name_len, else NAME). */
 #define NPUSHM_NAME_MAX		255
 
 typedef struct {

@@ -115,6 +115,7 @@ NPUSHM_API npushm_status_t npushm_dev_query(npushm_dev_t *dev, npushm_dev_info_t
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_dev_query: NULL argument");
 	memset(info, 0, sizeof(*info));
 	info->backend = dev->backend;
-	info->max_name_len = NPUSHM_NAME_MAX;
+	/* a name is stored as a file name of at most 255 bytes, after the prefix */
+	info->max_name_len = NPUSHM_NAME_MAX - (uint32_t)strlen(dev->prefix);
 	return dev->ops->dev_query(dev, info);
 }

@@ -148,6 +148,7 @@ TEST(region_names_follow_the_rules)
 	npushm_dev_t *dev = th_dev();
 	npushm_region_t *r, *r2, *o;
 	char longest[NPUSHM_NAME_MAX + 1], toolong[NPUSHM_NAME_MAX + 2];
+	npushm_dev_info_t di;
 	const char *bad[] = { "", "has space", "tab\there", "caf\xc3\xa9", "nl\n", "\x7f" };
 
 	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
@@ -162,12 +163,19 @@ TEST(region_names_follow_the_rules)
 	memset(toolong, 'x', sizeof(toolong) - 1);
 	toolong[sizeof(toolong) - 1] = '\0';
 	CHECK_ST_MSG(npushm_region_publish(r, toolong, 0600, 0), NPUSHM_ERR_NAME, "longer than 255");
-	/* One character and 255 characters are fine (posix: within its file-name limit). */
+	/* Names up to the backend's max_name_len are fine, one more is refused. */
+	REQUIRE_OK(npushm_dev_query(dev, &di));
+	CHECK_EQ(di.max_name_len, th_is_kmod() ? NPUSHM_NAME_MAX : NPUSHM_NAME_MAX - 7);
 	snprintf(longest, sizeof(longest), "%s", th_name("1"));
-	memset(longest + strlen(longest), 'y', 240 - strlen(longest));
-	longest[240] = '\0';
+	memset(longest + strlen(longest), 'y', di.max_name_len - strlen(longest));
+	longest[di.max_name_len] = '\0';
 	CHECK_ST(npushm_region_publish(r, longest, 0600, NPUSHM_PUBLISH_PERSISTENT), NPUSHM_OK);
 	CHECK_ST(npushm_name_unlink(dev, longest), NPUSHM_OK);
+	if (di.max_name_len < NPUSHM_NAME_MAX) {
+		memset(toolong, 'z', di.max_name_len + 1);
+		toolong[di.max_name_len + 1] = '\0';
+		CHECK_ST(npushm_region_publish(r, toolong, 0600, 0), NPUSHM_ERR_NAME);
+	}
 	/* Printable punctuation, '/' and '%' included, round-trips. */
 	snprintf(longest, sizeof(longest), "%s/a%%2F~!", th_name("p"));
 	REQUIRE_OK(npushm_region_publish(r2, longest, 0600, NPUSHM_PUBLISH_PERSISTENT));
@@ -382,7 +390,7 @@ TEST(region_dev_query_reports_capacity_and_features)
 	CHECK(di.capacity > 0);
 	CHECK(di.features & NPUSHM_FEATURE_NAMES);
 	CHECK(di.features & NPUSHM_FEATURE_SEAL);
-	CHECK_EQ(di.max_name_len, NPUSHM_NAME_MAX);
+	CHECK_EQ(di.max_name_len, th_is_kmod() ? NPUSHM_NAME_MAX : NPUSHM_NAME_MAX - 7);
 	before = di.in_use;
 	REQUIRE_OK(npushm_region_alloc(dev, 1 << 20, 0, &r));
 	REQUIRE_OK(npushm_dev_query(dev, &di));
