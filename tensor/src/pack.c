@@ -119,6 +119,7 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, int dt, int64
 	const dnnl_version_t *v = D->dnnl_version();
 	const dnnl_blocking_desc_t *b;
 	const char *impl = "", *isa = isa_name(D->dnnl_get_effective_cpu_isa());
+	char full[2 * NPT_PACK_TAG_MAX];
 	int64_t nb;
 	npt_status_t s = NPT_OK;
 	int n;
@@ -153,22 +154,25 @@ static npt_status_t wanted(const npt_dnnl_t *D, dnnl_engine_t eng, int dt, int64
 	}
 	*out = *w;
 	b = &w->format_desc.blocking;
-	n = snprintf(tag, tag_size, "onednn-%d.%d.%d/%s/%s/k%lld.n%lld/pad%lld.%lld/"
+	/* the whole tag first, so that a short buffer is told the size it needs */
+	n = snprintf(full, sizeof(full), "onednn-%d.%d.%d/%s/%s/k%lld.n%lld/pad%lld.%lld/"
 		     "str%lld.%lld/blk", v->major, v->minor, v->patch, isa,
 		     i8 ? "s8" : x3 ? "bf16x3" : bf ? "bf16" : "f32",
 		     (long long)K, (long long)N, (long long)w->padded_dims[0],
 		     (long long)w->padded_dims[1], (long long)b->strides[0],
 		     (long long)b->strides[1]);
 	(void)nb;
-	for (int i = 0; i < b->inner_nblks && n > 0 && (size_t)n < tag_size; i++)
-		n += snprintf(tag + n, tag_size - (size_t)n, "%lld%c", (long long)b->inner_blks[i],
-			      b->inner_idxs[i] ? 'n' : 'k');
-	if (i8 && n > 0 && (size_t)n < tag_size)
-		n += snprintf(tag + n, tag_size - (size_t)n, "/x%llx.%d/scales-per-n",
+	for (int i = 0; i < b->inner_nblks && n > 0 && (size_t)n < sizeof(full); i++)
+		n += snprintf(full + n, sizeof(full) - (size_t)n, "%lld%c",
+			      (long long)b->inner_blks[i], b->inner_idxs[i] ? 'n' : 'k');
+	if (i8 && n > 0 && (size_t)n < sizeof(full))
+		n += snprintf(full + n, sizeof(full) - (size_t)n, "/x%llx.%d/scales-per-n",
 			      (unsigned long long)w->extra.flags, w->extra.compensation_mask);
-	if (n < 0 || (size_t)n >= tag_size)
+	if (n < 0 || (size_t)n >= sizeof(full) || (size_t)n >= tag_size)
 		s = npt_fail(NPT_E_INVAL, "pack: the tag needs %d bytes, the buffer has %zu", n + 1,
 			     tag_size);
+	else
+		memcpy(tag, full, (size_t)n + 1);
 out:
 	D->dnnl_primitive_desc_destroy(pd);
 	return s;

@@ -428,6 +428,20 @@ TEST(linear_packed_weights_in_place_and_foreign_tags_refused)
 	}
 	if (npt_pack_query(NPT_F32, 200, 96, tag, sizeof(tag), &nbytes) == NPT_E_UNSUPPORTED)
 		SKIP(return, "nothing to pack here: %s", npt_last_error());
+	/* a short tag buffer is told the size the whole tag needs, which then fits */
+	{
+		char need[64], small[8];
+		size_t len = strlen(tag);
+
+		snprintf(need, sizeof(need), "the tag needs %zu bytes, the buffer has 8", len + 1);
+		ASSERT_EQ(NPT_E_INVAL, npt_pack_query(NPT_F32, 200, 96, small, sizeof(small), &nbytes));
+		ASSERT_NE(NULL, strstr(npt_last_error(), need)) {
+			TH_LOG("%s (want '%s')", npt_last_error(), need);
+		}
+		ASSERT_EQ(NPT_E_INVAL, npt_pack_query(NPT_F32, 200, 96, bad, len, &nbytes));
+		ASSERT_EQ(NPT_OK, npt_pack_query(NPT_F32, 200, 96, bad, len + 1, &nbytes));
+		ASSERT_STREQ(tag, bad);
+	}
 	for (int i = 0; i < 3; i++) {
 		int64_t xs[2] = { sh[i][0], sh[i][2] }, ws[2] = { sh[i][1], sh[i][2] };
 		int64_t bs[1] = { sh[i][1] }, n = sh[i][1], k = sh[i][2];
