@@ -12,9 +12,10 @@
 # model building blocks'), ccl's unit tests and the BERT engine's C API tests. ccl's multi-rank tests are not run here: they fork ranks from
 # a process whose bootstrap thread is running, and the sanitizer runtime's
 # allocator lock is not fork-safe (a child can start with it held).
-# Then libnpushm's region tests again with ThreadSanitizer (TSAN_CC, in
-# SAN_BUILD/tsan): npushm.h lets threads share handles and open devices at
-# once, and a data race fails the test it happens in.
+# Then libnpushm's region tests and ccl's unit tests again with
+# ThreadSanitizer (TSAN_CC, in SAN_BUILD/tsan): npushm.h lets threads share
+# handles and open devices at once, npccl.h make communicators from any
+# thread, and a data race fails the test it happens in.
 MAKE=${1:?usage: run-sanitizers.sh MAKE SAN_BUILD SAN_CC TSAN_CC}
 SAN_BUILD=${2:?}
 SAN_CC=${3:?}
@@ -61,13 +62,16 @@ tsan=$SAN_BUILD/tsan
 mkdir -p "$tsan"
 [ -e "$tsan/linux-source" ] || ln -s ../../linux-source "$tsan/linux-source"
 if $MAKE -C "$root" --no-print-directory -j2 BUILD="$tsan" CC="$TSAN_CC" CFLAGS="-O1 -g" \
-	"$tsan/tests/libnpushm-region-test" >"$tsan.build.log" 2>&1; then
+	"$tsan/tests/libnpushm-region-test" "$tsan/tests/ccl-unit-test" >"$tsan.build.log" 2>&1; then
 	shm=/dev/shm/npushm-san-tsan.$$
 	mkdir -m 0700 "$shm"
 	part libnpushm-tsan env TSAN_OPTIONS=halt_on_error=1 NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" \
 		"$tsan/tests/libnpushm-region-test"
+	part ccl-unit-tsan env TSAN_OPTIONS=halt_on_error=1 NPUSHM_BACKEND=posix NPUSHM_SHM_DIR="$shm" \
+		"$tsan/tests/ccl-unit-test"
 	rm -rf "$shm"
 else
-	result 1 "build libnpushm's region tests with ThreadSanitizer" "$tsan.build.log"
+	result 1 "build libnpushm's region tests and ccl's unit tests with ThreadSanitizer" \
+		"$tsan.build.log"
 fi
 tap_end

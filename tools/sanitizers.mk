@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # sanitizers.mk - suite "sanitizers": the libraries' C tests built again
 # with AddressSanitizer and UndefinedBehaviorSanitizer, and libnpushm's region
-# tests with ThreadSanitizer (tools/run-sanitizers.sh builds them into
+# tests and ccl's unit tests with ThreadSanitizer (tools/run-sanitizers.sh builds them into
 # $(BUILD)/sanitizers and runs them).
 #
 #   make check-sanitizers

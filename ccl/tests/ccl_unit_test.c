@@ -6,7 +6,8 @@
  * every dtype/op on random sizes (0 and 1 included), the multi-source /
  * multi-destination and streaming-store variants, bulk copies, f16/bf16 rounding to
  * nearest even including ties, wire header checksums, unique id text form,
- * block partitioning, names and status texts. Prints TAP (ccl_tap.h).
+ * block partitioning, names and status texts, and communicators made from
+ * several threads at once. Prints TAP (ccl_tap.h).
  */
 #include "npccl_internal.h"
 #include "transport/transport.h"
@@ -14,6 +15,7 @@
 #include "ccl_testlib.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -345,6 +347,51 @@ static void test_misc(void)
 	tap(ok, "shared region imported from its descriptor maps the same memory; bad fd rejected");
 }
 
+/* one-rank communicators made from several threads while another runs
+ * collectives: each creation reloads the NPCCL_* configuration the running
+ * one reads (the sanitizers suite runs this under ThreadSanitizer) */
+static void *make_comms(void *arg)
+{
+	for (int i = 0; i < 4; i++) {
+		npccl_unique_id_t id;
+		npccl_comm_t c = NULL;
+
+		if (npccl_get_unique_id(&id) || npccl_comm_init_rank(&c, 1, &id, 0))
+			return arg;
+		npccl_comm_destroy(c);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	enum { N = 300000 };
+	npccl_unique_id_t id;
+	npccl_comm_t c = NULL;
+	pthread_t t[2];
+	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+	int ok = x && y && !npccl_get_unique_id(&id) && !npccl_comm_init_rank(&c, 1, &id, 0);
+	void *rv;
+
+	for (int i = 0; ok && i < N; i++)
+		x[i] = (float)(i % 97);
+	for (int i = 0; ok && i < 2; i++)
+		ok = !pthread_create(&t[i], NULL, make_comms, (void *)1);
+	for (int r = 0; ok && r < 20; r++) {
+		ok = !npccl_allreduce(x, y, N, NPCCL_FLOAT32, NPCCL_SUM, c) && !npccl_barrier(c);
+		for (int i = 0; ok && i < N; i += 997)
+			ok = y[i] == x[i];
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], &rv);
+		ok = ok && !rv;
+	}
+	npccl_comm_destroy(c);
+	free(x);
+	free(y);
+	tap(ok, "communicators made in two threads while a third runs collectives");
+}
+
 int main(void)
 {
 	ksft_print_header();
@@ -353,6 +400,7 @@ int main(void)
 	test_copy();
 	test_half();
 	test_misc();
+	test_threads();
 	ccl_tap_plan();
 	return ksft_get_fail_cnt() ? 1 : 0;
 }

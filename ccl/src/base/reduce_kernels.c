@@ -14,7 +14,13 @@
 
 #include <string.h>
 
+#ifdef __SANITIZE_THREAD__
+/* ThreadSanitizer builds (the sanitizers suite): the clones' resolvers run
+ * before its runtime is up and crash the loader */
+#define CLONES
+#else
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 static inline float bf2f(uint16_t h)
 {
