@@ -62,7 +62,7 @@ $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 # an internal name such as block_range or bf16_to_f32 clashing with its own.
 $(CCL_ALIB): $(CCL_OBJS)
 	@mkdir -p $(dir $@)
-	$(LD) -r -o $(CCL_OBJDIR)/libnpccl-all.o $(CCL_OBJS)
+	$(CC) -r -nostdlib -o $(CCL_OBJDIR)/libnpccl-all.o $(CCL_OBJS)
 	objcopy --localize-hidden $(CCL_OBJDIR)/libnpccl-all.o
 	rm -f $@ && ar rcs $@ $(CCL_OBJDIR)/libnpccl-all.o
 
