@@ -233,15 +233,16 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *s, const int64_t *i
 	if (n < 1)
 		return npl_fail(NPLLAMA_ERR_INPUT, "npllama_seq_feed: %d tokens; feed at least one",
 				n);
+	/* before the ids are read: n past the capacity may be past the caller's array */
+	if (n > s->capacity - s->len)
+		return npl_fail(NPLLAMA_ERR_CONTEXT, "%d more tokens after %d need %lld positions "
+				"but the sequence holds %d (the model's context is %d)", n, s->len,
+				(long long)s->len + n, s->capacity, s->e->cfg.context);
 	for (int i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= s->e->cfg.vocab)
 			return npl_fail(NPLLAMA_ERR_INPUT, "token %d of %d is id %lld, outside the "
 					"vocabulary 0..%d", i, n, (long long)ids[i],
 					s->e->cfg.vocab - 1);
-	if (n > s->capacity - s->len)
-		return npl_fail(NPLLAMA_ERR_CONTEXT, "%d more tokens after %d need %lld positions "
-				"but the sequence holds %d (the model's context is %d)", n, s->len,
-				(long long)s->len + n, s->capacity, s->e->cfg.context);
 	struct timespec t0, t1;
 	npllama_status_t st;
 

@@ -124,6 +124,42 @@ def test_loaded_model_by_name(tools, workdir, models):
     assert np.array_equal(logits, want_logits)
 
 
+def test_feed_past_the_sequence_is_refused_before_reading_the_ids(tools, models):
+    """npllama_seq_feed with n = INT_MAX and 3 ids: CONTEXT, the ids past the 3 never read
+    (they were scanned for the vocabulary first: out-of-bounds reads, INPUT or a crash)."""
+    import ctypes
+    name = "llama-test-feed-%d" % os.getpid()
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", name],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    libdir = os.path.join(os.path.dirname(tools.llama), "..", "lib")
+    np_lib = ctypes.CDLL(os.path.join(libdir, "libnpushm.so"))
+    lib = ctypes.CDLL(os.path.join(libdir, "libnpllama.so"))
+    P = ctypes.c_void_p
+    np_lib.npushm_model_attach.argtypes = [ctypes.c_char_p, ctypes.POINTER(P)]
+    np_lib.npushm_model_detach.argtypes = [P]
+    lib.npllama_create.argtypes = [P, P, ctypes.POINTER(P)]
+    lib.npllama_seq_create.argtypes = [P, ctypes.c_int, ctypes.POINTER(P)]
+    lib.npllama_seq_feed.argtypes = [P, ctypes.POINTER(ctypes.c_int64), ctypes.c_int, P]
+    lib.npllama_seq_destroy.argtypes = [P]
+    lib.npllama_destroy.argtypes = [P]
+    lib.npllama_last_error.restype = ctypes.c_char_p
+    model, llm, seq = P(), P(), P()
+    try:
+        assert np_lib.npushm_model_attach(name.encode(), ctypes.byref(model)) == 0
+        assert lib.npllama_create(model, None, ctypes.byref(llm)) == 0
+        assert lib.npllama_seq_create(llm, 0, ctypes.byref(seq)) == 0
+        ids = (ctypes.c_int64 * 3)(1, 2, 3)
+        assert lib.npllama_seq_feed(seq, ids, 2**31 - 1, None) == 4  # NPLLAMA_ERR_CONTEXT
+        assert b"2147483647 more tokens after 0" in lib.npllama_last_error()
+        assert lib.npllama_seq_feed(seq, ids, 3, None) == 0
+    finally:
+        lib.npllama_seq_destroy(seq)
+        lib.npllama_destroy(llm)
+        np_lib.npushm_model_detach(model)
+        subprocess.run([tools.npushm, "rm", name], capture_output=True)
+
+
 def test_info(tools, models):
     r = subprocess.run([tools.llama, models["mha-scaled"], "--info"], capture_output=True,
                        text=True)
