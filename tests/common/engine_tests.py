@@ -75,18 +75,31 @@ def signals_during_load(args, sig="SIGINT", delays=(0.002, 0.005, 0.01, 0.02, 0.
     posix directory, send @sig (a name) that long after its start, and return
     [(delay, exit status, stderr, what the directory still holds)]."""
     import tempfile
+
+    def default_signals():
+        # a test run started in the background of a shell inherits SIGINT ignored: the
+        # signal sent before the program installs its handler would be lost, and the
+        # run would go on for ever
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+
     out = []
     for delay in delays:
         shm = tempfile.mkdtemp(prefix="engine-sig.", dir="/dev/shm")
         env = dict(os.environ, NPUSHM_BACKEND="posix", NPUSHM_SHM_DIR=shm)
+        p = None
         try:
             p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True, env=env)
+                                 stderr=subprocess.PIPE, text=True, env=env,
+                                 preexec_fn=default_signals, start_new_session=True)
             time.sleep(delay)
             p.send_signal(getattr(signal, sig))
             _, err = p.communicate(timeout=60)
             out.append((delay, p.returncode, err, os.listdir(shm)))
         finally:
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)	# its ranks too
+                p.wait()
             subprocess.run(["rm", "-rf", shm])
     return out
 
