@@ -44,16 +44,24 @@ NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
 NPT_HIDDEN float npt_softmax_exp_f32(int64_t n, float *x, const float *bias);
 
 /* ---- tiles.c: a register-tiled f32 product for blocks in the caches, one thread ----
- * c[i * ldc + j] = alpha * sum over p < k of a[i * lda + p] * b[p * ldb + j] / div[i]
- * (div NULL: no division), i < m, j < n: one chain of fused multiply-adds over
- * p in order per element, then the scale and the division. NULL when neither
- * AVX-512F nor AVX2+FMA is there (or allowed by $NPT_KERNEL_ISA): the caller
- * runs a GEMM. m, n, k >= 0. next/next_bytes: memory the caller reads next
- * (NULL: none), prefetched into L2 a line per step while this product runs,
- * so that a weight streamed from memory panel by panel arrives in time. */
-typedef void (*npt_tile_fn)(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-			    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-			    const float *div, const void *next, size_t next_bytes);
+ * c[i * ldc + j] = alpha * (sum over p < k of a[i * lda + p] * b[p * ldb + j]) / div[i]
+ * (+ c[i * ldc + j] when accumulate), i < m, j < n: one chain of fused
+ * multiply-adds over p in order per element, then the scale, the division
+ * (div NULL: none) and the addition. next/next_bytes: memory the caller reads
+ * next (NULL: none), prefetched into L2 while this product runs, so that a
+ * weight streamed from memory panel by panel arrives in time. m, n, k >= 0. */
+typedef struct {
+	int64_t m, n, k, lda, ldb, ldc;
+	const float *a, *b, *div;
+	float *c;
+	float alpha;
+	int accumulate;
+	const void *next;
+	size_t next_bytes;
+} npt_tile_t;
+typedef void (*npt_tile_fn)(const npt_tile_t *t);
+/* the product for this CPU, NULL when neither AVX-512F nor AVX2+FMA is there
+ * (or allowed by $NPT_KERNEL_ISA): the caller runs a GEMM */
 NPT_HIDDEN npt_tile_fn npt_tile_f32(void);
 /* dst [cols, rows] (contiguous) = the transpose of src [rows, cols] (row stride lds) */
 NPT_HIDDEN void npt_transpose_f32(int64_t rows, int64_t cols, const float *src, int64_t lds,

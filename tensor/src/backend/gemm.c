@@ -95,6 +95,7 @@ typedef struct {
 #define GEMM_MROWS 8         /* fewest rows per thread when they split packed products */
 #define GEMM_PANEL_ROWS 512  /* packed f32 products with fewer rows split columns */
 #define TILE_MROWS 252       /* rows per block on the register tiles (42 tiles of 6) */
+#define TILE_KC 1024         /* steps along K per block on the register tiles */
 
 static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
@@ -586,27 +587,49 @@ static void tile_task(void *arg, int64_t begin, int64_t end, int tid)
 	int64_t pstride = md->format_desc.blocking.strides[1];
 
 	(void)tid;
-	/* equal blocks of at most TILE_MROWS rows, which stay in L2 while the
-	 * panels pass, each panel read once per block (from L3 after the first) */
-	int64_t blocks = (g->M + TILE_MROWS - 1) / TILE_MROWS;
-	int64_t rows = ((g->M + blocks - 1) / blocks + 5) / 6 * 6;	/* whole tiles */
+	/*
+	 * Equal blocks of at most TILE_MROWS rows and of at most TILE_KC steps
+	 * along K: a block of the input stays in L2 while the panels' blocks
+	 * pass (each read once per row block, from L3 after the first), and the
+	 * output is summed over the K blocks in place. The next block of panel
+	 * is prefetched while the current one runs.
+	 */
+	int64_t mblocks = (g->M + TILE_MROWS - 1) / TILE_MROWS;
+	int64_t rows = ((g->M + mblocks - 1) / mblocks + 5) / 6 * 6;	/* whole tiles */
+	int64_t kblocks = (g->K + TILE_KC - 1) / TILE_KC;
+	int64_t kc = (g->K + kblocks - 1) / kblocks;
 
 	for (int64_t r0 = 0; r0 < g->M; r0 += rows) {
 		int64_t mr = g->M - r0 < rows ? g->M - r0 : rows;
 
-		for (int64_t blk = begin; blk < end; blk++) {
-			int64_t n0 = blk * GEMM_NBLK, nn = g->N - n0 < GEMM_NBLK ? g->N - n0 : GEMM_NBLK;
-			const float *panel = (const float *)g->packed + blk * pstride;
-			float *c = g->c + r0 * g->ldc + n0;
+		for (int64_t k0 = 0; k0 < g->K; k0 += kc) {
+			int64_t kk = g->K - k0 < kc ? g->K - k0 : kc;
+			int last = k0 + kk == g->K;
 
-			tile(mr, nn, g->K, g->alpha != 0.0f ? g->alpha : 1.0f, g->a + r0 * g->lda,
-			     g->lda, panel, GEMM_NBLK, c, g->ldc, NULL,
-			     blk + 1 < end ? panel + pstride : NULL,
-			     (size_t)g->K * GEMM_NBLK * sizeof(float));
-			if (g->bias || g->act != NPT_ACT_NONE)
-				for (int64_t r = 0; r < mr; r++)
-					npt_act_rows_f32(g->act, nn, c + r * g->ldc,
-							 g->bias ? g->bias + n0 : NULL);
+			for (int64_t blk = begin; blk < end; blk++) {
+				int64_t n0 = blk * GEMM_NBLK;
+				int64_t nn = g->N - n0 < GEMM_NBLK ? g->N - n0 : GEMM_NBLK;
+				const float *panel = (const float *)g->packed + blk * pstride;
+				/* what runs next: the next panel's block, else the first
+				 * panel's next block */
+				const float *next = blk + 1 < end ? panel + pstride + k0 * GEMM_NBLK :
+						    !last ? (const float *)g->packed +
+							    begin * pstride + (k0 + kc) * GEMM_NBLK : NULL;
+				npt_tile_t t = {
+					.m = mr, .n = nn, .k = kk, .lda = g->lda, .ldb = GEMM_NBLK,
+					.ldc = g->ldc, .a = g->a + r0 * g->lda + k0,
+					.b = panel + k0 * GEMM_NBLK, .c = g->c + r0 * g->ldc + n0,
+					.alpha = g->alpha != 0.0f ? g->alpha : 1.0f,
+					.accumulate = k0 > 0, .next = next,
+					.next_bytes = (size_t)kc * GEMM_NBLK * sizeof(float),
+				};
+
+				tile(&t);
+				if (last && (g->bias || g->act != NPT_ACT_NONE))
+					for (int64_t r = 0; r < mr; r++)
+						npt_act_rows_f32(g->act, nn, t.c + r * g->ldc,
+								 g->bias ? g->bias + n0 : NULL);
+			}
 		}
 	}
 }

@@ -32,12 +32,9 @@
 
 #define ROWS 6			/* rows of c per tile */
 
-/* one product's operands, as the tiles read them */
+/* one product's operands (npt_tile_t) and its prefetch plan */
 struct tile_op {
-	int64_t m, n, k, lda, ldb, ldc;
-	const float *a, *b, *div;
-	float *c;
-	float alpha;
+	npt_tile_t p;
 	const char *next;	/* prefetched into L2 while the first column block runs */
 	int64_t next_lines, per;	/* its 64-byte lines, and each row tile's share */
 };
@@ -68,14 +65,14 @@ static inline __attribute__((always_inline, target("avx512f"))) void
 tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t j,
 	const __mmask16 *mk)
 {
-	const float *a = t->a + i * t->lda, *b = t->b + j;
+	const float *a = t->p.a + i * t->p.lda, *b = t->p.b + j;
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
-	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
+	const int64_t k = t->p.k, lda = t->p.lda, ldb = t->p.ldb;
 	/* pf_burst lines every pf_step steps along k, spread over the whole tile */
 	int64_t pf_burst = k > 0 ? (pf_lines + k - 1) / k : 0, pf_next = 0;
 	int64_t pf_step = pf_burst ? k / ((pf_lines + pf_burst - 1) / pf_burst) : k + 1;
-	float *c = t->c + i * t->ldc + j;
+	float *c = t->p.c + i * t->p.ldc + j;
 	__m512 acc[ROWS][V512];
 
 #pragma GCC unroll 6
@@ -107,22 +104,25 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 				acc[x][v] = _mm512_fmadd_ps(av, bv[v], acc[x][v]);
 		}
 	}
-	__m512 s = _mm512_set1_ps(t->alpha);
+	__m512 s = _mm512_set1_ps(t->p.alpha);
 
 #pragma GCC unroll 6
 	for (int x = 0; x < r; x++) {
-		__m512 d = _mm512_set1_ps(t->div ? t->div[i + x] : 1.0f);
+		__m512 d = _mm512_set1_ps(t->p.div ? t->p.div[i + x] : 1.0f);
 
 #pragma GCC unroll 4
 		for (int v = 0; v < V512; v++) {
 			__m512 y = _mm512_mul_ps(acc[x][v], s);
 
-			if (t->div)
+			if (t->p.div)
 				y = _mm512_div_ps(y, d);
+			if (t->p.accumulate)
+				y = _mm512_add_ps(y, full ? _mm512_loadu_ps(c + x * t->p.ldc + 16 * v) :
+						  _mm512_maskz_loadu_ps(mk[v], c + x * t->p.ldc + 16 * v));
 			if (full)
-				_mm512_storeu_ps(c + x * t->ldc + 16 * v, y);
+				_mm512_storeu_ps(c + x * t->p.ldc + 16 * v, y);
 			else
-				_mm512_mask_storeu_ps(c + x * t->ldc + 16 * v, mk[v], y);
+				_mm512_mask_storeu_ps(c + x * t->p.ldc + 16 * v, mk[v], y);
 		}
 	}
 }
@@ -133,9 +133,9 @@ rows512(const struct tile_op *t, const int full, int64_t j, const __mmask16 *mk)
 {
 	int64_t i = 0;
 
-	for (; i + ROWS <= t->m; i += ROWS)
+	for (; i + ROWS <= t->p.m; i += ROWS)
 		tile512(t, ROWS, full, i, j, mk);
-	switch (t->m - i) {
+	switch (t->p.m - i) {
 	case 5: tile512(t, 5, full, i, j, mk); break;
 	case 4: tile512(t, 4, full, i, j, mk); break;
 	case 3: tile512(t, 3, full, i, j, mk); break;
@@ -147,15 +147,15 @@ rows512(const struct tile_op *t, const int full, int64_t j, const __mmask16 *mk)
 
 __attribute__((target("avx512f"))) static void tiles512(const struct tile_op *t)
 {
-	for (int64_t j = 0; j < t->n; j += COLS512) {
+	for (int64_t j = 0; j < t->p.n; j += COLS512) {
 		__mmask16 mk[V512];
 
-		if (t->n - j >= COLS512) {
+		if (t->p.n - j >= COLS512) {
 			rows512(t, 1, j, mk);
 			continue;
 		}
 		for (int v = 0; v < V512; v++) {
-			int64_t left = t->n - j - 16 * v;
+			int64_t left = t->p.n - j - 16 * v;
 
 			mk[v] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
 		}
@@ -173,14 +173,14 @@ static inline __attribute__((always_inline, target("avx2,fma"))) void
 tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t j,
 	const __m256i *mk)
 {
-	const float *a = t->a + i * t->lda, *b = t->b + j;
+	const float *a = t->p.a + i * t->p.lda, *b = t->p.b + j;
 	const char *pf;
 	int64_t pf_lines = prefetch_share(t, i, j, &pf);
-	const int64_t k = t->k, lda = t->lda, ldb = t->ldb;
+	const int64_t k = t->p.k, lda = t->p.lda, ldb = t->p.ldb;
 	/* pf_burst lines every pf_step steps along k, spread over the whole tile */
 	int64_t pf_burst = k > 0 ? (pf_lines + k - 1) / k : 0, pf_next = 0;
 	int64_t pf_step = pf_burst ? k / ((pf_lines + pf_burst - 1) / pf_burst) : k + 1;
-	float *c = t->c + i * t->ldc + j;
+	float *c = t->p.c + i * t->p.ldc + j;
 	__m256 acc[ROWS][V256];
 
 #pragma GCC unroll 6
@@ -211,22 +211,25 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 				acc[x][v] = _mm256_fmadd_ps(av, bv[v], acc[x][v]);
 		}
 	}
-	__m256 s = _mm256_set1_ps(t->alpha);
+	__m256 s = _mm256_set1_ps(t->p.alpha);
 
 #pragma GCC unroll 6
 	for (int x = 0; x < r; x++) {
-		__m256 d = _mm256_set1_ps(t->div ? t->div[i + x] : 1.0f);
+		__m256 d = _mm256_set1_ps(t->p.div ? t->p.div[i + x] : 1.0f);
 
 #pragma GCC unroll 2
 		for (int v = 0; v < V256; v++) {
 			__m256 y = _mm256_mul_ps(acc[x][v], s);
 
-			if (t->div)
+			if (t->p.div)
 				y = _mm256_div_ps(y, d);
+			if (t->p.accumulate)
+				y = _mm256_add_ps(y, full ? _mm256_loadu_ps(c + x * t->p.ldc + 8 * v) :
+						  _mm256_maskload_ps(c + x * t->p.ldc + 8 * v, mk[v]));
 			if (full)
-				_mm256_storeu_ps(c + x * t->ldc + 8 * v, y);
+				_mm256_storeu_ps(c + x * t->p.ldc + 8 * v, y);
 			else
-				_mm256_maskstore_ps(c + x * t->ldc + 8 * v, mk[v], y);
+				_mm256_maskstore_ps(c + x * t->p.ldc + 8 * v, mk[v], y);
 		}
 	}
 }
@@ -236,9 +239,9 @@ rows256(const struct tile_op *t, const int full, int64_t j, const __m256i *mk)
 {
 	int64_t i = 0;
 
-	for (; i + ROWS <= t->m; i += ROWS)
+	for (; i + ROWS <= t->p.m; i += ROWS)
 		tile256(t, ROWS, full, i, j, mk);
-	switch (t->m - i) {
+	switch (t->p.m - i) {
 	case 5: tile256(t, 5, full, i, j, mk); break;
 	case 4: tile256(t, 4, full, i, j, mk); break;
 	case 3: tile256(t, 3, full, i, j, mk); break;
@@ -250,10 +253,10 @@ rows256(const struct tile_op *t, const int full, int64_t j, const __m256i *mk)
 
 __attribute__((target("avx2,fma"))) static void tiles256(const struct tile_op *t)
 {
-	for (int64_t j = 0; j < t->n; j += COLS256) {
+	for (int64_t j = 0; j < t->p.n; j += COLS256) {
 		__m256i mk[V256];
 
-		if (t->n - j >= COLS256) {
+		if (t->p.n - j >= COLS256) {
 			rows256(t, 1, j, mk);
 			continue;
 		}
@@ -261,7 +264,7 @@ __attribute__((target("avx2,fma"))) static void tiles256(const struct tile_op *t
 			int32_t lane[8];
 
 			for (int l = 0; l < 8; l++)
-				lane[l] = j + 8 * v + l < t->n ? -1 : 0;
+				lane[l] = j + 8 * v + l < t->p.n ? -1 : 0;
 			mk[v] = _mm256_loadu_si256((const __m256i *)lane);
 		}
 		rows256(t, 0, j, mk);
@@ -334,16 +337,12 @@ static void choose(void)
 	chosen_transpose = npt_isa_has(NPT_ISA_AVX2, "avx2") ? transpose_avx2 : transpose_c;
 }
 
-static void tiles(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-		  const float *b, int64_t ldb, float *c, int64_t ldc, const float *div,
-		  const void *next, size_t next_bytes)
+static void tiles(const npt_tile_t *p)
 {
 	struct tile_op t = {
-		.m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
-		.a = a, .b = b, .div = div, .c = c, .alpha = alpha, .next = next,
-		.next_lines = next ? (int64_t)(next_bytes / 64) : 0,
+		.p = *p, .next = p->next, .next_lines = p->next ? (int64_t)(p->next_bytes / 64) : 0,
 	};
-	int64_t rows = (m + ROWS - 1) / ROWS;
+	int64_t rows = (p->m + ROWS - 1) / ROWS;
 
 	t.per = rows ? (t.next_lines + rows - 1) / rows : 0;
 	chosen(&t);

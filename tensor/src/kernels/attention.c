@@ -161,8 +161,13 @@ static void one(attn_job_t *j, int64_t bi, float *sc, float *kt, int tid)
 				npt_transpose_f32(Sk, j->d, g.b, j->mk.ld, kt);
 				g.b = kt;
 			}
-			j->tile(Sq, Sk, j->d, j->scale, g.a, g.lda, g.b, j->mk.trans ? g.ldb : Sk,
-				sc, Sk, NULL, NULL, 0);
+			npt_tile_t t = {
+				.m = Sq, .n = Sk, .k = j->d, .lda = g.lda,
+				.ldb = j->mk.trans ? g.ldb : Sk, .ldc = Sk, .a = g.a, .b = g.b,
+				.c = sc, .alpha = j->scale,
+			};
+
+			j->tile(&t);
 		} else if (npt_gemm_f32_here(&g, tid)) {
 			atomic_store(&j->nomem, 1);
 			return;
@@ -186,10 +191,16 @@ static void one(attn_job_t *j, int64_t bi, float *sc, float *kt, int tid)
 		.b = (const float *)npt_tensor_ptr(j->v) + vo, .c = o,
 	};
 
-	if (j->tile)
-		j->tile(Sq, j->dv, Sk, 1.0f, sc, Sk, g2.b, g2.ldb, o, ldc, sums, NULL, 0);
-	else if (j->dv > 0 && npt_gemm_f32_here(&g2, tid))
+	if (j->tile) {
+		npt_tile_t t = {
+			.m = Sq, .n = j->dv, .k = Sk, .lda = Sk, .ldb = g2.ldb, .ldc = ldc,
+			.a = sc, .b = g2.b, .div = sums, .c = o, .alpha = 1.0f,
+		};
+
+		j->tile(&t);
+	} else if (j->dv > 0 && npt_gemm_f32_here(&g2, tid)) {
 		atomic_store(&j->nomem, 1);
+	}
 }
 
 /* one thread: take entries until none is left (a descheduled thread delays
