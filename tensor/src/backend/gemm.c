@@ -28,6 +28,11 @@
  * another kernel for a panel than for the whole product, so results can
  * differ in the last bits between thread counts.
  *
+ * Packed float32 weights run on the library's register tiles instead
+ * (tiles.c) where the CPU has AVX-512F or AVX2+FMA: oneDNN's f32 layout is
+ * panels of 64 columns, K rows of 64 floats each, which the tiles read in
+ * place (tile_panels, tile_task).
+ *
  * bf16x3 weights (pack.c: float32 as two bf16 terms, AMX only) run as three
  * bf16 products into the same output, c = xh wh + bias, c += xh wl,
  * c = act(c + xl wh) (oneDNN's sum post-op; run_one), each thread on its
@@ -946,13 +951,14 @@ npt_status_t npt_gemm_f32(const npt_gemm_t *g)
 		     GEMM_NBLK % n_block(g->packed_desc) == 0;
 
 	/*
-	 * Packed float32 with fewer than GEMM_PANEL_ROWS rows, where the CPU has
-	 * the register tiles: each thread computes whole panels of columns on
-	 * them (92-97 % of the FMA peak on BERT's 128-row shapes on one thread,
-	 * where oneDNN's blocked kernels reach 78 %), so each output element is
-	 * the same chain of operations whatever the thread count.
+	 * Packed float32 where the CPU has the register tiles: each thread
+	 * computes whole panels of columns on them, so each output element is
+	 * the same chain of operations whatever the thread count. BERT-base,
+	 * 2 threads: 1 x 128 55-56 ms (oneDNN's panels, and attention on GEMMs:
+	 * 62-64), 8 x 128 423-429 ms (oneDNN on rows: 431-436).
 	 */
-	if (panels && !g->ta && npt_tile_f32() && tile_panels(g->packed_desc)) {
+	if (g->packed && !g->aq && !g->abf && !g->ta && npt_tile_f32() &&
+	    tile_panels(g->packed_desc)) {
 		split_job_t j = { .g = g };
 		int64_t np = (g->N + GEMM_NBLK - 1) / GEMM_NBLK;
 
