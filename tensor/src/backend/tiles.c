@@ -6,7 +6,10 @@
  * on one thread. Attention's two products per head (scores, then weights
  * times values) are such blocks: 128 x 128 x 64 for BERT, a few hundred
  * microseconds of work each, where a general GEMM's set-up and packing
- * cost as much as the arithmetic.
+ * cost as much as the arithmetic. So are the packed float32 linear layers
+ * as gemm.c cuts them: one panel of 64 columns of the packed weight (read
+ * in place as b) against a block of rows and of K, the K blocks summed in
+ * place (accumulate), the next panel prefetched while this one runs.
  *
  * The kernel keeps a tile of c in registers, rows x (vectors of columns):
  * for each step along k it loads one row of b as vectors and broadcasts one
@@ -18,10 +21,10 @@
  * each head's output into the merged-heads row).
  *
  * Every element is one chain of fused multiply-adds over k in order, then
- * one multiplication by alpha and, when row divisors are given, one division
+ * one multiplication by alpha, when row divisors are given one division
  * (attention's softmax normalisation, applied to the [Sq, dv] output instead
- * of the [Sq, Sk] weights): the bits depend on neither the tiling nor the
- * thread that runs it. npt_tile_f32() returns NULL on a CPU with neither
+ * of the [Sq, Sk] weights) and when accumulating one addition: the bits
+ * depend on neither the tiling nor the thread that runs it. npt_tile_f32() returns NULL on a CPU with neither
  * instruction set, or when $NPT_KERNEL_ISA caps it below both: the caller
  * then runs a GEMM.
  */
