@@ -59,7 +59,8 @@ $(BERT_NPY_O) $(BERT_MEMSTAT_O): $(BERT_OBJDIR)/cli/%.o: $(BERT_DIR)/cli/%.c $(B
 # --dtype packs with the packer of `npushm load --dtype` (libnpushm.mk's
 # LIBNPUSHM_PACK_O)
 BERT_CLI_SRCS := $(filter-out $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/memstat.c,$(wildcard $(BERT_DIR)/cli/*.c))
-$(BERT_CLI): $(BERT_CLI_SRCS) $(wildcard $(BERT_DIR)/cli/*.h) $(BERT_NPY_O) $(BERT_MEMSTAT_O) \
+$(BERT_CLI): $(BERT_CLI_SRCS) $(wildcard $(BERT_DIR)/cli/*.h $(CURDIR)/apps/common/*.h) \
+		$(BERT_NPY_O) $(BERT_MEMSTAT_O) \
 		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(BERT_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \

@@ -46,7 +46,8 @@ $(LLAMA_ALIB): $(LLAMA_OBJS)
 
 # the .npy reader and writer are the BERT command's (bert.mk's BERT_NPY_O); --dtype
 # packs with the packer of `npushm load --dtype` (libnpushm.mk's LIBNPUSHM_PACK_O)
-$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h) $(BERT_NPY_O) $(BERT_DIR)/cli/npy.h \
+$(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h $(CURDIR)/apps/common/*.h) \
+		$(BERT_NPY_O) $(BERT_DIR)/cli/npy.h \
 		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(LLAMA_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \

@@ -42,6 +42,7 @@
 #include "nptensor.h"
 #include "npy.h"
 #include "pack.h"
+#include "signal_pipe.h"
 #include "stream.h"
 
 struct args {
@@ -907,42 +908,22 @@ static void unload(const char *name)
 }
 
 /*
- * SIGINT, SIGTERM and SIGHUP: the handler (whichever thread runs it, the
- * libraries' threads included) only writes the signal to a pipe; one thread
- * reads it, ends the ranks, removes the model this run loaded (after the
+ * SIGINT, SIGTERM and SIGHUP (apps/common/signal_pipe.h: the handler only
+ * writes the signal to a pipe, whichever thread runs it): one thread reads
+ * it, ends the ranks, removes the model this run loaded (after the
  * load finished: a load in progress holds the lock, so its name and hash
  * alias are removed once published, never left), then dies of the signal.
  */
-static const int guard_signals[] = { SIGINT, SIGTERM, SIGHUP };
-
 static struct {
 	pthread_mutex_t lock;
-	int pipe[2];
 	char name[NPUSHM_NAME_MAX + 1];	/* the model to remove, "" if none */
 	pid_t ranks[64];
 	int nranks;
-} guard = { .lock = PTHREAD_MUTEX_INITIALIZER, .pipe = { -1, -1 } };
+} guard = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void guard_handler(int sig)
+/* the signal @sig ends the run (on signal_pipe.h's thread) */
+static void guard_stop(int sig)
 {
-	unsigned char c = (unsigned char)sig;
-	int saved = errno;
-
-	if (write(guard.pipe[1], &c, 1) < 0)
-		_exit(128 + sig);
-	errno = saved;
-}
-
-static void *guard_main(void *arg)
-{
-	unsigned char c;
-	int sig;
-
-	(void)arg;
-	while (read(guard.pipe[0], &c, 1) < 0)
-		if (errno != EINTR)
-			return NULL;
-	sig = c;
 	pthread_mutex_lock(&guard.lock);
 	atomic_store(stopping, 1);
 	for (int r = 0; r < guard.nranks; r++)
@@ -954,29 +935,10 @@ static void *guard_main(void *arg)
 	_exit(128 + sig);
 }
 
-static void guard_start(void)
-{
-	struct sigaction sa = { .sa_handler = guard_handler, .sa_flags = SA_RESTART };
-	pthread_t t;
-
-	if (pipe2(guard.pipe, O_CLOEXEC))
-		return;
-	if (pthread_create(&t, NULL, guard_main, NULL)) {
-		close(guard.pipe[0]);
-		close(guard.pipe[1]);
-		return;
-	}
-	pthread_detach(t);
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(guard_signals) / sizeof(guard_signals[0]); i++)
-		sigaction(guard_signals[i], &sa, NULL);
-}
-
 /* a rank: signals as by default, and it dies with the parent however that ends */
 static void rank_start(pid_t parent)
 {
-	for (size_t i = 0; i < sizeof(guard_signals) / sizeof(guard_signals[0]); i++)
-		signal(guard_signals[i], SIG_DFL);
+	signal_pipe_defaults();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
 }
@@ -993,7 +955,7 @@ int main(int argc, char **argv)
 	if (a.ids ? read_npy_inputs(&a, &in) : a.text ? read_text_input(&a, &in) : 0)
 		return 1;
 	stopping_share();
-	guard_start();
+	signal_pipe_start(guard_stop);
 	pthread_mutex_lock(&guard.lock);
 	rc = resolve_model(&a, name, sizeof(name), &loaded);
 	if (loaded)

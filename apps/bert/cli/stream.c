@@ -12,23 +12,7 @@
 
 #include "stream.h"
 #include "splitmix64.h"
-
-/*
- * The next field of "A,B,..." at *s: an integer in [lo, hi] followed by a
- * comma. strtoll, not sscanf's %d, whose overflow wraps (4294967297 was
- * read as 1).
- */
-static int next_field(const char **s, long long lo, long long hi, long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoll(*s, &end, 10);
-	if (end == *s || errno || *v < lo || *v > hi || *end != ',')
-		return -1;
-	*s = end + 1;
-	return 0;
-}
+#include "stream_field.h"
 
 int stream_parse(const char *s, stream_spec_t *o)
 {
@@ -36,9 +20,9 @@ int stream_parse(const char *s, stream_spec_t *o)
 	unsigned long long seed;
 	char *end;
 
-	if (next_field(&s, 1, INT_MAX, &count) || next_field(&s, 1, 65536, &batch) ||
-	    next_field(&s, 1, 65536, &min_len) ||
-	    next_field(&s, min_len, 65536, &max_len))
+	if (stream_next_field(&s, 1, INT_MAX, &count) || stream_next_field(&s, 1, 65536, &batch) ||
+	    stream_next_field(&s, 1, 65536, &min_len) ||
+	    stream_next_field(&s, min_len, 65536, &max_len))
 		return -1;
 	/* any 64-bit seed, taken modulo 2^64 as the Python twin does (-1 too) */
 	errno = 0;

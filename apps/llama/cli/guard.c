@@ -2,16 +2,13 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * guard.c - the model a run of npushm-llama loaded from a file goes when the
- * run ends, also on SIGINT, SIGTERM and SIGHUP. The handler (whichever
- * thread runs it: OpenBLAS starts threads before main, with no signal
- * blocked) only writes the signal to a pipe; one thread reads it, removes
- * the model and dies of the signal. main holds the lock over the load, so a
- * signal during it waits and then removes what the load published.
+ * run ends, also on SIGINT, SIGTERM and SIGHUP (apps/common/signal_pipe.h:
+ * one thread takes the signal, removes the model and dies of it). main
+ * holds the lock over the load, so a signal during it waits and then
+ * removes what the load published.
  * ranks_run takes the signals itself while its ranks run (its cleanup calls
  * guard_unload).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,14 +16,12 @@
 
 #include "cli.h"
 #include "npushm.h"
-
-static const int guard_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#include "signal_pipe.h"
 
 static struct {
 	pthread_mutex_t lock;
-	int pipe[2];
 	char name[NPUSHM_NAME_MAX + 1];	/* the model to remove, "" if none */
-} guard = { .lock = PTHREAD_MUTEX_INITIALIZER, .pipe = { -1, -1 } };
+} guard = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* under the lock */
 static void unload_locked(void)
@@ -41,16 +36,6 @@ static void unload_locked(void)
 		npushm_dev_close(dev);
 	}
 	guard.name[0] = '\0';
-}
-
-static void handler(int sig)
-{
-	unsigned char c = (unsigned char)sig;
-	int saved = errno;
-
-	if (write(guard.pipe[1], &c, 1) < 0)
-		_exit(128 + sig);
-	errno = saved;
 }
 
 /* the signal @sig ends the run: nothing more to say, the model goes, die of it */
@@ -69,34 +54,9 @@ static void stop(int sig)
 	_exit(128 + sig);
 }
 
-static void *guard_main(void *arg)
-{
-	unsigned char c;
-
-	(void)arg;
-	while (read(guard.pipe[0], &c, 1) < 0)
-		if (errno != EINTR)
-			return NULL;
-	stop(c);
-	return NULL;
-}
-
 void guard_start(void)
 {
-	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART };
-	pthread_t t;
-
-	if (pipe2(guard.pipe, O_CLOEXEC))
-		return;
-	if (pthread_create(&t, NULL, guard_main, NULL)) {
-		close(guard.pipe[0]);
-		close(guard.pipe[1]);
-		return;
-	}
-	pthread_detach(t);
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(guard_signals) / sizeof(guard_signals[0]); i++)
-		sigaction(guard_signals[i], &sa, NULL);
+	signal_pipe_start(stop);
 }
 
 void guard_hold(void)

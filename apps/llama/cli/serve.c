@@ -29,23 +29,7 @@
 #include "npy.h"
 #include "nptensor.h"
 #include "splitmix64.h"
-
-/*
- * The next field of "A,B,..." at *s: an integer in [lo, hi] followed by a
- * comma. strtoll, not sscanf's %d, whose overflow wraps (4294967297 was
- * read as 1).
- */
-static int next_field(const char **s, long long lo, long long hi, long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoll(*s, &end, 10);
-	if (end == *s || errno || *v < lo || *v > hi || *end != ',')
-		return -1;
-	*s = end + 1;
-	return 0;
-}
+#include "stream_field.h"
 
 int stream_parse(const char *s, llama_stream_t *o)
 {
@@ -53,9 +37,9 @@ int stream_parse(const char *s, llama_stream_t *o)
 	unsigned long long seed;
 	char *end;
 
-	if (next_field(&s, 1, 1 << 20, &count) || next_field(&s, 1, 1 << 24, &min_len) ||
-	    next_field(&s, min_len, 1 << 24, &max_len) ||
-	    next_field(&s, 1, 1 << 24, &max_new))
+	if (stream_next_field(&s, 1, 1 << 20, &count) || stream_next_field(&s, 1, 1 << 24, &min_len) ||
+	    stream_next_field(&s, min_len, 1 << 24, &max_len) ||
+	    stream_next_field(&s, 1, 1 << 24, &max_new))
 		return -1;
 	/* any 64-bit seed, taken modulo 2^64 (-1 too) */
 	errno = 0;
