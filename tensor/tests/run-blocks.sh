@@ -4,9 +4,10 @@
 # run-blocks.sh - the building-block tests on each path the library can take:
 # as it picks (oneDNN where libdnnl2 is installed, the CPU's best vector
 # kernels), with its hand-written kernels held to AVX2 (NPT_KERNEL_ISA=avx2:
-# an AVX2-only machine's kernels), then the portable fallback (NPT_GEMM=openblas
-# and NPT_KERNEL_ISA=c). One TAP stream of the runs (tools/tap.sh), each
-# result prefixed with its path.
+# an AVX2-only machine's kernels), without them (NPT_KERNEL_ISA=c: packed
+# products and attention on oneDNN's GEMMs), then the portable fallback
+# (NPT_GEMM=openblas as well). One TAP stream of the runs (tools/tap.sh),
+# each result prefixed with its path.
 #
 #   run-blocks.sh TEST-PROGRAM
 set -u
@@ -15,5 +16,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tools/tap.sh"
 part picked "$bin"
 part avx2 env NPT_KERNEL_ISA=avx2 "$bin"
+part onednn env NPT_KERNEL_ISA=c "$bin"
 part portable env NPT_GEMM=openblas NPT_KERNEL_ISA=c "$bin"
 tap_end
