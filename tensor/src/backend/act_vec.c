@@ -258,12 +258,6 @@ static void choose(void)
 	}
 }
 
-float npt_exp_sum_f32(int64_t n, float *x, float m)
-{
-	pthread_once(&chosen_once, choose);
-	return chosen_expsum(n, x, m);
-}
-
 float npt_softmax_exp_f32(int64_t n, float *x, const float *bias)
 {
 	pthread_once(&chosen_once, choose);

@@ -37,8 +37,6 @@ NPT_HIDDEN void *npt_thread_scratch(int slot, size_t bytes);
 /* ---- act_vec.c: f32 epilogues, vectorised ---- */
 /* y[i] = act(y[i] + bias[i]) for i < n (bias may be NULL) */
 NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias);
-/* x[i] = exp(x[i] - m) for i < n; returns the sum */
-NPT_HIDDEN float npt_exp_sum_f32(int64_t n, float *x, float m);
 /* x[i] = exp(x[i] + bias[i] - m) for i < n, m the largest x[i] + bias[i] (bias
  * NULL: none; NaN when one is NaN, so that the row becomes NaN); returns the sum */
 NPT_HIDDEN float npt_softmax_exp_f32(int64_t n, float *x, const float *bias);

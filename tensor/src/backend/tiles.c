@@ -37,8 +37,7 @@
 
 /* one product's operands (npt_tile_t) and its prefetch plan */
 struct tile_op {
-	npt_tile_t p;
-	const char *next;	/* prefetched into L2 while the first column block runs */
+	npt_tile_t p;		/* p.next: prefetched into L2 while the first column block runs */
 	int64_t next_lines, per;	/* its 64-byte lines, and each row tile's share */
 };
 
@@ -49,8 +48,8 @@ prefetch_share(const struct tile_op *t, int64_t i, int64_t j, const char **from)
 {
 	int64_t first = i / ROWS * t->per, left = t->next_lines - first;
 
-	*from = t->next + 64 * first;
-	return j || !t->next || left <= 0 ? 0 : left < t->per ? left : t->per;
+	*from = (const char *)t->p.next + 64 * first;
+	return j || !t->p.next || left <= 0 ? 0 : left < t->per ? left : t->per;
 }
 
 /* ------------------------------------------------------------- AVX-512F */
@@ -343,7 +342,7 @@ static void choose(void)
 static void tiles(const npt_tile_t *p)
 {
 	struct tile_op t = {
-		.p = *p, .next = p->next, .next_lines = p->next ? (int64_t)(p->next_bytes / 64) : 0,
+		.p = *p, .next_lines = p->next ? (int64_t)(p->next_bytes / 64) : 0,
 	};
 	int64_t rows = (p->m + ROWS - 1) / ROWS;
 
