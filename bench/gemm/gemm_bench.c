@@ -5,6 +5,7 @@
  * shapes against the machine's FMA peak measured in the same run.
  *
  *   npushm-bench-gemm [--threads 1,2] [--seconds S] [--rounds R] [--weights plain|f32|bf16|int8]
+ *                     [--act none|gelu]
  *
  * For each thread count: the FMA peak (a register-only loop of independent
  * fused multiply-adds, 512-bit where the CPU has AVX-512F, else 256-bit FMA,
@@ -16,7 +17,8 @@
  * CPU and the environment's OPENBLAS_CORETYPE. --weights: plain (the
  * default) or packed once (npt_pack_weight) in f32, bf16 or int8 before the
  * timing (int8 and bf16 figures are operations per second against the f32
- * FMA peak, whose ratio can pass 100 %). A measuring tool, not a test: it
+ * FMA peak, whose ratio can pass 100 %). --act gelu: the fused GELU of an
+ * FFN's first layer, counted as no FLOP. A measuring tool, not a test: it
  * asserts nothing (use NPT_GEMM=openblas to measure the fallback).
  */
 #include <immintrin.h>
@@ -94,6 +96,7 @@ __attribute__((target("avx2,fma"))) static double fma256(double sec)
 static int has512;
 static double peak_sec;
 static int packed_dt = -1;   /* -1: plain weights */
+static npt_activation_t act = NPT_ACT_NONE;	/* --act */
 
 static void *peak_thread(void *arg)
 {
@@ -162,7 +165,7 @@ static double gemm(int64_t M, int64_t N, int64_t K, double sec)
 	}
 	t0 = now();
 	for (int warm = 1;; warm = 0) {
-		if (check(npt_linear(x, w, b, NPT_ACT_NONE, &o), "linear") ||
+		if (check(npt_linear(x, w, b, act, &o), "linear") ||
 		    check(npt_tensor_eval_into(o, y), "evaluating linear"))
 			goto out;
 		npt_tensor_free(o);
@@ -193,6 +196,7 @@ int main(int argc, char **argv)
 		{ 128, 768, 768 }, { 128, 2304, 768 }, { 128, 3072, 768 }, { 128, 768, 3072 },
 	};
 	const char *threads_arg = "1,2", *ct = getenv("OPENBLAS_CORETYPE"), *weights = "plain";
+	const char *act_name = "none";
 	double sec = 0.5;
 	int rounds = 3;
 	char list[64], *save = NULL;
@@ -213,6 +217,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "npushm-bench-gemm: --weights plain, f32, bf16 or int8\n");
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "--act") && i + 1 < argc) {
+			act_name = argv[++i];
+			if (!strcmp(act_name, "none") || !strcmp(act_name, "gelu")) {
+				act = !strcmp(act_name, "gelu") ? NPT_ACT_GELU : NPT_ACT_NONE;
+			} else {
+				fprintf(stderr, "npushm-bench-gemm: --act none or gelu\n");
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("npushm-bench-gemm (npushm) %s\n", NPUSHM_VERSION);
 			return 0;
@@ -221,7 +233,7 @@ int main(int argc, char **argv)
 
 			fprintf(help ? stdout : stderr,
 				"usage: npushm-bench-gemm [--threads 1,2] [--seconds S] "
-				"[--rounds R] [--weights plain|f32|bf16|int8]\n"
+				"[--rounds R] [--weights plain|f32|bf16|int8] [--act none|gelu]\n"
 				"GFLOP/s of the GEMM on BERT's linear shapes against an FMA loop of the same run.\n");
 			return help ? 0 : 2;
 		}
@@ -240,8 +252,9 @@ int main(int argc, char **argv)
 	gemm(128, 768, 768, 0.01);      /* first use picks the backend */
 	printf("# GEMM backend: %s; peak loop: %s FMA; OPENBLAS_CORETYPE=%s\n",
 	       npt_gemm_backend(), has512 ? "512-bit" : "256-bit", ct ? ct : "(unset)");
-	printf("# each figure: best of %d rounds of %.2f s; y = x @ W^T + b (npt_linear), weights "
-	       "%s%s\n", rounds, sec, weights, packed_dt >= 0 ? " (packed once)" : "");
+	printf("# each figure: best of %d rounds of %.2f s; y = %s(x @ W^T + b) (npt_linear), "
+	       "weights %s%s\n", rounds, sec, act == NPT_ACT_GELU ? "GELU" : "", weights,
+	       packed_dt >= 0 ? " (packed once)" : "");
 	printf("%-7s %5s %5s %5s %10s %10s %7s\n", "threads", "M", "N", "K", "GFLOP/s",
 	       "peak", "%peak");
 	snprintf(list, sizeof(list), "%s", threads_arg);

@@ -314,6 +314,113 @@ TEST(linear_matches_reference_on_views)
  * the int8 product and int8 weights must be refused for that reason, while
  * the f32 product stays on oneDNN and right.
  */
+/*
+ * Each activation over the whole line, fused into a linear layer with plain
+ * and with packed float32 weights (the tiles' in-register epilogue, or the
+ * rows' where the CPU has no tiles): y = act(x * 1 + 0) for x on a grid of
+ * [-12, 12], powers of two down to 2^-60, huge values, infinities and NaN,
+ * 70 output columns (64 in a full vector block, 6 masked). GELU within
+ * 4e-7 |x| of the double formula (the vector erf is within 3.2e-7 of erf),
+ * tanh within 4 ulp, ReLU exact; NaN stays NaN; GELU(+inf) is +inf.
+ */
+TEST(linear_activations_accurate_over_their_range)
+{
+	enum { GRID = 4801, N = 70 };
+	static const npt_activation_t acts[3] = { NPT_ACT_GELU, NPT_ACT_TANH, NPT_ACT_RELU };
+	static float xv[GRID + 140];
+	int64_t M = 0, ws[2] = { N, 1 }, bs[1] = { N }, xs[2];
+	npt_tensor_t *x, *w, *pk = NULL, *b, *y;
+	char tag[NPT_PACK_TAG_MAX];
+	size_t nbytes;
+	void *packed;
+	float *pw, *pb;
+	npt_status_t s;
+	int forms;
+
+	for (int i = 0; i < GRID; i++)
+		xv[M++] = -12.0f + 24.0f * (float)i / (GRID - 1);
+	for (int e = 0; e <= 60; e++) {
+		xv[M++] = ldexpf(1.0f, -e);
+		xv[M++] = -ldexpf(1.0f, -e);
+	}
+	xv[M++] = 3.0e38f;
+	xv[M++] = -3.0e38f;
+	xv[M++] = INFINITY;
+	xv[M++] = NAN;
+	xs[0] = M;
+	xs[1] = 1;
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(xv, NPT_F32, 2, xs, NULL, NPT_BORROW_READONLY, NULL,
+					       NULL, &x));
+	ASSERT_EQ(NPT_OK, npt_tensor_empty(NPT_F32, 2, ws, &w));
+	ASSERT_EQ(NPT_OK, npt_tensor_empty(NPT_F32, 1, bs, &b));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(w, (void **)&pw));
+	ASSERT_EQ(NPT_OK, npt_tensor_data(b, (void **)&pb));
+	for (int j = 0; j < N; j++) {
+		pw[j] = 1.0f;
+		pb[j] = 0.0f;
+	}
+	/* packed weights where this build packs them (with oneDNN) */
+	s = npt_pack_query(NPT_F32, N, 1, tag, sizeof(tag), &nbytes);
+	ASSERT_TRUE(s == NPT_OK || s == NPT_E_UNSUPPORTED);
+	forms = s == NPT_OK ? 2 : 1;
+	packed = s == NPT_OK ? aligned_alloc(64, (nbytes + 63) / 64 * 64) : NULL;
+	if (forms == 2) {
+		ASSERT_NE(NULL, packed);
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, packed, nbytes));
+		ASSERT_EQ(NPT_OK, npt_tensor_from_packed(tag, packed, nbytes, N, 1, &pk));
+	}
+	for (int form = 0; form < forms; form++)
+		for (int a = 0; a < 3; a++) {
+			double worst = 0;
+			float *py;
+
+			ASSERT_EQ(NPT_OK, npt_linear(x, form ? pk : w, b, acts[a], &y));
+			ASSERT_EQ(NPT_OK, npt_tensor_eval(y)) {
+				TH_LOG("%s", npt_last_error());
+			}
+			ASSERT_EQ(NPT_OK, npt_tensor_data(y, (void **)&py));
+			for (int64_t i = 0; i < M; i++)
+				for (int j = 0; j < N; j++) {
+					float v = py[i * N + j], in = xv[i];
+
+					if (isnan(in)) {
+						ASSERT_TRUE(isnan(v)) {
+							TH_LOG("%s weights, activation %d of NaN: %g",
+							       form ? "packed" : "plain", acts[a], v);
+						}
+						continue;
+					}
+					if (isinf(in) || fabsf(in) > 1e30f) {
+						double want = acts[a] == NPT_ACT_TANH ? (in > 0 ? 1 : -1) :
+							      in > 0 ? in : 0;
+
+						ASSERT_TRUE(v == want) {
+							TH_LOG("%s %s act %d of %g: %g", form ? "packed" :
+							       "plain", "weights", acts[a], in, v);
+						}
+						continue;
+					}
+					double want = act(acts[a], in);
+					double tol = acts[a] == NPT_ACT_GELU ? 4e-7 * fabs(in) :
+						     acts[a] == NPT_ACT_TANH ? 4.8e-7 * fabs(want) : 0;
+					double e = fabs(v - want) - tol;
+
+					worst = e > worst ? e : worst;
+					ASSERT_TRUE(e <= 0) {
+						TH_LOG("%s weights, activation %d of %.9g (column %d): "
+						       "%.9g, want %.9g", form ? "packed" : "plain",
+						       acts[a], in, j, v, want);
+					}
+				}
+			npt_tensor_free(y);
+		}
+	npt_tensor_free(pk);
+	npt_tensor_free(x);
+	npt_tensor_free(w);
+	npt_tensor_free(b);
+	free(packed);
+}
+
 TEST(gemm_self_check_refuses_int8_without_vnni)
 {
 	int64_t xs[2] = { 9, 40 }, ws[2] = { 70, 40 };

@@ -42,18 +42,20 @@ NPT_HIDDEN void npt_act_rows_f32(int act, int64_t n, float *y, const float *bias
 NPT_HIDDEN float npt_softmax_exp_f32(int64_t n, float *x, const float *bias);
 
 /* ---- tiles.c: a register-tiled f32 product for blocks in the caches, one thread ----
- * c[i * ldc + j] = alpha * (sum over p < k of a[i * lda + p] * b[p * ldb + j]) / div[i]
- * (+ c[i * ldc + j] when accumulate), i < m, j < n: one chain of fused
+ * c[i * ldc + j] = act(alpha * (sum over p < k of a[i * lda + p] * b[p * ldb + j]) / div[i]
+ * (+ c[i * ldc + j] when accumulate) + bias[j]), i < m, j < n: one chain of fused
  * multiply-adds over p in order per element, then the scale, the division
- * (div NULL: none) and the addition. next/next_bytes: memory the caller reads
+ * (div NULL: none), the additions (bias NULL: none) and the activation (an
+ * npt_activation_t, vmath.h's: the bits act_vec.c's rows give for the same
+ * sum). next/next_bytes: memory the caller reads
  * next (NULL: none), prefetched into L2 while this product runs, so that a
  * weight streamed from memory panel by panel arrives in time. m, n, k >= 0. */
 typedef struct {
 	int64_t m, n, k, lda, ldb, ldc;
-	const float *a, *b, *div;
+	const float *a, *b, *div, *bias;
 	float *c;
 	float alpha;
-	int accumulate;
+	int accumulate, act;
 	const void *next;
 	size_t next_bytes;
 } npt_tile_t;

@@ -18,7 +18,8 @@
  * which oneDNN's blocking depends on), as oneDNN's own guide says; memory
  * objects are kept with the primitive and only their data handles change
  * per call. Bias and activation run as the primitive's post-ops (GELU in
- * erf form, tanh, ReLU), so the output is written once.
+ * erf form, tanh), so the output is written once; ReLU runs after the
+ * product (oneDNN's post-op makes NaN 0, the library's ReLU keeps NaN).
  *
  * Threads: with more than one, the library's pool splits the output's
  * columns into panels of GEMM_NBLK (rows, with packed weights) and each
@@ -39,7 +40,7 @@
  * own rows.
  *
  * Self-check: before the first product, oneDNN's matmul runs once on a
- * small problem (bias, then no post-op, a scale, GELU, tanh, ReLU) and is
+ * small problem (bias, then no post-op, a scale, GELU, tanh) and is
  * compared with the same arithmetic in double and libm. A post-op that gives
  * wrong values on this CPU is no longer asked of oneDNN: its activation runs
  * here after the product (npt_act_rows_f32); a wrong product itself sends
@@ -111,6 +112,9 @@ static int gemm_omp;         /* NPT_GEMM_OMP=1: oneDNN's own threads */
 static gemm_cache_t *gemm_caches[GEMM_MAX_THREADS];
 static char gemm_impl[64];   /* implementation of the last oneDNN primitive made */
 static unsigned gemm_own_act; /* 1 << act: activations the self-check took from oneDNN */
+/* ReLU never runs on oneDNN: its post-op turns NaN into 0 where the library's
+ * ReLU, elementwise or fused, keeps NaN */
+#define GEMM_OWN_ALWAYS (1u << NPT_ACT_RELU)
 static char gemm_check[256]; /* what the self-check found wrong, "" when nothing */
 static unsigned gemm_bad_lowp; /* bit 0: oneDNN's bf16 product is wrong here, bit 1: int8 */
 
@@ -366,7 +370,8 @@ static int run_product(gemm_cache_t *c, const npt_gemm_t *g, int omp, npt_status
 	k.ta = g->ta;
 	k.tb = g->packed ? 0 : g->tb;
 	k.bias = g->bias != NULL && !g->aq;   /* int8: bias and activation after the scales */
-	k.act = g->aq || (gemm_own_act & (1u << g->act)) ? NPT_ACT_NONE : g->act;
+	k.act = g->aq || ((gemm_own_act | GEMM_OWN_ALWAYS) & (1u << g->act)) ? NPT_ACT_NONE :
+		g->act;
 	k.alpha = g->alpha != 0.0f ? g->alpha : 1.0f;
 	k.accum = g->accum;
 	k.threads = omp;
@@ -582,7 +587,7 @@ static int tile_panels(const dnnl_memory_desc_t *md)
 }
 
 /* columns [begin, end) * GEMM_NBLK of a product with tile_panels() weights, on
- * the register tiles, then bias and activation on the block just written */
+ * the register tiles, bias and activation applied in registers on the last K block */
 static void tile_task(void *arg, int64_t begin, int64_t end, int tid)
 {
 	split_job_t *j = arg;
@@ -627,13 +632,12 @@ static void tile_task(void *arg, int64_t begin, int64_t end, int tid)
 					.alpha = g->alpha != 0.0f ? g->alpha : 1.0f,
 					.accumulate = k0 > 0, .next = next,
 					.next_bytes = (size_t)kc * GEMM_NBLK * sizeof(float),
+					/* on the last K block, in registers */
+					.bias = last && g->bias ? g->bias + n0 : NULL,
+					.act = last ? g->act : NPT_ACT_NONE,
 				};
 
 				tile(&t);
-				if (last && (g->bias || g->act != NPT_ACT_NONE))
-					for (int64_t r = 0; r < mr; r++)
-						npt_act_rows_f32(g->act, nn, t.c + r * g->ldc,
-								 g->bias ? g->bias + n0 : NULL);
 			}
 		}
 	}
@@ -815,7 +819,6 @@ static void self_check(void)
 	static const struct { int act; float alpha; const char *name; } cases[] = {
 		{ NPT_ACT_NONE, 1.0f, "product" }, { NPT_ACT_NONE, 0.35f, "scaled product" },
 		{ NPT_ACT_GELU, 1.0f, "GELU" }, { NPT_ACT_TANH, 1.0f, "tanh" },
-		{ NPT_ACT_RELU, 1.0f, "ReLU" },
 	};
 	const char *env = getenv("DNNL_MAX_CPU_ISA");
 	dnnl_stream_t stream;

@@ -29,6 +29,7 @@
  * then runs a GEMM.
  */
 #include "backend.h"
+#include "vmath.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -54,8 +55,26 @@ prefetch_share(const struct tile_op *t, int64_t i, int64_t j, const char **from)
 
 /* ------------------------------------------------------------- AVX-512F */
 
+
 #define V512 4			/* vectors of 16 columns per tile */
 #define COLS512 (V512 * 16)
+
+/*
+ * The activation of a tile just stored (r rows of 4 vectors at c, in L1),
+ * out of line: called where no accumulator is live any more, so that the
+ * product's loop keeps all of them in registers.
+ */
+__attribute__((noinline, target("avx512f"))) static void
+act512(int act, int r, float *c, int64_t ldc, const __mmask16 *mk)
+{
+	for (int x = 0; x < r; x++)
+		for (int v = 0; v < V512; v++) {
+			float *p = c + x * ldc + 16 * v;
+			__mmask16 k = mk ? mk[v] : 0xffff;
+
+			_mm512_mask_storeu_ps(p, k, npt_act16(act, _mm512_maskz_loadu_ps(k, p)));
+		}
+}
 
 /*
  * c[i..i+r, j..j+64) from a's rows i..i+r and b's columns j..j+64: r rows of
@@ -121,12 +140,17 @@ tile512(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 			if (t->p.accumulate)
 				y = _mm512_add_ps(y, full ? _mm512_loadu_ps(c + x * t->p.ldc + 16 * v) :
 						  _mm512_maskz_loadu_ps(mk[v], c + x * t->p.ldc + 16 * v));
+			if (t->p.bias)
+				y = _mm512_add_ps(y, full ? _mm512_loadu_ps(t->p.bias + j + 16 * v) :
+						  _mm512_maskz_loadu_ps(mk[v], t->p.bias + j + 16 * v));
 			if (full)
 				_mm512_storeu_ps(c + x * t->p.ldc + 16 * v, y);
 			else
 				_mm512_mask_storeu_ps(c + x * t->p.ldc + 16 * v, mk[v], y);
 		}
 	}
+	if (t->p.act)
+		act512(t->p.act, r, c, t->p.ldc, full ? NULL : mk);
 }
 
 /* every row tile of the column block at j: whole tiles, then the last rows */
@@ -167,8 +191,24 @@ __attribute__((target("avx512f"))) static void tiles512(const struct tile_op *t)
 
 /* ---------------------------------------------------------- AVX2 + FMA */
 
+
 #define V256 2			/* vectors of 8 columns per tile */
 #define COLS256 (V256 * 8)
+
+/* as act512 (the lanes of mk with the sign bit set; mk NULL: all) */
+__attribute__((noinline, target("avx2,fma"))) static void
+act256(int act, int r, float *c, int64_t ldc, const __m256i *mk)
+{
+	for (int x = 0; x < r; x++)
+		for (int v = 0; v < V256; v++) {
+			float *p = c + x * ldc + 8 * v;
+
+			if (mk)
+				_mm256_maskstore_ps(p, mk[v], npt_act8(act, _mm256_maskload_ps(p, mk[v])));
+			else
+				_mm256_storeu_ps(p, npt_act8(act, _mm256_loadu_ps(p)));
+		}
+}
 
 /* as tile512, 2 vectors of 8 (the lanes of mk with the sign bit set) */
 static inline __attribute__((always_inline, target("avx2,fma"))) void
@@ -228,12 +268,17 @@ tile256(const struct tile_op *t, const int r, const int full, int64_t i, int64_t
 			if (t->p.accumulate)
 				y = _mm256_add_ps(y, full ? _mm256_loadu_ps(c + x * t->p.ldc + 8 * v) :
 						  _mm256_maskload_ps(c + x * t->p.ldc + 8 * v, mk[v]));
+			if (t->p.bias)
+				y = _mm256_add_ps(y, full ? _mm256_loadu_ps(t->p.bias + j + 8 * v) :
+						  _mm256_maskload_ps(t->p.bias + j + 8 * v, mk[v]));
 			if (full)
 				_mm256_storeu_ps(c + x * t->p.ldc + 8 * v, y);
 			else
 				_mm256_maskstore_ps(c + x * t->p.ldc + 8 * v, mk[v], y);
 		}
 	}
+	if (t->p.act)
+		act256(t->p.act, r, c, t->p.ldc, full ? NULL : mk);
 }
 
 static inline __attribute__((always_inline, target("avx2,fma"))) void
