@@ -320,6 +320,15 @@ __attribute__((target("avx2,fma"))) static void tiles256(const struct tile_op *t
 
 /* ---------------------------------------------------------- transpose */
 
+/* dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols */
+static void transpose_c(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
+			int64_t ldd)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++)
+			dst[c * ldd + r] = src[r * lds + c];
+}
+
 /* dst[c * rows + r] = src[r * lds + c]: 8 x 8 blocks in registers (two
  * rounds of unpacks and shuffles, then lane swaps), the edges one by one */
 __attribute__((target("avx2"))) static void transpose_avx2(int64_t rows, int64_t cols,
@@ -352,21 +361,18 @@ __attribute__((target("avx2"))) static void transpose_avx2(int64_t rows, int64_t
 						 _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
 			}
 		}
-		for (; c < cols; c++)
-			for (int i = 0; i < 8; i++)
-				dst[c * rows + r + i] = src[(r + i) * lds + c];
+		/* the last columns of these 8 rows, then the last rows */
+		transpose_c(8, cols - c, src + r * lds + c, lds, dst + c * rows + r, rows);
 	}
-	for (; r < rows; r++)
-		for (c = 0; c < cols; c++)
-			dst[c * rows + r] = src[r * lds + c];
+	transpose_c(rows - r, cols, src + r * lds, lds, dst + r, rows);
 }
 
-static void transpose_c(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst)
+static void transpose_plain(int64_t rows, int64_t cols, const float *src, int64_t lds,
+			    float *dst)
 {
-	for (int64_t r = 0; r < rows; r++)
-		for (int64_t c = 0; c < cols; c++)
-			dst[c * rows + r] = src[r * lds + c];
+	transpose_c(rows, cols, src, lds, dst, rows);
 }
+
 
 /* ------------------------------------------------------------- choice */
 
@@ -381,7 +387,7 @@ static void choose(void)
 		chosen = tiles512;
 	else if (npt_isa_has(NPT_ISA_AVX2, "avx2,fma"))
 		chosen = tiles256;
-	chosen_transpose = npt_isa_has(NPT_ISA_AVX2, "avx2") ? transpose_avx2 : transpose_c;
+	chosen_transpose = npt_isa_has(NPT_ISA_AVX2, "avx2") ? transpose_avx2 : transpose_plain;
 }
 
 static void tiles(const npt_tile_t *p)

@@ -13,7 +13,8 @@
  * 1.0f) and the result to [-1, 1], the quotient from the reciprocal estimate
  * refined by one Newton step. Evaluated in float its error is at most 3.2e-7
  * (4-5 units in the last place of 1) over the whole line, as glibc's vector
- * erff (4 ulp), at about a third of its cost. NaN stays NaN (x is a factor),
+ * erff (4 ulp), at less than half its cost (0.22 against 0.48 ns per element
+ * on one core). NaN stays NaN (x is a factor),
  * +inf gives +inf, -inf NaN as in the scalar formula. tanh is glibc's vector
  * tanhf; ReLU keeps NaN.
  */
