@@ -250,20 +250,29 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *seq, const int64_t 
  * publish past it first removes that model's oldest ones (prefix.c).
  */
 #define NPLLAMA_PREFIX_BLOCK 16
+/* Bytes of a prefix's region name with its NUL: every name has this length. */
+#define NPLLAMA_PREFIX_NAME_SIZE 45
 
 /*
  * Publish the first tokens of @seq, its length rounded down to a block, as
  * a sealed region (already published: fine). @ntokens [out]: how many (0
  * when shorter than a block: nothing published). @name [out, may be NULL]:
- * the region's name, @name_size bytes at most.
+ * the region's name, NUL-terminated ("" when nothing was published);
+ * @name_size, its bytes, must be at least NPLLAMA_PREFIX_NAME_SIZE, else
+ * INVALID before anything is published (a name is never cut short).
  */
 NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *seq, int *ntokens,
 							char *name, size_t name_size);
 /*
- * On an empty sequence: attach the longest published prefix of @ids[0..n)
- * (leaving at least one token to feed) made by this same model (content
- * hash, sizes and every id compared; anything else is never attached).
- * @attached [out]: its tokens (0: none); feed ids[attached..n) next.
+ * On an empty sequence (else INVALID): attach the longest published prefix
+ * of @ids[0..n) (leaving at least one token to feed) made by this same model
+ * (content hash, sizes and every id compared; anything else is never
+ * attached). @n: the prompt's length, 0 or more (negative: INVALID). Only
+ * the ids a prefix could cover are read: the first min(n - 1, capacity)
+ * rounded down to a block (none when n <= NPLLAMA_PREFIX_BLOCK); each of
+ * them must lie in the vocabulary (else INPUT naming it), the ids after them
+ * are left to the next npllama_seq_feed to check. @attached [out]: its
+ * tokens (0: none); feed ids[attached..n) next.
  */
 NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *seq, const int64_t *ids,
 						       int n, int *attached);

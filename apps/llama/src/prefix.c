@@ -62,11 +62,16 @@ static uint64_t fnv1a(const int64_t *ids, int n)
 	return h;
 }
 
+/* @buf: NPLLAMA_PREFIX_NAME_SIZE bytes at least; every name is that long, NUL included */
 static void prefix_name(const struct npllama *e, const int64_t *ids, int n, char *buf,
 			size_t len)
 {
 	snprintf(buf, len, PREFIX_NAME "%.16s.%016" PRIx64, e->hash_hex, fnv1a(ids, n));
 }
+
+_Static_assert(sizeof(PREFIX_NAME) + 16 + 1 + 16 == NPLLAMA_PREFIX_NAME_SIZE,
+	       "NPLLAMA_PREFIX_NAME_SIZE is the length of every prefix name and its NUL");
+_Static_assert(NPLLAMA_PREFIX_NAME_SIZE <= NPUSHM_NAME_MAX + 1, "a prefix name is a region name");
 
 static uint64_t kv_row_bytes(const npllama_config_t *c)
 {
@@ -281,13 +286,20 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 	if (!s || !ntokens)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: %s is NULL",
 				s ? "ntokens" : "the sequence");
-	n = s->len / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK;
 	*ntokens = 0;
+	/* before anything is published: a name the caller cannot hold is never cut short */
+	if (name && name_size < NPLLAMA_PREFIX_NAME_SIZE)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: name_size is %zu "
+				"bytes; a prefix's name needs NPLLAMA_PREFIX_NAME_SIZE (%d)",
+				name_size, NPLLAMA_PREFIX_NAME_SIZE);
+	if (name)
+		name[0] = '\0';
+	n = s->len / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK;
 	if (n == 0)
 		return NPLLAMA_OK;
 	prefix_name(s->e, s->ids, n, nm, sizeof(nm));
 	if (name)
-		snprintf(name, name_size, "%s", nm);
+		memcpy(name, nm, NPLLAMA_PREFIX_NAME_SIZE);
 	if ((st = full_kv(s, n, &kv)))
 		return st;
 	st = s->e->sp.rank == 0 ? publish(s, n, kv, nm) : NPLLAMA_OK;
@@ -356,18 +368,22 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: %s is NULL",
 				!s ? "the sequence" : !ids ? "ids" : "attached");
 	*attached = 0;
+	if (n < 0)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: n is %d; pass how "
+				"many ids the prompt has (0 or more)", n);
 	if (s->len)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: the sequence "
 				"already holds %d tokens; attach a prefix to a new sequence", s->len);
+	/* the longest prefix that may attach; the ids past it are the next feed's to read */
 	top = n - 1 < s->capacity ? n - 1 : s->capacity;
-	for (int i = 0; i < n; i++)
+	top = top > 0 ? top / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK : 0;
+	for (int i = 0; i < top; i++)
 		if (ids[i] < 0 || ids[i] >= s->e->cfg.vocab)
 			return npl_fail(NPLLAMA_ERR_INPUT, "token %d of %d is id %lld, outside the "
 					"vocabulary 0..%d", i, n, (long long)ids[i],
 					s->e->cfg.vocab - 1);
 	if (s->e->sp.rank == 0) {
-		for (int l = top / NPLLAMA_PREFIX_BLOCK * NPLLAMA_PREFIX_BLOCK; l > 0;
-		     l -= NPLLAMA_PREFIX_BLOCK) {
+		for (int l = top; l > 0; l -= NPLLAMA_PREFIX_BLOCK) {
 			prefix_name(s->e, ids, l, name, sizeof(name));
 			if (try_attach(s, ids, l, name)) {
 				found = l;

@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: 2026 The npushm authors
 # run-tests.sh - the Llama engine's test suite as one TAP stream: the tests
 # against the plain-PyTorch reference and of every refusal (test_llama.py,
-# pytest), then a check that nothing was left behind.
+# pytest), of the C API called with bad arguments (test_api.py), then a check
+# that nothing was left behind.
 #
 #   NPUSHM_BACKEND=posix|kmod run-tests.sh
 #
@@ -28,6 +29,7 @@ fi
 
 echo "# Llama engine tests, backend $NPUSHM_BACKEND"
 part pytorch "$root/tools/run-pytest.sh" "$here/test_llama.py"
+part api "$root/tools/run-pytest.sh" "$here/test_api.py"
 
 if [ -z "$shmdir" ] || [ -z "$(ls -A "$shmdir")" ]; then
 	result 0 "nothing left behind in the shared-memory directory"
