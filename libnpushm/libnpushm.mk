@@ -28,6 +28,8 @@ LIBNPUSHM_OBJS := $(patsubst $(LIBNPUSHM_DIR)/src/%.c,$(LIBNPUSHM_OBJDIR)/%.o,$(
 
 LIBNPUSHM_SO := $(LIBDIR)/libnpushm.so
 LIBNPUSHM_A := $(LIBDIR)/libnpushm.a
+# every object as it is, internal names global: the tests link it (not installed)
+LIBNPUSHM_TEST_A := $(LIBNPUSHM_OBJDIR)/libnpushm-tests.a
 LIBNPUSHM_CLI := $(BINDIR)/npushm
 # Programs linked against the shared library find it next to themselves.
 LIBNPUSHM_RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -45,10 +47,12 @@ $(LIBNPUSHM_SO): $(LIBNPUSHM_OBJS) $(LIBNPUSHM_DIR)/libnpushm.map
 		-Wl,--version-script,$(LIBNPUSHM_DIR)/libnpushm.map -Wl,--no-undefined $(LIBNPUSHM_LIBS)
 	ln -sf libnpushm.so $@.1
 
+# one object, internal names local (the top Makefile's static_archive)
 $(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
-	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $(LIBNPUSHM_OBJS)
+	$(call static_archive,$(LIBNPUSHM_OBJDIR),$(LIBNPUSHM_OBJS))
+
+$(LIBNPUSHM_TEST_A): $(LIBNPUSHM_OBJS)
+	rm -f $@ && ar rcs $@ $(LIBNPUSHM_OBJS)
 
 # ------------------------------------------------------------------ the CLI
 LIBNPUSHM_CLI_SRCS := $(wildcard $(LIBNPUSHM_DIR)/cli/*.c)
@@ -80,16 +84,18 @@ LIBNPUSHM_TESTS := $(foreach t,$(LIBNPUSHM_TEST_NAMES),$(call libnpushm_test_bin
 USER_TARGETS += $(LIBNPUSHM_TESTS)
 HARNESS_BINS += $(LIBNPUSHM_TESTS)
 
-# Linked statically so the tests can reach the parser and the manifest checker.
+# Linked statically with every object (LIBNPUSHM_TEST_A, not the installed
+# archive, whose internal names are local) so the tests can reach the parser
+# and the manifest checker.
 define LIBNPUSHM_TEST_RULE
 $(call libnpushm_test_bin,$(1)): $(LIBNPUSHM_DIR)/tests/test_$(1).c $(LIBNPUSHM_DIR)/tests/harness.c \
-		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_A) $(TEST_USAGE)
+		$(LIBNPUSHM_DIR)/tests/harness.h $(LIBNPUSHM_TEST_A) $(TEST_USAGE)
 	@test -f $$(SELFTEST_HARNESS)/kselftest_harness.h || \
 		{ echo "libnpushm: kselftest_harness.h missing; run 'make setup'" >&2; exit 1; }
 	@mkdir -p $$(dir $$@)
 	$(CC) $(LIBNPUSHM_CFLAGS) -I$(CURDIR)/kmod/test -I$$(SELFTEST_HARNESS) \
 		-DLIBNPUSHM_SRCDIR='"$(LIBNPUSHM_DIR)"' -o $$@ $$< $(LIBNPUSHM_DIR)/tests/harness.c $(TEST_USAGE_LINK) \
-		$(LIBNPUSHM_A) $(LIBNPUSHM_LIBS)
+		$(LIBNPUSHM_TEST_A) $(LIBNPUSHM_LIBS)
 endef
 $(foreach t,$(LIBNPUSHM_TEST_NAMES),$(eval $(call LIBNPUSHM_TEST_RULE,$(t))))
 

@@ -73,9 +73,10 @@ check-module: $(SELFTEST_BINS) $(SELFTEST_RELOAD) modules
 		$(SELFTEST_VM_DEVICES) tools/run-suite module \
 		selftests/vm/vm-suite.sh module -m 2G -t 900 --no-module -- selftests/run-module-tests.sh
 
-# The module's static checks: checkpatch --strict, W=1 and sparse builds
-# (selftests/static-checks.sh).
+# The static checks (selftests/static-checks.sh): the module's, checkpatch
+# --strict, W=1 and sparse builds; the installed static archives' symbols
+# (INSTALL_ARCHIVES, tools/install.mk, which adds them as prerequisites).
 CHECK_SUITES += static
 .PHONY: check-static
 check-static:
-	@tools/run-suite static selftests/static-checks.sh
+	@tools/run-suite static selftests/static-checks.sh $(INSTALL_ARCHIVES)

@@ -1,10 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # SPDX-FileCopyrightText: 2026 The npushm authors
-# static-checks.sh - the module's static checks as TAP: checkpatch.pl
-# --strict on kmod/ (the selftests' module in kmod/test/ too) and the UAPI
+# static-checks.sh - the static checks as TAP: the module's (checkpatch.pl
+# --strict on kmod/, the selftests' module in kmod/test/ too, and the UAPI
 # header, a W=1 build and a C=2 (sparse) build, each of which must print no
-# warning at all.
+# warning at all), then the installed static archives' symbols: each ARCHIVE
+# defines no global but its shared library's public names
+# (tools/check-archive-exports.sh), and a program defining internal names of
+# theirs links with all of them.
+#
+#   static-checks.sh [ARCHIVE...]    (make check-static: every archive make install installs)
 #
 # Needs tools/setup.sh (linux-source extract, sparse, the kernel headers).
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,4 +77,33 @@ result $st "make W=1 builds npushm.ko with no warning" "$out/w1.log"
 make -C "$KDIR" M="$src" C=2 modules > "$out/sparse.log" 2>&1; st=$?
 grep -E '^.*\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$out/sparse.log" | grep -q . && st=1
 result $st "make C=2 (sparse) reports nothing" "$out/sparse.log"
+
+for a in "$@"; do
+	b=${a##*/}
+	"$here/tools/check-archive-exports.sh" "$a" > "$out/$b.log" 2>&1
+	result $? "$b defines only the public names of ${b%.a}.so (internal ones local)" "$out/$b.log"
+done
+
+# internal names of each library (libnpushm, libnptensor, libnpccl, libnpbert,
+# libnpllama) defined again by a program that links every archive: no clash
+if [ $# -gt 0 ]; then
+	cat > "$out/clash.c" <<'EOF2'
+#include <string.h>
+int npi_alloc_node, npt_any_negative, block_range, npb_fail, npl_fail;
+const char *npushm_strerror(int), *npt_strerror(int), *npccl_strerror(int),
+	*npbert_strerror(int), *npllama_strerror(int);
+int main(void)
+{
+	return strcmp(npushm_strerror(0), "") == 0 || strcmp(npt_strerror(0), "") == 0 ||
+	       strcmp(npccl_strerror(0), "") == 0 || strcmp(npbert_strerror(0), "") == 0 ||
+	       strcmp(npllama_strerror(0), "") == 0;
+}
+EOF2
+	{ cc -std=gnu11 -o "$out/clash" "$out/clash.c" -L"$BUILD/lib" -Wl,-Bstatic -lnpllama \
+		-lnpbert -lnptensor -lnpccl -lnpushm -Wl,-Bdynamic -lnl-genl-3 -lnl-3 -ljson-c \
+		-lxxhash -lopenblas -lmvec -lm -lpthread &&
+	  ! ldd "$out/clash" | grep 'libnp' && "$out/clash"; } > "$out/clash.log" 2>&1
+	result $? "a program defining internal names of the libraries links their archives and runs" \
+		"$out/clash.log"
+fi
 tap_end

@@ -38,9 +38,9 @@ $(TENSOR_LIB): $(TENSOR_OBJS) $(TENSOR_DIR)/libnptensor.map
 		-Wl,-soname,libnptensor.so.1 $(TENSOR_LDLIBS)
 	ln -sf libnptensor.so $@.1
 
+# one object, internal names local (the top Makefile's static_archive)
 $(TENSOR_ALIB): $(TENSOR_OBJS)
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(TENSOR_OBJS)
+	$(call static_archive,$(TENSOR_OBJDIR),$(TENSOR_OBJS))
 
 # The C tests use the kernel's kselftest_harness.h (make setup extracts it).
 HARNESS_BINS += $(TENSOR_TEST)

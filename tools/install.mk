@@ -50,9 +50,13 @@ INSTALL_VARS = DESTDIR="$(DESTDIR)" BUILD="$(BUILD)" VERSION="$(NPUSHM_VERSION)"
 
 # What install copies out of the build tree (built first if needed; the
 # module is installed as source, for DKMS, not built).
-INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_A) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(TENSOR_ALIB) \
-	$(CCL_LIB) $(CCL_ALIB) $(BINDIR)/npccl-perf $(BERT_LIB) $(BERT_ALIB) $(BERT_CLI) \
-	$(LLAMA_LIB) $(LLAMA_ALIB) $(LLAMA_CLI) $(BINDIR)/npccl-load
+# The static archives (each made by the top Makefile's static_archive; make
+# check-static checks their symbols against the shared libraries).
+INSTALL_ARCHIVES := $(LIBNPUSHM_A) $(TENSOR_ALIB) $(CCL_ALIB) $(BERT_ALIB) $(LLAMA_ALIB)
+INSTALL_BUILT := $(LIBNPUSHM_SO) $(LIBNPUSHM_CLI) $(TENSOR_LIB) $(CCL_LIB) $(BINDIR)/npccl-perf \
+	$(BERT_LIB) $(BERT_CLI) $(LLAMA_LIB) $(LLAMA_CLI) $(BINDIR)/npccl-load $(INSTALL_ARCHIVES)
+
+check-static: $(INSTALL_ARCHIVES) $(INSTALL_ARCHIVES:.a=.so)
 
 .PHONY: install uninstall install-list installable
 installable: $(INSTALL_BUILT)

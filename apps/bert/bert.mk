@@ -44,9 +44,9 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 		-L$(LIBDIR) -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN' -ljson-c -lm
 	ln -sf libnpbert.so $@.1
 
+# one object, internal names local (the top Makefile's static_archive)
 $(BERT_ALIB): $(BERT_OBJS)
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(BERT_OBJS)
+	$(call static_archive,$(BERT_OBJDIR),$(BERT_OBJS))
 
 # The command's .npy reader and writer (npushm-llama's too) and its memory
 # figures (npushm-bench-weights' too), as objects the others link.
