@@ -48,7 +48,7 @@
 struct args {
 	const char *model, *ids, *types, *mask, *text, *out, *stream_s, *dtype;
 	int heads, tp, threads, repeat, info, profile, memory, keep, hold, json, pad_id;
-	int eps_given, no_weight_check, packed_only;
+	int eps_given, no_weight_check, packed_only, pad_given;
 	double eps;
 	stream_spec_t stream;
 };
@@ -225,7 +225,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_TP: if (parse_int("--tp", optarg, 1, 64, &a->tp)) return -1; break;
 		case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &a->threads)) return -1; break;
 		case O_REPEAT: if (parse_int("--repeat", optarg, 1, 1000000, &a->repeat)) return -1; break;
-		case O_PAD: if (parse_int("--pad-id", optarg, 0, INT32_MAX, &a->pad_id)) return -1; break;
+		case O_PAD:
+			if (parse_int("--pad-id", optarg, 0, INT32_MAX, &a->pad_id))
+				return -1;
+			a->pad_given = 1;
+			break;
 		case O_EPS: {
 			char *end;
 
@@ -286,6 +290,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if ((a->types || a->mask) && !a->ids) {
 		fprintf(stderr, "%s: --types and --mask go with --ids\n", prog);
+		return -1;
+	}
+	if (a->pad_given && !a->text) {
+		fprintf(stderr, "%s: --pad-id goes with --text: it pads that file's shorter lines "
+			"(--ids carries its own padding, masked with --mask)\n", prog);
 		return -1;
 	}
 	if ((a->hold || a->json) && !a->stream_s) {

@@ -521,7 +521,12 @@ def test_refuses_unknown_model(tools, workdir):
     # 2^32 + 1 batches: not wrapped to 1
     (["--stream", "4294967297,2,4,8,1"], "--stream wants COUNT,BATCH,MIN_LEN,MAX_LEN,SEED"),
     (["--types", "t.npy", "--text", "x"], "--types and --mask go with --ids"),
-], ids=["no-input", "tp-zero", "stream-lengths", "stream-count-overflow", "types-without-ids"])
+    # --pad-id was ignored without --text: the run went on with the ids as they were
+    (["--pad-id", "3", "--ids", "x.npy"], "--pad-id goes with --text"),
+    (["--pad-id", "3", "--stream", "1,2,4,8,1"], "--pad-id goes with --text"),
+    (["--pad-id", "0", "--info"], "--pad-id goes with --text"),
+], ids=["no-input", "tp-zero", "stream-lengths", "stream-count-overflow", "types-without-ids",
+        "pad-id-with-ids", "pad-id-with-stream", "pad-id-with-info"])
 def test_usage_errors(tools, models, args, needle):
     r = subprocess.run([tools.bert] + args + [models["tiny"]], capture_output=True, text=True)
     expect_refusal(r, needle, code=2)
