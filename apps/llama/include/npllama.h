@@ -67,8 +67,11 @@
  * a sentence for a human, per thread, until the thread's next failing call.
  * Nothing prints, nothing exits. The engine keeps a reference on the model;
  * a sequence keeps its engine alive until it is destroyed (destroy the
- * sequences first). Input arrays are only read during the call; output
- * arrays are the caller's.
+ * sequences first: a sequence whose engine was destroyed can only be
+ * destroyed, every other call on it is INVALID). Input arrays are only read
+ * during the call; output arrays are the caller's. A NULL handle makes a
+ * function that returns a status INVALID; the queries (get_config,
+ * get_profile, seq_len, ...) then give zeros.
  *
  * Thread safety: an engine and its sequences are used by one thread at a
  * time. libnptensor serialises evaluations; use npt_set_num_threads() for
@@ -190,10 +193,12 @@ typedef struct npllama_profile {
 NPLLAMA_API void npllama_get_profile(const npllama_t *llm, npllama_profile_t *profile);
 NPLLAMA_API void npllama_reset_profile(npllama_t *llm);
 
-/* Free the engine (its sequences must be destroyed first); NULL is fine.
- * Collective with tensor parallelism. */
+/* Free the engine; NULL is fine. Destroy its sequences first: those still
+ * alive keep the engine's memory until the last is destroyed, and refuse
+ * every call but npllama_seq_destroy (INVALID). Collective with tensor
+ * parallelism. */
 NPLLAMA_API void npllama_destroy(npllama_t *llm);
-/* @config [out]. */
+/* @config [out] (all zero when @llm is NULL). */
 NPLLAMA_API void npllama_get_config(const npllama_t *llm, npllama_config_t *config);
 
 /*
@@ -214,8 +219,9 @@ NPLLAMA_API uint64_t npllama_weight_bytes(const npllama_t *llm);
 
 /*
  * A new, empty sequence whose KV cache holds @capacity tokens (0: the
- * model's context; more than the context is CONTEXT), in a region of the
- * npushm device (NPUSHM_BACKEND_AUTO). @out [out]: npllama_seq_destroy().
+ * model's context; more than the context is CONTEXT, negative INVALID), in
+ * a region of the npushm device (NPUSHM_BACKEND_AUTO). @out [out]:
+ * npllama_seq_destroy().
  */
 NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *llm, int capacity,
 						npllama_seq_t **out);

@@ -5,6 +5,11 @@
  * create (layout, this rank's part, weight views, RoPE table, the npushm
  * device for the KV caches), sequences (a KV cache region each), feed
  * (checks, then the forward pass, timed for the profile), destroy.
+ *
+ * Lifetime: an engine destroyed while sequences live releases what is shared
+ * between the ranks then (npllama_destroy is the collective call) and the
+ * rest when its last sequence is destroyed; those sequences refuse every
+ * other call (npl_seq_usable).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -83,11 +88,8 @@ out_free:
 	return st;
 }
 
-NPLLAMA_API void npllama_destroy(npllama_t *e)
+static void engine_free(struct npllama *e)
 {
-	if (!e)
-		return;
-	npl_split_free(e);
 	npushm_dev_close(e->dev);
 	free(e->inv_freq);
 	npl_weights_free(&e->w, e->cfg.layers);
@@ -95,10 +97,34 @@ NPLLAMA_API void npllama_destroy(npllama_t *e)
 	free(e);
 }
 
+NPLLAMA_API void npllama_destroy(npllama_t *e)
+{
+	if (!e || e->destroyed)
+		return;
+	npl_split_free(e);
+	if (e->nseqs) {
+		e->destroyed = 1;	/* the last sequence frees the rest */
+		return;
+	}
+	engine_free(e);
+}
+
+npllama_status_t npl_seq_usable(const struct npllama_seq *s, const char *fn)
+{
+	if (!s)
+		return npl_fail(NPLLAMA_ERR_INVALID, "%s: the sequence is NULL", fn);
+	if (s->e->destroyed)
+		return npl_fail(NPLLAMA_ERR_INVALID, "%s: the sequence's engine was destroyed; "
+				"destroy its sequences before the engine", fn);
+	return NPLLAMA_OK;
+}
+
 NPLLAMA_API void npllama_get_config(const npllama_t *e, npllama_config_t *c)
 {
-	if (e && c)
+	if (c && e)
 		*c = e->cfg;
+	else if (c)
+		memset(c, 0, sizeof(*c));
 }
 
 NPLLAMA_API void npllama_get_rank(const npllama_t *e, int *rank, int *nranks)
@@ -149,7 +175,11 @@ NPLLAMA_API npllama_status_t npllama_seq_create(npllama_t *e, int capacity, npll
 	*out = NULL;
 	if (!e)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_create: the engine is NULL");
-	if (capacity < 0 || capacity > e->cfg.context)
+	if (capacity < 0)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_create: capacity is %d; pass 0 "
+				"(the model's context, %d) or the tokens the sequence must hold",
+				capacity, e->cfg.context);
+	if (capacity > e->cfg.context)
 		return npl_fail(NPLLAMA_ERR_CONTEXT, "a sequence of %d tokens does not fit the "
 				"model's context of %d positions (max_position_embeddings)",
 				capacity, e->cfg.context);
@@ -192,11 +222,15 @@ out_free:
 
 NPLLAMA_API void npllama_seq_destroy(npllama_seq_t *s)
 {
+	struct npllama *e;
+
 	if (!s)
 		return;
+	e = s->e;
 	npushm_region_unmap(s->region, s->kv);
 	npushm_region_close(s->region);
-	s->e->nseqs--;
+	if (!--e->nseqs && e->destroyed)
+		engine_free(e);
 	free(s->x);
 	free(s->h);
 	free(s->q);
@@ -227,9 +261,12 @@ NPLLAMA_API uint64_t npllama_seq_kv_bytes(const npllama_seq_t *s)
 NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *s, const int64_t *ids, int n,
 					      float *logits)
 {
-	if (!s || !ids)
-		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_feed: %s is NULL",
-				s ? "ids" : "the sequence");
+	npllama_status_t st;
+
+	if ((st = npl_seq_usable(s, "npllama_seq_feed")))
+		return st;
+	if (!ids)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_feed: ids is NULL");
 	if (n < 1)
 		return npl_fail(NPLLAMA_ERR_INPUT, "npllama_seq_feed: %d tokens; feed at least one",
 				n);
@@ -244,7 +281,6 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *s, const int64_t *i
 					"vocabulary 0..%d", i, n, (long long)ids[i],
 					s->e->cfg.vocab - 1);
 	struct timespec t0, t1;
-	npllama_status_t st;
 
 	memcpy(s->ids + s->len, ids, sizeof(*ids) * (size_t)n);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

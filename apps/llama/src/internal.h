@@ -138,7 +138,12 @@ struct npllama {
 	char hash_hex[33];
 	float *inv_freq;		/* head_dim / 2 RoPE frequencies */
 	int nseqs;			/* live sequences */
+	int destroyed;			/* npllama_destroy() was called while sequences lived:
+					   the last npllama_seq_destroy() frees the engine */
 };
+
+/* INVALID when @s's engine was destroyed (only npllama_seq_destroy is left) */
+NPL_HIDDEN npllama_status_t npl_seq_usable(const struct npllama_seq *s, const char *fn);
 
 struct npllama_seq {
 	struct npllama *e;

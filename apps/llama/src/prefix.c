@@ -283,9 +283,10 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 	float *kv;
 	int n, ok;
 
-	if (!s || !ntokens)
-		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: %s is NULL",
-				s ? "ntokens" : "the sequence");
+	if ((st = npl_seq_usable(s, "npllama_seq_publish_prefix")))
+		return st;
+	if (!ntokens)
+		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: ntokens is NULL");
 	*ntokens = 0;
 	/* before anything is published: a name the caller cannot hold is never cut short */
 	if (name && name_size < NPLLAMA_PREFIX_NAME_SIZE)
@@ -364,9 +365,11 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 	npllama_status_t st;
 	int top, found = 0, ok;
 
-	if (!s || !ids || !attached)
+	if ((st = npl_seq_usable(s, "npllama_seq_attach_prefix")))
+		return st;
+	if (!ids || !attached)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: %s is NULL",
-				!s ? "the sequence" : !ids ? "ids" : "attached");
+				!ids ? "ids" : "attached");
 	*attached = 0;
 	if (n < 0)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: n is %d; pass how "

@@ -184,3 +184,102 @@ def test_publish_of_less_than_a_block_names_nothing(eng):
     buf = ctypes.create_string_buffer(b"x" * 63, 64)
     assert eng.lib.npllama_seq_publish_prefix(seq, ctypes.byref(n), buf, 64) == OK
     assert n.value == 0 and buf.value == b""
+
+
+# ----------------------------------------------------------- engines and sequences
+
+def test_seq_create_refuses_a_negative_capacity(eng):
+    """INVALID naming the capacity (it was CONTEXT: 'a sequence of -1 tokens does not fit the
+    model's context')."""
+    s = P(1)
+    assert eng.lib.npllama_seq_create(eng.llm, -1, ctypes.byref(s)) == INVALID
+    assert "capacity is -1" in eng.error()
+    assert s.value is None
+    assert eng.lib.npllama_seq_create(eng.llm, CONTEXT_LEN + 1, ctypes.byref(s)) == CONTEXT
+
+
+def test_queries_of_a_null_engine_give_zeros(eng):
+    """npllama_get_config(NULL, &c) left the caller's bytes in c; every query now gives
+    zeros for a NULL handle, as npllama_get_profile did."""
+    class Config(ctypes.Structure):
+        _fields_ = [(f, ctypes.c_int) for f in ("layers", "hidden", "heads", "kv_heads",
+                                                "head_dim", "ffn", "vocab", "context",
+                                                "tied")] + \
+                   [(f, ctypes.c_double) for f in ("rope_theta", "rope_scale", "rms_eps")]
+    lib = eng.lib
+    lib.npllama_get_config.argtypes = [P, ctypes.POINTER(Config)]
+    c = Config()
+    ctypes.memset(ctypes.byref(c), 0x5a, ctypes.sizeof(c))
+    lib.npllama_get_config(None, ctypes.byref(c))
+    assert bytes(c) == bytes(ctypes.sizeof(c)), "get_config(NULL) left the caller's bytes"
+    lib.npllama_get_config(eng.llm, ctypes.byref(c))
+    assert (c.vocab, c.context, c.layers) == (VOCAB, CONTEXT_LEN, 2)
+    lib.npllama_get_config(eng.llm, None)
+    lib.npllama_seq_kv_bytes.restype = ctypes.c_uint64
+    lib.npllama_seq_kv_bytes.argtypes = [P]
+    lib.npllama_weight_bytes.restype = ctypes.c_uint64
+    lib.npllama_weight_bytes.argtypes = [P]
+    assert lib.npllama_seq_len(None) == 0
+    assert lib.npllama_seq_kv_bytes(None) == 0
+    assert lib.npllama_weight_bytes(None) == 0
+    for fn in ("npllama_seq_destroy", "npllama_seq_reset", "npllama_destroy",
+               "npllama_reset_profile"):
+        getattr(lib, fn).argtypes = [P]
+        getattr(lib, fn)(None)
+
+
+def test_null_arguments_are_invalid(eng):
+    lib, seq, got = eng.lib, eng.seq(), ctypes.c_int()
+    ids = ids_of(1, 2, 3)
+    assert lib.npllama_seq_feed(None, ids, 3, None) == INVALID
+    assert lib.npllama_seq_feed(seq, None, 3, None) == INVALID
+    assert lib.npllama_seq_attach_prefix(None, ids, 3, ctypes.byref(got)) == INVALID
+    assert lib.npllama_seq_attach_prefix(seq, None, 3, ctypes.byref(got)) == INVALID
+    assert lib.npllama_seq_attach_prefix(seq, ids, 3, None) == INVALID
+    assert lib.npllama_seq_publish_prefix(None, ctypes.byref(got), None, 0) == INVALID
+    assert lib.npllama_seq_publish_prefix(seq, None, None, 0) == INVALID
+    assert lib.npllama_seq_create(None, 0, ctypes.byref(P())) == INVALID
+    assert lib.npllama_seq_create(eng.llm, 0, None) == INVALID
+    assert lib.npllama_create(None, None, ctypes.byref(P())) == INVALID
+    assert lib.npllama_create(eng.model, None, None) == INVALID
+    for n in (0, -1, -2 ** 31):
+        assert lib.npllama_seq_feed(seq, ids, n, None) == INPUT, n
+    assert lib.npllama_seq_len(seq) == 0
+
+
+# A child process: the engine is destroyed before its sequence, which is then used. Before,
+# npllama_destroy freed the engine outright: npllama_seq_feed read freed memory (a crash),
+# npllama_seq_destroy wrote it.
+ORPHAN = r"""
+import ctypes, sys
+sys.path.insert(0, %(here)r)
+import test_api
+class T: llama = %(llama)r
+np_lib, lib = test_api.load_libs(T)
+e = test_api.Engine(T, lib, np_lib, %(name)r)
+seq = e.seq()
+ids = test_api.ids_of(*range(1, 20))
+assert lib.npllama_seq_feed(seq, ids, 17, None) == 0
+lib.npllama_destroy(e.llm)
+lib.npllama_destroy(e.llm)      # a second destroy while the sequence lives: nothing
+got = ctypes.c_int()
+print(lib.npllama_seq_feed(seq, ids, 1, None), e.error())
+print(lib.npllama_seq_publish_prefix(seq, ctypes.byref(got), None, 0))
+lib.npllama_seq_reset(seq)
+print(lib.npllama_seq_attach_prefix(seq, ids, 18, ctypes.byref(got)))
+lib.npllama_seq_destroy(seq)    # frees the engine
+np_lib.npushm_model_detach(e.model)
+print("done")
+"""
+
+
+def test_sequences_outliving_their_engine_are_refused_not_a_crash(tools, loaded):
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", ORPHAN % {"here": here, "llama": tools.llama,
+                                                        "name": loaded}],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("1 npllama_seq_feed: the sequence's engine was destroyed"), lines
+    assert lines[1:] == ["1", "1", "done"], lines
