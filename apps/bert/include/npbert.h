@@ -72,7 +72,9 @@
  * per thread, until the thread's next failing call. Nothing prints, nothing
  * exits. The engine keeps a reference on the model (it may be detached
  * right after npbert_create()); input arrays are only read during the call;
- * output arrays are the caller's.
+ * output arrays are the caller's. A NULL engine makes the functions that
+ * return a status INVALID; the queries (get_config, get_memory,
+ * get_profile, packed_weights) then give zeros (and a prefix of "").
  *
  * Thread safety: an engine is used by one thread at a time. Several engines
  * may run in different threads, but libnptensor serialises evaluations, so
@@ -169,7 +171,8 @@ NPBERT_API npbert_status_t npbert_create(npushm_model_t *model, const npbert_opt
 /* Free the engine and its workspace; NULL is fine. Not collective, but with
  * tensor parallelism destroy the engine before the communicator. */
 NPBERT_API void npbert_destroy(npbert_t *bert);
-/* @config [out]; its prefix string lives as long as @bert. */
+/* @config [out]; its prefix string lives as long as @bert (all zero, prefix
+ * "", when @bert is NULL). */
 NPBERT_API void npbert_get_config(const npbert_t *bert, npbert_config_t *config);
 
 typedef struct npbert_batch {
@@ -188,14 +191,18 @@ typedef struct npbert_batch {
  * vocabulary, token types outside the type table, mask values other than
  * 0/1, a sequence with no token. @hidden [out, may be NULL]: batch * seq_len
  * * hidden floats, row-major; @pooled [out, may be NULL]: batch * hidden
- * floats (UNSUPPORTED if the model has no pooler). Collective with tensor
- * parallelism (same batch on every rank; every rank gets the outputs).
+ * floats (UNSUPPORTED if the model has no pooler). A NULL @bert, @batch or
+ * input_ids is INVALID. Collective with tensor parallelism (same batch on
+ * every rank; every rank gets the outputs).
  */
 NPBERT_API npbert_status_t npbert_run(npbert_t *bert, const npbert_batch_t *batch, float *hidden,
 				      float *pooled);
 
 /* Size the workspace for batches up to @batch x @seq_len now instead of at
- * the first such request. Collective with tensor parallelism. */
+ * the first such request: INVALID unless batch >= 1, seq_len 1 ..
+ * config.positions and batch * seq_len <= INT32_MAX; NO_MEMORY when the
+ * workspace cannot be had (the engine then holds none, and the next run
+ * sizes it again). Collective with tensor parallelism. */
 NPBERT_API npbert_status_t npbert_reserve(npbert_t *bert, int batch, int seq_len);
 
 typedef struct npbert_memory {
@@ -207,7 +214,7 @@ typedef struct npbert_memory {
 	uint64_t copied_bytes;		/* implicit copies in the last run (0: weights read in place) */
 } npbert_memory_t;
 
-/* @mem [out]. */
+/* @mem [out] (all zero when @bert is NULL). */
 NPBERT_API void npbert_get_memory(const npbert_t *bert, npbert_memory_t *mem);
 
 /*
@@ -237,7 +244,7 @@ typedef struct npbert_profile {
 	double allreduce;	/* tensor parallel AllReduce (0 with one rank) */
 } npbert_profile_t;
 
-/* @prof [out]. */
+/* @prof [out] (all zero when @bert is NULL). */
 NPBERT_API void npbert_get_profile(const npbert_t *bert, npbert_profile_t *prof);
 NPBERT_API void npbert_reset_profile(npbert_t *bert);
 

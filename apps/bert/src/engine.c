@@ -116,10 +116,15 @@ NPBERT_API void npbert_destroy(npbert_t *e)
 
 NPBERT_API void npbert_get_config(const npbert_t *e, npbert_config_t *c)
 {
-	if (e && c) {
-		*c = e->cfg;
-		c->prefix = e->layout.prefix;
+	if (!c)
+		return;
+	if (!e) {
+		memset(c, 0, sizeof(*c));
+		c->prefix = "";
+		return;
 	}
+	*c = e->cfg;
+	c->prefix = e->layout.prefix;
 }
 
 NPBERT_API npbert_status_t npbert_reserve(npbert_t *e, int batch, int seq_len)
@@ -174,8 +179,10 @@ NPBERT_API npbert_status_t npbert_run(npbert_t *e, const npbert_batch_t *b, floa
 
 NPBERT_API void npbert_get_memory(const npbert_t *e, npbert_memory_t *m)
 {
-	if (e && m)
+	if (m && e)
 		*m = e->mem;
+	else if (m)
+		memset(m, 0, sizeof(*m));
 }
 
 NPBERT_API const char *npbert_packed_weights(const npbert_t *e, int *used, int *total)
@@ -189,8 +196,10 @@ NPBERT_API const char *npbert_packed_weights(const npbert_t *e, int *used, int *
 
 NPBERT_API void npbert_get_profile(const npbert_t *e, npbert_profile_t *p)
 {
-	if (e && p)
+	if (p && e)
 		*p = e->prof;
+	else if (p)
+		memset(p, 0, sizeof(*p));
 }
 
 NPBERT_API void npbert_reset_profile(npbert_t *e)

@@ -345,6 +345,40 @@ TEST_F(tiny, profile_counts_runs)
 	ASSERT_EQ(0, p.total);
 }
 
+/* a NULL engine's queries gave the caller's bytes back (get_config, get_memory, get_profile) */
+TEST_F(tiny, queries_of_a_null_engine_give_zeros)
+{
+	npbert_config_t c, zc;
+	npbert_memory_t m, zm;
+	npbert_profile_t p, zp;
+	int used = -1, total = -1;
+
+	memset(&zc, 0, sizeof(zc));
+	memset(&zm, 0, sizeof(zm));
+	memset(&zp, 0, sizeof(zp));
+	memset(&c, 0x5a, sizeof(c));
+	memset(&m, 0x5a, sizeof(m));
+	memset(&p, 0x5a, sizeof(p));
+	npbert_get_config(NULL, &c);
+	npbert_get_memory(NULL, &m);
+	npbert_get_profile(NULL, &p);
+	ASSERT_NE(NULL, c.prefix);
+	ASSERT_STREQ("", c.prefix);
+	c.prefix = NULL;
+	ASSERT_EQ(0, memcmp(&c, &zc, sizeof(c)));
+	ASSERT_EQ(0, memcmp(&m, &zm, sizeof(m)));
+	ASSERT_EQ(0, memcmp(&p, &zp, sizeof(p)));
+	ASSERT_EQ(NULL, npbert_packed_weights(NULL, &used, &total));
+	ASSERT_EQ(0, used);
+	ASSERT_EQ(0, total);
+	/* NULL outputs are ignored */
+	npbert_get_config(self->bert, NULL);
+	npbert_get_memory(self->bert, NULL);
+	npbert_get_profile(self->bert, NULL);
+	npbert_reset_profile(NULL);
+	ASSERT_STREQ("unknown status", npbert_strerror((npbert_status_t)-1));
+}
+
 TEST(no_pooler)
 {
 	char name[96];
