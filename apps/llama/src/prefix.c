@@ -136,12 +136,15 @@ static void evict(const struct npllama *e, uint64_t incoming)
 	char mine[64];
 	npushm_region_list_t *list;
 	struct { char name[NPUSHM_NAME_MAX + 1]; uint64_t t, size; } *v = NULL;
-	size_t n = 0;
+	size_t n = 0, names = 0;
 
 	snprintf(mine, sizeof(mine), PREFIX_NAME "%.16s.", e->hash_hex);
 	if (npushm_dev_list_regions(e->dev, &list))
 		return;
-	v = calloc(npushm_region_list_count(list) + 1, sizeof(*v));
+	/* a slot per name: anyone who may publish can give a region of theirs many names */
+	for (size_t i = 0; i < npushm_region_list_count(list); i++)
+		names += npushm_region_list_at(list, i)->name_count;
+	v = calloc(names + 1, sizeof(*v));
 	for (size_t i = 0; v && i < npushm_region_list_count(list); i++) {
 		const npushm_region_entry_t *re = npushm_region_list_at(list, i);
 		struct hdr h;

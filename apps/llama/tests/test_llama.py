@@ -954,3 +954,53 @@ def test_hostile_prefix_regions_never_attach(tools, workdir, models, no_prefixes
     assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], (kind, r.stdout)
     assert list(ids) == list(want_ids)
     assert_close(logits, want_logits, "beside a hostile prefix region (%s)" % kind)
+
+
+def test_prefix_region_with_many_names_does_not_overflow_eviction(tools, workdir, models,
+                                                                   no_prefixes):
+    """One region under many of this model's prefix names (any user who may publish can
+    add names to a region of theirs): a publish's eviction scan took one slot per region
+    and wrote one per name, past its array (heap corruption in the publishing process).
+    Every name is now counted; the run publishes and exits 0."""
+    import ctypes
+    prompt = prompt_for(96, 20, seed=41)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 1, ["--publish-prefix"])
+    name = prefix_lines(r, "published")[0].split()[-1]
+    good = read_region(tools, name)
+    subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
+    lib, P = npushm_lib(tools), ctypes.c_void_p
+    dev, reg, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_alloc(dev, len(good), 0, ctypes.byref(reg)) == 0
+    assert lib.npushm_region_map(reg, 3, ctypes.byref(m)) == 0
+    ctypes.memmove(m, good, len(good))
+    lib.npushm_region_unmap(reg, m)
+    assert lib.npushm_region_seal(reg) == 0
+    base = name.rsplit(".", 1)[0]
+    names = ["%s.%016x" % (base, k) for k in range(64)]
+    lib.npushm_name_unlink.argtypes = [P, ctypes.c_char_p]
+    try:
+        for n in names:
+            assert lib.npushm_region_publish(reg, n.encode(), 0o640, 0) == 0
+        lib.npushm_region_close(reg)
+        publish_beside_many_names(tools, workdir, models)
+    finally:
+        # npushm ls shows a region once: no_prefixes would leave the other names
+        for n in names:
+            lib.npushm_name_unlink(dev, n.encode())
+        lib.npushm_dev_close(dev)
+
+
+def publish_beside_many_names(tools, workdir, models):
+    base_path = os.path.join(workdir, "case")
+    np.save(base_path + ".prompt.npy", prompt_for(96, 20, seed=42))
+    # glibc's malloc checks (libc_malloc_debug) turn a heap overflow into an abort at once
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.check=3")
+    debug = "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
+    if os.path.exists(debug):
+        env["LD_PRELOAD"] = debug
+    r = subprocess.run([tools.llama, models["tiny"], "--ids", base_path + ".prompt.npy",
+                        "--max-new", "1", "--out", base_path + ".ids.npy", "--publish-prefix"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr)
+    assert prefix_lines(r, "published")[0].startswith("prefix: published 16 tokens"), r.stdout
