@@ -4,8 +4,9 @@
 # run-program-tests.sh - suite "programs" (TAP): every program the build
 # makes (build/bin, build/tests, build/bench, build/tools) answers --help (exit 0, usage on
 # stdout) and --version (exit 0, its name and the version); then every
-# example command of the manual pages (docs/man/*.1, EXAMPLES) and every
-# command quoted in a --help text is run on a scratch model, so that a wrong
+# example command of the manual pages (docs/man/*.1, EXAMPLES), every
+# command quoted in a --help text and every command naming a file quoted in
+# a public header's comments is run on a scratch model, so that a wrong
 # example fails the test command. The installed programs are checked the same
 # way under their installed names by suite "install".
 #
@@ -147,5 +148,18 @@ while IFS= read -r line; do
 	cmd=$(printf '%s\n' "$cmd" | sed -E 's/FILE(\.safetensors)?/bert.safetensors/g; s/\b(NAME|MODEL)\b/bert/g')
 	run_example "$src" "$cmd"
 done < "$S/help-examples"
+
+# commands quoted in the public headers' comments (their tutorials' `npushm
+# load bert.safetensors --name bert`): those naming a file run
+for h in "$root"/libnpushm/include/*.h "$root"/tensor/include/*.h "$root"/ccl/include/*.h \
+	"$root"/apps/*/include/*.h; do
+	grep -o '`[^`]*`' "$h" | tr -d '`' |
+		grep -E '^(npushm|npushm-bert|npushm-llama|npccl-load|npccl-perf)( |$)' |
+		grep -E '[^ ]\.[a-z]' | sed "s|^|${h##*/}: |"
+done > "$S/header-examples"
+while IFS= read -r line; do
+	reset_world
+	run_example "${line%%: *}" "${line#*: }"
+done < "$S/header-examples"
 
 tap_end

@@ -7,10 +7,11 @@
  *
  * Tutorial
  * --------
- * Load the safetensors file once (`npushm load bert.safetensors bert`, or
- * npushm_model_load()); then every serving process attaches it and makes an
- * engine. The engine reads the weights in place from the read-only shared
- * mapping: no weight byte is copied into the process.
+ * Load the safetensors file once,
+ * `npushm load bert.safetensors --name bert` (or npushm_model_load()); then
+ * every serving process attaches it and makes an engine. The engine reads
+ * the weights in place from the read-only shared mapping: no weight byte is
+ * copied into the process.
  *
  *	npushm_model_t *m;
  *	npbert_t *bert;

@@ -7,9 +7,10 @@
  *
  * Tutorial
  * --------
- * Load the safetensors file once (`npushm load llama.safetensors llama`);
- * every serving process attaches it and makes an engine, which reads the
- * weights in place from the read-only shared mapping (no weight is copied).
+ * Load the safetensors file once,
+ * `npushm load llama.safetensors --name llama`; every serving process
+ * attaches it and makes an engine, which reads the weights in place from the
+ * read-only shared mapping (no weight is copied).
  *
  *	npushm_model_t *m;
  *	npllama_t *llm;
