@@ -108,6 +108,39 @@ static struct miscdevice npushm_misc = {
 	.fops = &npushm_dev_fops,
 };
 
+/*
+ * The built-in providers: the system-memory and NUMA node providers and the
+ * PCI BAR providers' driver, registered at load; 0 or -errno.
+ */
+static int __init npushm_builtin_providers_init(void)
+{
+	int ret = npushm_provider_register(&npushm_sysmem_provider);
+
+	if (ret)
+		return ret;
+	ret = npushm_node_providers_init();
+	if (ret)
+		goto out_sysmem;
+	ret = npushm_bar_providers_init();
+	if (ret)
+		goto out_nodes;
+	return 0;
+
+out_nodes:
+	npushm_node_providers_exit();
+out_sysmem:
+	npushm_provider_unregister(&npushm_sysmem_provider);
+	return ret;
+}
+
+/* unregister them (also on a failed load) */
+static void npushm_builtin_providers_exit(void)
+{
+	npushm_bar_providers_exit();
+	npushm_node_providers_exit();
+	npushm_provider_unregister(&npushm_sysmem_provider);
+}
+
 static int __init npushm_init(void)
 {
 	int ret;
@@ -121,7 +154,7 @@ static int __init npushm_init(void)
 	ret = npushm_pool_init();
 	if (ret)
 		return ret;
-	ret = npushm_provider_init();
+	ret = npushm_builtin_providers_init();
 	if (ret)
 		goto out_pool;
 	ret = npushm_fs_init();
@@ -147,7 +180,7 @@ out_netlink:
 out_fs:
 	npushm_fs_exit();
 out_provider:
-	npushm_provider_exit();
+	npushm_builtin_providers_exit();
 out_pool:
 	npushm_pool_exit();
 	return ret;
@@ -159,7 +192,7 @@ static void __exit npushm_exit(void)
 	npushm_fs_unregister();
 	npushm_netlink_exit();
 	npushm_fs_exit();
-	npushm_provider_exit();
+	npushm_builtin_providers_exit();
 	npushm_pool_exit();
 }
 

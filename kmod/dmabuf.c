@@ -21,6 +21,7 @@
 #include <linux/fs.h>
 #include <linux/iosys-map.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -222,6 +223,42 @@ static const struct dma_buf_ops npushm_dmabuf_ops = {
 	.vunmap = npushm_dmabuf_vunmap,
 };
 
+static int npushm_dmabuf_handle_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return npushm_region_mmap(npushm_region(file_inode(file)), vma);
+}
+
+/* The file a dma-buf export maps through: not a user handle. */
+static const struct file_operations npushm_dmabuf_handle_fops = {
+	.owner = THIS_MODULE,
+	.mmap = npushm_dmabuf_handle_mmap,
+	.llseek = noop_llseek,
+};
+
+/*
+ * A file for a dma-buf export's mappings, read-write or read-only: a new file
+ * on the same region and mount as @file (a region file), not counted as a
+ * user handle; or an ERR_PTR.
+ */
+static struct file *npushm_dmabuf_handle(struct file *file, bool writable)
+{
+	struct inode *inode = file_inode(file);
+	struct file *internal;
+
+	/* __fput() drops a module reference for f_op; take it here. */
+	if (!try_module_get(THIS_MODULE))
+		return ERR_PTR(-ENODEV);
+	ihold(inode);
+	internal = alloc_file_pseudo(inode, file->f_path.mnt, "npushm-dmabuf",
+				     writable ? O_RDWR : O_RDONLY,
+				     &npushm_dmabuf_handle_fops);
+	if (IS_ERR(internal)) {
+		iput(inode);
+		module_put(THIS_MODULE);
+	}
+	return internal;
+}
+
 /**
  * npushm_dmabuf_export - NPUSHM_IOC_EXPORT_DMABUF
  * @file: the region file
@@ -256,7 +293,7 @@ int npushm_dmabuf_export(struct file *file, struct npushm_region *region,
 	INIT_LIST_HEAD(&d->attachments);
 	d->region = region;
 	d->writable = rdwr;
-	d->handle = npushm_region_internal_file(file, rdwr);
+	d->handle = npushm_dmabuf_handle(file, rdwr);
 	if (IS_ERR(d->handle)) {
 		ret = PTR_ERR(d->handle);
 		goto out_free;

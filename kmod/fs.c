@@ -56,89 +56,11 @@
 #define NPUSHM_MAX_SIZE			round_down(MAX_LFS_FILESIZE, PAGE_SIZE)
 #define NPUSHM_DEFAULT_MODE		01777
 
-static bool npushm_userns_mounts;
-module_param_named(userns_mounts, npushm_userns_mounts, bool, 0644);
-MODULE_PARM_DESC(userns_mounts,
-		 "Instances may be mounted in user namespaces other than the initial one and size regions there (default N)");
-
 static struct vfsmount *npushm_anon_mnt;
 
 static const struct super_operations npushm_sops;
 static const struct inode_operations npushm_dir_iops;
 static const struct inode_operations npushm_file_iops;
-static const struct file_operations npushm_internal_fops;
-
-static struct npushm_sb *NPUSHM_SB(struct super_block *sb)
-{
-	return sb->s_fs_info;
-}
-
-static int npushm_reserve_inode(struct super_block *sb)
-{
-	struct npushm_sb *sbi = NPUSHM_SB(sb);
-	int ret = 0;
-
-	if (!sbi->max_inodes)
-		return 0;
-	spin_lock(&sbi->lock);
-	if (sbi->free_inodes)
-		sbi->free_inodes--;
-	else
-		ret = -ENOSPC;
-	spin_unlock(&sbi->lock);
-	return ret;
-}
-
-static void npushm_free_inode_slot(struct super_block *sb)
-{
-	struct npushm_sb *sbi = NPUSHM_SB(sb);
-
-	if (!sbi->max_inodes)
-		return;
-	spin_lock(&sbi->lock);
-	sbi->free_inodes++;
-	spin_unlock(&sbi->lock);
-}
-
-/**
- * npushm_sb_reserve_bytes - reserve room in an instance for a region
- * @sb: the instance
- * @bytes: the region's size
- *
- * Return: 0, -EPERM for an instance mounted in a user namespace while
- * userns_mounts is off, -ENOSPC when the instance's size= would be exceeded.
- */
-int npushm_sb_reserve_bytes(struct super_block *sb, u64 bytes)
-{
-	struct npushm_sb *sbi = NPUSHM_SB(sb);
-	int ret = 0;
-
-	if (sb->s_user_ns != &init_user_ns && !READ_ONCE(npushm_userns_mounts))
-		return -EPERM;
-	spin_lock(&sbi->lock);
-	if (sbi->max_bytes && (sbi->used_bytes > sbi->max_bytes ||
-			       bytes > sbi->max_bytes - sbi->used_bytes))
-		ret = -ENOSPC;
-	else
-		sbi->used_bytes += bytes;
-	spin_unlock(&sbi->lock);
-	return ret;
-}
-
-/**
- * npushm_sb_release_bytes - undo npushm_sb_reserve_bytes()
- * @sb: the instance
- * @bytes: the region's size
- */
-void npushm_sb_release_bytes(struct super_block *sb, u64 bytes)
-{
-	struct npushm_sb *sbi = NPUSHM_SB(sb);
-
-	spin_lock(&sbi->lock);
-	sbi->used_bytes -= bytes;
-	spin_unlock(&sbi->lock);
-}
-
 static struct inode *npushm_get_inode(struct super_block *sb,
 				      const struct inode *dir, umode_t mode)
 {
@@ -359,116 +281,6 @@ static const struct inode_operations npushm_file_iops = {
 	.setattr = npushm_setattr,
 	.getattr = simple_getattr,
 };
-
-static int npushm_file_open(struct inode *inode, struct file *file)
-{
-	struct dentry *dentry = file->f_path.dentry;
-	struct npushm_opened_as *as;
-
-	as = kmalloc(sizeof(*as), GFP_KERNEL_ACCOUNT);
-	if (!as)
-		return -ENOMEM;
-	as->parent = dget_parent(dentry);
-	spin_lock(&dentry->d_lock);
-	as->hash_len = dentry->d_name.hash_len;
-	spin_unlock(&dentry->d_lock);
-	file->private_data = as;
-	npushm_region_open_file(npushm_region(inode));
-	return 0;
-}
-
-static int npushm_file_release(struct inode *inode, struct file *file)
-{
-	struct npushm_opened_as *as = file->private_data;
-
-	npushm_region_release_file(npushm_region(inode));
-	if (as) {
-		dput(as->parent);
-		kfree(as);
-	}
-	return 0;
-}
-
-static int npushm_file_mmap(struct file *file, struct vm_area_struct *vma)
-{
-	return npushm_region_mmap(npushm_region(file_inode(file)), vma);
-}
-
-static long npushm_file_fallocate(struct file *file, int mode, loff_t offset,
-				  loff_t len)
-{
-	struct inode *inode = file_inode(file);
-	int ret;
-
-	if (mode)
-		return -EOPNOTSUPP;
-	inode_lock(inode);
-	ret = npushm_region_fallocate(npushm_region(inode), offset, len);
-	inode_unlock(inode);
-	return ret;
-}
-
-const struct file_operations npushm_file_fops = {
-	.owner = THIS_MODULE,
-	.open = npushm_file_open,
-	.release = npushm_file_release,
-	.mmap = npushm_file_mmap,
-	.read_iter = npushm_region_read_iter,
-	.write_iter = npushm_region_write_iter,
-	.llseek = generic_file_llseek,
-	.fsync = noop_fsync,
-	.fallocate = npushm_file_fallocate,
-	.unlocked_ioctl = npushm_region_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-};
-
-/* The file a dma-buf export maps through: not a user handle. */
-static const struct file_operations npushm_internal_fops = {
-	.owner = THIS_MODULE,
-	.mmap = npushm_file_mmap,
-	.llseek = noop_llseek,
-};
-
-/**
- * npushm_region_from_file - the region behind a file
- * @file: any file
- *
- * Return: the region, or NULL when @file is no npushm region file.
- */
-struct npushm_region *npushm_region_from_file(struct file *file)
-{
-	if (file->f_op != &npushm_file_fops &&
-	    file->f_op != &npushm_internal_fops)
-		return NULL;
-	return npushm_region(file_inode(file));
-}
-
-/**
- * npushm_region_internal_file - a file for a dma-buf export's mappings
- * @file: a region file
- * @writable: read-write, else read-only
- *
- * Return: a new file on the same region and mount, not counted as a user
- * handle, or an ERR_PTR.
- */
-struct file *npushm_region_internal_file(struct file *file, bool writable)
-{
-	struct inode *inode = file_inode(file);
-	struct file *internal;
-
-	/* __fput() drops a module reference for f_op; take it here. */
-	if (!try_module_get(THIS_MODULE))
-		return ERR_PTR(-ENODEV);
-	ihold(inode);
-	internal = alloc_file_pseudo(inode, file->f_path.mnt, "npushm-dmabuf",
-				     writable ? O_RDWR : O_RDONLY,
-				     &npushm_internal_fops);
-	if (IS_ERR(internal)) {
-		iput(inode);
-		module_put(THIS_MODULE);
-	}
-	return internal;
-}
 
 /**
  * npushm_anon_alloc - a new anonymous region (NPUSHM_IOC_ALLOC)
@@ -748,7 +560,7 @@ static int npushm_get_tree(struct fs_context *fc)
 		return invalfc(fc, "npushm: provider=%s: node %d has CPUs: add allow_cpus",
 			       ctx->provider->name, nid);
 	if (fc->user_ns != &init_user_ns) {
-		if (!READ_ONCE(npushm_userns_mounts)) {
+		if (!npushm_userns_mounts_allowed()) {
 			errorfc(fc, "npushm: user-namespace mounts are off (userns_mounts)");
 			return -EPERM;
 		}

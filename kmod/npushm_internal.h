@@ -36,6 +36,12 @@ struct user_namespace;
 struct vm_area_struct;
 struct npushm_region;
 
+/* chunks.c */
+int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
+		      struct page *(*chunk)(void *ctx, unsigned int order),
+		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
+		      void *ctx);
+
 /* provider_sysmem.c */
 extern struct npushm_provider npushm_sysmem_provider;
 int npushm_pages_alloc(struct page **pages, unsigned long npages, int nid);
@@ -72,16 +78,11 @@ int npushm_provider_alloc(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
 void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
 			  unsigned long n);
-int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
-		      struct page *(*chunk)(void *ctx, unsigned int order),
-		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
-		      void *ctx);
+void npushm_provider_mark_revoked(struct npushm_provider *provider);
 int npushm_provider_for_each(unsigned long *pos,
 			     int (*put)(void *ctx, const struct npushm_provider *p,
 					u64 used),
 			     void *ctx);
-int npushm_provider_init(void);
-void npushm_provider_exit(void);
 
 /**
  * struct npushm_region - the device memory behind one region file
@@ -156,6 +157,18 @@ struct npushm_sb {
 	bool allow_cpus;
 };
 
+static inline struct npushm_sb *NPUSHM_SB(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+/* instance.c */
+bool npushm_userns_mounts_allowed(void);
+int npushm_reserve_inode(struct super_block *sb);
+void npushm_free_inode_slot(struct super_block *sb);
+int npushm_sb_reserve_bytes(struct super_block *sb, u64 bytes);
+void npushm_sb_release_bytes(struct super_block *sb, u64 bytes);
+
 /**
  * struct npushm_ioctl_out - what an ioctl handler hands back to dispatch
  * @file: a new file to install as @fd once the reply reached user space
@@ -223,7 +236,6 @@ extern struct mutex npushm_regions_lock;
 extern struct xarray npushm_regions;
 int npushm_region_init(struct npushm_region *region, struct inode *inode);
 void npushm_region_destroy(struct npushm_region *region);
-void npushm_regions_revoke(struct npushm_provider *provider);
 int npushm_region_resize(struct npushm_region *region, loff_t size);
 int npushm_region_fallocate(struct npushm_region *region, loff_t offset,
 			    loff_t len);
@@ -232,10 +244,7 @@ unsigned long npushm_region_pinned_pages(struct npushm_region *region);
 void npushm_region_open_file(struct npushm_region *region);
 void npushm_region_release_file(struct npushm_region *region);
 bool npushm_file_writable(struct file *file);
-struct npushm_region *npushm_region_from_file(struct file *file);
-struct file *npushm_region_internal_file(struct file *file, bool writable);
-long npushm_region_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long arg);
+int npushm_region_seal(struct npushm_region *region);
 ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to);
 ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from);
 
@@ -265,14 +274,14 @@ static inline struct npushm_region *npushm_region(struct inode *inode)
 	return inode->i_private;
 }
 
-extern const struct file_operations npushm_file_fops;
-int npushm_sb_reserve_bytes(struct super_block *sb, u64 bytes);
-void npushm_sb_release_bytes(struct super_block *sb, u64 bytes);
 int npushm_fs_init(void);
 void npushm_fs_exit(void);
 int npushm_fs_register(void);
 void npushm_fs_unregister(void);
 int npushm_anon_alloc(u64 size, struct file **filep, u64 *id);
+
+/* region_file.c */
+extern const struct file_operations npushm_file_fops;
 
 /* dmabuf.c */
 int npushm_dmabuf_export(struct file *file, struct npushm_region *region,

@@ -13,15 +13,14 @@
  * release callback runs when the last reference goes. Revoking a provider
  * (its device is going) makes every later fault on its regions SIGBUS: the
  * fault path reads the revoked flag inside an SRCU read section, and
- * revoking waits for those sections before it zaps the mappings, so no
- * fault that missed the flag can map a page after the zap.
+ * revoking (npushm_provider_revoke(), region.c) waits for those sections
+ * (npushm_provider_mark_revoked()) before it zaps the regions' mappings, so
+ * no fault that missed the flag can map a page after the zap.
  */
 #include <linux/ctype.h>
 #include <linux/device.h>
-#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/sched/signal.h>
 #include <linux/srcu.h>
 #include <linux/string.h>
 
@@ -114,24 +113,19 @@ int npushm_provider_unregister(struct npushm_provider *provider)
 EXPORT_SYMBOL_GPL(npushm_provider_unregister);
 
 /**
- * npushm_provider_revoke - the provider's device is going: stop every use
- *	of its memory by the CPU
+ * npushm_provider_mark_revoked - a provider's device is going: set its
+ *	revoked flag and wait until no fault that read it unset is in flight
  * @provider: a registered provider
  *
- * Sizing a region from it fails with -ENODEV from now on, and so do new
- * mappings and dma-buf exports of its regions; their user mappings are
- * zapped (a later touch is SIGBUS) and read(2) and write(2) fail with -EIO.
- * The regions themselves, their names, pins and exports stay until their
- * users let them go; the pages come back to @provider->free then, and
- * @provider->release runs after the last. Call it before unregistering.
+ * Every section npushm_provider_read_lock() opens after this returns sees
+ * the flag. npushm_provider_revoke() (region.c) calls it, then zaps the
+ * mappings of the provider's regions.
  */
-void npushm_provider_revoke(struct npushm_provider *provider)
+void npushm_provider_mark_revoked(struct npushm_provider *provider)
 {
 	WRITE_ONCE(provider->revoked, true);
 	synchronize_srcu(&npushm_revoke_srcu);
-	npushm_regions_revoke(provider);
 }
-EXPORT_SYMBOL_GPL(npushm_provider_revoke);
 
 /**
  * npushm_provider_read_lock - enter a section in which a provider seen
@@ -261,56 +255,6 @@ void npushm_provider_free(struct npushm_provider *provider, struct page **pages,
 }
 
 /**
- * npushm_pages_fill - fill a page array with contiguous chunks, largest first
- * @pages: filled with @n pages
- * @n: pages wanted
- * @order: the largest chunk to ask for (page order)
- * @chunk: gives 2^@order contiguous zeroed order-0 pages (the first of
- *	them), or NULL when it has none that large
- * @undo: gives back pages @chunk gave, on failure
- * @ctx: for @chunk and @undo
- *
- * Smaller chunks are asked for when @chunk has none of an order.
- *
- * Return: 0, -ENOMEM (not even one page), -EINTR (killed).
- */
-int npushm_pages_fill(struct page **pages, unsigned long n, unsigned int order,
-		      struct page *(*chunk)(void *ctx, unsigned int order),
-		      void (*undo)(void *ctx, struct page **pages, unsigned long n),
-		      void *ctx)
-{
-	unsigned long done = 0, i;
-	struct page *page;
-	int ret;
-
-	while (done < n) {
-		order = min_t(unsigned int, order, ilog2(n - done));
-		page = chunk(ctx, order);
-		if (!page) {
-			if (!order) {
-				ret = -ENOMEM;
-				goto out_undo;
-			}
-			order--;
-			continue;
-		}
-		for (i = 0; i < (1UL << order); i++)
-			pages[done + i] = page + i;
-		done += 1UL << order;
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			goto out_undo;
-		}
-		cond_resched();
-	}
-	return 0;
-
-out_undo:
-	undo(ctx, pages, done);
-	return ret;
-}
-
-/**
  * npushm_provider_for_each - report registered providers, resumably
  * @pos: the index to start from; set past the last one reported
  * @put: reports one provider (name, device, capacity, chunk order, use);
@@ -339,39 +283,4 @@ int npushm_provider_for_each(unsigned long *pos,
 	}
 	mutex_unlock(&npushm_providers_lock);
 	return ret;
-}
-
-/**
- * npushm_provider_init - register the system-memory and NUMA node providers
- *	and the PCI BAR providers' driver
- *
- * Return: 0 or -errno.
- */
-int npushm_provider_init(void)
-{
-	int ret = npushm_provider_register(&npushm_sysmem_provider);
-
-	if (ret)
-		return ret;
-	ret = npushm_node_providers_init();
-	if (ret)
-		goto out_sysmem;
-	ret = npushm_bar_providers_init();
-	if (ret)
-		goto out_nodes;
-	return 0;
-
-out_nodes:
-	npushm_node_providers_exit();
-out_sysmem:
-	npushm_provider_unregister(&npushm_sysmem_provider);
-	return ret;
-}
-
-/** npushm_provider_exit - unregister them */
-void npushm_provider_exit(void)
-{
-	npushm_bar_providers_exit();
-	npushm_node_providers_exit();
-	npushm_provider_unregister(&npushm_sysmem_provider);
 }

@@ -2,7 +2,8 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * region.c - the device memory behind a region file: sizing, seals, pins,
- * read and write, and the ioctls on region files.
+ * read and write (region_file.c hands these to the files), and revoking the
+ * regions of a provider whose device is going (npushm_provider_revoke).
  *
  * Size rules (all under the inode lock; sizes round up to PAGE_SIZE):
  *   0 -> N   reserves N bytes from the instance and the pool, charged to the
@@ -159,13 +160,11 @@ static struct inode *npushm_regions_next_of(struct npushm_provider *provider,
 	return inode;
 }
 
-/**
- * npushm_regions_revoke - zap every user mapping of a revoked provider's
- *	regions
- * @provider: revoked (npushm_provider_revoke()), so that no fault maps its
- *	pages again
+/*
+ * Zap every user mapping of a revoked provider's regions (no fault maps its
+ * pages again: npushm_provider_mark_revoked() waited for them).
  */
-void npushm_regions_revoke(struct npushm_provider *provider)
+static void npushm_regions_revoke(struct npushm_provider *provider)
 {
 	unsigned long index = 0;
 	struct inode *inode;
@@ -177,6 +176,25 @@ void npushm_regions_revoke(struct npushm_provider *provider)
 		cond_resched();
 	}
 }
+
+/**
+ * npushm_provider_revoke - the provider's device is going: stop every use
+ *	of its memory by the CPU
+ * @provider: a registered provider
+ *
+ * Sizing a region from it fails with -ENODEV from now on, and so do new
+ * mappings and dma-buf exports of its regions; their user mappings are
+ * zapped (a later touch is SIGBUS) and read(2) and write(2) fail with -EIO.
+ * The regions themselves, their names, pins and exports stay until their
+ * users let them go; the pages come back to @provider->free then, and
+ * @provider->release runs after the last. Call it before unregistering.
+ */
+void npushm_provider_revoke(struct npushm_provider *provider)
+{
+	npushm_provider_mark_revoked(provider);
+	npushm_regions_revoke(provider);
+}
+EXPORT_SYMBOL_GPL(npushm_provider_revoke);
 
 static int npushm_region_alloc(struct npushm_region *region, u64 size)
 {
@@ -518,20 +536,21 @@ out_unlock:
 	return ret;
 }
 
-static int npushm_region_ioctl_seal(struct file *file, void *arg,
-				    struct npushm_ioctl_out *out)
+/**
+ * npushm_region_seal - NPUSHM_SEAL_WRITE: no write to the region from now on
+ * @region: the region
+ *
+ * Waits a while for transient pins to go (as memfd's F_SEAL_WRITE).
+ *
+ * Return: 0 (also when already sealed), -EBUSY while a writable mapping,
+ * a writable dma-buf or a pin exists, -EINTR when killed.
+ */
+int npushm_region_seal(struct npushm_region *region)
 {
-	struct npushm_region *region = npushm_region_from_file(file);
-	struct inode *inode = file_inode(file);
-	struct npushm_seal *req = arg;
+	struct inode *inode = region->inode;
 	bool sealed_now = false;
 	unsigned int scan;
 	int ret;
-
-	if (!req->seals || (req->seals & ~NPUSHM_SEAL_WRITE) || req->reserved)
-		return -EINVAL;
-	if (!npushm_file_writable(file))
-		return -EPERM;
 
 	inode_lock(inode);
 	mutex_lock(&region->lock);
@@ -558,100 +577,4 @@ static int npushm_region_ioctl_seal(struct file *file, void *arg,
 	if (sealed_now)
 		fsnotify_inode(inode, FS_ATTRIB);
 	return ret;
-}
-
-static int npushm_region_ioctl_export(struct file *file, void *arg,
-				      struct npushm_ioctl_out *out)
-{
-	return npushm_dmabuf_export(file, npushm_region_from_file(file), arg, out);
-}
-
-/*
- * The name @file was opened by, if that link still exists: in the same
- * directory under the same name (struct npushm_opened_as).
- */
-static void npushm_region_file_name(struct file *file, char *buf, size_t size)
-{
-	const struct npushm_opened_as *as = file->private_data;
-	struct dentry *dentry = file->f_path.dentry;
-	struct name_snapshot name;
-	bool same;
-
-	buf[0] = '\0';
-	if (!as || d_unhashed(dentry) || IS_ROOT(dentry))
-		return;
-	take_dentry_name_snapshot(&name, dentry);
-	spin_lock(&dentry->d_lock);
-	same = dentry->d_parent == as->parent && !d_unhashed(dentry) &&
-	       dentry->d_name.hash_len == as->hash_len &&
-	       name.name.hash_len == as->hash_len;
-	spin_unlock(&dentry->d_lock);
-	if (same)
-		strscpy(buf, name.name.name, size);
-	release_dentry_name_snapshot(&name);
-}
-
-static int npushm_region_ioctl_info(struct file *file, void *arg,
-				    struct npushm_ioctl_out *out)
-{
-	struct npushm_region *region = npushm_region_from_file(file);
-	struct user_namespace *userns = current_user_ns();
-	struct inode *inode = file_inode(file);
-	struct npushm_region_info *info = arg;
-
-	info->id = region->id;
-	info->owner_uid = from_kuid_munged(userns, inode->i_uid);
-	info->owner_gid = from_kgid_munged(userns, inode->i_gid);
-	info->mode = inode->i_mode & 07777;
-	info->names = inode->i_nlink;
-	info->dev = new_encode_dev(inode->i_sb->s_dev);
-	if (npushm_file_writable(file))
-		info->flags |= NPUSHM_INFO_WRITABLE;
-	if (inode->i_nlink)
-		info->flags |= NPUSHM_INFO_NAMED;
-	if (npushm_provider_revoked(region->provider))
-		info->flags |= NPUSHM_INFO_REVOKED;
-	npushm_region_file_name(file, info->name, sizeof(info->name));
-	strscpy(info->provider, region->provider->name, sizeof(info->provider));
-	if (region->provider->dev)
-		strscpy(info->device, dev_name(region->provider->dev),
-			sizeof(info->device));
-
-	mutex_lock(&region->lock);
-	info->size = region->size;
-	if (region->sealed)
-		info->flags |= NPUSHM_INFO_SEALED;
-	if (region->anonymous)
-		info->flags |= NPUSHM_INFO_ANONYMOUS;
-	info->charged_uid = region->size ?
-			    from_kuid_munged(userns, region->charged) : (u32)-1;
-	info->handles = region->handles;
-	info->mappings = region->nr_vmas;
-	info->dmabufs = region->dmabufs;
-	info->pinned_bytes = (u64)npushm_region_pinned_pages(region) << PAGE_SHIFT;
-	npushm_region_map_stats(region, &info->mapped_bytes, &info->mappers);
-	mutex_unlock(&region->lock);
-	return 0;
-}
-
-static const struct npushm_ioctl_desc npushm_region_ioctls[] = {
-	{ NPUSHM_IOC_SEAL, NPUSHM_SEAL_SIZE_VER0, npushm_region_ioctl_seal },
-	{ NPUSHM_IOC_EXPORT_DMABUF, NPUSHM_EXPORT_SIZE_VER0, npushm_region_ioctl_export },
-	{ NPUSHM_IOC_INFO, NPUSHM_INFO_SIZE_VER0, npushm_region_ioctl_info },
-};
-
-/**
- * npushm_region_ioctl - the ioctls of a region file
- * @file: the file
- * @cmd: the ioctl number
- * @arg: the caller's struct
- *
- * Return: 0 or -errno.
- */
-long npushm_region_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long arg)
-{
-	return npushm_ioctl_dispatch(npushm_region_ioctls,
-				     ARRAY_SIZE(npushm_region_ioctls),
-				     file, cmd, arg);
 }
