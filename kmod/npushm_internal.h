@@ -244,7 +244,7 @@ unsigned long npushm_region_pinned_pages(struct npushm_region *region);
 void npushm_region_open_file(struct npushm_region *region);
 void npushm_region_release_file(struct npushm_region *region);
 bool npushm_file_writable(struct file *file);
-int npushm_region_seal(struct npushm_region *region);
+int npushm_region_seal_write(struct npushm_region *region);
 ssize_t npushm_region_read_iter(struct kiocb *iocb, struct iov_iter *to);
 ssize_t npushm_region_write_iter(struct kiocb *iocb, struct iov_iter *from);
 

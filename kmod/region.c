@@ -537,7 +537,8 @@ out_unlock:
 }
 
 /**
- * npushm_region_seal - NPUSHM_SEAL_WRITE: no write to the region from now on
+ * npushm_region_seal_write - NPUSHM_SEAL_WRITE: no write to the region from
+ *	now on
  * @region: the region
  *
  * Waits a while for transient pins to go (as memfd's F_SEAL_WRITE).
@@ -545,7 +546,7 @@ out_unlock:
  * Return: 0 (also when already sealed), -EBUSY while a writable mapping,
  * a writable dma-buf or a pin exists, -EINTR when killed.
  */
-int npushm_region_seal(struct npushm_region *region)
+int npushm_region_seal_write(struct npushm_region *region)
 {
 	struct inode *inode = region->inode;
 	bool sealed_now = false;

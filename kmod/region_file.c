@@ -76,7 +76,7 @@ static int npushm_region_ioctl_seal(struct file *file, void *arg,
 		return -EINVAL;
 	if (!npushm_file_writable(file))
 		return -EPERM;
-	return npushm_region_seal(npushm_region(file_inode(file)));
+	return npushm_region_seal_write(npushm_region(file_inode(file)));
 }
 
 static int npushm_region_ioctl_export(struct file *file, void *arg,
