@@ -292,9 +292,10 @@ typedef enum npt_activation {
  * collapse into one row stride (contiguous x, or a row view such as
  * hidden[:, 0, :]). Other operands are copied first, reported as matmul's
  * are (NPT_E_WOULD_COPY in NPT_EXPAND_VIEW mode). The bias and activation
- * are applied in one pass right after the GEMM; GELU and tanh there use
- * glibc's vector math (libmvec, within 4 ulp) where the CPU has AVX2 or
- * AVX-512, so they may differ from NPT_OP_GELU/NPT_OP_TANH in the last bits.
+ * are applied right after the GEMM, while the output is in cache; where the
+ * CPU has AVX2 or AVX-512, GELU uses the library's vector erf (within 3.2e-7
+ * of erf) and tanh glibc's vector tanhf (within 4 ulp), so they may differ
+ * from NPT_OP_GELU/NPT_OP_TANH in the last bits. ReLU keeps NaN.
  */
 NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tensor_t *bias,
 				npt_activation_t act, npt_tensor_t **out);
