@@ -95,7 +95,7 @@ extern "C" {
 #endif
 
 #define NPUSHM_VERSION_MAJOR 1
-#define NPUSHM_VERSION_MINOR 7	/* the newest version node: NPUSHM_1.7 */
+#define NPUSHM_VERSION_MINOR 8	/* the newest version node: NPUSHM_1.8 */
 
 /* ------------------------------------------------------------------ status */
 
@@ -632,6 +632,16 @@ NPUSHM_API size_t npushm_model_accept_packed_only(npushm_model_t *model);
  * or -1: the model's own region (no per-node copies, or none for that node).
  */
 NPUSHM_API int npushm_model_node(const npushm_model_t *model);
+/*
+ * Since 1.8: the uid owning the region @model maps, i.e. who published these
+ * weights (the loader, or whoever loaded the copy a load deduplicated onto;
+ * with per-node copies, that node's copy). Read from the region itself when
+ * the model was attached, never from a name: kmod, the module's owner of the
+ * region; posix, the owner of its tmpfs file (st_uid). Libraries that share
+ * derived data between processes (libnpllama's prompt prefixes) trust it as
+ * much as the weights. UINT32_MAX for NULL.
+ */
+NPUSHM_API uint32_t npushm_model_owner_uid(const npushm_model_t *model);
 /* The read-only mapping of the whole region (manifest included). */
 NPUSHM_API const void *npushm_model_base(const npushm_model_t *model);
 

@@ -19,6 +19,7 @@ struct npushm_model {
 	void *base;			/* PROT_READ, MAP_SHARED */
 	uint64_t size;
 	uint64_t region_id;
+	uint32_t owner_uid;		/* of that region: who loaded the weights */
 	struct npi_manifest_view view;
 	char *name;
 	bool accept_packed_only;	/* npushm_model_accept_packed_only() was called */

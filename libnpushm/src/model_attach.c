@@ -43,6 +43,7 @@ void npi_model_unref(npushm_model_t *m)
 NPUSHM_API npushm_status_t npushm_model_attach_dev(npushm_dev_t *dev, const char *name,
 						   npushm_model_t **modelp)
 {
+	npushm_region_info_t ri;
 	npushm_region_t *r = NULL;
 	npushm_model_t *m = NULL;
 	bool sealed = false;
@@ -59,6 +60,8 @@ NPUSHM_API npushm_status_t npushm_model_attach_dev(npushm_dev_t *dev, const char
 		return st;
 	}
 	st = dev->ops->region_sealed(r, &sealed);
+	if (!st)
+		st = npushm_region_info(r, &ri);
 	if (st)
 		goto out;
 	if (!sealed) {
@@ -75,6 +78,7 @@ NPUSHM_API npushm_status_t npushm_model_attach_dev(npushm_dev_t *dev, const char
 	atomic_init(&m->refs, 1);
 	m->size = r->size;
 	m->region_id = r->id;
+	m->owner_uid = ri.owner_uid;
 	st = npushm_region_map(r, NPUSHM_PROT_READ, &m->base);
 	if (st) {
 		npi_error_prefix("cannot attach model '%s'", name);
@@ -116,6 +120,11 @@ NPUSHM_API npushm_status_t npushm_model_attach(const char *name, npushm_model_t 
 NPUSHM_API void npushm_model_detach(npushm_model_t *model)
 {
 	npi_model_unref(model);
+}
+
+NPUSHM_API uint32_t npushm_model_owner_uid(const npushm_model_t *m)
+{
+	return m ? m->owner_uid : UINT32_MAX;
 }
 
 NPUSHM_API void npushm_model_info(const npushm_model_t *m, npushm_model_info_t *info)

@@ -196,6 +196,7 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 	char copy[NPUSHM_NAME_MAX + 32];
 	struct npi_saved_error saved;
 	struct npi_manifest_view v;
+	npushm_region_info_t ri;
 	int node = npi_node_of_thread();
 	npushm_region_t *r = NULL;
 	bool sealed = false;
@@ -220,6 +221,8 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 	if (!st && !sealed)
 		st = npi_fail(NPUSHM_ERR_CORRUPT, 0, "the copy '%s' of model '%s' is not sealed", copy, name);
 	if (!st)
+		st = npushm_region_info(r, &ri);
+	if (!st)
 		st = map_manifest(r, &base, &v);
 	if (!st && (memcmp(v.hdr->hash, m->view.hdr->hash, 16) || r->size != m->size))
 		st = npi_fail(NPUSHM_ERR_CORRUPT, 0,
@@ -235,6 +238,7 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 	m->base = base;
 	m->view = v;
 	m->region_id = r->id;
+	m->owner_uid = ri.owner_uid;
 	m->node = node;
 	npushm_region_close(r);
 	return NPUSHM_OK;

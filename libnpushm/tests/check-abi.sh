@@ -6,8 +6,9 @@
 # libnpushm.so exports exactly the npushm_* functions, versioned NPUSHM_1.0
 # (npushm.h), NPUSHM_1.1 (npushm_rdma.h), NPUSHM_1.2 (npushm_watch.h),
 # NPUSHM_1.4 (npushm_space.h), NPUSHM_1.5 (npushm_model_node, npushm.h),
-# NPUSHM_1.6 (npushm_cluster.h) and NPUSHM_1.7 (npushm_model_accept_packed_only,
-# npushm.h); the headers of 1.1, 1.2, 1.4 and 1.6 compile on their own too.
+# NPUSHM_1.6 (npushm_cluster.h), NPUSHM_1.7 (npushm_model_accept_packed_only,
+# npushm.h) and NPUSHM_1.8 (npushm_model_owner_uid, npushm.h); the headers of
+# 1.1, 1.2, 1.4 and 1.6 compile on their own too.
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${BUILD:-$root/build}
@@ -21,14 +22,14 @@ gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -I"$root/include/
 	g++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$here/include" -I"$root/include/uapi" -c "$tmp/a.c" -o "$tmp/c.o" 2>> "$tmp/log"
 result $? "npushm.h is self-contained C99 and C++11, with or next to the UAPI header" "$tmp/log"
 syms=$(nm -D --defined-only "$BUILD/lib/libnpushm.so" | awk '$2 == "T" { print $3 }')
-bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[0-7]$')
+bad=$(echo "$syms" | grep -v '^npushm_[a-z_]*@@NPUSHM_1\.[0-8]$')
 echo "unexpected exports: $bad" > "$tmp/exports.log"
 [ -n "$syms" ] && [ -z "$bad" ]
-result $? "libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.7 ($(echo "$syms" | wc -l) of them)" \
+result $? "libnpushm.so exports only npushm_* functions, versioned NPUSHM_1.0 to 1.8 ($(echo "$syms" | wc -l) of them)" \
 	"$tmp/exports.log"
 missing=""
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
-	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[0357]$" || missing="$missing $f"
+	echo "$syms" | grep -q "^$f@@NPUSHM_1\.[03578]$" || missing="$missing $f"
 done
 for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_rdma.h" | sed 's/.*[ *]\(npushm_[a-z_]*\)(/\1/'); do
 	echo "$syms" | grep -q "^$f@@NPUSHM_1\.1$" || missing="$missing $f"
@@ -44,7 +45,7 @@ for f in $(grep -o '^NPUSHM_API [^(]*(' "$here/include/npushm_cluster.h" | sed '
 done
 echo "declared but not exported:$missing" > "$tmp/missing.log"
 [ -z "$missing" ]
-result $? "every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3, the per-node copies' 1.5, packed-only 1.7), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2), npushm_space.h (NPUSHM_1.4) and npushm_cluster.h (NPUSHM_1.6) is exported" \
+result $? "every function declared NPUSHM_API in npushm.h (NPUSHM_1.0, the layouts' 1.3, the per-node copies' 1.5, packed-only 1.7, the model's owner 1.8), npushm_rdma.h (NPUSHM_1.1), npushm_watch.h (NPUSHM_1.2), npushm_space.h (NPUSHM_1.4) and npushm_cluster.h (NPUSHM_1.6) is exported" \
 	"$tmp/missing.log"
 printf '#include <npushm_rdma.h>\nint main(void) { npushm_mr_info_t i; return (int)sizeof(i) > 0 ? NPUSHM_OK : 1; }\n' > "$tmp/d.c"
 gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$here/include" -c "$tmp/d.c" -o "$tmp/d.o" 2> "$tmp/log" &&

@@ -4,7 +4,8 @@
  * test_perm.c - permissions as another user: regions and models published
  * by root with different modes, opened, mapped, attached and removed by uid
  * 65534 in a child (setresuid). Each refusal must be ACCESS with a message
- * that names the region or model.
+ * that names the region or model. A model's owner is who loaded it
+ * (npushm_model_owner_uid), whoever attaches it.
  */
 #include <unistd.h>
 
@@ -88,6 +89,58 @@ TEST(perm_other_users_get_what_the_mode_allows)
 	CHECK_ST(npushm_name_unlink(dev, c.r644), NPUSHM_OK);
 	CHECK_ST(npushm_name_unlink(dev, c.r666), NPUSHM_OK);
 	CHECK_EQ(th_pool_used(dev), used0);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+struct owner_ctx {
+	const char *file, *root_model, *nobody_model;
+};
+
+static void owner_as_other(void *arg)
+{
+	struct owner_ctx *c = arg;
+	npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+	npushm_dev_t *dev = th_dev();
+	npushm_model_t *m = NULL;
+
+	REQUIRE_OK(npushm_model_attach_dev(dev, c->root_model, &m));
+	CHECK_EQ(npushm_model_owner_uid(m), 0);
+	npushm_model_detach(m);
+	REQUIRE_OK(npushm_model_load(dev, c->file, c->nobody_model, &lo, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, c->nobody_model, &m));
+	CHECK_EQ(npushm_model_owner_uid(m), 65534);
+	npushm_model_detach(m);
+	npushm_dev_close(dev);
+}
+
+TEST(perm_a_models_owner_is_who_loaded_it)
+{
+	npushm_dev_t *dev = th_dev();
+	struct owner_ctx c = {
+		.root_model = th_name("owner-root"), .nobody_model = th_name("owner-nobody"),
+	};
+	npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+	npushm_model_t *m = NULL;
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	CHECK_EQ(npushm_model_owner_uid(NULL), UINT32_MAX);
+	c.file = th_big_model("owner.safetensors", 16 << 10, 6);
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.root_model, &lo, NULL));
+	REQUIRE_OK(npushm_model_attach_dev(dev, c.root_model, &m));
+	CHECK_EQ(npushm_model_owner_uid(m), geteuid());
+	npushm_model_detach(m);
+	CHECK_EQ(th_as_nobody(owner_as_other, &c), 0);
+	/* root attaching the model uid 65534 loaded: its owner stays 65534 */
+	if (npushm_model_attach_dev(dev, c.nobody_model, &m) == NPUSHM_OK) {
+		CHECK_EQ(npushm_model_owner_uid(m), 65534);
+		npushm_model_detach(m);
+	} else {
+		CHECK(!"root cannot attach the model uid 65534 loaded");
+	}
+	CHECK_ST(npushm_model_remove(dev, c.nobody_model), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, c.root_model), NPUSHM_OK);
 	CHECK_EQ(th_shm_files(), 0);
 	npushm_dev_close(dev);
 }
