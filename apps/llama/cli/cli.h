@@ -68,6 +68,13 @@ void guard_loaded(const char *name);
 void guard_release(void);
 void guard_unload(void);
 
+/*
+ * trust.c: after npllama_seq_attach_prefix (@publishing 0) or an UNTRUSTED
+ * npllama_seq_publish_prefix (1), the line saying which prefix region of
+ * which user was not trusted; nothing when there was none.
+ */
+void prefix_say_untrusted(const npllama_seq_t *seq, int publishing);
+
 /* generate.c: --ids */
 int run_generate(const struct rank_ctx *x);
 /* serve.c: --stream */

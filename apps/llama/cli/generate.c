@@ -41,9 +41,17 @@ static int prompt_logits(const struct rank_ctx *x, npllama_seq_t *seq, int vocab
 static int publish(const struct rank_ctx *x, npllama_seq_t *seq)
 {
 	char name[NPUSHM_NAME_MAX + 1];
+	npllama_status_t st;
 	int n;
 
-	if (npllama_seq_publish_prefix(seq, &n, name, sizeof(name)))
+	st = npllama_seq_publish_prefix(seq, &n, name, sizeof(name));
+	/* another user's region holds the name: said, and the run goes on */
+	if (st == NPLLAMA_ERR_UNTRUSTED) {
+		if (x->rank == 0)
+			prefix_say_untrusted(seq, 1);
+		return 0;
+	}
+	if (st)
 		return die("%s", npllama_last_error());
 	if (x->rank)
 		return 0;
@@ -102,8 +110,10 @@ int run_generate(const struct rank_ctx *x)
 			die("%s", npllama_last_error());
 			goto out;
 		}
-		if (x->rank == 0)
+		if (x->rank == 0) {
+			prefix_say_untrusted(seq, 0);
 			printf("prefix: attached %d tokens\n", skip);
+		}
 	}
 	for (int i = 0; i < a->max_new; i++) {
 		float *row = logits + (a->logits ? (size_t)i * (size_t)c.vocab : 0);

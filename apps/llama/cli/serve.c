@@ -78,6 +78,8 @@ struct served {
 	int nitl;
 };
 
+static int said_untrusted;	/* the untrusted prefix line was printed */
+
 /* one request: @new tokens after @prompt; @opts: 1 to use the prefix options */
 static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const int64_t *prompt,
 		     int n, int new, int opts, float *logits, struct served *o)
@@ -88,6 +90,7 @@ static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const 
 	double t0 = now(), t;
 	int skip = 0, vocab = 0, pub = 0, published = 0;
 	int publish = opts && k == 0 && a->publish_prefix;
+	npllama_status_t st = NPLLAMA_OK;
 	npllama_config_t c;
 	int64_t tok;
 	char name[NPUSHM_NAME_MAX + 1];
@@ -97,10 +100,18 @@ static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const 
 	npllama_seq_reset(seq);
 	if (opts && a->attach_prefix && npllama_seq_attach_prefix(seq, prompt, n, &skip))
 		return die("request %d: %s", k, npllama_last_error());
+	/* said once per run (every request would find the same region) */
+	if (opts && a->attach_prefix && x->rank == 0 && !a->json && !said_untrusted &&
+	    npllama_seq_untrusted_prefix(seq, NULL, 0, NULL)) {
+		prefix_say_untrusted(seq, 0);
+		said_untrusted = 1;
+	}
 	/* the publisher feeds the shared prefix on its own first, to publish just that */
 	if (publish && skip < a->shared_prefix && a->shared_prefix < n) {
-		if (npllama_seq_feed(seq, prompt + skip, a->shared_prefix - skip, NULL) ||
-		    npllama_seq_publish_prefix(seq, &pub, name, sizeof(name)))
+		if (npllama_seq_feed(seq, prompt + skip, a->shared_prefix - skip, NULL))
+			return die("request %d: %s", k, npllama_last_error());
+		if ((st = npllama_seq_publish_prefix(seq, &pub, name, sizeof(name))) &&
+		    st != NPLLAMA_ERR_UNTRUSTED)
 			return die("request %d: %s", k, npllama_last_error());
 		skip = a->shared_prefix;
 		published = 1;
@@ -114,9 +125,13 @@ static int serve_one(const struct rank_ctx *x, npllama_seq_t *seq, int k, const 
 		o->last[0] = tok;
 	}
 	if (publish && !published &&
-	    npllama_seq_publish_prefix(seq, &pub, name, sizeof(name)))
+	    (st = npllama_seq_publish_prefix(seq, &pub, name, sizeof(name))) &&
+	    st != NPLLAMA_ERR_UNTRUSTED)
 		return die("request %d: %s", k, npllama_last_error());
-	if (publish && x->rank == 0 && !a->json)
+	/* another user's region holding the name is said, and serving goes on */
+	if (publish && x->rank == 0 && !a->json && st == NPLLAMA_ERR_UNTRUSTED)
+		prefix_say_untrusted(seq, 1);
+	else if (publish && x->rank == 0 && !a->json)
 		printf("prefix: published %d tokens as %s\n", pub, name);
 	for (int i = 1; i < new; i++) {
 		t = now();

@@ -111,6 +111,8 @@ typedef enum npllama_status {
 				   heads or FFN width do not divide by it) */
 	NPLLAMA_ERR_COMM,	/* a collective between the ranks failed (a rank died, timed
 				   out, or the ranks were not called alike) */
+	NPLLAMA_ERR_UNTRUSTED,	/* (1.2) a prefix's name is held by a region of a user this
+				   engine does not trust: nothing was published */
 } npllama_status_t;
 
 /* A short constant description of @status. */
@@ -255,6 +257,21 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *seq, const int64_t 
  * whole blocks of NPLLAMA_PREFIX_BLOCK tokens. Eviction: a model's
  * prefixes hold at most $NPLLAMA_PREFIX_MAX_BYTES (default 256 MiB); a
  * publish past it first removes that model's oldest ones (prefix.c).
+ *
+ * Trust: a prefix is trusted exactly as much as the model it belongs to.
+ * Anyone who may publish names can publish a region under a prefix's name,
+ * so the name and the header prove nothing about who computed the keys and
+ * values. An engine attaches, counts towards the budget and evicts only
+ * regions owned (npushm_region_info_t.owner_uid, the region's creator; on
+ * the POSIX backend the tmpfs file's owner) by the caller's effective uid
+ * at the time of the call, or by the owner of the model's region
+ * (npushm_model_owner_uid: whoever published the weights the engine runs).
+ * Root is not special: a region of uid 0 is trusted only when the caller
+ * runs as root or root loaded the model. A region of anyone else is skipped
+ * as a hash collision is (never read, never attached, never removed) and
+ * npllama_seq_untrusted_prefix() says so. Users who are neither the
+ * model's owner nor each other therefore do not share prefixes: publish
+ * them as the model's owner to share them with every user of the model.
  */
 #define NPLLAMA_PREFIX_BLOCK 16
 /* Bytes of a prefix's region name with its NUL: every name has this length. */
@@ -262,11 +279,16 @@ NPLLAMA_API npllama_status_t npllama_seq_feed(npllama_seq_t *seq, const int64_t 
 
 /*
  * Publish the first tokens of @seq, its length rounded down to a block, as
- * a sealed region (already published: fine). @ntokens [out]: how many (0
- * when shorter than a block: nothing published). @name [out, may be NULL]:
- * the region's name, NUL-terminated ("" when nothing was published);
+ * a sealed region (already published by a trusted user, see Trust: fine).
+ * @ntokens [out]: how many (0 when shorter than a block, or on failure:
+ * nothing published). @name [out, may be NULL]: the region's name,
+ * NUL-terminated ("" when the prompt is shorter than a block);
  * @name_size, its bytes, must be at least NPLLAMA_PREFIX_NAME_SIZE, else
  * INVALID before anything is published (a name is never cut short).
+ * UNTRUSTED when the name is held by a region this engine does not trust
+ * (or may not read): nothing is published, @name says which name, and
+ * npllama_seq_untrusted_prefix() the owner; only that owner or root can
+ * free the name (`npushm rm NAME`).
  */
 NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *seq, int *ntokens,
 							char *name, size_t name_size);
@@ -274,7 +296,8 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *seq, int 
  * On an empty sequence (else INVALID): attach the longest published prefix
  * of @ids[0..n) (leaving at least one token to feed) made by this same model
  * (content hash, sizes and every id compared; anything else is never
- * attached). @n: the prompt's length, 0 or more (negative: INVALID). Only
+ * attached) and owned by a trusted user (see Trust above; regions of others
+ * are skipped: npllama_seq_untrusted_prefix() counts them). @n: the prompt's length, 0 or more (negative: INVALID). Only
  * the ids a prefix could cover are read: the first min(n - 1, capacity)
  * rounded down to a block (none when n <= NPLLAMA_PREFIX_BLOCK); each of
  * them must lie in the vocabulary (else INPUT naming it), the ids after them
@@ -283,6 +306,17 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *seq, int 
  */
 NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *seq, const int64_t *ids,
 						       int n, int *attached);
+/*
+ * How many regions under a prefix's name the last npllama_seq_attach_prefix
+ * or npllama_seq_publish_prefix on @seq found but did not trust (0: none;
+ * with tensor parallelism, rank 0's count): they were skipped, or (publish)
+ * held the name. For the first of them, the longest prefix: its name
+ * (@name [out, may be NULL], @name_size at least NPLLAMA_PREFIX_NAME_SIZE
+ * else left alone) and its owner's uid (@owner_uid [out, may be NULL],
+ * UINT32_MAX when the region could not be read). 0 for NULL. (NPLLAMA_1.2)
+ */
+NPLLAMA_API int npllama_seq_untrusted_prefix(const npllama_seq_t *seq, char *name,
+					     size_t name_size, uint32_t *owner_uid);
 
 typedef struct npllama_sampling {
 	double temperature;	/* > 0; the logits are divided by it */

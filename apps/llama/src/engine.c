@@ -60,6 +60,7 @@ NPLLAMA_API npllama_status_t npllama_create_tp(npushm_model_t *model, const npll
 	npushm_model_info(model, &info);
 	memcpy(e->hash, info.hash, sizeof(e->hash));
 	memcpy(e->hash_hex, info.hash_hex, sizeof(e->hash_hex));
+	e->model_uid = npushm_model_owner_uid(model);
 	st = npl_layout_read(model, &e->layout);
 	e->cfg = e->layout.cfg;
 	if (st || (st = npl_split_make(&e->cfg, comm, &e->sp)))
@@ -245,7 +246,7 @@ NPLLAMA_API void npllama_seq_destroy(npllama_seq_t *s)
 NPLLAMA_API void npllama_seq_reset(npllama_seq_t *s)
 {
 	if (s)
-		s->len = 0;
+		s->len = s->untrusted = 0;
 }
 
 NPLLAMA_API int npllama_seq_len(const npllama_seq_t *s)

@@ -135,6 +135,8 @@ struct npllama {
 	npl_weights_t w;
 	npushm_dev_t *dev;		/* for the sequences' regions */
 	uint8_t hash[16];		/* the model's content hash (prefix keys) */
+	uint32_t model_uid;		/* who published the weights: prefixes of this uid
+					   are trusted (prefix.c) */
 	char hash_hex[33];
 	float *inv_freq;		/* head_dim / 2 RoPE frequencies */
 	int nseqs;			/* live sequences */
@@ -153,6 +155,10 @@ struct npllama_seq {
 	uint64_t kv_bytes;
 	int capacity, len;
 	int64_t *ids;			/* the tokens fed so far, capacity of them */
+	/* the last attach or publish: regions under a prefix's name it did not trust */
+	int untrusted;
+	uint32_t untrusted_uid;		/* the first one's owner, UINT32_MAX: unknown */
+	char untrusted_name[NPLLAMA_PREFIX_NAME_SIZE];
 	/* activations for up to act_tokens tokens, grown on demand */
 	float *x, *h, *q, *att, *mid, *up, *scores;
 	int act_tokens;

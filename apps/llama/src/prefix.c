@@ -9,13 +9,29 @@
  * content hash, layers, KV heads, head_dim, L, publish time), the L token
  * ids, then per layer the keys and the values of those positions. The
  * region is sealed, then published as npllama-kv.<model hash, 16 hex>.<FNV-1a
- * 64 of the ids, 16 hex>, mode 0640; a name already taken means the same
- * prefix was published before (nothing to do).
+ * 64 of the ids, 16 hex>, mode 0640; a name already taken by a trusted
+ * region means the same prefix was published before (nothing to do), by
+ * anyone else UNTRUSTED (the name stays theirs: said, never hidden).
+ *
+ * Trust: a prefix is trusted exactly as much as the model. Anyone who may
+ * publish in the namespace can take any name and write any header, so only
+ * the region's owner (npushm_region_info() on the opened handle: the kmod
+ * module's record of its creator, the tmpfs file's st_uid on posix; never
+ * the name, which can change between list and open) decides: trusted() is
+ * the caller's effective uid or the owner of the model's region (who
+ * published the weights this engine already runs). Root is not special: uid
+ * 0 is trusted when one of those two is root. Attach skips anyone else's
+ * region before reading it, as a hash collision is skipped, and counts it
+ * for npllama_seq_untrusted_prefix(); eviction neither counts nor removes
+ * it (an engine never evicts what it would not attach, so a foreign region
+ * with an old publish time or a large size cannot push trusted prefixes
+ * out).
  *
  * Attach: for L from the longest block multiple that leaves a token to feed
  * down to one block, open the name of ids[0..L); a region is used only if
- * it is sealed and its header has this model's full hash, the same sizes and exactly these L
- * ids (a hash collision or another model is skipped, never attached). Its
+ * it is trusted, sealed and its header has this model's full hash, the same
+ * sizes and exactly these L ids (a hash collision, another model or another
+ * user's region is skipped, never attached). Its
  * keys and values are copied into the sequence's own cache (one memcpy per
  * layer and kind, far less than recomputing them) and the sequence goes on
  * from position L: the results are those of a full prefill.
@@ -29,8 +45,8 @@
  *
  * Eviction: a model's published prefixes may hold at most
  * $NPLLAMA_PREFIX_MAX_BYTES (default 256 MiB) between them; a publish that
- * would pass it first removes that model's oldest prefixes (by publish
- * time) until the new one fits. Removing a name never disturbs a worker that
+ * would pass it first removes that model's oldest trusted prefixes (by
+ * publish time) until the new one fits. Removing a name never disturbs a worker that
  * attached the prefix (the region lives while mapped).
  */
 #include <inttypes.h>
@@ -38,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -109,9 +126,26 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* the header of published region @name, if it is one of this model's prefixes */
+/* a region of @owner is trusted as much as the model (the header comment says why) */
+static bool trusted(const struct npllama *e, uint32_t owner)
+{
+	return owner == (uint32_t)geteuid() || owner == e->model_uid;
+}
+
+/* remember a region under a prefix's name the caller does not trust; the first is the longest */
+static void note_untrusted(struct npllama_seq *s, const char *name, uint32_t owner)
+{
+	if (!s->untrusted++) {
+		s->untrusted_uid = owner;
+		snprintf(s->untrusted_name, sizeof(s->untrusted_name), "%.*s",
+			 (int)sizeof(s->untrusted_name) - 1, name);
+	}
+}
+
+/* the header of published region @name, if it is one of this model's trusted prefixes */
 static bool read_hdr(const struct npllama *e, const char *name, struct hdr *h, uint64_t *size)
 {
+	npushm_region_info_t info;
 	npushm_region_t *r;
 	void *map;
 	bool ok = false;
@@ -119,7 +153,8 @@ static bool read_hdr(const struct npllama *e, const char *name, struct hdr *h, u
 	if (npushm_region_open(e->dev, name, 0, &r))
 		return false;
 	*size = npushm_region_size(r);
-	if (*size >= sizeof(*h) && !npushm_region_map(r, NPUSHM_PROT_READ, &map)) {
+	if (!npushm_region_info(r, &info) && trusted(e, info.owner_uid) && *size >= sizeof(*h) &&
+	    !npushm_region_map(r, NPUSHM_PROT_READ, &map)) {
 		memcpy(h, map, sizeof(*h));
 		ok = !memcmp(h->magic, MAGIC, 8) && !memcmp(h->model, e->hash, 16);
 		npushm_region_unmap(r, map);
@@ -128,7 +163,10 @@ static bool read_hdr(const struct npllama *e, const char *name, struct hdr *h, u
 	return ok;
 }
 
-/* remove this model's oldest prefixes until @incoming more bytes fit the budget */
+/*
+ * Remove this model's oldest trusted prefixes until @incoming more bytes fit
+ * the budget; regions of others neither count nor go (read_hdr skips them).
+ */
 static void evict(const struct npllama *e, uint64_t incoming)
 {
 	const char *env = getenv("NPLLAMA_PREFIX_MAX_BYTES");
@@ -150,7 +188,9 @@ static void evict(const struct npllama *e, uint64_t incoming)
 		struct hdr h;
 
 		for (size_t k = 0; k < re->name_count; k++) {
-			if (strncmp(re->names[k].name, mine, strlen(mine)) ||
+			/* a cheap first look; read_hdr asks the region it opened */
+			if (!trusted(e, re->owner_uid) ||
+			    strncmp(re->names[k].name, mine, strlen(mine)) ||
 			    !read_hdr(e, re->names[k].name, &h, &v[n].size))
 				continue;
 			snprintf(v[n].name, sizeof(v[n].name), "%s", re->names[k].name);
@@ -170,6 +210,41 @@ static void evict(const struct npllama *e, uint64_t incoming)
 		v[old] = v[--n];
 	}
 	free(v);
+}
+
+/*
+ * @nm is taken: fine when a trusted region holds it (this prefix, published
+ * before), else UNTRUSTED naming its owner (or saying it cannot be read).
+ */
+static npllama_status_t name_taken(struct npllama_seq *s, const char *nm)
+{
+	npushm_region_info_t info;
+	npushm_region_t *r;
+	npushm_status_t ps;
+
+	ps = npushm_region_open(s->e->dev, nm, 0, &r);
+	if (ps == NPUSHM_ERR_NOT_FOUND)
+		return npl_fail(NPLLAMA_ERR_REGION, "the prefix's name '%s' was taken, then freed "
+				"while publishing; publish again", nm);
+	if (ps) {
+		note_untrusted(s, nm, UINT32_MAX);
+		return npl_fail(NPLLAMA_ERR_UNTRUSTED, "cannot publish the prefix: its name '%s' "
+				"holds a region this user may not read (%s); its owner or root can "
+				"remove it with `npushm rm %s`", nm, npushm_last_error(), nm);
+	}
+	ps = npushm_region_info(r, &info);
+	npushm_region_close(r);
+	if (ps)
+		return npl_fail(NPLLAMA_ERR_REGION, "cannot tell who published '%s': %s", nm,
+				npushm_last_error());
+	if (trusted(s->e, info.owner_uid))
+		return NPLLAMA_OK;	/* the same prefix of the same model, published before */
+	note_untrusted(s, nm, info.owner_uid);
+	return npl_fail(NPLLAMA_ERR_UNTRUSTED, "cannot publish the prefix: its name '%s' is "
+			"taken by a region of uid %u, whom this engine does not trust (only uid %u "
+			"running it and uid %u who loaded the model); uid %u or root can remove it "
+			"with `npushm rm %s`", nm, info.owner_uid, (unsigned)geteuid(),
+			s->e->model_uid, info.owner_uid, nm);
 }
 
 /* write the region of the first @n tokens of @s, from @kv: [2 * layers][n][kv_heads * head_dim] */
@@ -212,7 +287,7 @@ static npllama_status_t publish(struct npllama_seq *s, int n, const float *kv, c
 		ps = npushm_region_publish(r, nm, 0640, 0);
 	npushm_region_close(r);
 	if (ps == NPUSHM_ERR_EXISTS)
-		ps = NPUSHM_OK;	/* the same prefix of the same model, published before */
+		return name_taken(s, nm);
 	if (ps)
 		return npl_fail(NPLLAMA_ERR_REGION, "cannot publish the prefix as '%s': %s", nm,
 				npushm_last_error());
@@ -291,6 +366,7 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 	if (!ntokens)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: ntokens is NULL");
 	*ntokens = 0;
+	s->untrusted = 0;
 	/* before anything is published: a name the caller cannot hold is never cut short */
 	if (name && name_size < NPLLAMA_PREFIX_NAME_SIZE)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_publish_prefix: name_size is %zu "
@@ -308,18 +384,21 @@ NPLLAMA_API npllama_status_t npllama_seq_publish_prefix(npllama_seq_t *s, int *n
 		return st;
 	st = s->e->sp.rank == 0 ? publish(s, n, kv, nm) : NPLLAMA_OK;
 	free(kv);
-	/* the other ranks learn whether rank 0 published (its message stays its own) */
-	ok = st == NPLLAMA_OK;
+	/* the other ranks learn rank 0's status (its message stays its own) */
+	ok = (int)st;
 	if (s->e->comm && npl_split_bcast_int(s->e, &ok))
 		return NPLLAMA_ERR_COMM;
-	if (!ok)
-		return st ? st : npl_fail(NPLLAMA_ERR_REGION, "rank 0 could not publish the "
+	if (ok)
+		return st ? st : npl_fail((npllama_status_t)ok, "rank 0 could not publish the "
 					  "prefix as '%s' (its message says why)", nm);
 	*ntokens = n;
 	return NPLLAMA_OK;
 }
 
-/* copy region @name into @s if it holds exactly ids[0..n) of this model */
+/*
+ * Copy region @name into @s if it is trusted and holds exactly ids[0..n) of
+ * this model; a region of someone else is noted and never read.
+ */
 static bool try_attach(struct npllama_seq *s, const int64_t *ids, int n, const char *name)
 {
 	const npllama_config_t *c = &s->e->cfg;
@@ -333,7 +412,16 @@ static bool try_attach(struct npllama_seq *s, const int64_t *ids, int n, const c
 
 	if (npushm_region_open(s->e->dev, name, 0, &r))
 		return false;
-	if (npushm_region_info(r, &info) || !(info.flags & NPUSHM_REGION_SEALED) ||
+	if (npushm_region_info(r, &info)) {
+		npushm_region_close(r);
+		return false;
+	}
+	if (!trusted(s->e, info.owner_uid)) {
+		note_untrusted(s, name, info.owner_uid);
+		npushm_region_close(r);
+		return false;
+	}
+	if (!(info.flags & NPUSHM_REGION_SEALED) ||
 	    npushm_region_size(r) < size || npushm_region_map(r, NPUSHM_PROT_READ, &map)) {
 		npushm_region_close(r);
 		return false;
@@ -374,6 +462,7 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: %s is NULL",
 				!ids ? "ids" : "attached");
 	*attached = 0;
+	s->untrusted = 0;
 	if (n < 0)
 		return npl_fail(NPLLAMA_ERR_INVALID, "npllama_seq_attach_prefix: n is %d; pass how "
 				"many ids the prompt has (0 or more)", n);
@@ -415,4 +504,16 @@ NPLLAMA_API npllama_status_t npllama_seq_attach_prefix(npllama_seq_t *s, const i
 		s->len = found = 0;	/* removed meanwhile: every rank prefills it all */
 	*attached = found;
 	return NPLLAMA_OK;
+}
+
+NPLLAMA_API int npllama_seq_untrusted_prefix(const npllama_seq_t *s, char *name, size_t name_size,
+					     uint32_t *owner_uid)
+{
+	if (!s || !s->untrusted)
+		return 0;
+	if (name && name_size >= NPLLAMA_PREFIX_NAME_SIZE)
+		memcpy(name, s->untrusted_name, NPLLAMA_PREFIX_NAME_SIZE);
+	if (owner_uid)
+		*owner_uid = s->untrusted_uid;
+	return s->untrusted;
 }

@@ -23,6 +23,7 @@ NPLLAMA_API const char *npllama_strerror(npllama_status_t st)
 	case NPLLAMA_ERR_TENSOR: return "the tensor library refused an operation";
 	case NPLLAMA_ERR_SPLIT: return "the model cannot be split over this many ranks";
 	case NPLLAMA_ERR_COMM: return "a collective between the ranks failed";
+	case NPLLAMA_ERR_UNTRUSTED: return "a prefix's name is held by an untrusted region";
 	}
 	return "unknown status";
 }

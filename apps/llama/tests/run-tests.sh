@@ -9,7 +9,8 @@
 #   NPUSHM_BACKEND=posix|kmod run-tests.sh
 #
 # Backend posix (default): everything happens in a private tmpfs directory
-# (NPUSHM_SHM_DIR) removed afterwards.
+# (NPUSHM_SHM_DIR) removed afterwards, sticky and writable by all as /dev/shm
+# is: the prefix trust tests publish as another uid.
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 BUILD=${BUILD:-$root/build}
@@ -24,7 +25,7 @@ cleanup() { [ -n "$shmdir" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
 if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npllama-tests.$$
-	mkdir -m 0700 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
+	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
 fi
 
 echo "# Llama engine tests, backend $NPUSHM_BACKEND"

@@ -610,6 +610,213 @@ def test_prefix_eviction_keeps_the_newest(tools, workdir, models, no_prefixes):
     assert names[1] in listed and names[2] in listed, "a newer prefix was evicted: %s" % listed
 
 
+# ------------------------------------------------ prefixes of other users (npllama.h, "Trust")
+
+OTHER_UID = 65534       # the attacker, or the model's owner: never root
+
+
+def npushm_lib(tools):
+    """libnpushm through ctypes, the few calls that make, read and publish a region."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
+    P = ctypes.c_void_p
+    for f, args in (("npushm_dev_open", [ctypes.c_int, ctypes.POINTER(P)]),
+                    ("npushm_dev_close", [P]),
+                    ("npushm_region_open", [P, ctypes.c_char_p, ctypes.c_uint32,
+                                            ctypes.POINTER(P)]),
+                    ("npushm_region_alloc", [P, ctypes.c_uint64, ctypes.c_uint32,
+                                             ctypes.POINTER(P)]),
+                    ("npushm_region_map", [P, ctypes.c_uint32, ctypes.POINTER(P)]),
+                    ("npushm_region_unmap", [P, P]), ("npushm_region_seal", [P]),
+                    ("npushm_region_publish", [P, ctypes.c_char_p, ctypes.c_uint32,
+                                               ctypes.c_uint32]),
+                    ("npushm_region_close", [P])):
+        getattr(lib, f).argtypes = args
+    lib.npushm_region_size.argtypes = [P]
+    lib.npushm_region_size.restype = ctypes.c_uint64
+    return lib
+
+
+def region_bytes(tools, name):
+    """The bytes of the region published as @name."""
+    import ctypes
+    lib = npushm_lib(tools)
+    P = ctypes.c_void_p
+    dev, r, m = P(), P(), P()
+    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
+    assert lib.npushm_region_open(dev, name.encode(), 0, ctypes.byref(r)) == 0
+    size = lib.npushm_region_size(r)
+    assert lib.npushm_region_map(r, 1, ctypes.byref(m)) == 0
+    data = ctypes.string_at(m, size)
+    lib.npushm_region_unmap(r, m)
+    lib.npushm_region_close(r)
+    lib.npushm_dev_close(dev)
+    return bytearray(data)
+
+
+def as_uid(uid):
+    """preexec_fn: become @uid (groups and gid too) before exec."""
+    def drop():
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    return drop
+
+
+def publish_as(tools, uid, name, data):
+    """In a child that dropped to @uid: a sealed region holding @data, published as @name
+    (mode 0644): what any local user who may publish can do."""
+    import ctypes
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            as_uid(uid)()
+            lib = npushm_lib(tools)
+            P = ctypes.c_void_p
+            dev, r, m = P(), P(), P()
+            if (lib.npushm_dev_open(0, ctypes.byref(dev)) == 0 and
+                    lib.npushm_region_alloc(dev, len(data), 0, ctypes.byref(r)) == 0 and
+                    lib.npushm_region_map(r, 3, ctypes.byref(m)) == 0):
+                ctypes.memmove(m, bytes(data), len(data))
+                lib.npushm_region_unmap(r, m)
+                if (lib.npushm_region_seal(r) == 0 and
+                        lib.npushm_region_publish(r, name.encode(), 0o644, 0) == 0):
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, \
+        "uid %d could not publish %s" % (uid, name)
+
+
+def poisoned(data):
+    """A prefix region with its header and ids intact and every key and value replaced:
+    what an attacker publishes to steer another user's output."""
+    kv_off = int(np.frombuffer(bytes(data[56:64]), dtype=np.uint64)[0])
+    n = (len(data) - kv_off) // 4
+    kv = np.random.default_rng(7).standard_normal(n).astype(np.float32) * 8
+    data[kv_off:kv_off + 4 * n] = kv.tobytes()
+    return data
+
+
+def publish_time(data, ns):
+    data[40:48] = np.asarray([ns], dtype=np.uint64).tobytes()
+    return data
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every uid may write the CLI's outputs to."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="npllama-trust.")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def run_prefix_as(tools, uid, d, model, prompt, n, flags):
+    base = os.path.join(d, "case%d" % uid)
+    np.save(base + ".prompt.npy", np.asarray(prompt, dtype=np.int64))
+    os.chmod(base + ".prompt.npy", 0o644)
+    r = subprocess.run([tools.llama, model, "--ids", base + ".prompt.npy", "--max-new", str(n),
+                        "--out", base + ".ids.npy", "--logits", base + ".logits.npy"] + flags,
+                       capture_output=True, text=True, timeout=120, preexec_fn=as_uid(uid))
+    assert r.returncode == 0, r.stderr
+    return r, np.load(base + ".ids.npy"), np.load(base + ".logits.npy")
+
+
+def test_prefix_of_another_user_is_ignored_and_said(tools, workdir, models, no_prefixes):
+    """uid 65534 publishes, under the name this prompt's prefix has, a sealed region with the
+    right header and ids and poisoned keys and values: root's engine (which loaded the model
+    itself) skips it, gives the full prefill's results and says so; publishing that prefix
+    then says the name is taken by whom instead of claiming success."""
+    prompt = prompt_for(96, 40, seed=25)
+    want_ids, want_logits = reference(models["tiny"]).generate(prompt, 8)
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 2, ["--publish-prefix"])
+    name = prefix_lines(r, "published")[0].split()[-1]
+    forged = poisoned(region_bytes(tools, name))
+    subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
+    publish_as(tools, OTHER_UID, name, forged)
+
+    r, ids, logits = run_prefix(tools, workdir, models["tiny"], prompt, 8, ["--attach-prefix"])
+    assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], \
+        "another user's prefix was attached:\n" + r.stdout
+    assert list(ids) == list(want_ids), "tokens beside another user's prefix differ"
+    assert_close(logits, want_logits, "beside another user's prefix")
+    (said,) = prefix_lines(r, "ignored")
+    assert name in said and "uid %d" % OTHER_UID in said, said
+
+    r, ids, _ = run_prefix(tools, workdir, models["tiny"], prompt, 8, ["--publish-prefix"])
+    assert prefix_lines(r, "published") == [], "claimed to publish under a taken name"
+    (said,) = prefix_lines(r, "not published")
+    assert name in said and "uid %d" % OTHER_UID in said and "npushm rm" in said, said
+    assert list(ids) == list(want_ids)
+    assert name in npushm_ls(tools), "the other user's region should be left alone"
+
+
+def test_prefix_of_the_models_owner_is_attached(tools, workdir, models, no_prefixes,
+                                                shared_dir):
+    """uid 65534 loads the model and publishes a prefix: root's engine on that model trusts
+    its owner and attaches it (the results of a full prefill); a prefix that uid 65533, who
+    is neither root nor the model's owner, computed the same way is ignored."""
+    model = "npllama-trust-test"
+    subprocess.run([tools.npushm, "rm", model], capture_output=True)
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", model, "--mode",
+                        "0644", "--no-dedup", "--quiet"], capture_output=True, text=True,
+                       preexec_fn=as_uid(OTHER_UID))
+    assert r.returncode == 0, r.stderr
+    try:
+        ref = reference(models["tiny"])
+        owner_prompt, third_prompt = prompt_for(96, 40, seed=26), prompt_for(96, 40, seed=27)
+        r, _, _ = run_prefix_as(tools, OTHER_UID, shared_dir, model, owner_prompt, 2,
+                                ["--publish-prefix"])
+        assert prefix_lines(r, "published")[0].startswith("prefix: published 32 tokens")
+        r, _, _ = run_prefix_as(tools, OTHER_UID - 1, shared_dir, model, third_prompt, 2,
+                                ["--publish-prefix"])
+        assert prefix_lines(r, "published")[0].startswith("prefix: published 32 tokens")
+
+        want_ids, want_logits = ref.generate(owner_prompt, 8)
+        r, ids, logits = run_prefix(tools, workdir, model, owner_prompt, 8, ["--attach-prefix"])
+        assert prefix_lines(r, "attached") == ["prefix: attached 32 tokens"], r.stdout
+        assert prefix_lines(r, "ignored") == []
+        assert list(ids) == list(want_ids)
+        assert_close(logits, want_logits, "after the model owner's prefix")
+
+        want_ids, want_logits = ref.generate(third_prompt, 8)
+        r, ids, logits = run_prefix(tools, workdir, model, third_prompt, 8, ["--attach-prefix"])
+        assert prefix_lines(r, "attached") == ["prefix: attached 0 tokens"], \
+            "a prefix of a user who is neither the caller nor the model's owner was attached"
+        assert "uid %d" % (OTHER_UID - 1) in prefix_lines(r, "ignored")[0]
+        assert list(ids) == list(want_ids)
+        assert_close(logits, want_logits, "beside a third user's prefix")
+    finally:
+        subprocess.run([tools.npushm, "rm", model], capture_output=True)
+
+
+def test_prefix_eviction_spares_other_users(tools, workdir, models, no_prefixes):
+    """A region of uid 65534 under a name of this model's prefixes, its publish time the
+    oldest possible: root's publishes neither count it against the budget of two prefixes
+    nor remove it."""
+    env = {"NPLLAMA_PREFIX_MAX_BYTES": "30000"}
+    r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt_for(96, 20, seed=40), 1,
+                         ["--publish-prefix"], env=env)
+    foreign = prefix_lines(r, "published")[0].split()[-1]
+    forged = publish_time(poisoned(region_bytes(tools, foreign)), 1)
+    subprocess.run([tools.npushm, "rm", foreign], check=True, capture_output=True)
+    publish_as(tools, OTHER_UID, foreign, forged)
+    names = []
+    for k in range(2):
+        r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt_for(96, 20, seed=41 + k), 1,
+                             ["--publish-prefix"], env=env)
+        names.append(prefix_lines(r, "published")[0].split()[-1])
+    listed = npushm_ls(tools)
+    assert foreign in listed, "another user's prefix region was evicted"
+    assert names[0] in listed and names[1] in listed, \
+        "another user's region counted against the budget: %s" % listed
+
+
 def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
     r = run(tools, workdir, models["tiny"], [1, 2], 2, ["--attach-prefix", "--prompt-logits",
                                                         os.path.join(workdir, "x.npy")],
