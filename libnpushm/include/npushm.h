@@ -512,7 +512,7 @@ typedef struct npushm_load_result {
 	uint64_t region_size;
 	uint64_t source_size;
 	size_t tensor_count;
-	bool deduplicated;	/* an identical published copy was reused */
+	bool deduplicated;	/* an identical published copy of the caller's was reused */
 	bool already_loaded;	/* since 1.2: @name already held this content; nothing done */
 } npushm_load_result_t;
 
@@ -524,12 +524,13 @@ typedef struct npushm_load_result {
  * seals and publishes. Atomic: the name appears only once the model is
  * complete and sealed; a process killed at any point leaves no name and no
  * memory behind. Unless NPUSHM_LOAD_NO_DEDUP, a file whose hash is already
- * published under the alias "xxh3:<hex>" reuses that region. @opts may be
- * NULL.
+ * published under the alias "xxh3:<hex>" reuses that region if the caller's
+ * effective uid owns it (another user's copy is never reused: its manifest
+ * could claim any hash). @opts may be NULL.
  * The name is checked first, before anything is copied: when it already
- * holds a sealed model of the same size, hash and mode the load succeeds at
- * once (result->already_loaded; idempotent); when it holds anything else
- * EXISTS, unless NPUSHM_LOAD_REPLACE, which loads the file and then moves
+ * holds a sealed model of the caller's with the same size, hash and mode the
+ * load succeeds at once (result->already_loaded; idempotent); when it holds
+ * anything else (another user's model too) EXISTS, unless NPUSHM_LOAD_REPLACE, which loads the file and then moves
  * the name to it atomically (workers attached to the old model keep it).
  * With @opts->packer, the layouts it asks for are packed after the copy and
  * stored after the tensors, and the model's hash (result, info, the alias)
@@ -634,7 +635,7 @@ NPUSHM_API size_t npushm_model_accept_packed_only(npushm_model_t *model);
 NPUSHM_API int npushm_model_node(const npushm_model_t *model);
 /*
  * Since 1.8: the uid owning the region @model maps, i.e. who published these
- * weights (the loader, or whoever loaded the copy a load deduplicated onto;
+ * weights (the loader, or whoever loaded the copy a load of theirs reused;
  * with per-node copies, that node's copy). Read from the region itself when
  * the model was attached, never from a name: kmod, the module's owner of the
  * region; posix, the owner of its tmpfs file (st_uid). Libraries that share

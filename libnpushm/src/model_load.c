@@ -13,7 +13,9 @@
  * nobody can attach a partial model. Dedup: the hash is published as the
  * alias "xxh3:<hex>"; a later load of identical bytes publishes its name on
  * the aliased region and drops its own copy, and a load that finds no room
- * for its copy hashes the file alone and looks for that alias.
+ * for its copy hashes the file alone and looks for that alias. Only the
+ * caller's own regions are reused (dedup, "already loaded"): anyone may
+ * publish a region whose manifest claims any hash, and root could name it.
  * NPUSHM_LOAD_PER_NODE: the region is allocated on the first node with
  * CPUs, and after the seal one copy per other node is made before anything
  * is published (model_replicas.c); such a load never reuses a copy.
@@ -244,6 +246,12 @@ static npushm_status_t try_dedup(struct load *ld, npushm_dev_t *dev, bool *done)
 	}
 	if (npushm_region_info(other, &info) != NPUSHM_OK || !(info.flags & NPUSHM_REGION_SEALED))
 		goto out;
+	/* Another user's copy: its bytes are theirs to choose (root could add a name to it) */
+	if (info.owner_uid != (uint32_t)geteuid()) {
+		npi_log(NPUSHM_LOG_INFO, "alias '%s' is a copy of uid %u; making this user's own copy",
+			alias, info.owner_uid);
+		goto out;
+	}
 	/* The mode is the region's: reusing it must not change it for its other names. */
 	want = dev->backend == NPUSHM_BACKEND_POSIX ? ld->mode & ~0222u : ld->mode;
 	if (info.mode != want) {
@@ -300,6 +308,7 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 	void *m = NULL;
 	struct stat st1;
 	uint32_t want;
+	char whose[64];
 
 	*done = false;
 	npi_error_save(&saved);
@@ -316,6 +325,12 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 	    npi_manifest_check(m, other->size, &v) ||
 	    npushm_region_info(other, &info) || !(info.flags & NPUSHM_REGION_SEALED)) {
 		what = " (not as a model loaded by npushm)";
+		goto taken;
+	}
+	/* another user's model is never "already loaded": its bytes are theirs to choose */
+	if (info.owner_uid != (uint32_t)geteuid()) {
+		snprintf(whose, sizeof(whose), " by a model of uid %u", info.owner_uid);
+		what = whose;
 		goto taken;
 	}
 	if (packer_of(ld))

@@ -5,7 +5,8 @@
  * by root with different modes, opened, mapped, attached and removed by uid
  * 65534 in a child (setresuid). Each refusal must be ACCESS with a message
  * that names the region or model. A model's owner is who loaded it
- * (npushm_model_owner_uid), whoever attaches it.
+ * (npushm_model_owner_uid), whoever attaches it, and a load never takes
+ * another user's copy for its own (dedup, "already loaded").
  */
 #include <unistd.h>
 
@@ -139,6 +140,46 @@ TEST(perm_a_models_owner_is_who_loaded_it)
 	} else {
 		CHECK(!"root cannot attach the model uid 65534 loaded");
 	}
+	CHECK_ST(npushm_model_remove(dev, c.nobody_model), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, c.root_model), NPUSHM_OK);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+static void load_as_other(void *arg)
+{
+	struct owner_ctx *c = arg;
+	npushm_load_opts_t lo = { .mode = 0644 };
+	npushm_dev_t *dev = th_dev();
+
+	REQUIRE_OK(npushm_model_load(dev, c->file, c->nobody_model, &lo, NULL));
+	npushm_dev_close(dev);
+}
+
+TEST(perm_a_load_never_takes_another_users_copy)
+{
+	npushm_dev_t *dev = th_dev();
+	struct owner_ctx c = {
+		.root_model = th_name("copy-root"), .nobody_model = th_name("copy-nobody"),
+	};
+	npushm_load_opts_t lo = { .mode = 0644 };
+	npushm_load_result_t res;
+	npushm_model_t *m = NULL;
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	c.file = th_big_model("copy.safetensors", 16 << 10, 7);
+	/* uid 65534 loads the file first: its region, and the hash alias, are its */
+	CHECK_EQ(th_as_nobody(load_as_other, &c), 0);
+	/* the same bytes, the same mode: not deduplicated onto uid 65534's copy */
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.root_model, &lo, &res));
+	CHECK(!res.deduplicated && !res.already_loaded);
+	REQUIRE_OK(npushm_model_attach_dev(dev, c.root_model, &m));
+	CHECK_EQ(npushm_model_owner_uid(m), 0);
+	npushm_model_detach(m);
+	/* uid 65534's name holding these bytes is not "already loaded" for root */
+	CHECK_ST_MSG(npushm_model_load(dev, c.file, c.nobody_model, &lo, &res), NPUSHM_ERR_EXISTS,
+		     "uid 65534");
 	CHECK_ST(npushm_model_remove(dev, c.nobody_model), NPUSHM_OK);
 	CHECK_ST(npushm_model_remove(dev, c.root_model), NPUSHM_OK);
 	CHECK_EQ(th_shm_files(), 0);
