@@ -817,6 +817,27 @@ def test_prefix_eviction_spares_other_users(tools, workdir, models, no_prefixes)
         "another user's region counted against the budget: %s" % listed
 
 
+def test_model_file_never_runs_another_users_copy(tools, workdir, models):
+    """A .safetensors MODEL is loaded under npushm-llama.<its hash>; a model uid 65534 put
+    under that name first (any bytes, any claimed hash) is refused, never run (and so never
+    made the owner whose prefixes the run trusts)."""
+    r = subprocess.run([tools.npushm, "hash", models["tiny"]], capture_output=True, text=True,
+                       check=True)
+    name = "npushm-llama." + r.stdout.split()[0][:16]
+    subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", name, "--mode", "0644",
+                        "--no-dedup", "--quiet"], capture_output=True, text=True,
+                       preexec_fn=as_uid(OTHER_UID))
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run(tools, workdir, models["tiny"], [1, 2, 3], 2, check=False)
+        assert r.returncode == 1, "ran the model another user published under its name"
+        assert "holds a model of uid %d" % OTHER_UID in r.stderr, r.stderr
+        assert "npushm rm " + name in r.stderr, r.stderr
+    finally:
+        subprocess.run([tools.npushm, "rm", name], capture_output=True)
+
+
 def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
     r = run(tools, workdir, models["tiny"], [1, 2], 2, ["--attach-prefix", "--prompt-logits",
                                                         os.path.join(workdir, "x.npy")],
