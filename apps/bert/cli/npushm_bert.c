@@ -886,8 +886,17 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	snprintf(name, len, "npushm-bert.%.16s%s%s%s", hex, a->dtype ? "." : "",
 		 a->dtype ? a->dtype : "", a->packed_only ? ".only" : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
+		uint32_t owner = npushm_model_owner_uid(m);
+
 		npushm_model_detach(m);
-		return 0;	/* already loaded (e.g. --keep earlier) */
+		/* the name is keyed by the file's hash, but anyone may publish under it */
+		if (owner != (uint32_t)geteuid())
+			return die("%s would be loaded as '%s', but that name holds a model of uid %u, "
+				   "not one of this user's; uid %u or root can remove it with `npushm "
+				   "rm %s`, or load the file under a name of yours with `npushm load "
+				   "%s --name NAME` and run NAME", a->model, name, owner, owner, name,
+				   a->model);
+		return 0;	/* already loaded by this user (e.g. --keep earlier) */
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))
 		return die("%s", npushm_last_error());

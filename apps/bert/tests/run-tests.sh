@@ -9,7 +9,8 @@
 #   NPUSHM_BACKEND=posix|kmod run-tests.sh
 #
 # Backend posix (default): everything happens in a private tmpfs directory
-# (NPUSHM_SHM_DIR) removed afterwards. Backend kmod: run where /dev/npushm
+# (NPUSHM_SHM_DIR) removed afterwards, sticky and writable by all as /dev/shm
+# is: a test publishes as another uid. Backend kmod: run where /dev/npushm
 # exists; run-kmod-vm.sh runs the engine part of it in the VM.
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -26,7 +27,7 @@ cleanup() { [ -n "$shmdir" ] && rm -rf "$shmdir"; }
 trap cleanup EXIT
 if [ "$NPUSHM_BACKEND" = posix ]; then
 	shmdir=/dev/shm/npbert-tests.$$
-	mkdir -m 0700 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
+	mkdir -m 1777 "$shmdir" && export NPUSHM_SHM_DIR="$shmdir"
 fi
 
 # the C tests' models
