@@ -6,9 +6,10 @@ make check counts TAP lines: tools/pytest_tap.py writes them and
 tools/run-pytest.sh prints them after pytest's own output.
 
 Fixtures: `tools` (paths of the built programs and scripts), `workdir` (a
-directory of generated models and outputs under $BUILD/llama-test) and
+directory of generated models and outputs under $BUILD/llama-test),
 `models`, the deterministic test models written once per session by
-apps/llama/tools/gen_model.py.
+apps/llama/tools/gen_model.py, and `no_prefixes` (no published prompt prefix
+before and after a test; npushm_ls() lists the published names).
 """
 import os
 import subprocess
@@ -80,3 +81,21 @@ def models(workdir):
             gen(path, args)
         paths[name] = path
     return paths
+
+
+def npushm_ls(tools):
+    r = subprocess.run([tools.npushm, "ls"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()]
+
+
+@pytest.fixture
+def no_prefixes(tools):
+    """Remove every published prefix before and after the test."""
+    def clean():
+        for name in npushm_ls(tools):
+            if name.startswith("npllama-kv."):
+                subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    clean()
+    yield
+    clean()

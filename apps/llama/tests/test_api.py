@@ -15,6 +15,8 @@ import subprocess
 
 import pytest
 
+from conftest import npushm_ls
+
 P = ctypes.c_void_p
 I64P = ctypes.POINTER(ctypes.c_int64)
 
@@ -86,24 +88,6 @@ def eng(tools, loaded):
     e = Engine(tools, lib, np_lib, loaded)
     yield e
     e.close()
-
-
-def npushm_ls(tools):
-    r = subprocess.run([tools.npushm, "ls"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()]
-
-
-@pytest.fixture
-def no_prefixes(tools):
-    """Remove every published prefix before and after the test."""
-    def clean():
-        for name in npushm_ls(tools):
-            if name.startswith("npllama-kv."):
-                subprocess.run([tools.npushm, "rm", name], capture_output=True)
-    clean()
-    yield
-    clean()
 
 
 def ids_of(*values):

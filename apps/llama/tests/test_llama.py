@@ -20,7 +20,7 @@ import pytest
 
 import engine_tests
 
-from conftest import gen
+from conftest import gen, npushm_ls
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import llama_ref  # noqa: E402
@@ -468,24 +468,6 @@ def test_decode_paths_match_reference(tools, workdir, models, isa):
 
 
 # ------------------------------------------------------------------ shared prompt prefixes
-
-def npushm_ls(tools):
-    r = subprocess.run([tools.npushm, "ls"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()]
-
-
-@pytest.fixture
-def no_prefixes(tools):
-    """Remove every published prefix before and after the test."""
-    def clean():
-        for name in npushm_ls(tools):
-            if name.startswith("npllama-kv."):
-                subprocess.run([tools.npushm, "rm", name], capture_output=True)
-    clean()
-    yield
-    clean()
-
 
 def prefix_lines(r, what):
     return [ln for ln in r.stdout.splitlines() if ln.startswith("prefix: " + what)]
