@@ -30,18 +30,21 @@ LIBDIR := $(BUILD)/lib
 # A build/lib library that needs another finds it beside itself (make install
 # drops it: installed libraries carry no RUNPATH, tools/install.sh).
 LIB_RUNPATH := -Wl,-rpath,'$$ORIGIN'
-# An installed static archive, $@: the library's objects $(2) linked into one,
-# $(1)/<archive>-all.o, whose hidden symbols (and the .resolver symbols GCC
-# leaves global for hidden target_clones functions) are made local, so that a
-# program linking the archive meets only the library's public names, never an
-# internal one clashing with its own (selftests/static-checks.sh checks every
-# installed archive against its shared library's exports).
+# An installed static archive, $@: the library's objects $(1) linked into one,
+# $(ARCHIVE_OBJDIR)/<archive>-all.o (kept apart from the library's own object
+# tree, whose layer checks read every object there), whose hidden symbols
+# (and the .resolver symbols GCC leaves global for hidden target_clones
+# functions) are made local, so that a program linking the archive meets
+# only the library's public names, never an internal one clashing with its
+# own (selftests/static-checks.sh checks every installed archive against its
+# shared library's exports).
+ARCHIVE_OBJDIR := $(BUILD)/obj/archives
 define static_archive
-	@mkdir -p $(dir $@) $(1)
-	$(CC) -r -nostdlib -o $(1)/$(basename $(notdir $@))-all.o $(2)
+	@mkdir -p $(dir $@) $(ARCHIVE_OBJDIR)
+	$(CC) -r -nostdlib -o $(ARCHIVE_OBJDIR)/$(basename $(notdir $@))-all.o $(1)
 	objcopy --localize-hidden --wildcard --localize-symbol='*.resolver' \
-		$(1)/$(basename $(notdir $@))-all.o
-	rm -f $@ && ar rcs $@ $(1)/$(basename $(notdir $@))-all.o
+		$(ARCHIVE_OBJDIR)/$(basename $(notdir $@))-all.o
+	rm -f $@ && ar rcs $@ $(ARCHIVE_OBJDIR)/$(basename $(notdir $@))-all.o
 endef
 # The build tree's programs, by what they are for:
 #   build/bin    the programs make install installs, under their installed names

@@ -61,7 +61,7 @@ $(CCL_LIB): $(CCL_OBJS) $(CCL_DIR)/src/libnpccl.map $(CCL_NPUSHM_SO)
 # made local: a program linking the archive sees only the npccl_* API, never
 # an internal name such as block_range or bf16_to_f32 clashing with its own.
 $(CCL_ALIB): $(CCL_OBJS)
-	$(call static_archive,$(CCL_OBJDIR),$(CCL_OBJS))
+	$(call static_archive,$(CCL_OBJS))
 
 $(TESTDIR)/ccl-test: $(CCL_DIR)/tests/ccl_test.c $(CCL_DIR)/tests/ccl_testlib.h $(CCL_DIR)/tests/ccl_tap.h $(CCL_LIB) $(TEST_USAGE)
 	@mkdir -p $(dir $@)

@@ -49,7 +49,7 @@ $(LIBNPUSHM_SO): $(LIBNPUSHM_OBJS) $(LIBNPUSHM_DIR)/libnpushm.map
 
 # one object, internal names local (the top Makefile's static_archive)
 $(LIBNPUSHM_A): $(LIBNPUSHM_OBJS)
-	$(call static_archive,$(LIBNPUSHM_OBJDIR),$(LIBNPUSHM_OBJS))
+	$(call static_archive,$(LIBNPUSHM_OBJS))
 
 $(LIBNPUSHM_TEST_A): $(LIBNPUSHM_OBJS)
 	rm -f $@ && ar rcs $@ $(LIBNPUSHM_OBJS)

@@ -40,7 +40,7 @@ $(TENSOR_LIB): $(TENSOR_OBJS) $(TENSOR_DIR)/libnptensor.map
 
 # one object, internal names local (the top Makefile's static_archive)
 $(TENSOR_ALIB): $(TENSOR_OBJS)
-	$(call static_archive,$(TENSOR_OBJDIR),$(TENSOR_OBJS))
+	$(call static_archive,$(TENSOR_OBJS))
 
 # The C tests use the kernel's kselftest_harness.h (make setup extracts it).
 HARNESS_BINS += $(TENSOR_TEST)

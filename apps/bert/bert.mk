@@ -46,7 +46,7 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 
 # one object, internal names local (the top Makefile's static_archive)
 $(BERT_ALIB): $(BERT_OBJS)
-	$(call static_archive,$(BERT_OBJDIR),$(BERT_OBJS))
+	$(call static_archive,$(BERT_OBJS))
 
 # The command's .npy reader and writer (npushm-llama's too) and its memory
 # figures (npushm-bench-weights' too), as objects the others link.

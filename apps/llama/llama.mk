@@ -42,7 +42,7 @@ $(LLAMA_LIB): $(LLAMA_OBJS) $(LLAMA_DIR)/libnpllama.map $(TENSOR_LIB) $(CCL_LIB)
 
 # one object, internal names local (the top Makefile's static_archive)
 $(LLAMA_ALIB): $(LLAMA_OBJS)
-	$(call static_archive,$(LLAMA_OBJDIR),$(LLAMA_OBJS))
+	$(call static_archive,$(LLAMA_OBJS))
 
 # the .npy reader and writer are the BERT command's (bert.mk's BERT_NPY_O); --dtype
 # packs with the packer of `npushm load --dtype` (libnpushm.mk's LIBNPUSHM_PACK_O)
