@@ -130,7 +130,7 @@ NPT_API npt_status_t npt_tensor_from_dlpack(struct DLManagedTensor *m, bool read
 		return npt_fail(NPT_E_OVERFLOW, "from_dlpack: byte_offset %llu past data %p "
 				"overflows the address range",
 				(unsigned long long)d->byte_offset, d->data);
-	return npt_tensor_from_data(d->data ? (char *)d->data + d->byte_offset : NULL, dt,
-				    d->ndim, d->shape, d->strides,
-				    readonly ? NPT_BORROW_READONLY : 0, import_release, m, out);
+	return npt_tensor_wrap("from_dlpack", d->data ? (char *)d->data + d->byte_offset : NULL,
+			       dt, d->ndim, d->shape, d->strides, readonly ? NPT_BORROW_READONLY : 0,
+			       import_release, m, out);
 }

@@ -13,21 +13,22 @@
 
 #include <string.h>
 
-static npt_status_t lazy(npt_node_kind_t kind, int op, int nin, npt_tensor_t **in,
-			 npt_dtype_t dt, int ndim, const int64_t *shape, npt_node_t **nodep,
-			 npt_tensor_t **out)
+/* a new lazy tensor of node @kind/@op over @in, for the op the caller named @name */
+static npt_status_t lazy(const char *name, npt_node_kind_t kind, int op, int nin,
+			 npt_tensor_t **in, npt_dtype_t dt, int ndim, const int64_t *shape,
+			 npt_node_t **nodep, npt_tensor_t **out)
 {
 	npt_node_t *n = npt_node_new(kind, op);
 	npt_status_t s;
 
+	if (nodep)
+		*nodep = n;
 	if (!n)
-		return npt_fail(NPT_E_NOMEM, "%s: out of memory", npt_op_name(op));
+		return npt_fail(NPT_E_NOMEM, "%s: out of memory", name);
 	n->nin = nin;
 	for (int i = 0; i < nin; i++)
 		n->in[i] = npt_tensor_retain(in[i]);
-	if (nodep)
-		*nodep = n;
-	if ((s = npt_check_shape(kind == NPT_NODE_EW ? npt_op_name(op) : "op", ndim, shape, NULL))) {
+	if ((s = npt_check_shape(name, ndim, shape, NULL))) {
 		npt_node_free(n);
 		return s;
 	}
@@ -64,7 +65,7 @@ NPT_API npt_status_t npt_binary(npt_op_t op, npt_tensor_t *a, npt_tensor_t *b, n
 		return s;
 	if ((s = npt_binary_types(op, a->dtype, b->dtype, &c, &r)))
 		return s;
-	return lazy(NPT_NODE_EW, op, 2, in, r, nd, shape, NULL, out);
+	return lazy(npt_op_name(op), NPT_NODE_EW, op, 2, in, r, nd, shape, NULL, out);
 }
 
 NPT_API npt_status_t npt_add(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t **out)
@@ -95,7 +96,7 @@ NPT_API npt_status_t npt_unary(npt_op_t op, npt_tensor_t *a, npt_tensor_t **out)
 		return s;
 	if ((s = npt_unary_types(op, a->dtype, &c, &r)))
 		return s;
-	return lazy(NPT_NODE_EW, op, 1, &a, r, a->ndim, a->shape, NULL, out);
+	return lazy(npt_op_name(op), NPT_NODE_EW, op, 1, &a, r, a->ndim, a->shape, NULL, out);
 }
 
 NPT_API npt_status_t npt_where(npt_tensor_t *cond, npt_tensor_t *a, npt_tensor_t *b,
@@ -113,7 +114,7 @@ NPT_API npt_status_t npt_where(npt_tensor_t *cond, npt_tensor_t *a, npt_tensor_t
 		return s;
 	if ((s = npt_promote_types(a->dtype, b->dtype, &r)))
 		return s;
-	return lazy(NPT_NODE_EW, NPT_OP_WHERE, 3, in, r, nd, shape, NULL, out);
+	return lazy("where", NPT_NODE_EW, NPT_OP_WHERE, 3, in, r, nd, shape, NULL, out);
 }
 
 NPT_API npt_status_t npt_tensor_cast(npt_tensor_t *t, npt_dtype_t dt, npt_tensor_t **out)
@@ -124,7 +125,7 @@ NPT_API npt_status_t npt_tensor_cast(npt_tensor_t *t, npt_dtype_t dt, npt_tensor
 		return s;
 	if ((unsigned)dt >= NPT_NDTYPES)
 		return npt_fail(NPT_E_DTYPE, "cast: invalid dtype code %d", dt);
-	return lazy(NPT_NODE_EW, NPT_EW_CAST, 1, &t, dt, t->ndim, t->shape, NULL, out);
+	return lazy("cast", NPT_NODE_EW, NPT_EW_CAST, 1, &t, dt, t->ndim, t->shape, NULL, out);
 }
 
 NPT_API npt_status_t npt_tensor_contiguous(npt_tensor_t *t, npt_tensor_t **out)
@@ -137,7 +138,8 @@ NPT_API npt_status_t npt_tensor_contiguous(npt_tensor_t *t, npt_tensor_t **out)
 		*out = npt_tensor_retain(t);
 		return NPT_OK;
 	}
-	return lazy(NPT_NODE_EW, NPT_EW_COPY, 1, &t, t->dtype, t->ndim, t->shape, NULL, out);
+	return lazy("contiguous", NPT_NODE_EW, NPT_EW_COPY, 1, &t, t->dtype, t->ndim, t->shape,
+		    NULL, out);
 }
 
 /* ---- reductions ---- */
@@ -206,7 +208,8 @@ static npt_status_t make_reduce(npt_reduce_op_t op, npt_tensor_t *t, uint64_t ma
 				red_name(op), op == NPT_RED_MAX ? "maximum" : "minimum",
 				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
 	}
-	s = lazy(NPT_NODE_REDUCE, op, 1, &t, red_dtype(op, t->dtype), ond, oshape, &n, out);
+	s = lazy(red_name(op), NPT_NODE_REDUCE, op, 1, &t, red_dtype(op, t->dtype), ond, oshape,
+		 &n, out);
 	if (!s)
 		n->axes = mask;
 	return s;
@@ -303,7 +306,7 @@ NPT_API npt_status_t npt_argmax(npt_tensor_t *t, int axis, bool keepdims, npt_te
 			os[ond++] = t->shape[d];
 		}
 	}
-	s = lazy(NPT_NODE_ARGMAX, 0, 1, &t, NPT_I64, ond, os, &n, out);
+	s = lazy("argmax", NPT_NODE_ARGMAX, 0, 1, &t, NPT_I64, ond, os, &n, out);
 	if (!s)
 		n->axis = ax;
 	return s;
@@ -328,7 +331,7 @@ NPT_API npt_status_t npt_softmax(npt_tensor_t *t, int axis, npt_tensor_t **out)
 		ax = -1;
 	else if ((s = npt_normalize_axis("softmax", axis, t->ndim, &ax)))
 		return s;
-	s = lazy(NPT_NODE_SOFTMAX, 0, 1, &t, t->dtype, t->ndim, t->shape, &n, out);
+	s = lazy("softmax", NPT_NODE_SOFTMAX, 0, 1, &t, t->dtype, t->ndim, t->shape, &n, out);
 	if (!s)
 		n->axis = ax;
 	return s;
@@ -370,7 +373,7 @@ NPT_API npt_status_t npt_layernorm(npt_tensor_t *t, int axis, npt_tensor_t *weig
 		return s;
 	if (!(eps >= 0))
 		return npt_fail(NPT_E_VALUE, "layernorm: eps must be >= 0 (got %g)", eps);
-	s = lazy(NPT_NODE_LAYERNORM, 0, 3, in, t->dtype, t->ndim, t->shape, &n, out);
+	s = lazy("layernorm", NPT_NODE_LAYERNORM, 0, 3, in, t->dtype, t->ndim, t->shape, &n, out);
 	if (!s) {
 		n->axis = ax;
 		n->eps = eps;
@@ -425,5 +428,5 @@ NPT_API npt_status_t npt_matmul(npt_tensor_t *a, npt_tensor_t *b, npt_tensor_t *
 		shape[nd++] = a->shape[a->ndim - 2];
 	if (b->ndim >= 2)
 		shape[nd++] = b->shape[b->ndim - 1];
-	return lazy(NPT_NODE_MATMUL, 0, 2, in, r, nd, shape, NULL, out);
+	return lazy("matmul", NPT_NODE_MATMUL, 0, 2, in, r, nd, shape, NULL, out);
 }

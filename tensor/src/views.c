@@ -28,7 +28,7 @@ npt_status_t npt_tensor_new_view(npt_tensor_t *base, int ndim, const int64_t *sh
 	/* a zero-size tensor is enough to get a struct; fill it in by hand */
 	int64_t zero = 0;
 
-	if ((s = npt_tensor_from_data(NULL, base->dtype, 1, &zero, NULL, 0, NULL, NULL, &t)))
+	if ((s = npt_tensor_wrap("view", NULL, base->dtype, 1, &zero, NULL, 0, NULL, NULL, &t)))
 		return s;
 	npt_buffer_release(t->buf);
 	npt_buffer_retain(base->buf);
@@ -115,7 +115,7 @@ NPT_API npt_status_t npt_tensor_reshape(npt_tensor_t *t, int ndim, const int64_t
 
 	if ((s = check_args("reshape", t, out)))
 		return s;
-	if (ndim < 0 || ndim > NPT_MAX_DIMS)
+	if (ndim < 0 || ndim > NPT_MAX_DIMS || (ndim && !shape))
 		return npt_check_shape("reshape", ndim, shape, NULL);
 	for (int i = 0; i < ndim; i++) {
 		ns[i] = shape[i];

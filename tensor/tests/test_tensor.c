@@ -1248,6 +1248,61 @@ static int t_long_chain(void)
 }
 
 /*
+ * Arguments a caller gets wrong: a NULL shape for a nonzero rank, an op
+ * whose result shape overflows, bad DLPack fields. Each is refused with a
+ * message that names the call the caller made (not an internal one).
+ */
+static int t_hostile_arguments(void)
+{
+	static float one[1];
+	int64_t s2[2] = { 2, 3 }, big = INT64_C(1) << 32, z2[2] = { 0, 0 };
+	int64_t as[2] = { big, 1 }, bs[2] = { 1, big }, neg[2] = { -1, 3 };
+	int64_t far[2] = { INT64_MAX, 1 };
+	npt_tensor_t *t = f32_tensor(2, s2, 3), *a, *b, *r = NULL;
+	DLManagedTensor m;
+
+	CHECK(t, "setup");
+	CHECK(npt_tensor_reshape(t, 2, NULL, &r) == NPT_E_INVAL && !r, "reshape to a NULL shape");
+	CHECK(strstr(npt_last_error(), "reshape: shape is NULL for rank 2"), "message: %s",
+	      npt_last_error());
+	/* rank 0 needs no shape: 6 elements are not one */
+	CHECK(npt_tensor_reshape(t, 0, NULL, &r) == NPT_E_SHAPE && !r, "reshape (2,3) to ()");
+	/* [2^32, 1] @ [1, 2^32]: operands of one element each, a result too big */
+	OK(npt_tensor_from_data(one, NPT_F32, 2, as, z2, 0, NULL, NULL, &a));
+	OK(npt_tensor_from_data(one, NPT_F32, 2, bs, z2, 0, NULL, NULL, &b));
+	CHECK(npt_matmul(a, b, &r) == NPT_E_OVERFLOW && !r, "matmul result of 2^64 elements");
+	CHECK(!strncmp(npt_last_error(), "matmul: shape (4294967296,4294967296) is too big", 47),
+	      "message: %s", npt_last_error());
+	npt_tensor_free(a);
+	npt_tensor_free(b);
+	/* DLPack fields: the errors are from_dlpack's */
+	memset(&m, 0, sizeof(m));
+	m.dl_tensor.data = one;
+	m.dl_tensor.device.device_type = kDLCPU;
+	m.dl_tensor.ndim = 2;
+	m.dl_tensor.dtype = (DLDataType){ kDLFloat, 32, 1 };
+	CHECK(npt_tensor_from_dlpack(&m, false, &r) == NPT_E_INVAL && !r, "NULL shape");
+	CHECK(strstr(npt_last_error(), "from_dlpack: shape is NULL for rank 2"), "message: %s",
+	      npt_last_error());
+	m.dl_tensor.shape = neg;
+	CHECK(npt_tensor_from_dlpack(&m, false, &r) == NPT_E_INVAL, "negative dimension");
+	CHECK(strstr(npt_last_error(), "from_dlpack: negative dimension -1"), "message: %s",
+	      npt_last_error());
+	m.dl_tensor.shape = s2;
+	m.dl_tensor.strides = far;
+	CHECK(npt_tensor_from_dlpack(&m, false, &r) == NPT_E_OVERFLOW, "strides past the range");
+	CHECK(strstr(npt_last_error(), "from_dlpack: strides overflow"), "message: %s",
+	      npt_last_error());
+	m.dl_tensor.strides = NULL;
+	m.dl_tensor.data = NULL;
+	CHECK(npt_tensor_from_dlpack(&m, false, &r) == NPT_E_INVAL, "NULL data");
+	CHECK(strstr(npt_last_error(), "from_dlpack: data is NULL for 6 elements"), "message: %s",
+	      npt_last_error());
+	npt_tensor_free(t);
+	return 1;
+}
+
+/*
  * One harness test per function. Each starts in the default expansion mode:
  * the accounting tests assume it, whatever the environment says.
  */
@@ -1335,5 +1390,8 @@ TENSOR_TEST(zero_d_reductions_along_axis_0_or_minus_1_as_numpy, t_zero_d_axes)
 
 /* slices at the ends of int64 follow Python's clamping */
 TENSOR_TEST(slices_at_the_ends_of_int64_follow_python_clamping, t_slice_extremes)
+
+/* NULL shapes, results too big, bad DLPack fields: refused in the caller's words */
+TENSOR_TEST(hostile_arguments_are_refused_in_the_callers_words, t_hostile_arguments)
 
 TEST_HARNESS_MAIN

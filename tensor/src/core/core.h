@@ -136,6 +136,11 @@ struct npt_tensor {
 	int64_t strides[NPT_MAX_DIMS];
 };
 
+/* npt_tensor_from_data, its errors in the words of @op (the public call) */
+NPT_HIDDEN npt_status_t npt_tensor_wrap(const char *op, void *data, npt_dtype_t dt, int ndim,
+					const int64_t *shape, const int64_t *strides,
+					unsigned flags, void (*release)(void *), void *release_arg,
+					npt_tensor_t **out);
 NPT_HIDDEN npt_status_t npt_tensor_new_lazy(npt_dtype_t dt, int ndim, const int64_t *shape,
 					    npt_node_t *node, npt_tensor_t **out);
 NPT_HIDDEN npt_node_t *npt_node_new(npt_node_kind_t kind, int op);

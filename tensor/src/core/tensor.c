@@ -117,29 +117,28 @@ NPT_API npt_status_t npt_tensor_zeros(npt_dtype_t dt, int ndim, const int64_t *s
 	return s;
 }
 
-NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
-					  const int64_t *shape, const int64_t *strides,
-					  unsigned flags, void (*release)(void *),
-					  void *release_arg, npt_tensor_t **out)
+npt_status_t npt_tensor_wrap(const char *op, void *data, npt_dtype_t dt, int ndim,
+			     const int64_t *shape, const int64_t *strides, unsigned flags,
+			     void (*release)(void *), void *release_arg, npt_tensor_t **out)
 {
 	int64_t n;
 	npt_status_t s;
 
 	if (!out)
-		return npt_fail(NPT_E_INVAL, "from_data: out is NULL");
+		return npt_fail(NPT_E_INVAL, "%s: out is NULL", op);
 	*out = NULL;
-	if ((s = check_dtype("from_data", dt)) || (s = npt_check_shape("from_data", ndim, shape, &n)))
+	if ((s = check_dtype(op, dt)) || (s = npt_check_shape(op, ndim, shape, &n)))
 		return s;
 	if (flags & ~NPT_BORROW_READONLY)
-		return npt_fail(NPT_E_INVAL, "from_data: unknown flag bits 0x%x (only "
-				"NPT_BORROW_READONLY is defined)", flags & ~NPT_BORROW_READONLY);
+		return npt_fail(NPT_E_INVAL, "%s: unknown flag bits 0x%x (only "
+				"NPT_BORROW_READONLY is defined)", op, flags & ~NPT_BORROW_READONLY);
 	if (!data && n)
-		return npt_fail(NPT_E_INVAL, "from_data: data is NULL for %lld elements",
+		return npt_fail(NPT_E_INVAL, "%s: data is NULL for %lld elements", op,
 				(long long)n);
 	npt_tensor_t *t = tensor_struct(dt, ndim, shape);
 
 	if (!t)
-		return npt_fail(NPT_E_NOMEM, "from_data: out of memory");
+		return npt_fail(NPT_E_NOMEM, "%s: out of memory", op);
 	if (strides)
 		memcpy(t->strides, strides, ndim * sizeof(int64_t));
 	int64_t lo = 0, hi = 0;
@@ -153,8 +152,8 @@ NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
 			long long st = t->strides[i];
 
 			free(t);
-			return npt_fail(NPT_E_OVERFLOW, "from_data: strides overflow the address "
-					"range (axis %d stride %lld)", i, st);
+			return npt_fail(NPT_E_OVERFLOW, "%s: strides overflow the address "
+					"range (axis %d stride %lld)", op, i, st);
 		}
 	}
 	size_t isz = npt_dtype_size(dt);
@@ -164,11 +163,20 @@ NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
 				   !!(flags & NPT_BORROW_READONLY), release, release_arg);
 	if (!t->buf) {
 		free(t);
-		return npt_fail(NPT_E_NOMEM, "from_data: out of memory");
+		return npt_fail(NPT_E_NOMEM, "%s: out of memory", op);
 	}
 	t->offset = -lo;
 	*out = t;
 	return NPT_OK;
+}
+
+NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
+					  const int64_t *shape, const int64_t *strides,
+					  unsigned flags, void (*release)(void *),
+					  void *release_arg, npt_tensor_t **out)
+{
+	return npt_tensor_wrap("from_data", data, dt, ndim, shape, strides, flags, release,
+			       release_arg, out);
 }
 
 NPT_API npt_tensor_t *npt_tensor_retain(npt_tensor_t *t)
