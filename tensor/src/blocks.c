@@ -61,6 +61,7 @@ NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tenso
 	char a[NPT_SHAPE_STRLEN], b[NPT_SHAPE_STRLEN];
 	int64_t shape[NPT_MAX_DIMS];
 	npt_node_t *n;
+	npt_status_t s;
 
 	if (!out)
 		return npt_fail(NPT_E_INVAL, "linear: out is NULL");
@@ -95,6 +96,9 @@ NPT_API npt_status_t npt_linear(npt_tensor_t *x, npt_tensor_t *weight, npt_tenso
 				(long long)weight->shape[0], (long long)weight->shape[0]);
 	memcpy(shape, x->shape, (size_t)x->ndim * sizeof(int64_t));
 	shape[x->ndim - 1] = weight->shape[0];
+	/* x's rows times the weight's rows: each valid, their product may not be */
+	if ((s = npt_check_shape("linear", x->ndim, shape, NULL)))
+		return s;
 	if (!(n = npt_node_new(NPT_NODE_LINEAR, (int)act)))
 		return npt_fail(NPT_E_NOMEM, "linear: out of memory");
 	n->in[0] = npt_tensor_retain(x);
@@ -115,6 +119,7 @@ NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_
 	npt_tensor_t *in[4] = { q, k, v, bias };
 	int64_t shape[NPT_MAX_DIMS];
 	npt_node_t *n;
+	npt_status_t s;
 	int nd;
 
 	if (!out)
@@ -150,6 +155,12 @@ NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_
 				"dimension: q %s has rank %d, at least 3 ([..., heads, Sq, d])", a, nd);
 	memcpy(shape, q->shape, (size_t)nd * sizeof(int64_t));
 	shape[nd - 1] = k->shape[nd - 2];		/* the scores' shape [..., Sq, Sk] */
+	/* the kernel keeps an entry's [Sq, Sk] scores in memory: their size must
+	 * be one a tensor could have (q and k may be stride-0 views) */
+	if (npt_check_shape("attention", nd, shape, NULL))
+		return npt_fail(NPT_E_OVERFLOW, "attention: q %s and k %s make scores of shape "
+				"%s ([..., Sq, Sk]), more than 2^59 - 1 elements", a, b,
+				npt_shape_str(c, sizeof(c), nd, shape));
 	if (bias) {
 		int ok = bias->ndim <= nd;
 
@@ -169,6 +180,9 @@ NPT_API npt_status_t npt_attention(npt_tensor_t *q, npt_tensor_t *k, npt_tensor_
 		shape[nd - 2] = q->shape[nd - 2];
 	}
 	shape[nd - 1] = v->shape[nd - 1];
+	/* q's rows times v's columns: each valid, their product may not be */
+	if ((s = npt_check_shape("attention", nd, shape, NULL)))
+		return s;
 	if (!(n = npt_node_new(NPT_NODE_ATTENTION, (int)flags)))
 		return npt_fail(NPT_E_NOMEM, "attention: out of memory");
 	n->nin = bias ? 4 : 3;

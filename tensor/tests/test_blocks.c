@@ -1598,6 +1598,40 @@ TEST(decode_products_refuse_overflowing_sizes)
 	free(y);
 }
 
+/*
+ * Stride-0 views make operands of any size with one element in memory: a
+ * product of two valid shapes may overflow. linear's result and attention's
+ * [..., Sq, Sk] scores (kept by its kernel) are refused like any shape past
+ * 2^59 - 1 elements, not built with a wrapped element count.
+ */
+TEST(products_of_valid_shapes_that_overflow_are_refused)
+{
+	static float one[1];
+	int64_t big = INT64_C(1) << 32;
+	int64_t xs[2] = { big, 1 }, z2[2] = { 0, 0 }, z3[3] = { 0, 0, 0 };
+	int64_t qs[3] = { 1, big, 1 }, vs[3] = { 1, big, 1 };
+	npt_tensor_t *x, *q, *v, *o = NULL;
+
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(one, NPT_F32, 2, xs, z2, 0, NULL, NULL, &x));
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_linear(x, x, NULL, NPT_ACT_NONE, &o));
+	ASSERT_EQ(NULL, o);
+	ASSERT_NE(NULL, strstr(npt_last_error(), "linear: shape (4294967296,4294967296) is too "
+			       "big")) {
+		TH_LOG("%s", npt_last_error());
+	}
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(one, NPT_F32, 3, qs, z3, 0, NULL, NULL, &q));
+	ASSERT_EQ(NPT_OK, npt_tensor_from_data(one, NPT_F32, 3, vs, z3, 0, NULL, NULL, &v));
+	/* result [1, 2^32, 1] is fine; the scores [1, 2^32, 2^32] are not */
+	ASSERT_EQ(NPT_E_OVERFLOW, npt_attention(q, q, v, NULL, 1, 0, &o));
+	ASSERT_EQ(NULL, o);
+	ASSERT_NE(NULL, strstr(npt_last_error(), "scores of shape (1,4294967296,4294967296)")) {
+		TH_LOG("%s", npt_last_error());
+	}
+	npt_tensor_free(x);
+	npt_tensor_free(q);
+	npt_tensor_free(v);
+}
+
 TEST(attention_refusals_and_edges)
 {
 	int64_t qs[3] = { 2, 4, 8 }, ks[3] = { 2, 5, 8 }, vs[3] = { 2, 5, 3 }, bad[3] = { 2, 5, 7 };
