@@ -229,6 +229,7 @@ struct blocked {
 	int64_t R, P;		/* a panel: [R][64][P] */
 	size_t scale_bytes;	/* int8: the N float scales first, padded to 64 bytes */
 	size_t lo_off;		/* bf16x3: where the low terms start, from the high ones */
+	size_t cells;		/* elements of the panels: (pn / 64) * str_n */
 	int extra;		/* int8: oneDNN's compensation follows the weights */
 };
 
@@ -269,7 +270,10 @@ static int parse_tag(const char *tag, int64_t n, int64_t k, struct blocked *b)
 		b->extra = 1;
 	else if (strcmp(tail, b->dtype == NPT_I8 ? "/x0.0/scales-per-n" : ""))
 		return 0;
-	if (K != k || N != n || nb != NB || R < 1 || pk < K || pn < N || pk % (R * P) ||
+	/* numbers of any size may be written: none above 2^40 (as unpack.c) before
+	 * they are multiplied, so that no product below overflows */
+	if (K != k || N != n || nb != NB || R < 1 || pk < K || pn < N || R > (INT64_C(1) << 40) ||
+	    pk > (INT64_C(1) << 40) || pn > (INT64_C(1) << 40) || pk % (R * P) ||
 	    pn % NB || sk != R * NB * P || sn != pk * NB)
 		return 0;
 	b->pk = pk;
@@ -279,7 +283,11 @@ static int parse_tag(const char *tag, int64_t n, int64_t k, struct blocked *b)
 	b->R = R;
 	b->P = P;
 	b->scale_bytes = b->dtype == NPT_I8 ? ((size_t)n * sizeof(float) + 63) / 64 * 64 : 0;
-	b->lo_off = x3 ? ((size_t)(pn / NB) * (size_t)sn * 2 + 63) / 64 * 64 : 0;
+	/* the panels' bytes, (pn / NB) * sn elements, must have a size */
+	if (__builtin_mul_overflow((size_t)(pn / NB), (size_t)sn, &b->cells) ||
+	    b->cells > SIZE_MAX / 8)
+		return 0;
+	b->lo_off = x3 ? (b->cells * 2 + 63) / 64 * 64 : 0;
 	return 1;
 }
 
@@ -568,17 +576,17 @@ NPT_API npt_status_t npt_gemv_packed(const float *x, int64_t m, const char *tag,
 
 	if ((s = check_rows("npt_gemv_packed", x, m, data, n, k, y)))
 		return s;
-	if (!tag || !parse_tag(tag, n, k, &b))
-		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: layout '%s' is not one this "
+	if (!tag || npt_tag_too_long(tag) || !parse_tag(tag, n, k, &b))
+		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: layout '%.*s' is not one this "
 				"product reads for a [%lld, %lld] weight (use npt_linear)",
-				tag ? tag : "(none)", (long long)n, (long long)k);
+				NPT_PACK_TAG_MAX - 1, tag ? tag : "(none)", (long long)n, (long long)k);
 	if (!npt_isa_has(NPT_ISA_AVX512, b.dtype == NPT_BF16 ||
 			    b.dtype == NPT_PACKED_BF16X3 ? "avx512f,avx512bf16" :
 					    b.dtype == NPT_I8 ? "avx512f,avx512vnni" : "avx512f"))
 		return npt_fail(NPT_E_UNSUPPORTED, "npt_gemv_packed: this CPU lacks the AVX-512 "
 				"instructions for layout '%s' (use npt_linear)", tag);
 	esize = b.dtype == NPT_F32 ? 4 : b.dtype == NPT_I8 ? 1 : 2;
-	need = b.scale_bytes + b.lo_off + (size_t)(b.pn / NB) * (size_t)b.str_n * esize;
+	need = b.scale_bytes + b.lo_off + b.cells * esize;
 	if ((b.extra ? nbytes <= need : nbytes != need) || (uintptr_t)data % 64)
 		return npt_fail(NPT_E_INVAL, "npt_gemv_packed: layout '%s' takes %zu bytes at a "
 				"64-byte aligned address; %zu bytes at %p given", tag, need, nbytes,

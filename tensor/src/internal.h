@@ -23,4 +23,12 @@ NPT_HIDDEN npt_status_t npt_tensor_new_view(npt_tensor_t *base, int ndim, const 
 					    const int64_t *strides, int64_t offset,
 					    npt_tensor_t **out);
 
+/* ---- pack.c, unpack.c, gemv.c: packed-layout tags ---- */
+/* a tag is a string of fewer than NPT_PACK_TAG_MAX bytes: is @tag not (no NUL
+ * in its first NPT_PACK_TAG_MAX bytes, no byte past them read)? */
+static inline int npt_tag_too_long(const char *tag)
+{
+	return strnlen(tag, NPT_PACK_TAG_MAX) == NPT_PACK_TAG_MAX;
+}
+
 #endif

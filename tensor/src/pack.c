@@ -347,6 +347,10 @@ NPT_API npt_status_t npt_pack_weight(npt_tensor_t *w, const char *tag, void *dst
 		return npt_fail(NPT_E_INVAL, "pack_weight: tag and dst are required");
 	if ((uintptr_t)dst % 64)
 		return npt_fail(NPT_E_INVAL, "pack_weight: dst must be 64-byte aligned");
+	if (npt_tag_too_long(tag))
+		return npt_fail(NPT_E_INVAL, "pack_weight: the layout tag has no NUL in its first "
+				"%d bytes (NPT_PACK_TAG_MAX): pass the tag npt_pack_query gave",
+				NPT_PACK_TAG_MAX);
 	if ((dt = tag_dtype(tag)) < 0)
 		return npt_fail(NPT_E_INVAL, "pack_weight: layout '%s' names no precision this "
 				"library packs (f32, bf16, bf16x3, s8)", tag);
@@ -400,8 +404,9 @@ out:
 	return s;
 }
 
-/* the descriptor of layout @tag for @w, when this CPU and library read it (else why) */
-static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
+/* the descriptor of layout @tag for @w, when this CPU and library read it
+ * (else why, in the words of @op: set_packed or from_packed) */
+static npt_status_t readable(const char *op, npt_tensor_t *w, const char *tag, size_t nbytes,
 			     dnnl_memory_desc_t *md, int *dtp, size_t *sbp, size_t *lop)
 {
 	char want[NPT_PACK_TAG_MAX];
@@ -411,26 +416,30 @@ static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
 	int dt;
 	size_t sb;
 
+	if (npt_tag_too_long(tag))
+		return npt_fail(NPT_E_UNSUPPORTED, "%s: the layout tag has no NUL in its first %d "
+				"bytes (NPT_PACK_TAG_MAX): it is no tag of npt_pack_query, so the "
+				"packed weights are not read", op, NPT_PACK_TAG_MAX);
 	if ((dt = tag_dtype(tag)) < 0)
-		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are in a "
+		return npt_fail(NPT_E_UNSUPPORTED, "%s: the packed weights (layout '%s') are in a "
 				"precision this library does not read; the plain weights are used",
-				tag);
-	if (!(D = onednn("set_packed", &eng)) ||
+				op, tag);
+	if (!(D = onednn(op, &eng)) ||
 	    (s = wanted(D, eng, dt, w->shape[0], w->shape[1], md, want, sizeof(want)))) {
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", npt_last_error());
-		return npt_fail(D ? s : NPT_E_UNSUPPORTED, "the packed weights (layout '%s') are "
-				"not used: %s", tag, why);
+		return npt_fail(D ? s : NPT_E_UNSUPPORTED, "%s: the packed weights (layout '%s') "
+				"are not used: %s", op, tag, why);
 	}
 	if (strcmp(tag, want))
-		return npt_fail(NPT_E_UNSUPPORTED, "the packed weights were made for '%s' but this "
-				"CPU and library use '%s'; the plain weights are used (load the "
-				"model again on this machine to pack it for it)", tag, want);
+		return npt_fail(NPT_E_UNSUPPORTED, "%s: the packed weights were made for '%s' but "
+				"this CPU and library use '%s'; the plain weights are used (load the "
+				"model again on this machine to pack it for it)", op, tag, want);
 	sb = scale_bytes(dt, w->shape[0]);
 	if (nbytes != layout_bytes(dt, w->shape[0], D->dnnl_memory_desc_get_size(md)))
-		return npt_fail(NPT_E_INVAL, "set_packed: layout '%s' takes %zu bytes, the packed "
-				"data has %zu", tag,
+		return npt_fail(NPT_E_INVAL, "%s: layout '%s' takes %zu bytes, the packed "
+				"data has %zu", op, tag,
 				layout_bytes(dt, w->shape[0], D->dnnl_memory_desc_get_size(md)),
 				nbytes);
 	*dtp = dt;
@@ -439,18 +448,19 @@ static npt_status_t readable(npt_tensor_t *w, const char *tag, size_t nbytes,
 	return NPT_OK;
 }
 
-/* attach layout @tag (checked) at @data to @w */
-static npt_status_t attach(npt_tensor_t *w, const char *tag, const void *data, size_t nbytes)
+/* attach layout @tag (checked) at @data to @w, for @op */
+static npt_status_t attach(const char *op, npt_tensor_t *w, const char *tag, const void *data,
+			   size_t nbytes)
 {
 	dnnl_memory_desc_t md, *keep;
 	npt_status_t s;
 	int dt = 0;
 	size_t sb = 0, lo = 0;
 
-	if ((s = readable(w, tag, nbytes, &md, &dt, &sb, &lo)))
+	if ((s = readable(op, w, tag, nbytes, &md, &dt, &sb, &lo)))
 		return s;
 	if (!(keep = malloc(sizeof(*keep))))
-		return npt_fail(NPT_E_NOMEM, "set_packed: out of memory");
+		return npt_fail(NPT_E_NOMEM, "%s: out of memory", op);
 	*keep = md;
 	npt_eval_lock();
 	free(w->packed_md);
@@ -484,7 +494,7 @@ NPT_API npt_status_t npt_tensor_set_packed(npt_tensor_t *w, const char *tag, con
 	if (!tag || !data || (uintptr_t)data % 64)
 		return npt_fail(NPT_E_INVAL, "set_packed: a tag and 64-byte aligned data are "
 				"required (both NULL detaches)");
-	return attach(w, tag, data, nbytes);
+	return attach("set_packed", w, tag, data, nbytes);
 }
 
 NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, size_t nbytes,
@@ -501,11 +511,11 @@ NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, s
 		return npt_fail(NPT_E_INVAL, "from_packed: a tag, 64-byte aligned data and a "
 				"weight shape of at least [1, 1] are required");
 	/* a placeholder plain view: never read (npt_plain_refused guards every reader) */
-	if ((s = npt_tensor_from_data((void *)data, NPT_F32, 2, shape, (int64_t[]){ 0, 0 },
-				      NPT_BORROW_READONLY, NULL, NULL, &w)))
+	if ((s = npt_tensor_wrap("from_packed", (void *)data, NPT_F32, 2, shape,
+				 (int64_t[]){ 0, 0 }, NPT_BORROW_READONLY, NULL, NULL, &w)))
 		return s;
 	w->packed_only = 1;
-	if ((s = attach(w, tag, data, nbytes))) {
+	if ((s = attach("from_packed", w, tag, data, nbytes))) {
 		npt_tensor_free(w);
 		return s;
 	}

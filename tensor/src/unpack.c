@@ -20,7 +20,10 @@
  * is not read.
  *
  * Contracts: a tag that is not exactly this grammar, with a dtype this
- * library knows, is refused before a byte is read (NPT_E_UNSUPPORTED); a
+ * library knows, is refused before a byte is read (NPT_E_UNSUPPORTED), as is
+ * one with no NUL in its first NPT_PACK_TAG_MAX bytes (nothing past them is
+ * read); numbers above 2^40 and blocks whose product exceeds the padding
+ * are refused before any arithmetic on them; a
  * layout whose sizes, strides or blocks would reach outside @nbytes, or
  * whose shape is not the caller's, is NPT_E_INVAL. Thread-safe.
  */
@@ -101,15 +104,17 @@ static int parse(const char *tag, layout_t *l)
 	return *p == '\0';
 }
 
-/* inner blocks along dimension @d: their product, or 0 when it does not divide the padding */
+/* inner blocks along dimension @d: their product, or 0 when it does not
+ * divide the padding (a product above the padding never does: checked
+ * before it can overflow) */
 static int64_t block_of(const layout_t *l, int d)
 {
-	int64_t b = 1;
+	int64_t b = 1, pad = d ? l->padN : l->padK;
 
 	for (int i = 0; i < l->nblk; i++)
-		if (l->idx[i] == d)
-			b *= l->blk[i];
-	return (d ? l->padN : l->padK) % b ? 0 : b;
+		if (l->idx[i] == d && (__builtin_mul_overflow(b, l->blk[i], &b) || b > pad))
+			return 0;
+	return pad % b ? 0 : b;
 }
 
 static int64_t offset_of(const layout_t *l, int64_t k, int64_t n, int64_t bk, int64_t bn)
@@ -135,6 +140,10 @@ NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t
 
 	if (!tag || !data || !dst)
 		return npt_fail(NPT_E_INVAL, "unpack_weight: tag, data and dst are required");
+	if (npt_tag_too_long(tag))
+		return npt_fail(NPT_E_UNSUPPORTED, "unpack_weight: the layout tag has no NUL in its "
+				"first %d bytes (NPT_PACK_TAG_MAX): it is no tag of npt_pack_query; "
+				"nothing was read", NPT_PACK_TAG_MAX);
 	if (!parse(tag, &l))
 		return npt_fail(NPT_E_UNSUPPORTED, "unpack_weight: layout '%s' is not one this "
 				"library can read (it reads the blocked layouts of npt_pack_query: "

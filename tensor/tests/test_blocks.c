@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kselftest_harness.h"
 
@@ -1630,6 +1632,93 @@ TEST(products_of_valid_shapes_that_overflow_are_refused)
 	npt_tensor_free(x);
 	npt_tensor_free(q);
 	npt_tensor_free(v);
+}
+
+/* @tag copied to the very end of a readable page followed by an unreadable one */
+static char *tag_before_guard(const char *tag, size_t len, void **map)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + pg, pg, PROT_NONE))
+		return NULL;
+	*map = p;
+	memcpy(p + pg - len, tag, len);
+	return p + pg - len;
+}
+
+/*
+ * Layout tags come with the packed bytes (a model file): a crafted one is
+ * refused, never trusted with arithmetic or reads. Blocks whose product
+ * wraps (to 0: a division by zero), panels whose size wraps to the bytes
+ * given, and a tag with no NUL in its first NPT_PACK_TAG_MAX bytes (nothing
+ * past them is read) are refused by npt_unpack_weight, npt_gemv_packed,
+ * npt_tensor_from_packed and npt_tensor_set_packed.
+ */
+TEST(crafted_layout_tags_are_refused)
+{
+	static char data[4096] __attribute__((aligned(64)));
+	static float x[64], y[64], dst[64 * 64];
+	char long_tag[NPT_PACK_TAG_MAX], tag[NPT_PACK_TAG_MAX], *t;
+	int64_t ws[2] = { 64, 64 };
+	npt_tensor_t *w, *pk = NULL;
+	void *map;
+	size_t nb;
+
+	/* inner blocks along k multiplying to 2^64 */
+	ASSERT_EQ(NPT_E_INVAL, npt_unpack_weight("onednn-2.6.3/avx2/f32/k4.n4/pad4.4/str4.1/"
+						 "blk4294967296k4294967296k", data, sizeof(data),
+						 4, 4, dst));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "does not fit"));
+	ASSERT_EQ(NPT_E_INVAL, npt_unpack_weight("onednn-2.6.3/avx2/f32/k4.n4/pad4.4/str4.1/"
+						 "blk8k1k", data, sizeof(data), 4, 4, dst));
+	/* R * P = 2^64 (a division by zero); panels of 2^64 bytes (0 given) */
+	ASSERT_EQ(NPT_E_UNSUPPORTED, npt_gemv_packed(x, 1, "onednn-2.6.3/avx512_core_vnni/s8/k64."
+						     "n64/pad64.64/str0.4096/blk4611686018427387904k"
+						     "64n4k/x0.0/scales-per-n", data, sizeof(data),
+						     64, 64, y));
+	ASSERT_EQ(NPT_E_UNSUPPORTED, npt_gemv_packed(x, 1, "onednn-2.6.3/avx512_core/f32/k64.n64/"
+						     "pad268435456.17179869184/str64.17179869184/"
+						     "blk1k64n", data, 0, 64, 64, y));
+	/* a tag longer than any: refused from its first NPT_PACK_TAG_MAX bytes */
+	memset(long_tag, '4', sizeof(long_tag));
+	memcpy(long_tag, "onednn-2.6.3/avx2/f32/k4.n4/pad4.4/str4.1/blk", 45);
+	t = tag_before_guard(long_tag, sizeof(long_tag), &map);
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(NPT_E_UNSUPPORTED, npt_unpack_weight(t, data, sizeof(data), 4, 4, dst));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "no NUL in its first 256 bytes"));
+	ASSERT_EQ(NPT_E_UNSUPPORTED, npt_gemv_packed(x, 1, t, data, sizeof(data), 4, 4, y));
+	munmap(map, 2 * sysconf(_SC_PAGESIZE));
+	/* this library's own tag, then no NUL: not compared past the limit */
+	ASSERT_EQ(NPT_OK, npt_tensor_zeros(NPT_F32, 2, ws, &w));
+	if (npt_pack_query(NPT_F32, 64, 64, tag, sizeof(tag), &nb) == NPT_OK) {
+		char *big = aligned_alloc(64, (nb + 63) / 64 * 64);
+
+		ASSERT_NE(NULL, big);
+		memset(long_tag, 'n', sizeof(long_tag));
+		memcpy(long_tag, tag, strlen(tag));
+		t = tag_before_guard(long_tag, sizeof(long_tag), &map);
+		ASSERT_NE(NULL, t);
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_from_packed(t, big, nb, 64, 64, &pk));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "from_packed: the layout tag has no NUL"))
+		{
+			TH_LOG("%s", npt_last_error());
+		}
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_set_packed(w, t, big, nb));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "set_packed: "));
+		ASSERT_EQ(NPT_E_INVAL, npt_pack_weight(w, t, big, nb));
+		munmap(map, 2 * sysconf(_SC_PAGESIZE));
+		/* the shape is checked as from_packed's, the size in its words */
+		ASSERT_EQ(NPT_E_OVERFLOW, npt_tensor_from_packed(tag, big, nb, INT64_C(1) << 40,
+								 INT64_C(1) << 40, &pk));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "from_packed: shape"));
+		ASSERT_EQ(NPT_E_INVAL, npt_tensor_from_packed(tag, big, nb - 64, 64, 64, &pk));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "from_packed: layout"));
+		free(big);
+	} else {
+		TH_LOG("nothing packed here (%s): from_packed's tags not tried", npt_last_error());
+	}
+	npt_tensor_free(w);
 }
 
 TEST(attention_refusals_and_edges)
