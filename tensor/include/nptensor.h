@@ -31,9 +31,10 @@
  *
  * Ops (npt_binary, npt_unary, npt_where, npt_reduce, npt_matmul, ...) return a
  * NEW lazy tensor: shape, dtype and every static error (broadcasting, axes,
- * dtype support) are checked when the op is built; the values are computed by
- * npt_tensor_eval() (or anything that needs them: npt_tensor_data, views of a
- * lazy tensor, npt_tensor_eval_into). Evaluation fuses maximal chains of
+ * dtype support, a result of more than 2^59 - 1 elements: NPT_E_OVERFLOW, as
+ * stride-0 operands can make) are checked when the op is built; the values
+ * are computed by npt_tensor_eval() (or anything that needs them:
+ * npt_tensor_data, views of a lazy tensor, npt_tensor_eval_into). Evaluation fuses maximal chains of
  * elementwise ops (broadcasts folded into indexing) into one blocked pass and
  * never allocates an intermediate for a fused chain; reductions, matmul,
  * softmax and layernorm are fusion boundaries. Lazy ops read their inputs at
@@ -49,10 +50,14 @@
  * Ownership
  * ---------
  * Every function that returns a tensor through `npt_tensor_t **out` gives the
- * caller one reference; drop it with npt_tensor_free() (accepts NULL). A view
- * holds a reference to its buffer, a lazy tensor to its inputs, so inputs may
- * be freed right after building an op. Pointers returned by npt_tensor_shape()
- * and friends live as long as the tensor. npt_last_error() returns a
+ * caller one reference; drop it with npt_tensor_free() (accepts NULL). On
+ * failure *out is set to NULL (when out itself is not NULL) and nothing is
+ * kept. Arrays passed with a count (shape, strides, perm, axes) are read
+ * for that many entries and not kept; a shape may be NULL only for rank 0
+ * (npt_reduce's axes: NULL means all). A view holds a reference to its
+ * buffer, a lazy tensor to its inputs, so inputs may be freed right after
+ * building an op. Pointers returned by npt_tensor_shape() and friends live
+ * as long as the tensor. npt_last_error() returns a
  * thread-local string valid until the calling thread's next failing call.
  *
  * Thread safety
@@ -141,7 +146,10 @@ NPT_API npt_status_t npt_tensor_zeros(npt_dtype_t dt, int ndim, const int64_t *s
  * @param [in] release   called once with release_arg when the last view of
  *                       the buffer is freed (may be NULL)
  * The memory must stay valid until release is called (or until every view
- * is freed when release is NULL).
+ * is freed when release is NULL), and must hold every element the shape and
+ * strides reach (which cannot be checked here); strides whose reach
+ * overflows the address range are NPT_E_OVERFLOW. On failure release is
+ * not called.
  */
 NPT_API npt_status_t npt_tensor_from_data(void *data, npt_dtype_t dt, int ndim,
 					  const int64_t *shape, const int64_t *strides,
@@ -352,6 +360,11 @@ NPT_API int npt_get_num_threads(void);
  * version, CPU ISA, shape, blocking); a process uses packed bytes only if its
  * own tag for that weight is the same string. */
 #define NPT_PACK_TAG_MAX 256
+/* Every function below that takes a tag reads at most NPT_PACK_TAG_MAX bytes
+ * of it: a tag with no NUL within them is no tag of this library and is
+ * refused (NPT_E_UNSUPPORTED; NPT_E_INVAL for npt_pack_weight). A tag's
+ * numbers and blocks are checked against nbytes before any byte is read, so
+ * damaged or crafted tags are refused, never followed out of bounds. */
 
 /**
  * The layout this library and CPU pack an [n, k] weight into, in precision
@@ -420,7 +433,8 @@ NPT_API npt_status_t npt_tensor_from_packed(const char *tag, const void *data, s
  * layout). int8 layouts give the dequantised weights (q * scale[n]), bf16
  * ones the rounded values. NPT_E_UNSUPPORTED, with nothing read, for a tag
  * that is not one of npt_pack_query's; NPT_E_INVAL when the tag's shape is
- * not [n, k] or its layout does not fit in nbytes. Thread-safe.
+ * not [n, k] or its layout does not fit in nbytes. data must hold nbytes
+ * readable bytes (any alignment); only bytes inside them are read. Thread-safe.
  */
 NPT_API npt_status_t npt_unpack_weight(const char *tag, const void *data, size_t nbytes,
 				       int64_t n, int64_t k, float *dst);
@@ -595,7 +609,9 @@ struct DLManagedTensor;
  *  they are. */
 NPT_API npt_status_t npt_tensor_to_dlpack(npt_tensor_t *t, struct DLManagedTensor **out);
 /** Import a CPU tensor: on success takes ownership of m (its deleter runs
- *  when the last view goes); on failure the caller still owns m. */
+ *  when the last view goes); on failure the caller still owns m. Its shape
+ *  and strides are copied (NULL strides: C order) and checked as
+ *  npt_tensor_from_data checks them; its data must hold what they reach. */
 NPT_API npt_status_t npt_tensor_from_dlpack(struct DLManagedTensor *m, bool readonly,
 					    npt_tensor_t **out);
 

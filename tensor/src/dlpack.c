@@ -70,8 +70,10 @@ NPT_API npt_status_t npt_tensor_to_dlpack(npt_tensor_t *t, struct DLManagedTenso
 {
 	npt_status_t s;
 
+	if (out)
+		*out = NULL;
 	if (!t || !out)
-		return npt_fail(NPT_E_INVAL, "to_dlpack: NULL argument");
+		return npt_fail(NPT_E_INVAL, "to_dlpack: %s is NULL", t ? "out" : "the tensor");
 	if ((s = npt_tensor_eval(t)))
 		return s;
 	if (t->packed_only)
@@ -111,9 +113,10 @@ NPT_API npt_status_t npt_tensor_from_dlpack(struct DLManagedTensor *m, bool read
 	npt_dtype_t dt;
 	const DLTensor *d;
 
+	if (out)
+		*out = NULL;
 	if (!m || !out)
-		return npt_fail(NPT_E_INVAL, "from_dlpack: NULL argument");
-	*out = NULL;
+		return npt_fail(NPT_E_INVAL, "from_dlpack: %s is NULL", m ? "out" : "the DLPack tensor");
 	d = &m->dl_tensor;
 	if (d->device.device_type != kDLCPU && d->device.device_type != kDLCUDAHost)
 		return npt_fail(NPT_E_UNSUPPORTED, "from_dlpack: device type %d is not CPU memory; "

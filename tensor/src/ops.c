@@ -57,6 +57,8 @@ NPT_API npt_status_t npt_binary(npt_op_t op, npt_tensor_t *a, npt_tensor_t *b, n
 	npt_dtype_t c, r;
 	npt_status_t s;
 
+	if (out)
+		*out = NULL;
 	if ((unsigned)op > NPT_OP_GE)
 		return npt_fail(NPT_E_INVAL, "binary: %d is not a binary op (NPT_OP_ADD..NPT_OP_GE)", op);
 	if ((s = need_operands(npt_op_name(op), out, 2, a, b, NULL)))
@@ -90,6 +92,8 @@ NPT_API npt_status_t npt_unary(npt_op_t op, npt_tensor_t *a, npt_tensor_t **out)
 	npt_dtype_t c = NPT_F32, r = NPT_F32;
 	npt_status_t s;
 
+	if (out)
+		*out = NULL;
 	if (op < NPT_OP_NEG || op > NPT_OP_ERF)
 		return npt_fail(NPT_E_INVAL, "unary: %d is not a unary op (NPT_OP_NEG..NPT_OP_ERF)", op);
 	if ((s = need_operands(npt_op_name(op), out, 1, a, NULL, NULL)))
@@ -223,6 +227,8 @@ NPT_API npt_status_t npt_reduce(npt_reduce_op_t op, npt_tensor_t *t, int naxes, 
 	int ond = 0;
 	npt_status_t s;
 
+	if (out)
+		*out = NULL;
 	if ((unsigned)op > NPT_RED_MIN)
 		return npt_fail(NPT_E_INVAL, "reduce: unknown reduction %d", op);
 	if ((s = need_operands(red_name(op), out, 1, t, NULL, NULL)))

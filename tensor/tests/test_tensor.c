@@ -1298,6 +1298,24 @@ static int t_hostile_arguments(void)
 	CHECK(npt_tensor_from_dlpack(&m, false, &r) == NPT_E_INVAL, "NULL data");
 	CHECK(strstr(npt_last_error(), "from_dlpack: data is NULL for 6 elements"), "message: %s",
 	      npt_last_error());
+	/* a failed call leaves *out NULL, whatever failed first */
+	r = t;
+	CHECK(npt_binary((npt_op_t)99, t, t, &r) == NPT_E_INVAL && !r, "binary op 99");
+	r = t;
+	CHECK(npt_unary((npt_op_t)99, t, &r) == NPT_E_INVAL && !r, "unary op 99");
+	r = t;
+	CHECK(npt_reduce((npt_reduce_op_t)99, t, -1, NULL, false, &r) == NPT_E_INVAL && !r,
+	      "reduction 99");
+	r = t;
+	CHECK(npt_tensor_from_dlpack(NULL, false, &r) == NPT_E_INVAL && !r, "from_dlpack(NULL)");
+	CHECK(strstr(npt_last_error(), "from_dlpack: the DLPack tensor is NULL"), "message: %s",
+	      npt_last_error());
+	DLManagedTensor *dl = &m;
+
+	CHECK(npt_tensor_to_dlpack(NULL, &dl) == NPT_E_INVAL && !dl, "to_dlpack(NULL)");
+	CHECK(npt_tensor_eval_into(t, NULL) == NPT_E_INVAL, "eval_into(t, NULL)");
+	CHECK(strstr(npt_last_error(), "eval_into: the output tensor is NULL"), "message: %s",
+	      npt_last_error());
 	npt_tensor_free(t);
 	return 1;
 }

@@ -432,7 +432,8 @@ NPT_API npt_status_t npt_tensor_eval_into(npt_tensor_t *src, npt_tensor_t *out)
 	npt_status_t s;
 
 	if (!src || !out)
-		return npt_fail(NPT_E_INVAL, "eval_into: NULL tensor");
+		return npt_fail(NPT_E_INVAL, "eval_into: the %s tensor is NULL",
+				src ? "output" : "source");
 	npt_eval_lock();
 	s = eval_into_locked(src, out);
 	npt_eval_unlock();
@@ -444,7 +445,7 @@ NPT_API npt_status_t npt_tensor_data(npt_tensor_t *t, void **ptr)
 	npt_status_t s;
 
 	if (!t || !ptr)
-		return npt_fail(NPT_E_INVAL, "data: NULL argument");
+		return npt_fail(NPT_E_INVAL, "data: %s is NULL", t ? "ptr" : "the tensor");
 	if ((s = npt_tensor_eval(t)))
 		return s;
 	if (t->packed_only)
