@@ -109,6 +109,8 @@ NPT_API npt_status_t npt_q4_pack(npt_tensor_t *w, void *dst, size_t nbytes)
 		return npt_fail(NPT_E_INVAL, "npt_q4_pack: %s is NULL", w ? "dst" : "the weight");
 	if (npt_tensor_dtype(w) != NPT_F32 || npt_tensor_ndim(w) != 2)
 		return npt_fail(NPT_E_DTYPE, "npt_q4_pack: the weight must be a 2-D float32 tensor");
+	if (w->packed_only)
+		return npt_plain_refused("npt_q4_pack", w);
 	sh = npt_tensor_shape(w);
 	if ((s = npt_q4_size(sh[0], sh[1], &need)))
 		return s;

@@ -1714,6 +1714,16 @@ TEST(crafted_layout_tags_are_refused)
 		ASSERT_NE(NULL, strstr(npt_last_error(), "from_packed: shape"));
 		ASSERT_EQ(NPT_E_INVAL, npt_tensor_from_packed(tag, big, nb - 64, 64, 64, &pk));
 		ASSERT_NE(NULL, strstr(npt_last_error(), "from_packed: layout"));
+		/* a packed-only weight has no elements: not an output, not 4-bit packed */
+		ASSERT_EQ(NPT_OK, npt_pack_weight(w, tag, big, nb));
+		ASSERT_EQ(NPT_OK, npt_tensor_from_packed(tag, big, nb, 64, 64, &pk));
+		ASSERT_EQ(NPT_E_READONLY, npt_tensor_eval_into(w, pk));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "exists only in its packed layout")) {
+			TH_LOG("%s", npt_last_error());
+		}
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_q4_pack(pk, big, 64 * 2 * 18));
+		ASSERT_NE(NULL, strstr(npt_last_error(), "npt_q4_pack: this [64, 64] weight"));
+		npt_tensor_free(pk);
 		free(big);
 	} else {
 		TH_LOG("nothing packed here (%s): from_packed's tags not tried", npt_last_error());

@@ -62,7 +62,9 @@ static int frank(npt_dtype_t d)
 
 NPT_API npt_status_t npt_promote_types(npt_dtype_t a, npt_dtype_t b, npt_dtype_t *out)
 {
-	if ((unsigned)a >= NPT_NDTYPES || (unsigned)b >= NPT_NDTYPES || !out)
+	if (!out)
+		return npt_fail(NPT_E_INVAL, "promote_types: out is NULL");
+	if ((unsigned)a >= NPT_NDTYPES || (unsigned)b >= NPT_NDTYPES)
 		return npt_fail(NPT_E_INVAL, "promote_types: invalid dtype code %d or %d", a, b);
 	if (a == b) {
 		*out = a;

@@ -320,6 +320,11 @@ static npt_status_t check_out(const char *op, npt_tensor_t *src, npt_tensor_t *o
 				"doesn't match the result shape %s (an output is never broadcast)",
 				op, npt_shape_str(a, sizeof(a), out->ndim, out->shape),
 				npt_shape_str(b, sizeof(b), src->ndim, src->shape));
+	if (out->packed_only)
+		return npt_fail(NPT_E_READONLY, "%s: the output is a [%lld, %lld] weight that exists "
+				"only in its packed layout (npt_tensor_from_packed): it has no "
+				"elements to write; write into a tensor you own", op,
+				(long long)out->shape[0], (long long)out->shape[1]);
 	if (out->broadcast || npt_has_zero_stride(out))
 		return npt_fail(NPT_E_READONLY, "%s: the output of shape %s is a broadcast view "
 				"(a stride-0 dimension); writing it would alias elements: write "
