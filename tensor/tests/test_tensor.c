@@ -1313,6 +1313,8 @@ static int t_hostile_arguments(void)
 	DLManagedTensor *dl = &m;
 
 	CHECK(npt_tensor_to_dlpack(NULL, &dl) == NPT_E_INVAL && !dl, "to_dlpack(NULL)");
+	CHECK(npt_tensor_zeros(NPT_F32, 33, far, &r) == NPT_E_RANK && !r, "zeros of rank 33");
+	CHECK(!strncmp(npt_last_error(), "zeros: rank 33", 14), "message: %s", npt_last_error());
 	CHECK(npt_promote_types(NPT_F32, NPT_I8, NULL) == NPT_E_INVAL, "promote_types(.., NULL)");
 	CHECK(strstr(npt_last_error(), "promote_types: out is NULL"), "message: %s",
 	      npt_last_error());

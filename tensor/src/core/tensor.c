@@ -83,21 +83,22 @@ static npt_status_t check_dtype(const char *op, npt_dtype_t dt)
 	return NPT_OK;
 }
 
-NPT_API npt_status_t npt_tensor_empty(npt_dtype_t dt, int ndim, const int64_t *shape,
-				      npt_tensor_t **out)
+/* npt_tensor_empty, its errors in the words of @op (empty or zeros) */
+static npt_status_t tensor_new(const char *op, npt_dtype_t dt, int ndim, const int64_t *shape,
+			       npt_tensor_t **out)
 {
 	int64_t n;
 	npt_status_t s;
 
 	if (!out)
-		return npt_fail(NPT_E_INVAL, "empty: out is NULL");
+		return npt_fail(NPT_E_INVAL, "%s: out is NULL", op);
 	*out = NULL;
-	if ((s = check_dtype("empty", dt)) || (s = npt_check_shape("empty", ndim, shape, &n)))
+	if ((s = check_dtype(op, dt)) || (s = npt_check_shape(op, ndim, shape, &n)))
 		return s;
 	npt_tensor_t *t = tensor_struct(dt, ndim, shape);
 
 	if (!t)
-		return npt_fail(NPT_E_NOMEM, "empty: out of memory");
+		return npt_fail(NPT_E_NOMEM, "%s: out of memory", op);
 	s = npt_buffer_alloc((size_t)n * npt_dtype_size(dt), &t->buf);
 	if (s) {
 		free(t);
@@ -107,10 +108,16 @@ NPT_API npt_status_t npt_tensor_empty(npt_dtype_t dt, int ndim, const int64_t *s
 	return NPT_OK;
 }
 
+NPT_API npt_status_t npt_tensor_empty(npt_dtype_t dt, int ndim, const int64_t *shape,
+				      npt_tensor_t **out)
+{
+	return tensor_new("empty", dt, ndim, shape, out);
+}
+
 NPT_API npt_status_t npt_tensor_zeros(npt_dtype_t dt, int ndim, const int64_t *shape,
 				      npt_tensor_t **out)
 {
-	npt_status_t s = npt_tensor_empty(dt, ndim, shape, out);
+	npt_status_t s = tensor_new("zeros", dt, ndim, shape, out);
 
 	if (!s)
 		memset((*out)->buf->data, 0, (*out)->buf->nbytes);
