@@ -585,8 +585,16 @@ def asarray(obj, dtype=None):
         a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype == np.float16 or a.dtype in _NP_TO_DT:
         t = from_numpy(a)
-    else:
-        t = from_numpy(a.astype(np.float64 if a.dtype.kind == "f" else np.int64))
+    elif a.dtype.kind in "iu":  # int16, uint16/32/64: int64 holds their values, or says not
+        if a.dtype.kind == "u" and a.size and int(a.max()) > _L.I64_MAX:
+            raise OverflowError("asarray: the %s value %d does not fit int64, the widest "
+                                "integer dtype here" % (a.dtype, int(a.max())))
+        t = from_numpy(a.astype(np.int64))
+    elif a.dtype.kind == "f":  # long double
+        t = from_numpy(a.astype(np.float64))
+    else:  # complex, strings, objects, dates: no tensor dtype holds them
+        raise DTypeError(_L.NPT_E_DTYPE, "asarray: NumPy makes %s of this input, which no "
+                         "tensor dtype holds (use one of %s)" % (a.dtype, ", ".join(DTYPES)))
     if dtype == "bfloat16":
         t = t.astype("bfloat16").eval()
     return t

@@ -1104,6 +1104,38 @@ def t_big_endian():
     return True, ""
 
 
+def t_array_likes():
+    """asarray of inputs NumPy makes no tensor dtype of: integers and long doubles are converted
+    exactly or refused, never wrapped or truncated (uint64 above int64, a Python int of 2**63,
+    complex, strings, objects, dates); the other dtypes keep their values."""
+    bad = []
+    for a in [np.array([2 ** 64 - 1], np.uint64), [2 ** 63]]:
+        ok, msg = expect_error(lambda: nt.asarray(a))
+        if not ok or "does not fit int64" not in msg:
+            bad.append("asarray(%r): %s" % (a, msg))
+    for a in [np.array([1 + 2j]), np.array(["12", "3"]), np.array([1, "a"], dtype=object),
+              np.array(["2020-01-01"], dtype="datetime64[D]"), np.array([1], np.timedelta64)]:
+        try:
+            nt.asarray(a)
+            bad.append("asarray(%r) accepted" % (a,))
+        except nt.DTypeError as e:
+            if "no tensor dtype holds" not in str(e):
+                bad.append("asarray(%r): %s" % (a, e))
+        except Exception as e:
+            bad.append("asarray(%r): %s %s" % (a, type(e).__name__, e))
+    for a, d in [(np.array([2 ** 63 - 1, 7], np.uint64), "int64"),
+                 (np.array([-3, 2 ** 15 - 1], np.int16), "int64"),
+                 (np.array([2 ** 32 - 1], np.uint32), "int64"),
+                 (np.array([1.5, -2.25], np.longdouble), "float64")]:
+        t = nt.asarray(a)
+        if t.dtype != d or t.numpy().tolist() != a.tolist():
+            bad.append("asarray(%r): %s %r" % (a, t.dtype, t.numpy().tolist()))
+    ok, msg = expect_error(lambda: nt.asarray([1.0], dtype="complex64"))
+    check(ok, "asarray(dtype='complex64') accepted")
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
 def t_repro():
     """Reductions give the same bits on every run at a fixed thread count (both modes) and,
     in the default 'independent' mode, at any thread count; $NPT_REPRO selects the mode."""
@@ -1236,6 +1268,7 @@ def main():
                ("integer arguments are range-checked with NumPy's errors", t_int_args),
                ("zero dims and the size limit; 0-d reductions along 0/-1", t_zero_dims_and_0d),
                ("big-endian input is converted by a copy", t_big_endian),
+               ("array-likes of other dtypes converted exactly or refused", t_array_likes),
                ("reductions are bitwise reproducible (both modes)", t_repro)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
