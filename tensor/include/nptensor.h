@@ -465,8 +465,8 @@ NPT_API npt_status_t npt_q4_linear(const float *x, int64_t m, const void *q, int
  *  the [n, k] block of a wider 4-bit weight whose rows start at q, q + ldq,
  *  ..., for example columns [c, c + k) of a [N, K] weight (c and k multiples
  *  of NPT_Q4_GROUP: q = its bytes + c / NPT_Q4_GROUP * 18, ldq = K /
- *  NPT_Q4_GROUP * 18). NPT_E_OVERFLOW when n rows ldq apart overflow the
- *  address range. (NPTENSOR_1.1) */
+ *  NPT_Q4_GROUP * 18). NPT_E_OVERFLOW when n rows ldq apart, or m rows of x
+ *  or y, overflow the address range. (NPTENSOR_1.1) */
 NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void *q, size_t ldq,
 					   int64_t n, int64_t k, float *y);
 
