@@ -690,8 +690,8 @@ NPT_API npt_status_t npt_q4_linear_strided(const float *x, int64_t m, const void
 				"the address range", (long long)n, ldq);
 	/* x [m, k] and y [m, n] floats, and the quantised copy of x, must have a size */
 	if (m > PTRDIFF_MAX / (int64_t)sizeof(float) / (k > n ? k : n))
-		return npt_fail(NPT_E_OVERFLOW, "npt_q4_linear: %lld input rows of %lld floats (and "
-				"%lld outputs each) overflow the address range", (long long)m,
+		return npt_fail(NPT_E_OVERFLOW, "npt_q4_linear: %lld rows of x (%lld floats each) "
+				"and y (%lld each) overflow the address range", (long long)m,
 				(long long)k, (long long)n);
 	avx2 = npt_isa_has(NPT_ISA_AVX2, "avx2,fma,f16c");
 	if (avx2) {

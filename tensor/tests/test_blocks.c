@@ -1590,7 +1590,7 @@ TEST(decode_products_refuse_overflowing_sizes)
 	ASSERT_NE(NULL, strstr(npt_last_error(), "2 rows 9223372036854775807 bytes apart"));
 	/* m rows of x and y past the address range (m * k wraps to 0): refused */
 	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_linear(x, INT64_C(1) << 59, w, 1, 32, y));
-	ASSERT_NE(NULL, strstr(npt_last_error(), "576460752303423488 input rows of 32 floats"));
+	ASSERT_NE(NULL, strstr(npt_last_error(), "576460752303423488 rows of x (32 floats each)"));
 	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_linear(x, INT64_MAX / 128, w, 64, 32, y));
 	/* a well-formed shape that is too big is an overflow, not a bad K */
 	ASSERT_EQ(NPT_E_OVERFLOW, npt_q4_size(INT64_MAX, 32, &nb));
