@@ -924,7 +924,12 @@ def from_dlpack(obj, readonly=False):
     """Zero-copy Tensor from any object with __dlpack__ (NumPy >= 1.22, torch, ...) or a
     'dltensor' capsule. CPU memory only."""
     cap = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
-    ptr = _api.PyCapsule_GetPointer(cap, _CAP_NAME)
+    try:
+        ptr = _api.PyCapsule_GetPointer(cap, _CAP_NAME)
+    except ValueError:
+        raise ValueError("from_dlpack: %s is neither an object with __dlpack__ nor an unused "
+                         "'dltensor' capsule (a capsule is consumed by its first import)"
+                         % type(obj).__name__) from None
     h = ctypes.c_void_p()
     _check(_lib.npt_tensor_from_dlpack(ptr, bool(readonly), ctypes.byref(h)))
     _api.PyCapsule_SetName(cap, _USED_NAME)

@@ -805,6 +805,14 @@ def t_dlpack():
     check(tb.dtype == torch.bfloat16 and tb.float().tolist() == [1.5, -2.25], "bf16 to torch")
     capsule = nt.from_numpy(np.ones(3)).__dlpack__()
     del capsule  # unconsumed capsule: deleter must run, no leak or crash
+    capsule = np.arange(3.0).__dlpack__()
+    check(nt.from_dlpack(capsule).tolist() == [0.0, 1.0, 2.0], "from_dlpack(capsule)")
+    for bad in (capsule, 3):  # consumed once; not a capsule at all
+        try:
+            nt.from_dlpack(bad)
+            check(False, "from_dlpack(%r) accepted" % (bad,))
+        except ValueError as e:
+            check("unused 'dltensor' capsule" in str(e), "from_dlpack(%r): %s" % (bad, e))
     check(t.__dlpack_device__() == (1, 0), "device")
     return True, ""
 
