@@ -249,6 +249,16 @@ npt_status_t npt_run_attention(const npt_kcall_t *kc)
 		return NPT_OK;
 	if (!operand_ok(j.q, &j.mq) || !operand_ok(j.k, &j.mk) || !operand_ok(j.v, &j.mv))
 		return npt_fail(NPT_E_INVAL, "internal: attention's operands cannot be addressed");
+	/* the per-thread blocks (scores and row sums, keys transposed) in bytes:
+	 * every tensor and view has at most 2^59 - 1 elements, so this never
+	 * fails today; the kernel does not rely on what its callers check */
+	int64_t blk;
+
+	if (__builtin_mul_overflow(j.Sq, j.Sk + 1, &blk) || blk > INT64_MAX / 4 ||
+	    __builtin_mul_overflow(j.Sk, j.d, &blk) || blk > INT64_MAX / 4)
+		return npt_fail(NPT_E_OVERFLOW, "attention: %lld queries, %lld keys of %lld features "
+				"need scratch blocks larger than memory can address",
+				(long long)j.Sq, (long long)j.Sk, (long long)j.d);
 	if (bias) {
 		memcpy(sshape, j.q->shape, (size_t)nd * sizeof(int64_t));
 		sshape[nd - 1] = j.Sk;
