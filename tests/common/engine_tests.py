@@ -11,7 +11,9 @@ apps/llama/tests; they put tests/common on sys.path):
 - the VM suites' case files (kmod_cases.py of each engine: `prepare DIR
   MODELS` natively, the guest runs the cases, `check DIR OUT` natively):
   one TAP line per case from the files the guest wrote (check_cases) and
-  the command line (cases_main).
+  the command line (cases_main);
+- another local user for the trust tests: OTHER_UID and as_uid(), a
+  preexec_fn that becomes it.
 """
 import os
 import signal
@@ -21,6 +23,18 @@ import time
 
 
 # ------------------------------------------------------------------ processes
+
+OTHER_UID = 65534       # another local user (an attacker, or a model's owner): never root
+
+
+def as_uid(uid):
+    """preexec_fn: become @uid (groups and gid too) before exec."""
+    def drop():
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    return drop
+
 
 def children(pid):
     """The pids of @pid's children (none once it has gone)."""

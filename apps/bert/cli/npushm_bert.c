@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@
 #include "memstat.h"
 #include "npbert.h"
 #include "npccl.h"
+#include "model_owner.h"
 #include "npushm.h"
 #include "nptensor.h"
 #include "npy.h"
@@ -886,16 +888,12 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	snprintf(name, len, "npushm-bert.%.16s%s%s%s", hex, a->dtype ? "." : "",
 		 a->dtype ? a->dtype : "", a->packed_only ? ".only" : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
-		uint32_t owner = npushm_model_owner_uid(m);
+		char why[3 * NPUSHM_NAME_MAX + 2 * PATH_MAX];
+		int own = model_of_this_user(m, a->model, name, why, sizeof(why));
 
 		npushm_model_detach(m);
-		/* the name is keyed by the file's hash, but anyone may publish under it */
-		if (owner != (uint32_t)geteuid())
-			return die("%s would be loaded as '%s', but that name holds a model of uid %u, "
-				   "not one of this user's; uid %u or root can remove it with `npushm "
-				   "rm %s`, or load the file under a name of yours with `npushm load "
-				   "%s --name NAME` and run NAME", a->model, name, owner, owner, name,
-				   a->model);
+		if (own)
+			return die("%s", why);
 		return 0;	/* already loaded by this user (e.g. --keep earlier) */
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import engine_tests
+from engine_tests import OTHER_UID, as_uid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import bert_ref  # noqa: E402
@@ -507,18 +508,6 @@ def test_refuses_split_of_ffn(tools, workdir, models):
     ids, types, mask = batch("mixed", 50, 16, seed=1)
     r = run_engine(tools, workdir, models["ffn256"], ids, types, mask, tp=3, check=False)
     expect_refusal(r, "the FFN width 256", "does not divide by 3")
-
-
-OTHER_UID = 65534       # another user, never root
-
-
-def as_uid(uid):
-    """preexec_fn: become @uid (groups and gid too) before exec."""
-    def drop():
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    return drop
 
 
 def test_model_file_never_runs_another_users_copy(tools, workdir, models):

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 
 #include "cli.h"
 #include "npllama.h"
+#include "model_owner.h"
 #include "npushm.h"
 #include "nptensor.h"
 #include "npy.h"
@@ -339,16 +341,12 @@ static int resolve_model(const struct args *a, char *name, size_t len, int *load
 	snprintf(name, len, "npushm-llama.%.16s%s%s", hex, a->dtype ? "." : "",
 		 a->dtype ? a->dtype : "");
 	if (npushm_model_attach(name, &m) == NPUSHM_OK) {
-		uint32_t owner = npushm_model_owner_uid(m);
+		char why[3 * NPUSHM_NAME_MAX + 2 * PATH_MAX];
+		int own = model_of_this_user(m, a->model, name, why, sizeof(why));
 
 		npushm_model_detach(m);
-		/* the name is keyed by the file's hash, but anyone may publish under it */
-		if (owner != (uint32_t)geteuid())
-			return die("%s would be loaded as '%s', but that name holds a model of uid %u, "
-				   "not one of this user's; uid %u or root can remove it with `npushm "
-				   "rm %s`, or load the file under a name of yours with `npushm load "
-				   "%s --name NAME` and run NAME", a->model, name, owner, owner, name,
-				   a->model);
+		if (own)
+			return die("%s", why);
 		return 0;
 	}
 	if (npushm_dev_open(NPUSHM_BACKEND_AUTO, &dev))

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import engine_tests
+from engine_tests import OTHER_UID, as_uid
 
 from conftest import gen, npushm_ls
 
@@ -543,21 +544,8 @@ def test_prefix_of_another_model_never_attaches(tools, workdir, models, no_prefi
     r, _, _ = run_prefix(tools, workdir, models["tiny-other"], prompt, 2, ["--publish-prefix"])
     name_b = prefix_lines(r, "published")[0].split()[-1]
     subprocess.run([tools.npushm, "rm", name_b], check=True, capture_output=True)
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
+    lib = npushm_lib(tools)
     P = ctypes.c_void_p
-    for f, args in (("npushm_dev_open", [ctypes.c_int, ctypes.POINTER(P)]),
-                    ("npushm_region_open", [P, ctypes.c_char_p, ctypes.c_uint32,
-                                            ctypes.POINTER(P)]),
-                    ("npushm_region_alloc", [P, ctypes.c_uint64, ctypes.c_uint32,
-                                             ctypes.POINTER(P)]),
-                    ("npushm_region_map", [P, ctypes.c_uint32, ctypes.POINTER(P)]),
-                    ("npushm_region_unmap", [P, P]), ("npushm_region_seal", [P]),
-                    ("npushm_region_publish", [P, ctypes.c_char_p, ctypes.c_uint32,
-                                               ctypes.c_uint32]),
-                    ("npushm_region_close", [P])):
-        getattr(lib, f).argtypes = args
-    lib.npushm_region_size.argtypes = [P]
-    lib.npushm_region_size.restype = ctypes.c_uint64
     dev, ra, rb, ma, mb = P(), P(), P(), P(), P()
     assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
     assert lib.npushm_region_open(dev, name_a.encode(), 0, ctypes.byref(ra)) == 0
@@ -594,7 +582,6 @@ def test_prefix_eviction_keeps_the_newest(tools, workdir, models, no_prefixes):
 
 # ------------------------------------------------ prefixes of other users (npllama.h, "Trust")
 
-OTHER_UID = 65534       # the attacker, or the model's owner: never root
 
 
 def npushm_lib(tools):
@@ -634,15 +621,6 @@ def region_bytes(tools, name):
     lib.npushm_region_close(r)
     lib.npushm_dev_close(dev)
     return bytearray(data)
-
-
-def as_uid(uid):
-    """preexec_fn: become @uid (groups and gid too) before exec."""
-    def drop():
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    return drop
 
 
 def publish_as(tools, uid, name, data):
