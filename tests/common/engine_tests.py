@@ -13,7 +13,8 @@ apps/llama/tests; they put tests/common on sys.path):
   one TAP line per case from the files the guest wrote (check_cases) and
   the command line (cases_main);
 - another local user for the trust tests: OTHER_UID and as_uid(), a
-  preexec_fn that becomes it.
+  preexec_fn that becomes it; refuses_planted_model(), the check that an
+  engine never runs a model that user put under a file's hash name.
 """
 import os
 import signal
@@ -34,6 +35,26 @@ def as_uid(uid):
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     return drop
+
+
+def refuses_planted_model(npushm, path, prefix, run):
+    """A .safetensors MODEL at @path is loaded under @prefix.<its hash>; put a model of
+    OTHER_UID under that name first (any bytes could claim the hash), then run(): it must exit
+    1 naming that uid and how to remove the name, never run the model. The name is removed
+    afterwards."""
+    r = subprocess.run([npushm, "hash", path], capture_output=True, text=True, check=True)
+    name = prefix + "." + r.stdout.split()[0][:16]
+    subprocess.run([npushm, "rm", name], capture_output=True)
+    r = subprocess.run([npushm, "load", path, "--name", name, "--mode", "0644", "--no-dedup",
+                        "--quiet"], capture_output=True, text=True, preexec_fn=as_uid(OTHER_UID))
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run()
+        assert r.returncode == 1, "ran the model another user published under its name"
+        assert "holds a model of uid %d" % OTHER_UID in r.stderr, r.stderr
+        assert "npushm rm " + name in r.stderr, r.stderr
+    finally:
+        subprocess.run([npushm, "rm", name], capture_output=True)
 
 
 def children(pid):

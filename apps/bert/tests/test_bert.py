@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import engine_tests
-from engine_tests import OTHER_UID, as_uid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import bert_ref  # noqa: E402
@@ -513,22 +512,10 @@ def test_refuses_split_of_ffn(tools, workdir, models):
 def test_model_file_never_runs_another_users_copy(tools, workdir, models):
     """A .safetensors MODEL is loaded under npushm-bert.<its hash>; a model another user put
     under that name first (any bytes, any claimed hash) is refused, never run."""
-    r = subprocess.run([tools.npushm, "hash", models["tiny"]], capture_output=True, text=True,
-                       check=True)
-    name = "npushm-bert." + r.stdout.split()[0][:16]
-    subprocess.run([tools.npushm, "rm", name], capture_output=True)
-    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", name, "--mode", "0644",
-                        "--no-dedup", "--quiet"], capture_output=True, text=True,
-                       preexec_fn=as_uid(OTHER_UID))
-    assert r.returncode == 0, r.stderr
-    try:
-        ids, types, mask = batch("full-length", 100, 32, seed=4)
-        r = run_engine(tools, workdir, models["tiny"], ids, check=False)
-        assert r.returncode == 1, "ran the model another user published under its name"
-        assert "holds a model of uid %d" % OTHER_UID in r.stderr, r.stderr
-        assert "npushm rm " + name in r.stderr, r.stderr
-    finally:
-        subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    ids, types, mask = batch("full-length", 100, 32, seed=4)
+    engine_tests.refuses_planted_model(tools.npushm, models["tiny"], "npushm-bert",
+                                       lambda: run_engine(tools, workdir, models["tiny"], ids,
+                                                          check=False))
     # its own copy under that name is used (and removed after the run, as before)
     run_engine(tools, workdir, models["tiny"], ids)
 

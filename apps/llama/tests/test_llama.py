@@ -781,21 +781,9 @@ def test_model_file_never_runs_another_users_copy(tools, workdir, models):
     """A .safetensors MODEL is loaded under npushm-llama.<its hash>; a model uid 65534 put
     under that name first (any bytes, any claimed hash) is refused, never run (and so never
     made the owner whose prefixes the run trusts)."""
-    r = subprocess.run([tools.npushm, "hash", models["tiny"]], capture_output=True, text=True,
-                       check=True)
-    name = "npushm-llama." + r.stdout.split()[0][:16]
-    subprocess.run([tools.npushm, "rm", name], capture_output=True)
-    r = subprocess.run([tools.npushm, "load", models["tiny"], "--name", name, "--mode", "0644",
-                        "--no-dedup", "--quiet"], capture_output=True, text=True,
-                       preexec_fn=as_uid(OTHER_UID))
-    assert r.returncode == 0, r.stderr
-    try:
-        r = run(tools, workdir, models["tiny"], [1, 2, 3], 2, check=False)
-        assert r.returncode == 1, "ran the model another user published under its name"
-        assert "holds a model of uid %d" % OTHER_UID in r.stderr, r.stderr
-        assert "npushm rm " + name in r.stderr, r.stderr
-    finally:
-        subprocess.run([tools.npushm, "rm", name], capture_output=True)
+    engine_tests.refuses_planted_model(tools.npushm, models["tiny"], "npushm-llama",
+                                       lambda: run(tools, workdir, models["tiny"], [1, 2, 3], 2,
+                                                   check=False))
 
 
 def test_refuses_prefix_with_prompt_logits(tools, workdir, models):
@@ -1056,39 +1044,6 @@ def test_stream_refuses_requests_past_the_context(tools, workdir, models):
 
 # ------------------------------------------------------------------ hostile prefix regions
 
-def npushm_lib(tools):
-    import ctypes
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(tools.llama), "..", "lib", "libnpushm.so"))
-    P = ctypes.c_void_p
-    lib.npushm_dev_open.argtypes = [ctypes.c_int, ctypes.POINTER(P)]
-    lib.npushm_region_open.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(P)]
-    lib.npushm_region_size.argtypes = [P]
-    lib.npushm_region_size.restype = ctypes.c_uint64
-    lib.npushm_region_alloc.argtypes = [P, ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(P)]
-    lib.npushm_region_map.argtypes = [P, ctypes.c_uint32, ctypes.POINTER(P)]
-    lib.npushm_region_unmap.argtypes = [P, P]
-    lib.npushm_region_seal.argtypes = [P]
-    lib.npushm_region_publish.argtypes = [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32]
-    lib.npushm_region_close.argtypes = [P]
-    lib.npushm_dev_close.argtypes = [P]
-    return lib
-
-
-def read_region(tools, name):
-    """The bytes of published region @name."""
-    import ctypes
-    lib, P = npushm_lib(tools), ctypes.c_void_p
-    dev, r, m = P(), P(), P()
-    assert lib.npushm_dev_open(0, ctypes.byref(dev)) == 0
-    assert lib.npushm_region_open(dev, name.encode(), 0, ctypes.byref(r)) == 0
-    size = lib.npushm_region_size(r)
-    assert lib.npushm_region_map(r, 1, ctypes.byref(m)) == 0
-    data = ctypes.string_at(m, size)
-    lib.npushm_region_unmap(r, m)
-    lib.npushm_region_close(r)
-    lib.npushm_dev_close(dev)
-    return data
-
 
 def forge_region(tools, name, payload):
     """Publish a sealed region @name holding @payload (bytes) through libnpushm."""
@@ -1117,7 +1072,7 @@ def test_hostile_prefix_regions_never_attach(tools, workdir, models, no_prefixes
     prompt = prompt_for(96, 20, seed=27)
     r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 1, ["--publish-prefix"])
     name = prefix_lines(r, "published")[0].split()[-1]
-    good = read_region(tools, name)
+    good = bytes(region_bytes(tools, name))
     subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
     if kind == "empty":
         payload = b""
@@ -1154,7 +1109,7 @@ def test_prefix_region_with_many_names_does_not_overflow_eviction(tools, workdir
     prompt = prompt_for(96, 20, seed=41)
     r, _, _ = run_prefix(tools, workdir, models["tiny"], prompt, 1, ["--publish-prefix"])
     name = prefix_lines(r, "published")[0].split()[-1]
-    good = read_region(tools, name)
+    good = bytes(region_bytes(tools, name))
     subprocess.run([tools.npushm, "rm", name], check=True, capture_output=True)
     lib, P = npushm_lib(tools), ctypes.c_void_p
     dev, reg, m = P(), P(), P()
