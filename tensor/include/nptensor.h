@@ -534,7 +534,9 @@ typedef enum npt_expand_mode {
 				     intermediates inside the consumer instead of
 				     materialising them */
 } npt_expand_mode_t;
-/** Default: $NPT_EXPAND_MODE (auto|view|materialize|fused), else AUTO. */
+/** Default: $NPT_EXPAND_MODE (auto|view|materialize|fused), else AUTO (another
+ * value of the variable is logged as a warning). A mode outside the enum is
+ * ignored, with a warning: the mode stays as it was. */
 NPT_API void npt_set_expand_mode(npt_expand_mode_t mode);
 NPT_API npt_expand_mode_t npt_get_expand_mode(void);
 

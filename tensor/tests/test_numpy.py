@@ -1189,6 +1189,23 @@ def t_repro():
     return True, ""
 
 
+def t_env_expand_mode():
+    """$NPT_EXPAND_MODE: a value that is no expansion mode is logged, never silently 'auto'."""
+    import subprocess
+    # an expansion mode the variable misspells is logged (NPT_LOG=warn shows the library's
+    # warnings on stderr), not silently replaced by 'auto'
+    env = {k: v for k, v in os.environ.items() if k != "NPT_EXPAND_MODE"}
+    for value, warned in [("materialise", True), ("auto", False), ("FUSED", False)]:
+        r = subprocess.run([sys.executable, "-c", "from npushm import tensor as nt; "
+                            "print(nt.get_expand_mode())"], capture_output=True, text=True,
+                           env=dict(env, NPT_EXPAND_MODE=value, NPT_LOG="warn"), check=True)
+        check(("NPT_EXPAND_MODE=%s is not an expansion mode" % value in r.stderr) == warned,
+              "NPT_EXPAND_MODE=%s: stderr %r" % (value, r.stderr))
+        check(r.stdout.strip() == ("auto" if value != "FUSED" else "fused"),
+              "NPT_EXPAND_MODE=%s gives mode %r" % (value, r.stdout))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1277,7 +1294,9 @@ def main():
                ("zero dims and the size limit; 0-d reductions along 0/-1", t_zero_dims_and_0d),
                ("big-endian input is converted by a copy", t_big_endian),
                ("array-likes of other dtypes converted exactly or refused", t_array_likes),
-               ("reductions are bitwise reproducible (both modes)", t_repro)]
+               ("reductions are bitwise reproducible (both modes)", t_repro),
+               ("NPT_EXPAND_MODE: a misspelled mode is logged, not silently auto",
+                t_env_expand_mode)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:

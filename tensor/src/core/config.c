@@ -29,10 +29,13 @@ static void read_env(void)
 	int m = NPT_EXPAND_AUTO;
 	long long w = 16ll << 20;
 
-	if (e) {
+	if (e && *e) {
 		if (!strcasecmp(e, "view")) m = NPT_EXPAND_VIEW;
 		else if (!strcasecmp(e, "materialize")) m = NPT_EXPAND_MATERIALIZE;
 		else if (!strcasecmp(e, "fused")) m = NPT_EXPAND_FUSED;
+		else if (strcasecmp(e, "auto"))
+			npt_log(NPT_LOG_WARN, "NPT_EXPAND_MODE=%s is not an expansion mode (use 'auto', "
+				"'view', 'materialize' or 'fused'); using 'auto'", e);
 	}
 	e = getenv("NPT_MATERIALIZE_WARN_BYTES");
 	if (e && *e)
@@ -62,6 +65,9 @@ NPT_API void npt_set_expand_mode(npt_expand_mode_t mode)
 	read_env();
 	if (mode >= NPT_EXPAND_AUTO && mode <= NPT_EXPAND_FUSED)
 		atomic_store(&expand_mode, mode);
+	else
+		npt_log(NPT_LOG_WARN, "npt_set_expand_mode: %d is not an npt_expand_mode_t; the "
+			"mode stays %d", (int)mode, atomic_load(&expand_mode));
 }
 
 NPT_API npt_expand_mode_t npt_get_expand_mode(void)
