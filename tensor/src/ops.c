@@ -148,13 +148,6 @@ NPT_API npt_status_t npt_tensor_contiguous(npt_tensor_t *t, npt_tensor_t **out)
 
 /* ---- reductions ---- */
 
-static const char *red_name(npt_reduce_op_t op)
-{
-	static const char *const n[] = { "sum", "prod", "mean", "max", "min" };
-
-	return (unsigned)op <= NPT_RED_MIN ? n[op] : "reduce";
-}
-
 static npt_dtype_t red_dtype(npt_reduce_op_t op, npt_dtype_t d)
 {
 	switch (op) {
@@ -209,11 +202,11 @@ static npt_status_t make_reduce(npt_reduce_op_t op, npt_tensor_t *t, uint64_t ma
 
 		return npt_fail(NPT_E_EMPTY, "%s: zero-size array to reduction operation %s which "
 				"has no identity (input shape %s, the reduced axes have size 0)",
-				red_name(op), op == NPT_RED_MAX ? "maximum" : "minimum",
+				npt_reduce_name(op), op == NPT_RED_MAX ? "maximum" : "minimum",
 				npt_shape_str(a, sizeof(a), t->ndim, t->shape));
 	}
-	s = lazy(red_name(op), NPT_NODE_REDUCE, op, 1, &t, red_dtype(op, t->dtype), ond, oshape,
-		 &n, out);
+	s = lazy(npt_reduce_name(op), NPT_NODE_REDUCE, op, 1, &t, red_dtype(op, t->dtype), ond,
+		 oshape, &n, out);
 	if (!s)
 		n->axes = mask;
 	return s;
@@ -231,9 +224,9 @@ NPT_API npt_status_t npt_reduce(npt_reduce_op_t op, npt_tensor_t *t, int naxes, 
 		*out = NULL;
 	if ((unsigned)op > NPT_RED_MIN)
 		return npt_fail(NPT_E_INVAL, "reduce: unknown reduction %d", op);
-	if ((s = need_operands(red_name(op), out, 1, t, NULL, NULL)))
+	if ((s = need_operands(npt_reduce_name(op), out, 1, t, NULL, NULL)))
 		return s;
-	if ((s = axes_mask(red_name(op), t, naxes, axes, &mask)))
+	if ((s = axes_mask(npt_reduce_name(op), t, naxes, axes, &mask)))
 		return s;
 	for (int d = 0; d < t->ndim; d++) {
 		if (mask & (1ull << d)) {

@@ -771,6 +771,19 @@ TEST(weights_packed_only_read_in_place_or_unpacked)
 		ASSERT_EQ(NPT_OK, npt_linear(pk, w, NULL, NPT_ACT_NONE, &sum));
 		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_eval(sum));
 		npt_tensor_free(sum);
+		/* a reduction and a softmax of it: refused in their own names */
+		ASSERT_EQ(NPT_OK, npt_reduce(NPT_RED_SUM, pk, -1, NULL, false, &sum));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_eval(sum));
+		ASSERT_EQ(0, strncmp(npt_last_error(), "sum: ", 5)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		npt_tensor_free(sum);
+		ASSERT_EQ(NPT_OK, npt_softmax(pk, -1, &sum));
+		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_eval(sum));
+		ASSERT_EQ(0, strncmp(npt_last_error(), "softmax: ", 9)) {
+			TH_LOG("%s", npt_last_error());
+		}
+		npt_tensor_free(sum);
 		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_pack_weight(pk, tag, packed, nbytes));
 		ASSERT_EQ(NPT_E_UNSUPPORTED, npt_tensor_set_packed(pk, NULL, NULL, 0));
 		npt_tensor_free(pk);

@@ -211,6 +211,8 @@ static inline void npt_bf16_split(float x, uint16_t *hi, uint16_t *lo)
 }
 
 /* ---- promote.c: the elementwise ops' names and result types (NumPy's rules) ---- */
+/* a reduction's name (npt_reduce_op_t), as its errors say it: "sum", "max", ... */
+NPT_HIDDEN const char *npt_reduce_name(int op);
 NPT_HIDDEN npt_status_t npt_binary_types(int op, npt_dtype_t a, npt_dtype_t b,
 					 npt_dtype_t *compute, npt_dtype_t *result);
 NPT_HIDDEN npt_status_t npt_unary_types(int op, npt_dtype_t a, npt_dtype_t *compute,

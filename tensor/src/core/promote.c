@@ -28,6 +28,13 @@ NPT_API const char *npt_op_name(npt_op_t op)
 	return "invalid-op";
 }
 
+const char *npt_reduce_name(int op)
+{
+	static const char *const n[] = { "sum", "prod", "mean", "max", "min" };
+
+	return (unsigned)op <= NPT_RED_MIN ? n[op] : "reduce";
+}
+
 /* dtype the binary op computes in, and its result dtype */
 npt_status_t npt_binary_types(int op, npt_dtype_t a, npt_dtype_t b, npt_dtype_t *compute,
 			      npt_dtype_t *result)

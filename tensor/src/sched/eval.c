@@ -173,9 +173,21 @@ static int prologue_input(const npt_tensor_t *t)
 	}
 }
 
+/* the name a node's errors go by: its reduction's, softmax, layernorm, its op's */
+static const char *node_name(const npt_node_t *n)
+{
+	switch (n->kind) {
+	case NPT_NODE_REDUCE: return npt_reduce_name(n->op);
+	case NPT_NODE_SOFTMAX: return "softmax";
+	case NPT_NODE_LAYERNORM: return "layernorm";
+	default: return npt_op_name(n->op);
+	}
+}
+
 /* a node's input 0 as a program: its elementwise chain (computed block by
- * block, never stored) or a plain read of the materialised input */
-static npt_status_t input_program(npt_tensor_t *x, npt_prog_t *p)
+ * block, never stored) or a plain read of the materialised input; @op names
+ * the consumer in a refusal */
+static npt_status_t input_program(npt_tensor_t *x, npt_prog_t *p, const char *op)
 {
 	npt_status_t s;
 
@@ -184,7 +196,7 @@ static npt_status_t input_program(npt_tensor_t *x, npt_prog_t *p)
 	if ((s = npt_eval_locked(x)))
 		return s;
 	if (x->packed_only)
-		return npt_plain_refused("read", x);
+		return npt_plain_refused(op, x);
 	npt_prog_single(p, x);
 	return NPT_OK;
 }
@@ -220,7 +232,8 @@ static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 		k.prologue = p;
 		k.in_ndim = x->ndim;
 		k.in_shape = x->shape;
-		if (!(s = input_program(x, p)) && (s = npt_kcall_inputs(t, &k)) == NPT_OK) {
+		if (!(s = input_program(x, p, node_name(t->node))) &&
+		    (s = npt_kcall_inputs(t, &k)) == NPT_OK) {
 			npt_tensor_free(k.in[0]);	/* read through the prologue */
 			k.in[0] = NULL;
 		}
