@@ -21,15 +21,13 @@
 #include <immintrin.h>
 #include <math.h>
 
-#define SQRT1_2f 0.70710678118654752440f
-
 extern __m512 _ZGVeN16v_expf(__m512 x);
 extern __m256 _ZGVdN8v_expf(__m256 x);
 
 static float act1(int act, float x)
 {
 	switch (act) {
-	case NPT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * SQRT1_2f));
+	case NPT_ACT_GELU: return 0.5f * x * (1.0f + erff(x * NPT_SQRT1_2F));
 	case NPT_ACT_TANH: return tanhf(x);
 	case NPT_ACT_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
 	default: return x;

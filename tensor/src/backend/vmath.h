@@ -25,6 +25,7 @@
 
 #include "../core/core.h"
 
+#define NPT_SQRT1_2F 0.70710678118654752440f	/* GELU's erf argument is x * sqrt(1/2) */
 #define NPT_ERF_CLAMP 3.92f
 /* P(z^2) coefficients from the constant term up, then Q's */
 #define NPT_ERF_P0 1.128379024e+00f
@@ -94,7 +95,7 @@ NPT_VMATH_INLINE __attribute__((target("avx2,fma"))) __m256 npt_erf8(__m256 z)
 NPT_VMATH_INLINE __attribute__((target("avx512f"))) __m512 npt_act16(int act, __m512 y)
 {
 	if (act == NPT_ACT_GELU) {
-		__m512 e = npt_erf16(_mm512_mul_ps(y, _mm512_set1_ps(0.70710678118654752440f)));
+		__m512 e = npt_erf16(_mm512_mul_ps(y, _mm512_set1_ps(NPT_SQRT1_2F)));
 
 		return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), y),
 				     _mm512_add_ps(_mm512_set1_ps(1.0f), e));
@@ -113,7 +114,7 @@ NPT_VMATH_INLINE __attribute__((target("avx512f"))) __m512 npt_act16(int act, __
 NPT_VMATH_INLINE __attribute__((target("avx2,fma"))) __m256 npt_act8(int act, __m256 y)
 {
 	if (act == NPT_ACT_GELU) {
-		__m256 e = npt_erf8(_mm256_mul_ps(y, _mm256_set1_ps(0.70710678118654752440f)));
+		__m256 e = npt_erf8(_mm256_mul_ps(y, _mm256_set1_ps(NPT_SQRT1_2F)));
 
 		return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), y),
 				     _mm256_add_ps(_mm256_set1_ps(1.0f), e));
