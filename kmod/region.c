@@ -196,7 +196,7 @@ void npushm_provider_revoke(struct npushm_provider *provider)
 }
 EXPORT_SYMBOL_GPL(npushm_provider_revoke);
 
-static int npushm_region_alloc(struct npushm_region *region, u64 size)
+static int region_alloc_chunks(struct npushm_region *region, u64 size)
 {
 	struct inode *inode = region->inode;
 	unsigned long npages = size >> PAGE_SHIFT;
@@ -327,7 +327,7 @@ int npushm_region_resize(struct npushm_region *region, loff_t size)
 	if (region->sealed)
 		return -EPERM;
 	if (!region->size)
-		return npushm_region_alloc(region, new);
+		return region_alloc_chunks(region, new);
 	if (!new)
 		return npushm_region_release(region);
 	return -EINVAL;

@@ -18,7 +18,7 @@ struct cli_progress {
 	double start, last;
 };
 
-static double now(void)
+static double progress_now(void)
 {
 	struct timespec ts;
 
@@ -34,7 +34,7 @@ struct cli_progress *cli_progress_new(const char *label, bool enabled)
 		return NULL;
 	p->label = label;
 	p->enabled = enabled;
-	p->start = now();
+	p->start = progress_now();
 	return p;
 }
 
@@ -48,7 +48,7 @@ void cli_progress_cb(void *arg, npushm_load_stage_t stage, uint64_t done, uint64
 
 	if (!p || !p->enabled)
 		return;
-	t = now();
+	t = progress_now();
 	if (stage == NPUSHM_LOAD_COPY && done < total && t - p->last < 0.1)
 		return;
 	p->last = t;

@@ -59,7 +59,7 @@ struct Comm {
 	}
 };
 
-[[noreturn]] void fail(const std::string &op, const std::string &why)
+[[noreturn]] void op_fail(const std::string &op, const std::string &why)
 {
 	throw std::runtime_error("npccl " + op + ": " + why);
 }
@@ -93,17 +93,17 @@ npccl_redop_t to_redop(const std::string &op, const ReduceOp &r, at::ScalarType 
 	switch (r.op_) {
 	case ReduceOp::SUM:
 		if (st == at::kBool)
-			fail(op, "ReduceOp.SUM on bool tensors is not supported (use MAX for a logical or)");
+			op_fail(op, "ReduceOp.SUM on bool tensors is not supported (use MAX for a logical or)");
 		return NPCCL_SUM;
 	case ReduceOp::AVG:
 		if (st == at::kBool)
-			fail(op, "ReduceOp.AVG on bool tensors is not supported");
+			op_fail(op, "ReduceOp.AVG on bool tensors is not supported");
 		return NPCCL_AVG;
 	case ReduceOp::PRODUCT: return NPCCL_PROD;
 	case ReduceOp::MIN: return NPCCL_MIN;
 	case ReduceOp::MAX: return NPCCL_MAX;
 	default:
-		fail(op, std::string("ReduceOp.") + reduce_op_name(r.op_) +
+		op_fail(op, std::string("ReduceOp.") + reduce_op_name(r.op_) +
 				 " is not supported: npccl reduces with SUM, AVG, PRODUCT, MIN and MAX");
 	}
 }
@@ -121,7 +121,7 @@ npccl_dtype_t to_dtype(const std::string &op, at::ScalarType st)
 	case at::kFloat: return NPCCL_FLOAT32;
 	case at::kDouble: return NPCCL_FLOAT64;
 	default:
-		fail(op, std::string("cannot reduce ") + c10::toString(st) +
+		op_fail(op, std::string("cannot reduce ") + c10::toString(st) +
 				 " tensors: npccl reduces int8, uint8, int32, int64, float16, "
 				 "bfloat16, float32, float64 (and bool with MIN/MAX/PRODUCT)");
 	}
@@ -130,17 +130,17 @@ npccl_dtype_t to_dtype(const std::string &op, at::ScalarType st)
 void check_tensor(const std::string &op, const Tensor &t)
 {
 	if (!t.defined())
-		fail(op, "undefined tensor");
+		op_fail(op, "undefined tensor");
 	if (!t.device().is_cpu())
-		fail(op, "tensor on " + t.device().str() + ": npccl moves CPU tensors only");
+		op_fail(op, "tensor on " + t.device().str() + ": npccl moves CPU tensors only");
 	if (t.layout() != at::kStrided)
-		fail(op, "sparse or non-strided tensors are not supported");
+		op_fail(op, "sparse or non-strided tensors are not supported");
 }
 
 void check_single(const std::string &op, const std::vector<Tensor> &ts)
 {
 	if (ts.size() != 1)
-		fail(op, "expects exactly one tensor per process (got " + std::to_string(ts.size()) +
+		op_fail(op, "expects exactly one tensor per process (got " + std::to_string(ts.size()) +
 				 "): one CPU device per rank");
 	check_tensor(op, ts[0]);
 }
@@ -355,7 +355,7 @@ public:
 			}
 			npccl_status_t st = npccl_request_wait(r, ms);
 			if (st == NPCCL_IN_PROGRESS)
-				fail(name_, "did not complete within " + std::to_string(timeout.count()) +
+				op_fail(name_, "did not complete within " + std::to_string(timeout.count()) +
 						    " ms (Work.wait timeout; the operation goes on)");
 		}
 		// the last callback completed the Work before its request was marked done
@@ -444,7 +444,7 @@ private:
 void check_post(const std::string &op, npccl_status_t st, npccl_comm_t comm)
 {
 	if (st != NPCCL_OK)
-		fail(op, status_text(st, npccl_comm_last_error(comm)));
+		op_fail(op, status_text(st, npccl_comm_last_error(comm)));
 }
 
 // key-value store adapter for npccl_comm_init_kv
@@ -521,11 +521,11 @@ public:
 	{
 		const std::string op = "all_reduce_coalesced";
 		if (tensors.empty())
-			fail(op, "no tensors");
+			op_fail(op, "no tensors");
 		for (auto &t : tensors) {
 			check_tensor(op, t);
 			if (t.scalar_type() != tensors[0].scalar_type())
-				fail(op, "all tensors must have the same dtype");
+				op_fail(op, "all tensors must have the same dtype");
 		}
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, tensors[0].scalar_type());
 		npccl_dtype_t dt = to_dtype(op, tensors[0].scalar_type());
@@ -592,12 +592,12 @@ public:
 		const std::string op = "all_gather";
 		check_single(op, inputs);
 		if (outputs.size() != 1 || (int)outputs[0].size() != size_)
-			fail(op, "expects one list of " + std::to_string(size_) + " output tensors");
+			op_fail(op, "expects one list of " + std::to_string(size_) + " output tensors");
 		Tensor in = inputs[0];
 		for (auto &o : outputs[0]) {
 			check_tensor(op, o);
 			if (o.numel() != in.numel() || o.scalar_type() != in.scalar_type())
-				fail(op, "every output tensor must have the input's size and dtype (input " +
+				op_fail(op, "every output tensor must have the input's size and dtype (input " +
 						 std::to_string(in.numel()) + " " + c10::toString(in.scalar_type()) +
 						 ", output " + std::to_string(o.numel()) + " " +
 						 c10::toString(o.scalar_type()) + ")");
@@ -625,7 +625,7 @@ public:
 		check_tensor(op, output);
 		check_tensor(op, input);
 		if (output.numel() != input.numel() * size_ || output.scalar_type() != input.scalar_type())
-			fail(op, "the output must hold world_size (" + std::to_string(size_) +
+			op_fail(op, "the output must hold world_size (" + std::to_string(size_) +
 					 ") times the input's elements, same dtype");
 		auto w = work(OpType::_ALLGATHER_BASE, coll_, op, { output });
 		Tensor ci = contig(input), co = contig(output);
@@ -643,7 +643,7 @@ public:
 							   std::vector<Tensor> &,
 							   const c10d::AllgatherOptions &) override
 	{
-		fail("all_gather_coalesced", "not supported (deprecated in torch): use all_gather or "
+		op_fail("all_gather_coalesced", "not supported (deprecated in torch): use all_gather or "
 					     "all_gather_into_tensor");
 	}
 
@@ -659,16 +659,16 @@ public:
 		std::vector<Tensor> outs;
 		if (root) {
 			if (outputs.size() != 1 || (int)outputs[0].size() != size_)
-				fail(op, "the root expects one list of " + std::to_string(size_) +
+				op_fail(op, "the root expects one list of " + std::to_string(size_) +
 						 " output tensors");
 			outs = outputs[0];
 			for (auto &o : outs) {
 				check_tensor(op, o);
 				if (o.numel() != in.numel() || o.scalar_type() != in.scalar_type())
-					fail(op, "every output tensor must have the input's size and dtype");
+					op_fail(op, "every output tensor must have the input's size and dtype");
 			}
 		} else if (!outputs.empty() && !outputs[0].empty()) {
-			fail(op, "only the root (rank " + std::to_string(opts.rootRank) +
+			op_fail(op, "only the root (rank " + std::to_string(opts.rootRank) +
 					 ") passes output tensors");
 		}
 		auto w = work(OpType::GATHER, coll_, op, outs);
@@ -703,16 +703,16 @@ public:
 		Tensor flat;
 		if (root) {
 			if (inputs.size() != 1 || (int)inputs[0].size() != size_)
-				fail(op, "the root expects one list of " + std::to_string(size_) +
+				op_fail(op, "the root expects one list of " + std::to_string(size_) +
 						 " input tensors");
 			for (auto &i : inputs[0]) {
 				check_tensor(op, i);
 				if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
-					fail(op, "every input tensor must have the output's size and dtype");
+					op_fail(op, "every input tensor must have the output's size and dtype");
 			}
 			flat = w->scratch_cat(pool_, inputs[0], out.scalar_type());
 		} else if (!inputs.empty() && !inputs[0].empty()) {
-			fail(op, "only the source (rank " + std::to_string(opts.rootRank) +
+			op_fail(op, "only the source (rank " + std::to_string(opts.rootRank) +
 					 ") passes input tensors");
 		}
 		Tensor co = contig(out);
@@ -734,13 +734,13 @@ public:
 		check_single(op, outputs);
 		Tensor out = outputs[0];
 		if (inputs.size() != 1 || (int)inputs[0].size() != size_)
-			fail(op, "expects one list of " + std::to_string(size_) + " input tensors");
+			op_fail(op, "expects one list of " + std::to_string(size_) + " input tensors");
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, out.scalar_type());
 		npccl_dtype_t dt = to_dtype(op, out.scalar_type());
 		for (auto &i : inputs[0]) {
 			check_tensor(op, i);
 			if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
-				fail(op, "every input tensor must have the output's size and dtype");
+				op_fail(op, "every input tensor must have the output's size and dtype");
 		}
 		auto w = work(OpType::REDUCE_SCATTER, coll_, op, { out });
 		Tensor flat = w->scratch_cat(pool_, inputs[0], out.scalar_type());
@@ -754,7 +754,7 @@ public:
 		check_tensor(op, output);
 		check_tensor(op, input);
 		if (input.numel() != output.numel() * size_ || output.scalar_type() != input.scalar_type())
-			fail(op, "the input must hold world_size (" + std::to_string(size_) +
+			op_fail(op, "the input must hold world_size (" + std::to_string(size_) +
 					 ") times the output's elements, same dtype");
 		npccl_redop_t rop = to_redop(op, opts.reduceOp, output.scalar_type());
 		npccl_dtype_t dt = to_dtype(op, output.scalar_type());
@@ -771,7 +771,7 @@ public:
 		check_tensor(op, output);
 		check_tensor(op, input);
 		if (output.scalar_type() != input.scalar_type())
-			fail(op, "input and output must have the same dtype");
+			op_fail(op, "input and output must have the same dtype");
 		int64_t rows_in = input.dim() ? input.size(0) : 1, rows_out = output.dim() ? output.size(0) : 1;
 		size_t rin = rows_in ? nbytes(input) / (size_t)rows_in : 0;
 		size_t rout = rows_out ? nbytes(output) / (size_t)rows_out : 0;
@@ -783,7 +783,7 @@ public:
 			w->on_success([output, co]() mutable { output.copy_(co); });
 		if (outSplits.empty() && inSplits.empty()) {
 			if (rows_in % size_ || nbytes(input) != nbytes(output))
-				fail(op, "without split sizes, dim 0 of input and output must divide by "
+				op_fail(op, "without split sizes, dim 0 of input and output must divide by "
 					 "world_size and both tensors have the same size");
 			npccl_request_t r;
 			check_post(op, npccl_alltoall_async(ci.data_ptr(), co.data_ptr(),
@@ -797,18 +797,18 @@ public:
 		if (os.empty())
 			os.assign(size_, rows_out / size_);
 		if ((int)is.size() != size_ || (int)os.size() != size_)
-			fail(op, "split sizes must have world_size entries");
+			op_fail(op, "split sizes must have world_size entries");
 		int64_t si = 0, so = 0;
 		for (int j = 0; j < size_; j++) {
 			if (is[j] < 0 || os[j] < 0)
-				fail(op, "negative split size");
+				op_fail(op, "negative split size");
 			si += is[j];
 			so += os[j];
 		}
 		if (si != rows_in || so != rows_out)
-			fail(op, "split sizes must add up to dim 0 of input and output");
+			op_fail(op, "split sizes must add up to dim 0 of input and output");
 		if (rin != rout && rows_in && rows_out)
-			fail(op, "input and output rows must have the same size");
+			op_fail(op, "input and output rows must have the same size");
 		std::vector<std::pair<size_t, size_t>> sblk, rblk;
 		size_t off = 0;
 		for (int j = 0; j < size_; j++) {
@@ -829,14 +829,14 @@ public:
 	{
 		const std::string op = "all_to_all";
 		if ((int)outputs.size() != size_ || (int)inputs.size() != size_)
-			fail(op, "expects world_size (" + std::to_string(size_) +
+			op_fail(op, "expects world_size (" + std::to_string(size_) +
 					 ") input and output tensors");
 		at::ScalarType st = inputs[0].scalar_type();
 		for (int j = 0; j < size_; j++) {
 			check_tensor(op, inputs[j]);
 			check_tensor(op, outputs[j]);
 			if (inputs[j].scalar_type() != st || outputs[j].scalar_type() != st)
-				fail(op, "all tensors must have the same dtype");
+				op_fail(op, "all tensors must have the same dtype");
 		}
 		auto w = work(OpType::ALLTOALL, coll_, op, outputs);
 		int64_t rn = 0;
@@ -904,7 +904,7 @@ public:
 
 	c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<Tensor> &, int) override
 	{
-		fail("recv", "receiving from any source is not supported: npccl matches messages "
+		op_fail("recv", "receiving from any source is not supported: npccl matches messages "
 			     "between two given ranks (pass src)");
 	}
 
@@ -915,11 +915,11 @@ public:
 	Tensor alloc_shared(int64_t bytes)
 	{
 		if (bytes <= 0)
-			fail("alloc_shared", "the size must be > 0 bytes");
+			op_fail("alloc_shared", "the size must be > 0 bytes");
 		void *p = nullptr;
 		npccl_status_t s = npccl_mem_alloc(coll_->comm, (size_t)bytes, &p);
 		if (s != NPCCL_OK)
-			fail("alloc_shared", status_text(s, npccl_comm_last_error(coll_->comm)));
+			op_fail("alloc_shared", status_text(s, npccl_comm_last_error(coll_->comm)));
 		std::shared_ptr<Comm> keep = coll_;
 		return torch::from_blob(p, { bytes }, [keep](void *) {},
 					at::TensorOptions().dtype(at::kByte).device(at::kCPU));
@@ -931,7 +931,7 @@ public:
 	{
 		npccl_status_t s = npccl_comm_set_deterministic(coll_->comm, on ? 1 : 0);
 		if (s != NPCCL_OK)
-			fail("set_deterministic", status_text(s, npccl_comm_last_error(coll_->comm)));
+			op_fail("set_deterministic", status_text(s, npccl_comm_last_error(coll_->comm)));
 	}
 
 	std::string describe() const
@@ -952,7 +952,7 @@ private:
 		npccl_status_t st = npccl_comm_init_kv(&c->comm, size_, rank_, &kv, prefix, 0, err,
 						       sizeof(err));
 		if (st != NPCCL_OK)
-			fail("init_process_group", status_text(st, err));
+			op_fail("init_process_group", status_text(st, err));
 		npccl_comm_set_timeout(c->comm, tmo > 0 ? tmo : 1800000);
 		return c;
 	}
@@ -960,18 +960,18 @@ private:
 	void check_root(const std::string &op, int64_t root)
 	{
 		if (root < 0 || root >= size_)
-			fail(op, "root rank " + std::to_string(root) + " is outside 0.." +
+			op_fail(op, "root rank " + std::to_string(root) + " is outside 0.." +
 					 std::to_string(size_ - 1));
 	}
 
 	void check_peer(const std::string &op, int peer, int tag)
 	{
 		if (peer < 0 || peer >= size_ || peer == rank_)
-			fail(op, "peer rank " + std::to_string(peer) +
+			op_fail(op, "peer rank " + std::to_string(peer) +
 					 " is not another rank of this group (0.." +
 					 std::to_string(size_ - 1) + ", self " + std::to_string(rank_) + ")");
 		if (tag != 0)
-			fail(op, "tag " + std::to_string(tag) + " is not supported: npccl matches the "
+			op_fail(op, "tag " + std::to_string(tag) + " is not supported: npccl matches the "
 							       "messages between two ranks in call order (use tag 0)");
 	}
 
@@ -1013,7 +1013,7 @@ private:
 						const std::vector<std::pair<size_t, size_t>> &rblk)
 	{
 		if (sblk[rank_].second != rblk[rank_].second)
-			fail(op, "this rank sends itself " + std::to_string(sblk[rank_].second) +
+			op_fail(op, "this rank sends itself " + std::to_string(sblk[rank_].second) +
 					 " bytes but expects " + std::to_string(rblk[rank_].second));
 		memcpy(rbuf + rblk[rank_].first, sbuf + sblk[rank_].first, sblk[rank_].second);
 		for (int k = 1; k < size_; k++) {

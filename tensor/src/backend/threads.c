@@ -95,14 +95,14 @@ static void thread_scratch_release(void)
 	}
 }
 
-static inline void cpu_relax(void)
+static inline void tp_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
 }
 
-static int64_t now_ns(void)
+static int64_t tp_now_ns(void)
 {
 	struct timespec ts;
 
@@ -139,9 +139,9 @@ static int poll_u64(_Atomic uint64_t *v, uint64_t old, int64_t ns)
 	for (unsigned i = 1; ; i++) {
 		if (atomic_load(v) != old || atomic_load_explicit(&tp_stop, memory_order_relaxed))
 			return 1;
-		cpu_relax();
+		tp_relax();
 		if (!(i & 31)) {
-			int64_t t = now_ns();
+			int64_t t = tp_now_ns();
 
 			if (!t0)
 				t0 = t;
@@ -267,7 +267,7 @@ static void lock_idle_pool(void)
 				return;
 			pthread_mutex_unlock(&tp_lock);
 		}
-		cpu_relax();
+		tp_relax();
 		if (!(i & 255))
 			sched_yield();
 	}
@@ -295,9 +295,9 @@ static void run_job(int64_t n, int64_t chunk, npt_task_fn fn, void *arg, int hot
 		int64_t t0 = 0;
 
 		for (unsigned i = 1; atomic_load(&job.left) > 0; i++) {
-			cpu_relax();
+			tp_relax();
 			if (!(i & 31)) {
-				int64_t t = now_ns();
+				int64_t t = tp_now_ns();
 
 				if (!t0)
 					t0 = t;
