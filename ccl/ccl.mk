@@ -15,12 +15,12 @@
 CCL_DIR := $(CURDIR)/ccl
 CCL_OBJDIR := $(BUILD)/obj/ccl
 # ccl/src in layers, each calling only the ones below it:
-#   api/ (public calls, communicators) -> queue/ (requests, the exec role)
+#   api/ (public calls, communicators, launchers) -> queue/ (requests, the exec role)
 #   -> dispatch/ (sequencing, algorithm choice, cost model) -> algo/
 #   (collectives on messages or shared memory, kernels) -> transport/ (shm,
 #   TCP, RDMA behind struct transport_ops; the wait loop, failure diagnosis)
-#   -> base/ (sockets, shared regions, config, status); setup/ (bootstrap,
-#   launchers) builds a communicator's transports; model/ lends libnpushm's
+#   -> base/ (sockets, shared regions, config, status); setup/ (unique ids,
+#   bootstrap) builds a communicator's transports; model/ lends libnpushm's
 #   cluster model load (npushm_cluster_load) the public collectives.
 CCL_SRCS := $(wildcard $(CCL_DIR)/src/*/*.c)
 CCL_OBJS := $(patsubst $(CCL_DIR)/src/%.c,$(CCL_OBJDIR)/%.o,$(CCL_SRCS))

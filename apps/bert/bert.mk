@@ -48,23 +48,27 @@ $(BERT_LIB): $(BERT_OBJS) $(BERT_DIR)/libnpbert.map $(TENSOR_LIB) $(CCL_LIB) $(L
 $(BERT_ALIB): $(BERT_OBJS)
 	$(call static_archive,$(BERT_OBJS))
 
-# The command's .npy reader and writer (npushm-llama's too) and its memory
-# figures (npushm-bench-weights' too), as objects the others link.
-BERT_NPY_O := $(BERT_OBJDIR)/cli/npy.o
+# The .npy reader and writer of both commands (apps/common/npy.c, linked by
+# npushm-llama too) and the command's memory figures (npushm-bench-weights'
+# too), as objects the others link.
+APPS_NPY_O := $(BUILD)/obj/apps/common/npy.o
 BERT_MEMSTAT_O := $(BERT_OBJDIR)/cli/memstat.o
-$(BERT_NPY_O) $(BERT_MEMSTAT_O): $(BERT_OBJDIR)/cli/%.o: $(BERT_DIR)/cli/%.c $(BERT_DIR)/cli/%.h
+$(APPS_NPY_O): $(CURDIR)/apps/common/npy.c $(CURDIR)/apps/common/npy.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BERT_CFLAGS) -c $< -o $@
+$(BERT_MEMSTAT_O): $(BERT_OBJDIR)/cli/%.o: $(BERT_DIR)/cli/%.c $(BERT_DIR)/cli/%.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BERT_CFLAGS) -c $< -o $@
 
 # --dtype packs with the packer of `npushm load --dtype` (libnpushm.mk's
 # LIBNPUSHM_PACK_O)
-BERT_CLI_SRCS := $(filter-out $(BERT_DIR)/cli/npy.c $(BERT_DIR)/cli/memstat.c,$(wildcard $(BERT_DIR)/cli/*.c))
+BERT_CLI_SRCS := $(filter-out $(BERT_DIR)/cli/memstat.c,$(wildcard $(BERT_DIR)/cli/*.c))
 $(BERT_CLI): $(BERT_CLI_SRCS) $(wildcard $(BERT_DIR)/cli/*.h $(CURDIR)/apps/common/*.h) \
-		$(BERT_NPY_O) $(BERT_MEMSTAT_O) \
+		$(APPS_NPY_O) $(BERT_MEMSTAT_O) \
 		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(BERT_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(BERT_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
-		-I$(LIBNPUSHM_DIR)/cli -o $@ $(BERT_CLI_SRCS) $(BERT_NPY_O) $(BERT_MEMSTAT_O) \
+		-I$(LIBNPUSHM_DIR)/cli -o $@ $(BERT_CLI_SRCS) $(APPS_NPY_O) $(BERT_MEMSTAT_O) \
 		$(LIBNPUSHM_PACK_O) $(BERT_LIBS) -pthread
 
 $(BERT_GEN): $(BERT_DIR)/tools/gen_model.c $(CURDIR)/VERSION

@@ -44,15 +44,15 @@ $(LLAMA_LIB): $(LLAMA_OBJS) $(LLAMA_DIR)/libnpllama.map $(TENSOR_LIB) $(CCL_LIB)
 $(LLAMA_ALIB): $(LLAMA_OBJS)
 	$(call static_archive,$(LLAMA_OBJS))
 
-# the .npy reader and writer are the BERT command's (bert.mk's BERT_NPY_O); --dtype
+# the .npy reader and writer are apps/common/npy.c (bert.mk's APPS_NPY_O); --dtype
 # packs with the packer of `npushm load --dtype` (libnpushm.mk's LIBNPUSHM_PACK_O)
 $(LLAMA_CLI): $(wildcard $(LLAMA_DIR)/cli/*.c $(LLAMA_DIR)/cli/*.h $(CURDIR)/apps/common/*.h) \
-		$(BERT_NPY_O) $(BERT_DIR)/cli/npy.h \
+		$(APPS_NPY_O) $(CURDIR)/apps/common/npy.h \
 		$(LIBNPUSHM_PACK_O) $(LIBNPUSHM_PACK_H) $(LLAMA_LIB) $(CURDIR)/VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) -DNPUSHM_VERSION_STRING='"$(shell cat $(CURDIR)/VERSION)"' \
-		-I$(BERT_DIR)/cli -I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) \
-		$(BERT_NPY_O) $(LIBNPUSHM_PACK_O) \
+		-I$(LIBNPUSHM_DIR)/cli -o $@ $(wildcard $(LLAMA_DIR)/cli/*.c) \
+		$(APPS_NPY_O) $(LIBNPUSHM_PACK_O) \
 		-L$(LIBDIR) -lnpllama -lnptensor -lnpccl -lnpushm -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 -include $(LLAMA_OBJS:.o=.d)

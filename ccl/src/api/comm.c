@@ -16,7 +16,7 @@
 #include "algo/algo.h"
 #include "dispatch/dispatch.h"
 #include "queue/queue.h"
-#include "setup/setup.h"
+#include "api/api.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
- * setup.h - communicator setup (setup/): unique ids, the bootstrap, launcher
- * environments. For api/.
+ * setup.h - communicator setup (setup/): unique ids and the bootstrap that
+ * connects a communicator's transports. For api/.
  */
 #ifndef NPCCL_SETUP_H
 #define NPCCL_SETUP_H
 
 #include "npccl_internal.h"
 
-/* ---- bootstrap (bootstrap.c, launcher.c) -------------------------------- */
+/* ---- bootstrap (bootstrap.c) -------------------------------------------- */
 struct unique_id_wire {
 	char tag[8];		/* "NPCCLID1" */
 	uint64_t magic;		/* communicator tag */
@@ -30,10 +30,5 @@ struct boot_src {
 };
 NPCCL_HIDDEN npccl_status_t bootstrap_run(struct npccl_comm *c, const struct boot_src *src,
 					  char *err, size_t errlen);
-NPCCL_HIDDEN npccl_status_t launcher_resolve(int *rank, int *nranks, npccl_unique_id_t *id,
-					     int *listen_fd_for_root, char *err, size_t errlen);
-NPCCL_HIDDEN npccl_status_t comm_init_common(npccl_comm_t *out, int nranks,
-					     const struct boot_src *src, int rank, char *err,
-					     size_t errlen);
 
 #endif

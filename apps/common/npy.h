@@ -5,8 +5,8 @@
  * files (format versions 1-3, C order), for the npushm-bert and npushm-llama
  * commands (and int64 arrays for the latter).
  */
-#ifndef NPBERT_NPY_H
-#define NPBERT_NPY_H
+#ifndef NPUSHM_APPS_NPY_H
+#define NPUSHM_APPS_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>

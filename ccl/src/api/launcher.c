@@ -23,7 +23,7 @@
 #include "npccl_internal.h"
 #include "transport/transport.h"
 #include "algo/algo.h"
-#include "setup/setup.h"
+#include "api/api.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
