@@ -547,7 +547,9 @@ typedef struct npushm_load_result {
  * load never reuses a published copy (no dedup); "already loaded" needs
  * every node's copy. npushm_model_attach() then maps the copy of the
  * calling thread's node (npushm_model_node()), npushm_model_remove()
- * removes all of them.
+ * removes all of them. A copy is a region of the model's owner: another
+ * user's region published as "@name@nodeN" is never mapped, counted or
+ * removed as one.
  * With NPUSHM_LOAD_PACKED_ONLY (since 1.7) the tensors that get a layout are
  * stored only in it: the model takes about the memory of one copy, its hash
  * differs from the model with both copies, and a library before 1.7 refuses

@@ -35,7 +35,7 @@ npushm_status_t npi_model_not_found(const char *name);
 void npi_model_drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char *why);
 /* model_replicas.c: switch @m to the copy of the calling thread's node, if the model has one. */
 npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, npushm_model_t *m);
-/* model_replicas.c: unlink every "NAME@nodeN". */
-void npi_replicas_remove(npushm_dev_t *dev, const char *name);
+/* model_replicas.c: unlink every "NAME@nodeN" of @owner_uid's. */
+void npi_replicas_remove(npushm_dev_t *dev, const char *name, uint32_t owner_uid);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "manifest.h"
 #include "model.h"
@@ -61,6 +62,7 @@ void npi_model_drop_lone_alias(npushm_dev_t *dev, npushm_region_t *r, const char
 
 NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *name)
 {
+	npushm_region_info_t info;
 	npushm_region_t *r = NULL;
 	char alias[64] = "", why[320];
 	npushm_status_t st;
@@ -80,12 +82,14 @@ NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *na
 	if (st)
 		return st;
 	alias_of(r, alias, sizeof(alias));
+	if (npushm_region_info(r, &info) != NPUSHM_OK)
+		info.owner_uid = (uint32_t)geteuid();
 	st = npushm_name_unlink(dev, name);
 	if (st) {
 		npi_error_prefix("cannot remove model '%s'", name);
 		goto out;
 	}
-	npi_replicas_remove(dev, name);
+	npi_replicas_remove(dev, name, info.owner_uid);
 	if (alias[0] && strcmp(alias, name)) {
 		snprintf(why, sizeof(why), "model '%s' removed", name);
 		drop_lone_alias(dev, r, alias, why);

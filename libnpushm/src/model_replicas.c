@@ -16,12 +16,17 @@
  * Attach: after NAME is attached and validated, the copy of the calling
  * thread's node replaces it when there is one and its manifest carries the
  * same content hash and size (else CORRUPT: a copy never holds other
- * content). Remove: every "NAME@nodeN" goes with NAME.
+ * content). A "NAME@nodeN" of another user than the model's owner is no
+ * copy: attach ignores it, a load does not count it, remove leaves it.
+ * Remove: every other "NAME@nodeN" goes with NAME.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "manifest.h"
 #include "model.h"
@@ -158,6 +163,18 @@ void npi_replicas_unpublish(struct load *ld, npushm_dev_t *dev)
 	unpublish(dev, ld->name, &ld->rep, ld->rep.count);
 }
 
+/*
+ * Whether region @r belongs to @uid. A name "NAME@nodeN" anyone may
+ * publish: only a region of the model's owner is a copy of it, whatever
+ * its manifest claims.
+ */
+static bool owned_by(npushm_region_t *r, uint32_t uid)
+{
+	npushm_region_info_t ri;
+
+	return npushm_region_info(r, &ri) == NPUSHM_OK && ri.owner_uid == uid;
+}
+
 /* The manifest of region @r (mapped read-only at *@m), checked. */
 static npushm_status_t map_manifest(npushm_region_t *r, void **m, struct npi_manifest_view *v)
 {
@@ -182,7 +199,7 @@ bool npi_replicas_complete(const struct load *ld, npushm_dev_t *dev, const uint8
 
 		npi_node_copy_name(ld->name, ld->rep.nodes[i], copy, sizeof(copy));
 		complete = !npushm_region_open(dev, copy, 0, &r) && !map_manifest(r, &m, &v) &&
-			   !memcmp(v.hdr->hash, hash, 16);
+			   !memcmp(v.hdr->hash, hash, 16) && owned_by(r, (uint32_t)geteuid());
 		if (m)
 			npushm_region_unmap(r, m);
 		npushm_region_close(r);
@@ -217,6 +234,14 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 		npushm_region_close(r);
 		return NPUSHM_OK;
 	}
+	if (!owned_by(r, m->owner_uid)) {
+		npi_log(NPUSHM_LOG_WARN,
+			"'%s' is no copy of model '%s': it belongs to another user than the model (uid %u); mapping the model's own region",
+			copy, name, m->owner_uid);
+		npushm_region_close(r);
+		npi_error_restore(&saved);
+		return NPUSHM_OK;
+	}
 	st = dev->ops->region_sealed(r, &sealed);
 	if (!st && !sealed)
 		st = npi_fail(NPUSHM_ERR_CORRUPT, 0, "the copy '%s' of model '%s' is not sealed", copy, name);
@@ -244,16 +269,19 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 	return NPUSHM_OK;
 }
 
-void npi_replicas_remove(npushm_dev_t *dev, const char *name)
+void npi_replicas_remove(npushm_dev_t *dev, const char *name, uint32_t owner_uid)
 {
-	char copy[NPUSHM_NAME_MAX + 32];
+	char copy[NPUSHM_NAME_MAX + 32], fname[300];
 	struct npi_saved_error saved;
 	int max = npi_node_possible_max();
+	struct stat sb;
 
 	npi_error_save(&saved);
 	for (int node = 0; node <= max; node++) {
 		npi_node_copy_name(name, node, copy, sizeof(copy));
-		if (!npi_name_check(copy))
+		/* another user's region under a copy's name is theirs, not a copy */
+		if (!npi_name_check(copy) && !npi_dir_file_name(dev, copy, fname, sizeof(fname)) &&
+		    !fstatat(dev->fd, fname, &sb, AT_SYMLINK_NOFOLLOW) && sb.st_uid == owner_uid)
 			npushm_name_unlink(dev, copy);
 	}
 	npi_error_restore(&saved);

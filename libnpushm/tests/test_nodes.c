@@ -337,4 +337,72 @@ TEST(model_per_node_copy_with_other_content_is_refused)
 	npushm_dev_close(dev);
 }
 
+/* What uid 65534 does in model_per_node_copy_of_another_user_is_never_mapped. */
+struct squat_ctx {
+	const char *name, *copy;
+};
+
+/*
+ * Publish "NAME@nodeN" for NAME, a model of root's it may read: the same
+ * bytes (manifest, hash and size) but one tensor byte changed, sealed.
+ */
+static void squat_copy(void *arg)
+{
+	struct squat_ctx *c = arg;
+	npushm_dev_t *dev = th_dev();
+	npushm_region_t *theirs, *mine;
+	unsigned char *src, *dst;
+
+	REQUIRE_OK(npushm_region_open(dev, c->name, 0, &theirs));
+	REQUIRE_OK(npushm_region_map(theirs, NPUSHM_PROT_READ, (void **)&src));
+	REQUIRE_OK(npushm_region_alloc(dev, npushm_region_size(theirs), 0, &mine));
+	REQUIRE_OK(npushm_region_map(mine, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, (void **)&dst));
+	memcpy(dst, src, npushm_region_size(theirs));
+	dst[npushm_region_size(theirs) - 1] ^= 0xff;
+	REQUIRE_OK(npushm_region_unmap(mine, dst));
+	REQUIRE_OK(npushm_region_seal(mine));
+	REQUIRE_OK(npushm_region_publish(mine, c->copy, 0644, NPUSHM_PUBLISH_PERSISTENT));
+	npushm_region_unmap(theirs, src);
+	npushm_region_close(theirs);
+	npushm_region_close(mine);
+	npushm_dev_close(dev);
+}
+
+/*
+ * Anyone may publish a name, "NAME@nodeN" too: another user's region under
+ * a model's copy name is no copy of it, whatever its manifest claims. Attach
+ * maps the model's own region (not the other user's bytes, no CORRUPT), a
+ * per-node load does not take it for a copy ("already loaded"), and remove
+ * leaves it to its owner.
+ */
+TEST(model_per_node_copy_of_another_user_is_never_mapped)
+{
+	npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_NO_DEDUP };
+	npushm_load_opts_t per_node = { .mode = 0644, .flags = NPUSHM_LOAD_PER_NODE };
+	const char *name = th_name("pnsquat");
+	const char *f = th_big_model("ps.safetensors", 1 << 20, 35);
+	int nodes[MAX_NODES], node = nodes_with_cpus(nodes) > 0 ? nodes[0] : 0;
+	struct squat_ctx c = { .name = name };
+	npushm_dev_t *dev = th_dev();
+	npushm_load_result_t res;
+	char copy[300];
+	uint64_t id = 0;
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	REQUIRE_OK(npushm_model_load(dev, f, name, &lo, &res));
+	copy_name(copy, sizeof(copy), name, node);
+	c.copy = copy;
+	REQUIRE(th_as_nobody(squat_copy, &c) == 0);
+	/* the model's own region (node -1), not uid 65534's */
+	CHECK_EQ(attach_on_node(name, node, res.hash, &id), 2);
+	CHECK_EQ(id, res.region_id);
+	CHECK_ST_MSG(npushm_model_load(dev, f, name, &per_node, NULL), NPUSHM_ERR_EXISTS,
+		     "without a copy on every NUMA node");
+	REQUIRE_OK(npushm_model_remove(dev, name));
+	CHECK(published(dev, copy));
+	CHECK_ST(npushm_name_unlink(dev, copy), NPUSHM_OK);
+	npushm_dev_close(dev);
+}
+
 TEST_HARNESS_MAIN
