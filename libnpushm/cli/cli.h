@@ -43,6 +43,13 @@ int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg);
 int cli_print_json(struct json_object *obj);
 /* Open the backend chosen by --backend / NPUSHM_BACKEND; message on failure. */
 npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc);
+/*
+ * @s for a terminal: control characters (C0, DEL, C1) and bytes that are no
+ * UTF-8 written as \xNN, so that a tensor name or a message quoting a file
+ * cannot move the cursor, retitle the window or hide text. Free it; NULL
+ * when out of memory.
+ */
+char *cli_text(const char *s);
 /* "1.5 GiB" into @buf. */
 const char *cli_size(unsigned long long bytes, char *buf, unsigned len);
 /* "NOT_FOUND" and so on. */

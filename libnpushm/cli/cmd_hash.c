@@ -9,6 +9,7 @@
  * does; the exit status is then 1.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -29,7 +30,10 @@ int cmd_hash(const struct cli_opts *o)
 			/* Like sha256sum: say so, go on, fail at the end. */
 			const char *msg = *npushm_last_error() ? npushm_last_error() : npushm_strerror(st);
 
-			fprintf(stderr, "npushm: %s\n", msg);
+			char *safe = cli_text(msg);
+
+			fprintf(stderr, "npushm: %s\n", safe ? safe : "(out of memory)");
+			free(safe);
 			if (!failed) {
 				first = st;
 				snprintf(first_msg, sizeof(first_msg), "%s", msg);
@@ -52,7 +56,10 @@ int cmd_hash(const struct cli_opts *o)
 			json_object_object_add(j, "hash", json_object_new_string(hex));
 			json_object_array_add(arr, j);
 		} else {
-			printf("%s  %s\n", hex, o->args[i]);
+			char *safe = cli_text(o->args[i]);
+
+			printf("%s  %s\n", hex, safe ? safe : o->args[i]);
+			free(safe);
 			fflush(stdout);
 		}
 	}

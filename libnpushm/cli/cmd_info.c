@@ -5,6 +5,7 @@
  * (name, dtype, shape, region offset, bytes), read from its manifest.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -35,6 +36,7 @@ int cmd_info(const struct cli_opts *o)
 	npushm_dev_t *dev;
 	npushm_status_t st;
 	char a[32], b[32], shape[256], lay[NPUSHM_LAYOUT_TAG_MAX + 32], node[48] = "";
+	char *safe, *made_by;
 	size_t only;
 	int rc = 0;
 
@@ -97,6 +99,8 @@ int cmd_info(const struct cli_opts *o)
 		cli_print_json(j);
 		goto out;
 	}
+	safe = cli_text(mi.metadata_json);
+	made_by = cli_text(cli_layouts_summary(m, lay, sizeof(lay)));
 	if (npushm_model_node(m) >= 0)
 		snprintf(node, sizeof(node), ", the copy of NUMA node %d", npushm_model_node(m));
 	printf("model     %s\nbackend   %s\nhash      %s (%s)\nsource    %s (%llu bytes)\n"
@@ -107,28 +111,38 @@ int cmd_info(const struct cli_opts *o)
 	       "XXH3-128 over 8 MiB blocks",
 	       cli_size(mi.source_size, a, sizeof(a)), (unsigned long long)mi.source_size,
 	       (unsigned long long)mi.region_id, cli_size(mi.region_size, b, sizeof(b)), node,
-	       mi.tensor_count, cli_layouts_summary(m, lay, sizeof(lay)), mi.metadata_json);
+	       mi.tensor_count, made_by ? made_by : "?", safe ? safe : "?");
+	free(safe);
+	free(made_by);
 	printf("%-48s %-7s %-20s %12s %12s\n", "TENSOR", "DTYPE", "SHAPE", "OFFSET", "BYTES");
 	for (size_t i = 0; i < mi.tensor_count; i++) {
 		npushm_tensor_t t;
 
 		npushm_model_tensor_at(m, i, &t);
 		shape_text(&t, shape, sizeof(shape));
+		/* whoever loaded the model chose the names: nothing reaches the terminal raw */
+		safe = cli_text(t.name);
 		if (!t.data)
-			printf("%-48s %-7s %-20s %12s %12llu\n", t.name, npushm_dtype_name(t.dtype),
+			printf("%-48s %-7s %-20s %12s %12llu\n", safe ? safe : "?", npushm_dtype_name(t.dtype),
 			       shape, "packed only", (unsigned long long)t.nbytes);
 		else
-			printf("%-48s %-7s %-20s %12llu %12llu\n", t.name, npushm_dtype_name(t.dtype),
+			printf("%-48s %-7s %-20s %12llu %12llu\n", safe ? safe : "?", npushm_dtype_name(t.dtype),
 			       shape, (unsigned long long)t.offset, (unsigned long long)t.nbytes);
+		free(safe);
 	}
 	if (npushm_model_layout_count(m))
 		printf("\n%-48s %-60s %12s %12s\n", "PACKED LAYOUT OF", "TAG", "OFFSET", "BYTES");
 	for (size_t i = 0; i < npushm_model_layout_count(m); i++) {
 		npushm_layout_t l;
+		char *tag;
 
 		npushm_model_layout_at(m, i, &l);
-		printf("%-48s %-60s %12llu %12llu\n", l.tensor, l.tag, (unsigned long long)l.offset,
-		       (unsigned long long)l.nbytes);
+		safe = cli_text(l.tensor);
+		tag = cli_text(l.tag);
+		printf("%-48s %-60s %12llu %12llu\n", safe ? safe : "?", tag ? tag : "?",
+		       (unsigned long long)l.offset, (unsigned long long)l.nbytes);
+		free(safe);
+		free(tag);
 	}
 out:
 	npushm_model_detach(m);

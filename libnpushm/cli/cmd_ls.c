@@ -15,6 +15,7 @@
  * itself.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -158,11 +159,15 @@ int cmd_ls(const struct cli_opts *o)
 				cli_size(e->pinned_bytes, pinned, sizeof(pinned));
 			snprintf(provider, sizeof(provider), "%s%s%s", e->provider[0] ? e->provider : "?",
 				 e->device[0] ? "@" : "", e->device);
+			/* the layouts' tags are the loader's: escaped for the terminal */
+			char *made_by = cli_text(m ? cli_layouts_summary(m, lay, sizeof(lay)) : "-");
+
 			printf("%-32s %-6s %10s %-16.16s %7s %6s %5s %8s %-8s %s\n", names[0] ? names : name ? name : "(no name)",
 			       m ? "model" : ast == NPUSHM_ERR_ACCESS ? "region*" : "region", cli_size(e->size, sz, sizeof(sz)),
 			       m ? mi.hash_hex : "-", tensors,
 			       (e->flags & NPUSHM_REGION_SEALED) ? "yes" : "no", procs, pinned, provider,
-			       m ? cli_layouts_summary(m, lay, sizeof(lay)) : "-");
+			       made_by ? made_by : "?");
+			free(made_by);
 		}
 		npushm_model_detach(m);
 	}

@@ -186,8 +186,12 @@ static void hold_warning(void *arg, npushm_log_level_t level, const char *msg)
 
 static int print_warnings(int rc)
 {
-	for (int i = 0; i < nwarnings; i++)
-		fprintf(stderr, "npushm: warning: %s\n", warnings[i]);
+	for (int i = 0; i < nwarnings; i++) {
+		char *safe = cli_text(warnings[i]);
+
+		fprintf(stderr, "npushm: warning: %s\n", safe ? safe : warnings[i]);
+		free(safe);
+	}
 	return rc;
 }
 

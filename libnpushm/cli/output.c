@@ -2,11 +2,14 @@
 /* SPDX-FileCopyrightText: 2026 The npushm authors */
 /*
  * output.c - what every npushm command prints with: errors in text or JSON
- * (cli_fail), JSON results, sizes in words, status names, and the backend
+ * (cli_fail), JSON results, sizes in words, status names, text from files
+ * and other users made safe for a terminal (cli_text), and the backend
  * opened as the options say. Below the commands and the dispatcher
  * (npushm.c); calls nothing of theirs.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -28,13 +31,59 @@ int cli_print_json(struct json_object *obj)
 	return 0;
 }
 
+/* Bytes of the well-formed UTF-8 sequence at @s other than a C1 control, else 0. */
+static size_t utf8_printable_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	c = s[0] & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff) || (c >= 0x80 && c <= 0x9f))
+		return 0;
+	return n;
+}
+
+char *cli_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char *out = malloc(4 * strlen((const char *)p) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t n = *p >= 0x80 ? utf8_printable_len(p) : (*p >= 0x20 && *p != 0x7f);
+
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			o += sprintf(o, "\\x%02x", *p++);
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
 {
 	const char *text = msg ? msg : npushm_last_error();
+	char *safe;
 
 	if (!*text)
 		text = npushm_strerror(st);
-	fprintf(stderr, "npushm: %s\n", text);
+	safe = cli_text(text);
+	fprintf(stderr, "npushm: %s\n", safe ? safe : "(out of memory)");
+	free(safe);
 	if (o && o->json) {
 		struct json_object *err = json_object_new_object();
 		struct json_object *root = json_object_new_object();

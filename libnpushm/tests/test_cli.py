@@ -322,6 +322,41 @@ def test_errors_say_what_to_do():
     created.discard(PFX + "e")
 
 
+def no_terminal_controls(text):
+    """No byte a terminal acts on (C0 but newline, DEL, C1 in UTF-8)."""
+    return not any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f for c in text)
+
+
+def test_names_from_a_model_cannot_drive_the_terminal():
+    """Whoever loads a model or writes a file chooses its tensor names and
+    metadata: info and the error messages print their control characters
+    (escape sequences that retitle the window, clear the screen, hide text)
+    as \\xNN, and --json keeps the names exact."""
+    evil = "w\x1b]0;owned\x07\x1b[2J\u009b1m"
+    path = os.path.join(TMP, "evil.safetensors")
+    header = json.dumps({evil: {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                         "__metadata__": {"k\x1b[8m": "v\x7f"}}).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    name = PFX + "evil"
+    load(path, name, "--mode", "0644")
+    p = cli("info", name)
+    check(no_terminal_controls(p.stdout), repr(p.stdout))
+    check("w\\x1b]0;owned\\x07\\x1b[2J\\xc2\\x9b1m " in p.stdout, repr(p.stdout))
+    info, _ = cli_json("info", name)
+    check(info["tensors"][0]["name"] == evil, info["tensors"][0])
+    cli("rm", name)
+    created.discard(name)
+    bad = os.path.join(TMP, "evil-bad.safetensors")
+    header = json.dumps({evil: {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    with open(bad, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    p = cli("load", bad, "--name", PFX + "evil-bad", expect=1)
+    check(no_terminal_controls(p.stderr) and "tensor 'w\\x1b]0;owned" in p.stderr, repr(p.stderr))
+    p = cli("info", "x\x1b[2J", expect=1)
+    check(no_terminal_controls(p.stderr) and "x\\x1b[2J" in p.stderr, repr(p.stderr))
+
+
 def sparse_model(name, nbytes, fill=0):
     """A valid safetensors file of one U8 tensor of @nbytes, sparse (no data
     written but the last byte): cheap to create, costly to copy."""
