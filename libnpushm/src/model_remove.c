@@ -70,8 +70,11 @@ NPUSHM_API npushm_status_t npushm_model_remove(npushm_dev_t *dev, const char *na
 	if (!dev)
 		return npi_fail(NPUSHM_ERR_INVALID, 0, "npushm_model_remove: NULL device");
 	st = npushm_region_open(dev, name, 0, &r);
+	/* not "load it first": there is nothing to remove */
 	if (st == NPUSHM_ERR_NOT_FOUND)
-		return npi_model_not_found(name);
+		return npi_fail(NPUSHM_ERR_NOT_FOUND, 0,
+				"cannot remove '%s': no model or region is published under that name (removed already?); `npushm ls --all` lists the names",
+				name);
 	if (st == NPUSHM_ERR_ACCESS) {
 		/* Unreadable but perhaps still removable by its owner. */
 		st = npushm_name_unlink(dev, name);

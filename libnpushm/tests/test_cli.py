@@ -296,6 +296,9 @@ def test_errors_say_what_to_do():
     check(err["error"]["status"] == "NOT_FOUND" and "npushm load" in err["error"]["message"])
     err, _ = cli_json("rm", PFX + "nothing", expect=1)
     check(err["error"]["status"] == "NOT_FOUND")
+    # nothing to remove: not the advice to load it first
+    check(err["error"]["message"] == "cannot remove '%snothing': no model or region is published under "
+          "that name (removed already?); `npushm ls --all` lists the names" % PFX, err["error"]["message"])
     bad = os.path.join(TMP, "bad.safetensors")
     with open(bad, "wb") as f:
         f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":[1,2,3]}   ")

@@ -462,7 +462,7 @@ TEST(model_lookup_errors_name_model_and_tensor)
 	CHECK_ST(npushm_model_tensor_at(m, 1, &t), NPUSHM_ERR_INVALID);
 	npushm_model_detach(m);
 	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
-	CHECK_ST_MSG(npushm_model_remove(dev, name), NPUSHM_ERR_NOT_FOUND, "not found");
+	CHECK_ST_MSG(npushm_model_remove(dev, name), NPUSHM_ERR_NOT_FOUND, "cannot remove");
 	npushm_dev_close(dev);
 }
 
