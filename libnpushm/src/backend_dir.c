@@ -150,7 +150,9 @@ npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_
 {
 	char fname[300];
 	npushm_status_t st = npi_dir_file_name(dev, name, fname, sizeof(fname));
-	int oflags = ((flags & NPUSHM_OPEN_WRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW;
+	/* O_NONBLOCK: a FIFO someone made under the name must not block the open */
+	int oflags = ((flags & NPUSHM_OPEN_WRITE) ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW |
+		     O_NONBLOCK;
 	struct stat sb;
 	int err;
 
@@ -158,7 +160,8 @@ npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_
 		return st;
 	*fdp = openat(dev->fd, fname, oflags);
 	if (*fdp >= 0) {
-		if (!fstat(*fdp, &sb) && S_ISREG(sb.st_mode))
+		if (!fstat(*fdp, &sb) && S_ISREG(sb.st_mode) &&
+		    !fcntl(*fdp, F_SETFL, oflags & ~(O_NONBLOCK | O_CLOEXEC)))
 			return NPUSHM_OK;
 		close(*fdp);
 		*fdp = -1;

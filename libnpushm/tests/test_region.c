@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -327,6 +328,38 @@ TEST(region_import_fd_accepts_regions_and_rejects_other_files)
 	CHECK(i2 == NULL);
 	close(fd);
 	npushm_region_close(r);
+	npushm_dev_close(dev);
+}
+
+/*
+ * Anyone may create files in the directory: a FIFO under a name (posix:
+ * "npushm.NAME") would block an open(2) of it until a writer came. Opening,
+ * attaching, loading over and removing such a name fail at once instead.
+ */
+TEST(region_a_fifo_under_a_name_is_refused_without_blocking)
+{
+	const char *dir = getenv(th_is_kmod() ? "NPUSHM_DIR" : "NPUSHM_SHM_DIR");
+	const char *name = th_name("fifo");
+	npushm_dev_t *dev = th_dev();
+	npushm_region_t *r = NULL;
+	npushm_model_t *m = NULL;
+	char path[512];
+
+	REQUIRE(dir);
+	snprintf(path, sizeof(path), "%s/%s%s", dir, th_is_kmod() ? "" : "npushm.", name);
+	if (mkfifo(path, 0666))
+		th_skip("cannot make a FIFO in %s: %s", dir, strerror(errno));
+	alarm(20);	/* a blocked open fails the test instead of hanging it */
+	CHECK_ST_MSG(npushm_region_open(dev, name, 0, &r), NPUSHM_ERR_INVALID, "not a region file");
+	CHECK_ST_MSG(npushm_region_open(dev, name, NPUSHM_OPEN_WRITE, &r), NPUSHM_ERR_INVALID,
+		     "not a region file");
+	CHECK(r == NULL);
+	CHECK_ST(npushm_model_attach_dev(dev, name, &m), NPUSHM_ERR_INVALID);
+	CHECK_ST(npushm_model_load(dev, th_big_model("f.safetensors", 4096, 1), name, NULL, NULL),
+		 NPUSHM_ERR_EXISTS);
+	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_ERR_INVALID);
+	alarm(0);
+	CHECK(unlink(path) == 0);
 	npushm_dev_close(dev);
 }
 
