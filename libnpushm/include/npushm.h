@@ -299,7 +299,8 @@ NPUSHM_API npushm_status_t npushm_region_unmap(npushm_region_t *r, void *addr);
  * links that processes of its pid namespace killed mid-move left behind).
  * The name is a link to the region's file: it keeps the region alive until
  * npushm_name_unlink(), the mode is the region's (the last publish sets
- * it), and only the region's owner may add a name (ACCESS otherwise).
+ * it; one that fails leaves it), and only the region's owner may add a
+ * name (ACCESS otherwise).
  * A region whose last name was removed cannot be named again (UNSUPPORTED).
  */
 NPUSHM_API npushm_status_t npushm_region_publish(npushm_region_t *r, const char *name,

@@ -283,27 +283,15 @@ static int replace_link(npushm_region_t *r, const char *fname, const char *proc)
 	return err;
 }
 
-npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode, uint32_t flags)
+/* Link @r's file (of uid @owner) as @fname, the file name of @name; npi_dir_publish(). */
+static npushm_status_t link_name(npushm_region_t *r, const char *name, const char *fname,
+				 uint32_t flags, unsigned owner)
 {
 	npushm_dev_t *dev = r->dev;
-	char fname[300], proc[64];
-	npushm_status_t s;
+	char proc[64];
 	struct stat st;
 	int err;
 
-	s = npi_dir_file_name(dev, name, fname, sizeof(fname));
-	if (s)
-		return s;
-	if (fstat(r->fd, &st))
-		return npi_fail(NPUSHM_ERR_SYSTEM, errno, "cannot stat region %llu", (unsigned long long)r->id);
-	if (st.st_dev != dev->dir_dev)
-		return npi_fail(NPUSHM_ERR_UNSUPPORTED, EXDEV,
-				"region %llu lives outside %s (an anonymous region or another instance) and cannot be named there",
-				(unsigned long long)r->id, dev->dir);
-	if ((st.st_mode & 0777) != mode && fchmod(r->fd, mode))
-		return npi_fail(NPUSHM_ERR_ACCESS, errno,
-				"cannot give region %llu the mode %04o for '%s': the mode belongs to the region and only its owner (uid %u) may change it",
-				(unsigned long long)r->id, mode, name, (unsigned)st.st_uid);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
 	if (flags & NPUSHM_PUBLISH_REPLACE) {
 		err = replace_link(r, fname, proc);
@@ -334,13 +322,42 @@ npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t m
 	if (err == EPERM || err == EACCES)
 		return npi_fail(NPUSHM_ERR_ACCESS, err,
 				"cannot publish region %llu as '%s': only the region's owner (uid %u) may name it",
-				(unsigned long long)r->id, name, (unsigned)st.st_uid);
+				(unsigned long long)r->id, name, owner);
 	if (err == ENOSPC || err == EDQUOT)
 		return npi_fail(NPUSHM_ERR_NO_SPACE, err,
 				"cannot publish region %llu as '%s': %s has no room for another name",
 				(unsigned long long)r->id, name, dev->dir);
 	return npi_fail(npi_status_from_errno(err), err, "cannot publish region %llu as '%s'",
 			(unsigned long long)r->id, name);
+}
+
+npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode, uint32_t flags)
+{
+	npushm_dev_t *dev = r->dev;
+	char fname[300];
+	npushm_status_t s;
+	struct stat st;
+
+	s = npi_dir_file_name(dev, name, fname, sizeof(fname));
+	if (s)
+		return s;
+	if (fstat(r->fd, &st))
+		return npi_fail(NPUSHM_ERR_SYSTEM, errno, "cannot stat region %llu", (unsigned long long)r->id);
+	if (st.st_dev != dev->dir_dev)
+		return npi_fail(NPUSHM_ERR_UNSUPPORTED, EXDEV,
+				"region %llu lives outside %s (an anonymous region or another instance) and cannot be named there",
+				(unsigned long long)r->id, dev->dir);
+	if ((st.st_mode & 0777) == mode)
+		return link_name(r, name, fname, flags, (unsigned)st.st_uid);
+	if (fchmod(r->fd, mode))
+		return npi_fail(NPUSHM_ERR_ACCESS, errno,
+				"cannot give region %llu the mode %04o for '%s': the mode belongs to the region and only its owner (uid %u) may change it",
+				(unsigned long long)r->id, mode, name, (unsigned)st.st_uid);
+	s = link_name(r, name, fname, flags, (unsigned)st.st_uid);
+	/* Not published: its other names keep the mode they had. */
+	if (s)
+		fchmod(r->fd, st.st_mode & 0777);
+	return s;
 }
 
 struct first_name_ctx {

@@ -207,6 +207,36 @@ TEST(region_publish_rejects_bad_modes_and_flags)
 	npushm_dev_close(dev);
 }
 
+/*
+ * The mode belongs to the region, so a publish sets it for all its names;
+ * a publish that fails must leave it as it was: a region published 0600
+ * stays 0600 when publishing it 0666 under a taken name fails.
+ */
+TEST(region_failed_publish_keeps_the_mode)
+{
+	npushm_dev_t *dev = th_dev();
+	const char *name = th_name("keep"), *taken = th_name("taken");
+	npushm_region_info_t info;
+	npushm_region_t *r, *o;
+
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &r));
+	REQUIRE_OK(npushm_region_alloc(dev, 4096, 0, &o));
+	REQUIRE_OK(npushm_region_publish(r, name, 0600, 0));
+	REQUIRE_OK(npushm_region_publish(o, taken, 0600, 0));
+	CHECK_ST(npushm_region_publish(r, taken, 0666, 0), NPUSHM_ERR_EXISTS);
+	REQUIRE_OK(npushm_region_info(r, &info));
+	CHECK_EQ(info.mode, 0600);
+	npushm_region_close(o);
+	REQUIRE_OK(npushm_region_open(dev, taken, 0, &o));
+	CHECK_ST(npushm_region_info(o, &info), NPUSHM_OK);
+	CHECK_EQ(info.mode, 0600);
+	CHECK_ST(npushm_name_unlink(dev, name), NPUSHM_OK);
+	CHECK_ST(npushm_name_unlink(dev, taken), NPUSHM_OK);
+	npushm_region_close(o);
+	npushm_region_close(r);
+	npushm_dev_close(dev);
+}
+
 TEST(region_read_only_handles_cannot_write_seal_or_publish_unsealed)
 {
 	npushm_dev_t *dev = th_dev();
