@@ -292,6 +292,23 @@ static npushm_status_t name_taken(const struct load *ld, const char *what)
 }
 
 /*
+ * The name is another user's (@owner, or unknown when UINT32_MAX): only
+ * they or root may remove or replace it, so the advice is another name.
+ */
+static npushm_status_t name_taken_by_other(const struct load *ld, const char *what, uint32_t owner)
+{
+	char whose[48] = "its owner";
+
+	if (geteuid() == 0)
+		return name_taken(ld, what);
+	if (owner != UINT32_MAX)
+		snprintf(whose, sizeof(whose), "its owner (uid %u)", owner);
+	return npi_fail(NPUSHM_ERR_EXISTS, EEXIST,
+			"cannot load '%s': the name '%s' is already published%s; choose another --name (only %s or root may remove or replace it)",
+			ld->path, ld->name, what, whose);
+}
+
+/*
  * Before anything is copied: is the name taken? Free: go on (*done false).
  * Taken by a sealed model of this file's size, hash and mode: *done, the
  * load is already done (only then is the file read, to hash it). Taken by
@@ -317,8 +334,21 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 		npi_error_restore(&saved);
 		return NPUSHM_OK;
 	}
+	if (st == NPUSHM_ERR_ACCESS) {
+		struct stat fs;
+		char fname[300];
+
+		what = " (by another user; you may not read it)";
+		if (replacing(ld))
+			goto taken;
+		/* the owner, for the advice: a file of the directory we may not open */
+		if (!npi_dir_file_name(dev, ld->name, fname, sizeof(fname)) &&
+		    !fstatat(dev->fd, fname, &fs, AT_SYMLINK_NOFOLLOW) && fs.st_uid != geteuid())
+			return name_taken_by_other(ld, what, (uint32_t)fs.st_uid);
+		goto taken;
+	}
 	if (st) {
-		what = st == NPUSHM_ERR_ACCESS ? " (by another user; you may not read it)" : "";
+		what = "";
 		goto taken;
 	}
 	if (npushm_region_map(other, NPUSHM_PROT_READ, &m) ||
@@ -331,7 +361,10 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 	if (info.owner_uid != (uint32_t)geteuid()) {
 		snprintf(whose, sizeof(whose), " by a model of uid %u", info.owner_uid);
 		what = whose;
-		goto taken;
+		if (replacing(ld))
+			goto taken;
+		st = name_taken_by_other(ld, what, info.owner_uid);
+		goto out;
 	}
 	if (packer_of(ld))
 		goto taken;	/* packed layouts: no "already loaded" shortcut */

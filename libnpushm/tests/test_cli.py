@@ -501,6 +501,27 @@ def test_ls_as_another_user_says_permission_hides_the_manifest():
     created.discard(name)
 
 
+def test_load_over_another_users_name_advises_another_name():
+    """A user cannot remove or replace another user's name (the directory is
+    sticky): loading over one says to choose another name, not to rm it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run load as another user")
+    path = model_file("o.safetensors", seed=42)
+    os.chmod(TMP, 0o755)
+    os.chmod(path, 0o644)
+    for mode in ("0600", "0644"):
+        name = PFX + "theirs" + mode
+        load(path, name, "--mode", mode)
+        p = subprocess.run([BIN, "load", path, "--name", name, "--json"], capture_output=True, text=True,
+                           preexec_fn=as_nobody)
+        msg = json.loads(p.stdout)["error"]["message"]
+        check(p.returncode == 1 and json.loads(p.stdout)["error"]["status"] == "EXISTS", p.stdout)
+        check("choose another --name (only its owner (uid 0) or root may remove or replace it)" in msg
+              and "npushm rm" not in msg, msg)
+        cli("rm", name)
+        created.discard(name)
+
+
 def region_file(name):
     if KMOD:
         return os.path.join(os.environ.get("NPUSHM_DIR") or "/run/npushm", name)
