@@ -188,6 +188,7 @@ static npushm_status_t pack_layouts(struct load *ld)
 		npi_load_tensor_view(ld->h, p->file_index, plain, strides, &t);
 		why[0] = '\0';
 		bad = pk->pack(pk->arg, &t, p->tag, dst, p->nbytes, why, sizeof(why));
+		why[sizeof(why) - 1] = '\0';	/* a packer that filled it without a NUL */
 		free(tmp);
 		if (bad) {
 			st = npi_fail(NPUSHM_ERR_INVALID, 0, "cannot load '%s': packing tensor '%s' "

@@ -940,6 +940,10 @@ static int rev_pack(void *arg, const npushm_tensor_t *t, const char *tag, void *
 	struct rev_packer *p = arg;
 
 	p->calls++;
+	if (p->fail == 2) {
+		memset(why, 'x', why_size);	/* a careless packer: no NUL */
+		return -1;
+	}
 	if (p->fail) {
 		snprintf(why, why_size, "the test packer refuses %s", tag);
 		return -1;
@@ -1050,6 +1054,15 @@ TEST(model_packed_layouts_stored_hashed_and_validated)
 	rp.fail = 1;
 	CHECK_ST_MSG(npushm_model_load(dev, path, bad, &lo, NULL), NPUSHM_ERR_INVALID,
 		     "the test packer refuses test-reversed/v1/w");
+	CHECK_ST(npushm_model_attach_dev(dev, bad, &m), NPUSHM_ERR_NOT_FOUND);
+	/* a reason without a NUL is cut at the buffer's end, not read past it */
+	rp.fail = 2;
+	CHECK_ST_MSG(npushm_model_load(dev, path, bad, &lo, NULL), NPUSHM_ERR_INVALID, "failed: xxx");
+	{
+		const char *e = npushm_last_error(), *x = strstr(e, "failed: ") + 8;
+
+		CHECK(strspn(x, "x") == strlen(x) && strlen(x) > 0 && strlen(x) < 256);
+	}
 	CHECK_ST(npushm_model_attach_dev(dev, bad, &m), NPUSHM_ERR_NOT_FOUND);
 	CHECK_ST(npushm_model_remove(dev, name), NPUSHM_OK);
 	th_free_model(t, 3);
