@@ -41,6 +41,42 @@ uint64_t npi_manifest_hash_of(const void *manifest, uint64_t manifest_size)
 }
 
 /* [off, off + count * elem) inside [lo, hi)? */
+/*
+ * Whether @s[0..n) is UTF-8 (no overlong forms, surrogates or code points
+ * past U+10FFFF), as every name and tag the loader writes is (the
+ * safetensors header is strict UTF-8 JSON): readers decode them as such.
+ */
+static bool utf8_ok(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+
+	while (p < end) {
+		unsigned c = *p, len, i;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c < 0xc2 || c > 0xf4)
+			return false;
+		len = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+		if ((size_t)(end - p) < len)
+			return false;
+		cp = c & (0x7f >> len);
+		for (i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += len;
+	}
+	return true;
+}
+
 static bool range_ok(uint64_t off, uint64_t count, uint64_t elem, uint64_t lo, uint64_t hi)
 {
 	uint64_t bytes, end;
@@ -121,6 +157,8 @@ static npushm_status_t check_layouts(const void *base, const struct npi_manifest
 		if (tag[l->tag_len] != '\0' || memchr(tag, '\0', l->tag_len))
 			return CORRUPT("packed layout %llu's tag is not a NUL-terminated string",
 				       (unsigned long long)i);
+		if (!utf8_ok(tag, l->tag_len))
+			return CORRUPT("packed layout %llu's tag is not UTF-8", (unsigned long long)i);
 		if (l->offset % NPUSHM_TENSOR_ALIGN || l->offset < prev_end ||
 		    __builtin_add_overflow(l->offset, l->nbytes, &end) || end > h->region_size)
 			return CORRUPT("packed layout '%s' of tensor %llu lies outside the region, "
@@ -193,6 +231,8 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 	if (h->metadata_size == 0 || v->metadata[h->metadata_size - 1] != '\0' ||
 	    strlen(v->metadata) != h->metadata_size - 1)
 		return CORRUPT("the manifest's metadata is not a NUL-terminated string");
+	if (!utf8_ok(v->metadata, h->metadata_size - 1))
+		return CORRUPT("the manifest's metadata is not UTF-8");
 	for (uint64_t i = 0; i < h->tensor_count; i++) {
 		const struct npi_manifest_tensor *t = &v->tensors[i];
 		const char *name;
@@ -204,6 +244,8 @@ npushm_status_t npi_manifest_check(const void *base, uint64_t size, struct npi_m
 		if (t->name_len == 0 || name[t->name_len] != '\0' || memchr(name, '\0', t->name_len))
 			return CORRUPT("tensor %llu's name is not a non-empty NUL-terminated string",
 				       (unsigned long long)i);
+		if (!utf8_ok(name, t->name_len))
+			return CORRUPT("tensor %llu's name is not UTF-8", (unsigned long long)i);
 		if (i > 0) {
 			const struct npi_manifest_tensor *p = &v->tensors[i - 1];
 			const char *pname = v->strings + p->name_offset;

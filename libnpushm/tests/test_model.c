@@ -902,6 +902,10 @@ TEST(model_manifest_validation_catches_each_inconsistency)
 	DAMAGE(h_->tensors_offset += 4, "misaligned");
 	DAMAGE(h_->metadata_size = 1, "metadata");
 	DAMAGE(t_[0].name_offset = 1ULL << 40, "outside the string table");
+	/* names and metadata are UTF-8 (the loader writes nothing else; readers decode them) */
+	DAMAGE(copy[h_->strings_offset + t_[2].name_offset] = (char)0xff, "tensor 2's name is not UTF-8");
+	DAMAGE(copy[h_->strings_offset + t_[2].name_offset] = (char)0xc3, "tensor 2's name is not UTF-8");
+	DAMAGE(copy[h_->metadata_offset] = (char)0x80, "metadata is not UTF-8");
 	DAMAGE(t_[1].name_len = 0, "non-empty");
 	DAMAGE((t_[0].name_offset = t_[1].name_offset, t_[0].name_len = t_[1].name_len), "not sorted");
 	DAMAGE(t_[0].dtype = 99, "invalid dtype 99");
@@ -1044,6 +1048,7 @@ TEST(model_packed_layouts_stored_hashed_and_validated)
 	LDAMAGE(h_->layouts_offset += 4, "misaligned");
 	LDAMAGE(h_->layouts_count = 0, "empty");
 	LDAMAGE(((char *)(l_ + 2))[l_[0].tag_len] = 'x', "not a NUL-terminated");
+	LDAMAGE(((char *)(l_ + 2))[0] = (char)0xed, "tag is not UTF-8");
 #undef LDAMAGE
 	free(copy);
 	/* with a packer the name is never "already loaded": taken */
