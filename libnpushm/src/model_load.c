@@ -310,6 +310,26 @@ static npushm_status_t name_taken_by_other(const struct load *ld, const char *wh
 }
 
 /*
+ * The name is a file of uid @owner, not the caller's. Without REPLACE:
+ * EXISTS saying to choose another name. With it: go on (OK) unless the
+ * directory is sticky and the caller not root, where the rename at the end
+ * would fail: ACCESS now, before the file is copied.
+ */
+static npushm_status_t others_name(const struct load *ld, npushm_dev_t *dev, const char *what,
+				   uint32_t owner)
+{
+	struct stat ds;
+
+	if (!replacing(ld))
+		return name_taken_by_other(ld, what, owner);
+	if (geteuid() == 0 || fstat(dev->fd, &ds) || !(ds.st_mode & S_ISVTX))
+		return NPUSHM_OK;
+	return npi_fail(NPUSHM_ERR_ACCESS, EPERM,
+			"cannot load '%s' in place of '%s': the name is uid %u's, and only they or root may replace it; choose another --name",
+			ld->path, ld->name, owner);
+}
+
+/*
  * Before anything is copied: is the name taken? Free: go on (*done false).
  * Taken by a sealed model of this file's size, hash and mode: *done, the
  * load is already done (only then is the file read, to hash it). Taken by
@@ -340,12 +360,13 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 		char fname[300];
 
 		what = " (by another user; you may not read it)";
-		if (replacing(ld))
-			goto taken;
-		/* the owner, for the advice: a file of the directory we may not open */
+		/* the owner: a file of the directory we may not open */
 		if (!npi_dir_file_name(dev, ld->name, fname, sizeof(fname)) &&
-		    !fstatat(dev->fd, fname, &fs, AT_SYMLINK_NOFOLLOW) && fs.st_uid != geteuid())
-			return name_taken_by_other(ld, what, (uint32_t)fs.st_uid);
+		    !fstatat(dev->fd, fname, &fs, AT_SYMLINK_NOFOLLOW) && fs.st_uid != geteuid()) {
+			st = others_name(ld, dev, what, (uint32_t)fs.st_uid);
+			if (st)
+				return st;
+		}
 		goto taken;
 	}
 	if (st) {
@@ -362,9 +383,9 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 	if (info.owner_uid != (uint32_t)geteuid()) {
 		snprintf(whose, sizeof(whose), " by a model of uid %u", info.owner_uid);
 		what = whose;
-		if (replacing(ld))
+		st = others_name(ld, dev, what, info.owner_uid);
+		if (!st)
 			goto taken;
-		st = name_taken_by_other(ld, what, info.owner_uid);
 		goto out;
 	}
 	if (packer_of(ld))

@@ -8,6 +8,8 @@
  * (npushm_model_owner_uid), whoever attaches it, and a load never takes
  * another user's copy for its own (dedup, "already loaded").
  */
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -182,6 +184,67 @@ TEST(perm_a_load_never_takes_another_users_copy)
 		     "uid 65534");
 	CHECK_ST(npushm_model_remove(dev, c.nobody_model), NPUSHM_OK);
 	CHECK_ST(npushm_model_remove(dev, c.root_model), NPUSHM_OK);
+	CHECK_EQ(th_shm_files(), 0);
+	npushm_dev_close(dev);
+}
+
+struct replace_ctx {
+	const char *file, *names[2];
+};
+
+static void count_copy(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	(void)done;
+	(void)total;
+	if (stage == NPUSHM_LOAD_COPY)
+		(*(int *)arg)++;
+}
+
+static void replace_as_other(void *arg)
+{
+	struct replace_ctx *c = arg;
+	npushm_dev_t *dev = th_dev();
+	int copies = 0;
+	npushm_load_opts_t lo = { .mode = 0644, .flags = NPUSHM_LOAD_REPLACE | NPUSHM_LOAD_NO_DEDUP,
+				  .progress = count_copy, .progress_arg = &copies };
+	npushm_load_opts_t plain = { .mode = 0644 };
+
+	for (int i = 0; i < 2; i++) {
+		/* root's name in a sticky directory: refused before a byte is copied */
+		CHECK_ST_MSG(npushm_model_load(dev, c->file, c->names[i], &lo, NULL), NPUSHM_ERR_ACCESS,
+			     "only they or root may replace it");
+		CHECK_EQ(copies, 0);
+		/* and without --replace, the advice is another name, not rm */
+		CHECK_ST_MSG(npushm_model_load(dev, c->file, c->names[i], &plain, NULL), NPUSHM_ERR_EXISTS,
+			     "choose another --name (only its owner (uid 0) or root");
+		CHECK(strstr(npushm_last_error(), "npushm rm") == NULL);
+	}
+	npushm_dev_close(dev);
+}
+
+/*
+ * Another user's name in the (sticky) directory is theirs: a load over it
+ * says to choose another name, and a replacing load fails at once instead of
+ * after copying the whole file.
+ */
+TEST(perm_a_load_over_another_users_name_fails_before_copying)
+{
+	npushm_dev_t *dev = th_dev();
+	struct replace_ctx c = { .names = { th_name("theirs644"), th_name("theirs600") } };
+	npushm_load_opts_t lo644 = { .mode = 0644 }, lo600 = { .mode = 0600 };
+	const char *dir = getenv("NPUSHM_SHM_DIR");
+	struct stat ds;
+
+	if (!th_is_root())
+		th_skip("needs root to switch to uid 65534");
+	if (!th_is_kmod() && (!dir || stat(dir, &ds) || !(ds.st_mode & S_ISVTX)))
+		th_skip("the directory is not sticky: anyone may replace a name there");
+	c.file = th_big_model("theirs.safetensors", 64 << 10, 8);
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.names[0], &lo644, NULL));
+	REQUIRE_OK(npushm_model_load(dev, c.file, c.names[1], &lo600, NULL));
+	CHECK_EQ(th_as_nobody(replace_as_other, &c), 0);
+	CHECK_ST(npushm_model_remove(dev, c.names[0]), NPUSHM_OK);
+	CHECK_ST(npushm_model_remove(dev, c.names[1]), NPUSHM_OK);
 	CHECK_EQ(th_shm_files(), 0);
 	npushm_dev_close(dev);
 }
