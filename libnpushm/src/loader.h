@@ -106,6 +106,8 @@ npushm_status_t npi_replicas_alloc(struct load *ld, npushm_dev_t *dev, uint64_t 
 				   npushm_region_t **rp);
 /* ld->r sealed: check it lies on the first node, make and seal the other copies. */
 npushm_status_t npi_replicas_make(struct load *ld, npushm_dev_t *dev);
+/* NAME before anything is copied when a copy's name ("NAME@nodeN") is too long. */
+npushm_status_t npi_replicas_check_names(const struct load *ld, npushm_dev_t *dev);
 /* Publish "NAME@nodeN" for every copy (all or none). */
 npushm_status_t npi_replicas_publish(struct load *ld, npushm_dev_t *dev, uint32_t flags);
 /* Unlink them again (NAME could not be published). */

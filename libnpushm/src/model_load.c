@@ -355,6 +355,10 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 		npi_error_restore(&saved);
 		return NPUSHM_OK;
 	}
+	if (st == NPUSHM_ERR_NAME) {	/* too long for this backend's file names: not taken */
+		npi_error_prefix("cannot load '%s'", ld->path);
+		return st;
+	}
 	if (st == NPUSHM_ERR_ACCESS) {
 		struct stat fs;
 		char fname[300];
@@ -574,8 +578,12 @@ NPUSHM_API npushm_status_t npushm_model_load(npushm_dev_t *dev, const char *path
 	st = check_args(dev, path, name, opts, &ld.mode);
 	if (st)
 		return st;
-	if (opts && (opts->flags & NPUSHM_LOAD_PER_NODE))
+	if (opts && (opts->flags & NPUSHM_LOAD_PER_NODE)) {
 		ld.rep.count = npi_nodes_with_cpus(ld.rep.nodes);
+		st = npi_replicas_check_names(&ld, dev);
+		if (st)
+			return st;
+	}
 	/* O_NONBLOCK: a FIFO without a writer is refused below, not waited on. */
 	ld.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (ld.fd < 0) {

@@ -137,6 +137,25 @@ static void unpublish(npushm_dev_t *dev, const char *name, const struct replicas
 	npi_error_restore(&saved);
 }
 
+npushm_status_t npi_replicas_check_names(const struct load *ld, npushm_dev_t *dev)
+{
+	char copy[NPUSHM_NAME_MAX + 32], fname[300];
+	npushm_status_t st;
+
+	for (int i = 0; i < ld->rep.count; i++) {
+		npi_node_copy_name(ld->name, ld->rep.nodes[i], copy, sizeof(copy));
+		st = npi_name_check(copy);
+		if (!st)
+			st = npi_dir_file_name(dev, copy, fname, sizeof(fname));
+		if (st) {
+			npi_error_prefix("cannot load '%s' per node: the copy for NUMA node %d would be named '%s'; choose a shorter --name",
+					 ld->path, ld->rep.nodes[i], copy);
+			return st;
+		}
+	}
+	return NPUSHM_OK;
+}
+
 npushm_status_t npi_replicas_publish(struct load *ld, npushm_dev_t *dev, uint32_t flags)
 {
 	struct replicas *rep = &ld->rep;

@@ -539,6 +539,14 @@ TEST(model_unreadable_file_is_access_denied)
 	CHECK_EQ(th_as_nobody(unreadable_as_nobody, (void *)p), 0);
 }
 
+static void count_copies(void *arg, npushm_load_stage_t stage, uint64_t done, uint64_t total)
+{
+	(void)done;
+	(void)total;
+	if (stage == NPUSHM_LOAD_COPY)
+		(*(int *)arg)++;
+}
+
 TEST(model_load_argument_checks)
 {
 	npushm_dev_t *dev = th_dev();
@@ -552,6 +560,31 @@ TEST(model_load_argument_checks)
 	CHECK_ST(npushm_model_load(NULL, p, "x", NULL, NULL), NPUSHM_ERR_INVALID);
 	CHECK_ST_MSG(npushm_model_load(dev, p, "x", &bad_mode, NULL), NPUSHM_ERR_INVALID, "0666");
 	CHECK_ST(npushm_model_load(dev, p, "x", &bad_flags, NULL), NPUSHM_ERR_INVALID);
+	/*
+	 * A name within NPUSHM_NAME_MAX whose file name the backend cannot hold
+	 * (90 '/', each written %2F), or whose per-node copies' names it cannot:
+	 * NAME before anything is copied, not "already published" or a failure
+	 * after the copy.
+	 */
+	{
+		int copies = 0;
+		npushm_load_opts_t watch = { .progress = count_copies, .progress_arg = &copies };
+		npushm_load_opts_t per_node = { .flags = NPUSHM_LOAD_PER_NODE, .progress = count_copies,
+						.progress_arg = &copies };
+		npushm_dev_info_t di;
+		char slashes[91], longest[NPUSHM_NAME_MAX + 1];
+
+		memset(slashes, '/', 90);
+		slashes[90] = '\0';
+		CHECK_ST_MSG(npushm_model_load(dev, p, slashes, &watch, NULL), NPUSHM_ERR_NAME, "too long");
+		watch.flags = NPUSHM_LOAD_REPLACE;
+		CHECK_ST_MSG(npushm_model_load(dev, p, slashes, &watch, NULL), NPUSHM_ERR_NAME, "too long");
+		REQUIRE_OK(npushm_dev_query(dev, &di));
+		memset(longest, 'n', di.max_name_len - 3);
+		longest[di.max_name_len - 3] = '\0';
+		CHECK_ST_MSG(npushm_model_load(dev, p, longest, &per_node, NULL), NPUSHM_ERR_NAME, "@node");
+		CHECK_EQ(copies, 0);
+	}
 	CHECK_EQ(th_shm_files(), 0);
 	npushm_dev_close(dev);
 }
