@@ -347,6 +347,16 @@ npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t m
 		return npi_fail(NPUSHM_ERR_UNSUPPORTED, EXDEV,
 				"region %llu lives outside %s (an anonymous region or another instance) and cannot be named there",
 				(unsigned long long)r->id, dev->dir);
+	/*
+	 * The kernel lets anyone who may read and write a file link it; but a
+	 * name another user gave the owner's region would keep its memory
+	 * alive under a name the owner did not choose, and in a sticky
+	 * directory that user could not even remove it again.
+	 */
+	if (st.st_uid != geteuid() && geteuid() != 0)
+		return npi_fail(NPUSHM_ERR_ACCESS, EPERM,
+				"cannot publish region %llu as '%s': only the region's owner (uid %u) may name it",
+				(unsigned long long)r->id, name, (unsigned)st.st_uid);
 	if ((st.st_mode & 0777) == mode)
 		return link_name(r, name, fname, flags, (unsigned)st.st_uid);
 	if (fchmod(r->fd, mode))

@@ -36,6 +36,10 @@ static void as_other(void *arg)
 	CHECK_ST(npushm_region_open(dev, c->r666, NPUSHM_OPEN_WRITE, &r), NPUSHM_OK);
 	if (r) {
 		CHECK_ST(npushm_region_map(r, NPUSHM_PROT_READ | NPUSHM_PROT_WRITE, &p), NPUSHM_OK);
+		/* writable is not owned: another name for root's region (which this
+		 * user could not even remove again) is the owner's to give */
+		CHECK_ST_MSG(npushm_region_publish(r, th_name("not-mine"), 0666, 0), NPUSHM_ERR_ACCESS,
+			     "only the region's owner (uid 0)");
 		npushm_region_close(r);
 	}
 	CHECK_ST_MSG(npushm_name_unlink(dev, c->r644), NPUSHM_ERR_ACCESS, c->r644);
