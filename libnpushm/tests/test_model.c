@@ -352,7 +352,14 @@ static void check_truncated_load_is_refused(npushm_dev_t *dev)
 	npushm_load_opts_t lo = { .progress = cut_file, .progress_arg = &ctx };
 	uint64_t used0 = th_pool_used(dev);
 
-	CHECK_ST_MSG(npushm_model_load(dev, path, name, &lo, NULL), NPUSHM_ERR_IO, "truncated while loading");
+	CHECK_ST(npushm_model_load(dev, path, name, &lo, NULL), NPUSHM_ERR_IO);
+	/*
+	 * Through a mapping the copy runs on several threads and only this one
+	 * reports progress: the others may have read every block before the cut,
+	 * which the final check of the file then finds instead.
+	 */
+	CHECK(strstr(npushm_last_error(), "truncated while loading") ||
+	      strstr(npushm_last_error(), "changed while it was being loaded"));
 	CHECK(strstr(npushm_last_error(), path) != NULL);
 	CHECK(ctx.done);
 	CHECK_ST(npushm_model_attach_dev(dev, name, &(npushm_model_t *){ NULL }), NPUSHM_ERR_NOT_FOUND);
