@@ -56,7 +56,7 @@
  *
  * Diagnostics. The library never prints unless asked: install a callback with
  * npushm_log_set(), or set NPUSHM_LOG=error|warn|info|debug to have messages
- * written to stderr.
+ * written to stderr (another value is said there once, and logs nothing).
  *
  * Ownership. Handles (npushm_dev_t, npushm_region_t, npushm_model_t, lists)
  * are owned by the caller and freed with their close/free/detach function,

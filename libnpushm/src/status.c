@@ -149,6 +149,9 @@ static npushm_log_level_t level_from_env(void)
 		return NPUSHM_LOG_INFO;
 	if (!strcmp(v, "debug"))
 		return NPUSHM_LOG_DEBUG;
+	/* asked for logs, in a word we do not know: say so where they would have gone */
+	fprintf(stderr, "libnpushm: NPUSHM_LOG is '%s', which is no log level; use error, warn, info or debug (logging nothing)\n",
+		v);
 	return NPUSHM_LOG_NONE;
 }
 

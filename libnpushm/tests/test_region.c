@@ -595,12 +595,18 @@ TEST(misc_log_goes_to_the_callback_or_to_stderr_only_when_asked)
 	setenv("NPUSHM_LOG", "debug", 1);
 	npushm_log_set(NULL, NULL, NPUSHM_LOG_NONE);
 	CHECK_ST(npushm_region_open(dev, "no-such-region-here", 0, &r), NPUSHM_ERR_NOT_FOUND);
+	/* a value that is no level is said, not silently taken for "none" */
+	setenv("NPUSHM_LOG", "verbose", 1);
+	npushm_log_set(NULL, NULL, NPUSHM_LOG_NONE);
+	unsetenv("NPUSHM_LOG");
+	npushm_log_set(NULL, NULL, NPUSHM_LOG_NONE);
 	close(2);
 	close(pfd[1]);
 	n = read(pfd[0], buf, sizeof(buf) - 1);
 	buf[n > 0 ? n : 0] = '\0';
 	CHECK(strstr(buf, "0 bytes") == NULL);	/* nothing printed while NPUSHM_LOG was unset */
 	CHECK(strstr(buf, "libnpushm debug: failure: no region is published as 'no-such-region-here'") != NULL);
+	CHECK(strstr(buf, "libnpushm: NPUSHM_LOG is 'verbose', which is no log level; use error, warn, info or debug (logging nothing)") != NULL);
 	npushm_dev_close(dev);
 }
 
