@@ -50,6 +50,13 @@ npushm_dev_t *cli_open_dev(const struct cli_opts *o, int *rc);
  * when out of memory.
  */
 char *cli_text(const char *s);
+/*
+ * @s with every byte that is no UTF-8 written as \xNN, everything else kept
+ * (control characters too): what a JSON string may hold. Free it; NULL
+ * when out of memory. cli_json_string(): a JSON string of it.
+ */
+char *cli_utf8(const char *s);
+struct json_object *cli_json_string(const char *s);
 /* "1.5 GiB" into @buf. */
 const char *cli_size(unsigned long long bytes, char *buf, unsigned len);
 /* "NOT_FOUND" and so on. */

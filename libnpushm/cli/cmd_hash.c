@@ -41,9 +41,9 @@ int cmd_hash(const struct cli_opts *o)
 			if (errs) {
 				struct json_object *j = json_object_new_object();
 
-				json_object_object_add(j, "file", json_object_new_string(o->args[i]));
+				json_object_object_add(j, "file", cli_json_string(o->args[i]));
 				json_object_object_add(j, "status", json_object_new_string(cli_status_name(st)));
-				json_object_object_add(j, "message", json_object_new_string(msg));
+				json_object_object_add(j, "message", cli_json_string(msg));
 				json_object_array_add(errs, j);
 			}
 			failed++;
@@ -52,7 +52,7 @@ int cmd_hash(const struct cli_opts *o)
 		if (arr) {
 			struct json_object *j = json_object_new_object();
 
-			json_object_object_add(j, "file", json_object_new_string(o->args[i]));
+			json_object_object_add(j, "file", cli_json_string(o->args[i]));
 			json_object_object_add(j, "hash", json_object_new_string(hex));
 			json_object_array_add(arr, j);
 		} else {
@@ -77,7 +77,7 @@ int cmd_hash(const struct cli_opts *o)
 				snprintf(msg, sizeof(msg), "%d of %d files could not be hashed; the first: %s",
 					 failed, o->nargs, first_msg);
 			json_object_object_add(err, "status", json_object_new_string(cli_status_name(first)));
-			json_object_object_add(err, "message", json_object_new_string(msg));
+			json_object_object_add(err, "message", cli_json_string(msg));
 			json_object_object_add(root, "error", err);
 			json_object_object_add(root, "errors", errs);
 		} else {

@@ -47,7 +47,7 @@ int cmd_load(const struct cli_opts *o)
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "name", json_object_new_string(o->name));
-		json_object_object_add(j, "file", json_object_new_string(o->args[0]));
+		json_object_object_add(j, "file", cli_json_string(o->args[0]));
 		json_object_object_add(j, "backend", json_object_new_string(npushm_backend_name(npushm_dev_backend(dev))));
 		json_object_object_add(j, "tensors", json_object_new_uint64(res.tensor_count));
 		json_object_object_add(j, "source_size", json_object_new_uint64(res.source_size));

@@ -202,16 +202,18 @@ static const char *usage_cmd;
 static int usage_error(const char *fmt, const char *arg)
 {
 	const struct cmd_help *h = find_help(usage_cmd);
-	char msg[512];
+	char msg[512], *safe;
 
 	snprintf(msg, sizeof(msg), fmt, arg);
-	fprintf(stderr, "npushm: %s\n\n%s", msg, h ? h->text : usage);
+	safe = cli_text(msg);
+	fprintf(stderr, "npushm: %s\n\n%s", safe ? safe : msg, h ? h->text : usage);
+	free(safe);
 	if (json_usage) {
 		struct json_object *err = json_object_new_object();
 		struct json_object *root = json_object_new_object();
 
 		json_object_object_add(err, "status", json_object_new_string("USAGE"));
-		json_object_object_add(err, "message", json_object_new_string(msg));
+		json_object_object_add(err, "message", cli_json_string(msg));
 		json_object_object_add(err, "usage", json_object_new_string(h ? h->text : usage));
 		json_object_object_add(root, "error", err);
 		cli_print_json(root);

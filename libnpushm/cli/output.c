@@ -74,6 +74,40 @@ char *cli_text(const char *s)
 	return out;
 }
 
+char *cli_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char *out = malloc(4 * strlen((const char *)p) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		/* C1 controls are UTF-8 too: JSON escapes them itself */
+		size_t n = *p < 0x80 ? 1 : utf8_printable_len(p);
+
+		if (!n && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			n = 2;
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			o += sprintf(o, "\\x%02x", *p++);
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+struct json_object *cli_json_string(const char *s)
+{
+	char *u = cli_utf8(s);
+	struct json_object *j = json_object_new_string(u ? u : "");
+
+	free(u);
+	return j;
+}
+
 int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
 {
 	const char *text = msg ? msg : npushm_last_error();
@@ -89,7 +123,7 @@ int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
 		struct json_object *root = json_object_new_object();
 
 		json_object_object_add(err, "status", json_object_new_string(cli_status_name(st)));
-		json_object_object_add(err, "message", json_object_new_string(text));
+		json_object_object_add(err, "message", cli_json_string(text));
 		json_object_object_add(root, "error", err);
 		cli_print_json(root);
 	}

@@ -360,6 +360,21 @@ def test_names_from_a_model_cannot_drive_the_terminal():
     check(no_terminal_controls(p.stderr) and "x\\x1b[2J" in p.stderr, repr(p.stderr))
 
 
+def test_json_is_utf8_for_file_names_that_are_not():
+    """File names are bytes: one that is no UTF-8 (latin-1 'caf\\xe9') still
+    gives a JSON document a strict UTF-8 reader takes, with the byte written
+    \\xe9, in results, errors and usage errors."""
+    name = os.path.join(TMP, "caf\udce9.safetensors")   # the byte 0xe9
+    shutil.copy(model_file("u.safetensors", seed=9), name)
+    missing = os.fsencode(os.path.join(TMP, "gon\udce9"))
+    for args, rc in (([b"hash", os.fsencode(name)], 0), ([b"hash", missing], 1),
+                     ([b"load", missing, b"--name", b"x"], 1), ([b"frob\xe9"], 2)):
+        p = subprocess.run([BIN.encode()] + args + [b"--json"], capture_output=True)
+        check(p.returncode == rc, (args, p.returncode, p.stderr))
+        doc = json.loads(p.stdout.decode("utf-8"))     # strict: no stray bytes
+        check("\\xe9" in json.dumps(doc), doc)
+
+
 def sparse_model(name, nbytes, fill=0):
     """A valid safetensors file of one U8 tensor of @nbytes, sparse (no data
     written but the last byte): cheap to create, costly to copy."""
