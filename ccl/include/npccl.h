@@ -120,7 +120,10 @@ typedef enum npccl_dtype {
 
 /* f16 and bf16 are reduced in f32 and rounded to nearest even. AVG is the
  * SUM divided by the number of ranks once at the end (integer division
- * truncates toward zero). Integer SUM/PROD wrap modulo 2^bits. */
+ * truncates toward zero). Integer SUM/PROD wrap modulo 2^bits. Floating-point
+ * MIN/MAX propagate NaN (a NaN on any rank gives NaN; which NaN payload, when
+ * several differ, is unspecified) and order -0 below +0, so every rank and
+ * every algorithm give the same result. */
 typedef enum npccl_redop {
 	NPCCL_SUM, NPCCL_PROD, NPCCL_MIN, NPCCL_MAX, NPCCL_AVG,
 	NPCCL_NUM_REDOPS

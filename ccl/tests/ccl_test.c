@@ -29,6 +29,7 @@
  */
 #include "ccl_tap.h"
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -897,6 +898,107 @@ static int cmd_fault(int argc, char **argv)
 
 /* ---------------------------------------------------------------- misc */
 
+static void put_fv(npccl_dtype_t d, void *b, size_t i, double v)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: ((_Float16 *)b)[i] = (_Float16)v; break;
+	case NPCCL_BFLOAT16: ((uint16_t *)b)[i] = t_f32_to_bf16((float)v); break;
+	case NPCCL_FLOAT32: ((float *)b)[i] = (float)v; break;
+	default: ((double *)b)[i] = v; break;
+	}
+}
+
+static double get_fv(npccl_dtype_t d, const void *b, size_t i)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: return (float)((const _Float16 *)b)[i];
+	case NPCCL_BFLOAT16: return t_bf16_to_f32(((const uint16_t *)b)[i]);
+	case NPCCL_FLOAT32: return ((const float *)b)[i];
+	default: return ((const double *)b)[i];
+	}
+}
+
+/* Float MIN/MAX with a NaN on one rank and signed zeros, by every AllReduce
+ * algorithm, Reduce and ReduceScatter: element j < p is NaN on rank j only
+ * (the result is NaN on every rank, whichever rank held it), the next two
+ * are +0 on even and -0 on odd ranks, the rest plain numbers. 0 ok. */
+static int minmax_nan_check(npccl_comm_t comm, int me, int p, char *msg)
+{
+	const size_t n = (size_t)p + 5;
+	char in[8 * (MAXR + 5)], out[8 * MAXR * (MAXR + 5)];
+	for (int d = NPCCL_FLOAT16; d <= NPCCL_FLOAT64; d++)
+		for (int op = NPCCL_MIN; op <= NPCCL_MAX; op++)
+			for (int a = 0; a < NPCCL_NUM_ALGOS + 2; a++) {
+				npccl_dtype_t dt = (npccl_dtype_t)d;
+				npccl_coll_t coll = a < NPCCL_NUM_ALGOS ? NPCCL_COLL_ALLREDUCE
+						    : a == NPCCL_NUM_ALGOS ? NPCCL_COLL_REDUCE
+									   : NPCCL_COLL_REDUCE_SCATTER;
+				if (a < NPCCL_NUM_ALGOS &&
+				    !npccl_algo_supported(comm, coll, (npccl_algo_t)a))
+					continue;
+				if (a < NPCCL_NUM_ALGOS)
+					npccl_comm_set_algo(comm, coll, (npccl_algo_t)a);
+				for (size_t i = 0; i < n; i++) {
+					double v = (double)((me * 5 + (int)i * 3) % 7) - 3;
+					if (i < (size_t)p)
+						v = i == (size_t)me ? NAN : v;
+					else if (i < (size_t)p + 2)
+						v = me % 2 ? -0.0 : 0.0;
+					put_fv(dt, in, i, v);
+				}
+				memset(out, 0x55, sizeof(out));
+				npccl_status_t st;
+				if (coll == NPCCL_COLL_ALLREDUCE)
+					st = npccl_allreduce(in, out, n, dt, (npccl_redop_t)op, comm);
+				else if (coll == NPCCL_COLL_REDUCE)
+					st = npccl_reduce(in, out, n, dt, (npccl_redop_t)op, 0, comm);
+				else
+					st = npccl_reduce_scatter(in, out, 1, dt, (npccl_redop_t)op,
+								  comm);
+				const char *what = coll == NPCCL_COLL_ALLREDUCE
+							   ? npccl_algo_name((npccl_algo_t)a)
+							   : npccl_coll_name(coll);
+				if (st) {
+					snprintf(msg, MSG, "%s %s %s: %s", npccl_dtype_name(dt),
+						 npccl_redop_name((npccl_redop_t)op), what,
+						 npccl_comm_last_error(comm));
+					return 1;
+				}
+				size_t lo = 0, hi = n;
+				if (coll == NPCCL_COLL_REDUCE && me != 0)
+					hi = 0;
+				if (coll == NPCCL_COLL_REDUCE_SCATTER)
+					lo = (size_t)me, hi = lo + 1;
+				for (size_t i = lo; i < hi; i++) {
+					double v = get_fv(dt, out, i - lo), want = op == NPCCL_MIN ? 1e9 : -1e9;
+					int good;
+					if (i < (size_t)p) {
+						good = isnan(v);
+					} else if (i < (size_t)p + 2) {
+						int neg = op == NPCCL_MIN ? p > 1 : 0;
+						good = v == 0 && !!signbit(v) == neg;
+					} else {
+						for (int r = 0; r < p; r++) {
+							double x = (double)((r * 5 + (int)i * 3) % 7) - 3;
+							want = op == NPCCL_MIN ? fmin(want, x) : fmax(want, x);
+						}
+						good = v == want;
+					}
+					if (!good) {
+						snprintf(msg, MSG, "%s %s %s element %zu: got %g (%s)",
+							 npccl_dtype_name(dt),
+							 npccl_redop_name((npccl_redop_t)op), what, i, v,
+							 i < (size_t)p ? "want NaN"
+							 : i < (size_t)p + 2 ? "wrong sign of zero" : "wrong");
+						return 1;
+					}
+				}
+			}
+	npccl_comm_set_algo(comm, NPCCL_COLL_ALLREDUCE, NPCCL_ALGO_AUTO);
+	snprintf(msg, MSG, "every algorithm, f16/bf16/f32/f64");
+	return 0;
+}
+
 static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 {
 	npccl_comm_t comm;
@@ -975,6 +1077,9 @@ static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 	snprintf(r[t++].msg, MSG, "model: shm a=%.2fus b=%.1fus/MB tcp a=%.1fus b=%.1fus/MB g=%.1fus/MB",
 		 m.shm_alpha_us, m.shm_beta_us_per_mb, m.tcp_alpha_us, m.tcp_beta_us_per_mb,
 		 m.gamma_us_per_mb);
+	/* 4: float min/max with a NaN on one rank, signed zeros */
+	r[t].ok = !minmax_nan_check(comm, me, p, r[t].msg);
+	t++;
 	for (int i = 0; i < t; i++)
 		r[i].done = 1;
 	if (me == 0)
@@ -1052,8 +1157,11 @@ static int cmd_misc(void)
 			int rc = run_ranks(p, misc_rank, NULL, 60, NULL);
 			const char *names[] = { "invalid arguments rejected, communicator still usable",
 						"explain and set_algo", "split (even/odd, key order)",
-						"cost model measured and agreed" };
-			for (int t = 0; t < 4; t++) {
+						"cost model measured and agreed",
+						"float min/max: a NaN on any rank gives NaN on every "
+						"rank, -0 below +0 (every AllReduce algorithm, Reduce, "
+						"ReduceScatter)" };
+			for (int t = 0; t < 5; t++) {
 				int ok = rc == 0;
 				for (int r = 0; r < p; r++)
 					if (!sh->res[r][t].done || !sh->res[r][t].ok) {

@@ -130,6 +130,66 @@ static void test_kernels(void)
 	}
 }
 
+/* store / load value v as float dtype d at p[i] */
+static void put_f(npccl_dtype_t d, void *p, size_t i, double v)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: ((_Float16 *)p)[i] = (_Float16)v; break;
+	case NPCCL_BFLOAT16: ((uint16_t *)p)[i] = t_f32_to_bf16((float)v); break;
+	case NPCCL_FLOAT32: ((float *)p)[i] = (float)v; break;
+	default: ((double *)p)[i] = v; break;
+	}
+}
+
+static double get_f(npccl_dtype_t d, const void *p, size_t i)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: return (float)((const _Float16 *)p)[i];
+	case NPCCL_BFLOAT16: return t_bf16_to_f32(((const uint16_t *)p)[i]);
+	case NPCCL_FLOAT32: return ((const float *)p)[i];
+	default: return ((const double *)p)[i];
+	}
+}
+
+/* MIN/MAX of floats are commutative: a NaN in either operand gives NaN,
+ * -0 < +0, whichever operand comes first (else the ranks of one AllReduce
+ * could end with different results, depending on the order each combined) */
+static void test_minmax_nan(void)
+{
+	static const double av[] = { NAN, 1, NAN, -0.0, 0.0, -3, 2 };
+	static const double bv[] = { 1, NAN, NAN, 0.0, -0.0, 2, -3 };
+	const size_t n = sizeof(av) / sizeof(av[0]);
+	int ok = 1;
+	for (int d = NPCCL_FLOAT16; d <= NPCCL_FLOAT64; d++)
+		for (int op = NPCCL_MIN; op <= NPCCL_MAX; op++)
+			for (int swap = 0; swap < 2; swap++) {
+				char a[64], b[64], x[64];
+				for (size_t i = 0; i < n; i++) {
+					put_f((npccl_dtype_t)d, a, i, swap ? bv[i] : av[i]);
+					put_f((npccl_dtype_t)d, b, i, swap ? av[i] : bv[i]);
+				}
+				reduce_into((npccl_dtype_t)d, (npccl_redop_t)op, x, a, b, n);
+				for (size_t i = 0; i < n; i++) {
+					double v = get_f((npccl_dtype_t)d, x, i);
+					int good;
+					if (isnan(av[i]) || isnan(bv[i]))
+						good = isnan(v);
+					else if (av[i] == 0 && bv[i] == 0)
+						good = v == 0 && !!signbit(v) == (op == NPCCL_MIN);
+					else
+						good = v == (op == NPCCL_MIN ? -3 : 2);
+					if (!good) {
+						printf("# %s %s%s element %zu: got %g\n",
+						       npccl_dtype_name((npccl_dtype_t)d),
+						       npccl_redop_name((npccl_redop_t)op),
+						       swap ? " (operands swapped)" : "", i, v);
+						ok = 0;
+					}
+				}
+			}
+	tap(ok, "float min/max: NaN in either operand gives NaN, -0 below +0, in either order (f16/bf16/f32/f64)");
+}
+
 /* reduce_multi (fused and blocked paths, streaming or not, any alignment,
  * a destination aliasing the first source) against folding ref_elem */
 static void test_reduce_multi(void)
@@ -396,6 +456,7 @@ int main(void)
 {
 	ksft_print_header();
 	test_kernels();
+	test_minmax_nan();
 	test_reduce_multi();
 	test_copy();
 	test_half();

@@ -9,9 +9,13 @@
  * Signed integers are added and multiplied as unsigned (wrap-around, no
  * undefined behaviour). f16 and bf16 are widened to f32, combined, and
  * rounded back to nearest even. dst may alias a source in reduce_into.
+ * Floating-point MIN/MAX are commutative, so every algorithm and every rank
+ * agree: a NaN operand gives NaN (as IEEE 754-2019 minimum/maximum and
+ * torch.minimum do), and -0 is below +0.
  */
 #include "npccl_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #ifdef __SANITIZE_THREAD__
@@ -59,6 +63,9 @@ uint16_t f32_to_f16(float f)
 #define OP_PROD(a, b) ((a) * (b))
 #define OP_MIN(a, b) ((b) < (a) ? (b) : (a))
 #define OP_MAX(a, b) ((b) > (a) ? (b) : (a))
+/* floating point: whether b, not a, is the result (x, y: their values) */
+#define TAKE_B_MIN(x, y) (!isnan(x) && (isnan(y) || (y) < (x) || ((y) == (x) && signbit(y))))
+#define TAKE_B_MAX(x, y) (!isnan(x) && (isnan(y) || (y) > (x) || ((y) == (x) && !signbit(y))))
 
 /* integer kernels: T storage, U arithmetic type for sum/prod */
 #define INT_KERNELS(name, T, U)                                                        \
@@ -77,9 +84,9 @@ uint16_t f32_to_f16(float f)
 	CLONES static void name##_prod(T *d, const T *a, const T *b, size_t n)         \
 	{ for (size_t i = 0; i < n; i++) d[i] = a[i] * b[i]; }                         \
 	CLONES static void name##_min(T *d, const T *a, const T *b, size_t n)          \
-	{ for (size_t i = 0; i < n; i++) d[i] = OP_MIN(a[i], b[i]); }                  \
+	{ for (size_t i = 0; i < n; i++) d[i] = TAKE_B_MIN(a[i], b[i]) ? b[i] : a[i]; } \
 	CLONES static void name##_max(T *d, const T *a, const T *b, size_t n)          \
-	{ for (size_t i = 0; i < n; i++) d[i] = OP_MAX(a[i], b[i]); }
+	{ for (size_t i = 0; i < n; i++) d[i] = TAKE_B_MAX(a[i], b[i]) ? b[i] : a[i]; }
 
 #define HALF_KERNELS(name, TOF, FROMF, T)                                              \
 	CLONES static void name##_sum(T *d, const T *a, const T *b, size_t n)          \
@@ -88,10 +95,10 @@ uint16_t f32_to_f16(float f)
 	{ for (size_t i = 0; i < n; i++) d[i] = FROMF(TOF(a[i]) * TOF(b[i])); }        \
 	CLONES static void name##_min(T *d, const T *a, const T *b, size_t n)          \
 	{ for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]);         \
-		d[i] = y < x ? b[i] : a[i]; } }                                        \
+		d[i] = TAKE_B_MIN(x, y) ? b[i] : a[i]; } }                             \
 	CLONES static void name##_max(T *d, const T *a, const T *b, size_t n)          \
 	{ for (size_t i = 0; i < n; i++) { float x = TOF(a[i]), y = TOF(b[i]);         \
-		d[i] = y > x ? b[i] : a[i]; } }
+		d[i] = TAKE_B_MAX(x, y) ? b[i] : a[i]; } }
 
 INT_KERNELS(k_i8, int8_t, uint8_t)
 INT_KERNELS(k_u8, uint8_t, uint32_t)
