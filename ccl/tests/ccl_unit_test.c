@@ -17,6 +17,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,53 @@ static void test_minmax_nan(void)
 				}
 			}
 	tap(ok, "float min/max: NaN in either operand gives NaN, -0 below +0, in either order (f16/bf16/f32/f64)");
+}
+
+/* AVG's final division by the number of ranks in every integer dtype, for
+ * numbers of ranks that do not fit the dtype (int8 from 128, uint8 from
+ * 256): truncated toward zero, never a division by zero. In a child, so a
+ * SIGFPE is a failure, not the end of the test program. */
+static void test_avg_divisor(void)
+{
+	static const int divisors[] = { 2, 3, 127, 128, 129, 200, 255, 256, 257, 1000, 70000 };
+	static const int64_t vals[] = { 0, 1, -1, 5, -7, 100, -100, 127, -128, 255, 65535, -32768,
+					2147483647, -2147483647 - 1, 4294967295ll, INT64_MAX, INT64_MIN };
+	const size_t nv = sizeof(vals) / sizeof(vals[0]);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int bad = 0;
+		for (size_t k = 0; k < sizeof(divisors) / sizeof(divisors[0]); k++)
+			for (int d = NPCCL_INT8; d <= NPCCL_UINT64; d++) {
+				int64_t buf[32], want[32];
+				for (size_t i = 0; i < nv; i++)
+					put((npccl_dtype_t)d, buf, i, vals[i]);
+				memcpy(want, buf, sizeof(buf));
+				int64_t q = divisors[k];
+				for (size_t i = 0; i < nv; i++)
+					switch (d) {
+					case NPCCL_INT8: ((int8_t *)want)[i] = (int8_t)(((int8_t *)want)[i] / q); break;
+					case NPCCL_UINT8: ((uint8_t *)want)[i] = (uint8_t)(((uint8_t *)want)[i] / q); break;
+					case NPCCL_INT32: ((int32_t *)want)[i] = (int32_t)(((int32_t *)want)[i] / q); break;
+					case NPCCL_UINT32: ((uint32_t *)want)[i] = (uint32_t)(((uint32_t *)want)[i] / (uint64_t)q); break;
+					case NPCCL_INT64: want[i] = want[i] / q; break;
+					default: ((uint64_t *)want)[i] = ((uint64_t *)want)[i] / (uint64_t)q; break;
+					}
+				reduce_scale_avg((npccl_dtype_t)d, buf, nv, divisors[k]);
+				if (memcmp(buf, want, nv * npccl_dtype_size((npccl_dtype_t)d))) {
+					printf("# %s divided by %d: wrong quotient\n",
+					       npccl_dtype_name((npccl_dtype_t)d), divisors[k]);
+					bad = 1;
+				}
+			}
+		fflush(stdout);
+		_exit(bad);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("# killed by signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	tap(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	    "integer AVG divides by any number of ranks (more than int8/uint8 hold: no SIGFPE, right sign)");
 }
 
 /* reduce_multi (fused and blocked paths, streaming or not, any alignment,
@@ -457,6 +505,7 @@ int main(void)
 	ksft_print_header();
 	test_kernels();
 	test_minmax_nan();
+	test_avg_divisor();
 	test_reduce_multi();
 	test_copy();
 	test_half();

@@ -140,8 +140,10 @@ void reduce_inplace(npccl_dtype_t dt, npccl_redop_t op, void *dst, const void *s
 		pick(dt, op)(dst, dst, src, n);
 }
 
-#define SCALE_INT(T)                                                                   \
-	{ T *p = dst; for (size_t i = 0; i < n; i++) p[i] = (T)(p[i] / (T)divisor); }  \
+/* divided in 64 bits: the number of ranks need not fit T (int8 from 128
+ * ranks on, uint8 from 256, where (T)divisor would be negative or 0) */
+#define SCALE_INT(T, W)                                                                \
+	{ T *p = dst; for (size_t i = 0; i < n; i++) p[i] = (T)((W)p[i] / (W)divisor); } \
 	break;
 
 void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor)
@@ -149,12 +151,12 @@ void reduce_scale_avg(npccl_dtype_t dt, void *dst, size_t n, int divisor)
 	if (divisor <= 1 || n == 0)
 		return;
 	switch (dt) {
-	case NPCCL_INT8: SCALE_INT(int8_t)
-	case NPCCL_UINT8: SCALE_INT(uint8_t)
-	case NPCCL_INT32: SCALE_INT(int32_t)
-	case NPCCL_UINT32: SCALE_INT(uint32_t)
-	case NPCCL_INT64: SCALE_INT(int64_t)
-	case NPCCL_UINT64: SCALE_INT(uint64_t)
+	case NPCCL_INT8: SCALE_INT(int8_t, int64_t)
+	case NPCCL_UINT8: SCALE_INT(uint8_t, uint64_t)
+	case NPCCL_INT32: SCALE_INT(int32_t, int64_t)
+	case NPCCL_UINT32: SCALE_INT(uint32_t, uint64_t)
+	case NPCCL_INT64: SCALE_INT(int64_t, int64_t)
+	case NPCCL_UINT64: SCALE_INT(uint64_t, uint64_t)
 	case NPCCL_FLOAT32: { float *p = dst; for (size_t i = 0; i < n; i++) p[i] /= (float)divisor; break; }
 	case NPCCL_FLOAT64: { double *p = dst; for (size_t i = 0; i < n; i++) p[i] /= (double)divisor; break; }
 	case NPCCL_FLOAT16: {
