@@ -367,7 +367,9 @@ NPCCL_API npccl_status_t npccl_send(const void *buf, size_t count, npccl_dtype_t
 				    npccl_comm_t comm);
 NPCCL_API npccl_status_t npccl_recv(void *buf, size_t count, npccl_dtype_t dtype, int peer,
 				    npccl_comm_t comm);
-/** Send to `dst` and receive from `src` at the same time (no deadlock in rings). */
+/** Send to `dst` and receive from `src` at the same time (no deadlock in rings).
+ * The two buffers must not overlap (NPCCL_ERR_INVALID_ARG): there is no in
+ * place form, as MPI_Sendrecv has none. */
 NPCCL_API npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, int dst,
 					void *recvbuf, size_t recvcount, int src,
 					npccl_dtype_t dtype, npccl_comm_t comm);

@@ -1017,6 +1017,12 @@ static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 		 npccl_allreduce(x, x + 1, 2, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_ERR_INVALID_ARG &&
 		 npccl_broadcast(x, x, 4, NPCCL_FLOAT32, p, comm) == NPCCL_ERR_INVALID_ARG &&
 		 npccl_send(x, 1, NPCCL_FLOAT32, me, comm) == NPCCL_ERR_INVALID_ARG &&
+		 /* overlapping sendrecv buffers (silently wrong data before) */
+		 (p == 1 || (npccl_sendrecv(x, 2, (me + 1) % p, x + 1, 2, (me + p - 1) % p,
+					    NPCCL_FLOAT32, comm) == NPCCL_ERR_INVALID_ARG &&
+			     strstr(npccl_comm_last_error(comm), "overlap") &&
+			     npccl_sendrecv(x, 4, (me + 1) % p, x, 4, (me + p - 1) % p,
+					    NPCCL_FLOAT32, comm) == NPCCL_ERR_INVALID_ARG)) &&
 		 npccl_comm_set_timeout(comm, 0) == NPCCL_ERR_INVALID_ARG &&
 		 strstr(npccl_comm_last_error(comm), "timeout of 0 ms") &&
 		 npccl_comm_set_algo(comm, (npccl_coll_t)99, NPCCL_ALGO_RING) ==

@@ -371,6 +371,13 @@ npccl_status_t npccl_sendrecv(const void *sendbuf, size_t sendcount, int dst, vo
 		st = p2p_check(c, "sendrecv (receive)", recvbuf, recvcount, dtype, src);
 	if (st)
 		return st;
+	/* both travel at once: the receive would overwrite what is still being sent */
+	size_t es = npccl_dtype_size(dtype);
+	if (overlaps(sendbuf, sendcount * es, recvbuf, recvcount * es))
+		return arg_error(c, "sendrecv: %s", "the send and receive buffers overlap (in place "
+						    "is not possible here: the message is received while "
+						    "the other is still being sent); receive into a "
+						    "separate buffer and copy");
 	struct op ops[2] = { p2p_op(OPK_RECV, NULL, recvbuf, recvcount, dtype, src),
 			     p2p_op(OPK_SEND, sendbuf, NULL, sendcount, dtype, dst) };
 	if (group_depth() > 0) {
