@@ -1032,6 +1032,14 @@ static int misc_rank(int me, int p, const npccl_unique_id_t *id, void *arg)
 		 npccl_explain(comm, NPCCL_COLL_ALLREDUCE, SIZE_MAX, NPCCL_FLOAT32,
 			       &(npccl_explanation_t){ 0 }) == NPCCL_ERR_INVALID_ARG &&
 		 strstr(npccl_comm_last_error(comm), "overflows the address space") &&
+		 npccl_explain(comm, (npccl_coll_t)42, 4, NPCCL_FLOAT32, &(npccl_explanation_t){ 0 }) ==
+			 NPCCL_ERR_INVALID_ARG && strstr(npccl_comm_last_error(comm), "collective 42") &&
+		 !strstr(npccl_comm_last_error(comm), "dtype") &&
+		 /* a bad split color says so (it showed the previous call's error) */
+		 npccl_comm_split(comm, -7, 0, &(npccl_comm_t){ NULL }) == NPCCL_ERR_INVALID_ARG &&
+		 strstr(npccl_comm_last_error(comm), "color") &&
+		 npccl_comm_split(comm, 0, 0, NULL) == NPCCL_ERR_INVALID_ARG &&
+		 strstr(npccl_comm_last_error(comm), "newcomm") &&
 		 npccl_allreduce(x, x, 4, NPCCL_FLOAT32, NPCCL_SUM, comm) == NPCCL_OK &&
 		 x[0] == 1.0f * p;
 	r[t].ok = ok;

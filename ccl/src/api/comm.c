@@ -439,9 +439,15 @@ struct split_entry {
 
 npccl_status_t npccl_comm_split(npccl_comm_t c, int color, int key, npccl_comm_t *newcomm)
 {
-	if (!c || !newcomm || color < NPCCL_SPLIT_NOCOLOR)
+	if (!c)
 		return NPCCL_ERR_INVALID_ARG;
 	tls_error_clear(c);
+	if (!newcomm || color < NPCCL_SPLIT_NOCOLOR) {
+		tls_error_set(c, "npccl_comm_split: %s", !newcomm
+			      ? "newcomm (where to return the new communicator) is NULL"
+			      : "color must be >= 0, or NPCCL_SPLIT_NOCOLOR (-1) for no new communicator");
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	*newcomm = NULL;
 	int P = c->nranks;
 	struct split_entry *all = calloc((size_t)P, sizeof(*all));

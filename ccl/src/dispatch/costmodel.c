@@ -247,9 +247,13 @@ npccl_status_t npccl_explain(npccl_comm_t c, npccl_coll_t coll, size_t count, np
 	if (!c || !out)
 		return NPCCL_ERR_INVALID_ARG;
 	tls_error_clear(c);
-	if ((unsigned)coll >= NPCCL_NUM_COLLS || (unsigned)dtype >= NPCCL_NUM_DTYPES) {
-		tls_error_set(c, "npccl_explain: collective %d or dtype %d is not an npccl_coll_t "
-			      "or npccl_dtype_t", (int)coll, (int)dtype);
+	if ((unsigned)coll >= NPCCL_NUM_COLLS) {
+		tls_error_set(c, "npccl_explain: invalid collective %d (not an npccl_coll_t)",
+			      (int)coll);
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	if ((unsigned)dtype >= NPCCL_NUM_DTYPES) {
+		tls_error_set(c, "npccl_explain: invalid dtype %d (not an npccl_dtype_t)", (int)dtype);
 		return NPCCL_ERR_INVALID_ARG;
 	}
 	/* the collectives' own bound (collectives.c) */
