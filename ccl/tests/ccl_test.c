@@ -1235,6 +1235,24 @@ static int cmd_misc(void)
 	printf("# rank 1: %s\n# rank 0: %s\n", sh->res[1][0].msg, sh->res[0][0].msg);
 	tap(ok, "bootstrap: peer of another communicator rejected, root reports the missing rank");
 	failed += !ok;
+	/* an id used a second time: its root served the first communicator and
+	 * left; the error says that an id serves one communicator */
+	{
+		npccl_unique_id_t once;
+		npccl_comm_t c2 = NULL;
+		char e2[512] = "";
+		npccl_get_unique_id(&once);
+		npccl_status_t s1 = npccl_comm_init_rank_err(&c2, 1, &once, 0, e2, sizeof(e2));
+		npccl_comm_destroy(c2);
+		c2 = NULL;
+		npccl_status_t s2 = npccl_comm_init_rank_err(&c2, 1, &once, 0, e2, sizeof(e2));
+		ok = s1 == NPCCL_OK && s2 == NPCCL_ERR_BOOTSTRAP && c2 == NULL &&
+		     strstr(e2, "serves one communicator");
+		printf("# %s\n", e2);
+		tap(ok, "bootstrap: an id used twice fails saying an id serves one communicator");
+		failed += !ok;
+		npccl_comm_destroy(c2);
+	}
 	/* a rank that never joins is named */
 	memset(sh, 0, sizeof(*sh));
 	run_ranks(3, bootstrap_fail_rank, "missing", 30, NULL);

@@ -330,7 +330,11 @@ static npccl_status_t exchange_with_root(struct npccl_comm *c, const struct uniq
 	char e2[256], ip[INET_ADDRSTRLEN];
 	int fd = sock_connect_tcp(w->ipv4, w->port, deadline, e2, sizeof(e2));
 	if (fd < 0) {
-		snprintf(err, errlen, "rank %d: cannot reach the bootstrap root: %s", c->rank, e2);
+		snprintf(err, errlen, "rank %d: cannot reach the bootstrap root: %s%s", c->rank, e2,
+			 fd == -ECONNREFUSED
+			 ? "; the root must be running (rank 0 under a launcher, else the "
+			   "process that called npccl_get_unique_id), and an id serves one "
+			   "communicator only: make a new one for each" : "");
 		return NPCCL_ERR_BOOTSTRAP;
 	}
 	/* Advertise the address this host uses to reach the root, unless told. */
