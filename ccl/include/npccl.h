@@ -362,7 +362,9 @@ NPCCL_API npccl_status_t npccl_alltoall(const void *sendbuf, void *recvbuf, size
 					npccl_dtype_t dtype, npccl_comm_t comm);
 NPCCL_API npccl_status_t npccl_barrier(npccl_comm_t comm);
 /** Point to point; messages between a pair match in call order; the counts
- * and dtypes of matching calls must agree (else NPCCL_ERR_MISMATCH). */
+ * and dtypes of matching calls must agree (else NPCCL_ERR_MISMATCH). `peer`
+ * is another rank: unlike NCCL's grouped ncclSend/ncclRecv, a rank cannot
+ * send to itself, in a group or not (NPCCL_ERR_INVALID_ARG; copy locally). */
 NPCCL_API npccl_status_t npccl_send(const void *buf, size_t count, npccl_dtype_t dtype, int peer,
 				    npccl_comm_t comm);
 NPCCL_API npccl_status_t npccl_recv(void *buf, size_t count, npccl_dtype_t dtype, int peer,
