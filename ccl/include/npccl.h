@@ -452,7 +452,10 @@ NPCCL_API npccl_status_t npccl_request_free(npccl_request_t req);
  * them at once, in the order they were made, and blocks until all completed
  * (first failure returned; npccl_comm_last_error() on its communicator says
  * why). A group holds the calls of one communicator; collectives inside a
- * group are NPCCL_ERR_UNSUPPORTED (use the _async forms to overlap them). */
+ * group are NPCCL_ERR_UNSUPPORTED (use the _async forms to overlap them).
+ * A receive's buffer must not overlap any other buffer of the group (sends
+ * may share theirs): npccl_group_end() then posts nothing and returns
+ * NPCCL_ERR_INVALID_ARG naming the two calls. */
 NPCCL_API npccl_status_t npccl_group_start(void);
 NPCCL_API npccl_status_t npccl_group_end(void);
 

@@ -628,6 +628,65 @@ npccl_status_t req_run_batch(struct npccl_comm *c, const struct op *ops, int n)
 	return st;
 }
 
+struct span {
+	const char *lo, *hi;
+	int idx;
+	bool recv;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Whether a grouped receive's buffer overlaps another grouped call's: all
+ * travel at once, so the data would depend on timing. Sends may share
+ * buffers. Sorted by start, a span overlaps an earlier one when it starts
+ * below the earlier ones' highest end (of receives only, for a send). */
+static npccl_status_t group_check_overlap(struct npccl_comm *c, const struct op *ops, int n)
+{
+	struct span *sp = malloc(sizeof(*sp) * (size_t)n);
+	int m = 0;
+	npccl_status_t st = NPCCL_OK;
+
+	if (!sp) {
+		tls_error_set(c, "out of memory checking %d grouped calls", n);
+		return NPCCL_ERR_NOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t bytes = ops[i].count * npccl_dtype_size(ops[i].dtype);
+		bool recv = ops[i].kind == OPK_RECV;
+		const char *b = recv ? (const char *)ops[i].rbuf : (const char *)ops[i].sbuf;
+		if (bytes)
+			sp[m++] = (struct span){ b, b + bytes, i, recv };
+	}
+	qsort(sp, (size_t)m, sizeof(*sp), span_cmp);
+	const struct span *any = NULL, *rcv = NULL;	/* highest end so far */
+	for (int i = 0; i < m && !st; i++) {
+		const struct span *hit = sp[i].recv && any && sp[i].lo < any->hi ? any
+					 : rcv && sp[i].lo < rcv->hi ? rcv : NULL;
+		if (hit) {
+			const struct span *a = hit->idx < sp[i].idx ? hit : &sp[i];
+			const struct span *b = a == hit ? &sp[i] : hit;
+			tls_error_set(c, "npccl_group_end: the buffers of grouped calls #%d (%s peer %d) "
+				      "and #%d (%s peer %d) overlap, and a receive is among them: they "
+				      "travel at once, so nothing was posted; give each receive a "
+				      "buffer of its own", a->idx + 1,
+				      a->recv ? "receive from" : "send to", ops[a->idx].peer,
+				      b->idx + 1, b->recv ? "receive from" : "send to",
+				      ops[b->idx].peer);
+			st = NPCCL_ERR_INVALID_ARG;
+		}
+		if (!any || sp[i].hi > any->hi)
+			any = &sp[i];
+		if (sp[i].recv && (!rcv || sp[i].hi > rcv->hi))
+			rcv = &sp[i];
+	}
+	free(sp);
+	return st;
+}
+
 npccl_status_t npccl_group_end(void)
 {
 	if (grp_depth <= 0)
@@ -644,7 +703,9 @@ npccl_status_t npccl_group_end(void)
 	grp_ops = NULL;
 	grp_cap = 0;
 	tls_error_clear(c);
-	npccl_status_t st = req_run_batch(c, ops, n);
+	npccl_status_t st = group_check_overlap(c, ops, n);
+	if (st == NPCCL_OK)
+		st = req_run_batch(c, ops, n);
 	free(ops);
 	return st;
 }
