@@ -267,8 +267,9 @@ NPCCL_API npccl_status_t npccl_comm_size(npccl_comm_t comm, int *size);
 NPCCL_API npccl_status_t npccl_comm_hosts(npccl_comm_t comm, int *nhosts, int *host);
 
 /** Message for the calling thread's last failed call on `comm` ("" if none;
- * another thread's failure on `comm` if this thread made none). Valid until
- * the calling thread's next call on `comm`. */
+ * another thread's failure on `comm` if this thread made none). Calls on
+ * other communicators leave it alone. Valid until the calling thread's next
+ * call on `comm` (or until it used four other communicators since). */
 NPCCL_API const char *npccl_comm_last_error(npccl_comm_t comm);
 
 /** Deadline for each later call, in milliseconds (> 0). Local setting. */

@@ -1287,6 +1287,29 @@ static int cmd_misc(void)
 	unsetenv("MASTER_ADDR");
 	unsetenv("MASTER_PORT");
 	unsetenv("NPCCL_BOOTSTRAP_TIMEOUT_MS");
+	/* the calling thread's last error on one communicator survives its calls
+	 * on another (it was wiped by them: one text per thread) */
+	{
+		npccl_comm_t a = NULL, b = NULL;
+		npccl_unique_id_t ia, ib;
+		float v = 1;
+		npccl_get_unique_id(&ia);
+		npccl_get_unique_id(&ib);
+		ok = !npccl_comm_init_rank(&a, 1, &ia, 0) && !npccl_comm_init_rank(&b, 1, &ib, 0);
+		ok = ok && npccl_allreduce(&v, &v, 1, (npccl_dtype_t)55, NPCCL_SUM, a) ==
+				   NPCCL_ERR_INVALID_ARG;
+		const char *ma = ok ? npccl_comm_last_error(a) : "";
+		ok = ok && npccl_allreduce(&v, &v, 1, NPCCL_FLOAT32, NPCCL_SUM, b) == NPCCL_OK &&
+		     npccl_broadcast(&v, &v, 1, NPCCL_FLOAT32, 3, b) == NPCCL_ERR_INVALID_ARG;
+		printf("# a: '%s' (text taken before the calls on b: '%s'); b: '%s'\n",
+		       a ? npccl_comm_last_error(a) : "", ma, b ? npccl_comm_last_error(b) : "");
+		ok = ok && strstr(npccl_comm_last_error(a), "dtype 55") && strstr(ma, "dtype 55") &&
+		     strstr(npccl_comm_last_error(b), "root 3");
+		tap(ok, "last error is per communicator: calls on another one leave it alone");
+		failed += !ok;
+		npccl_comm_destroy(a);
+		npccl_comm_destroy(b);
+	}
 	/* destroy/abort accept NULL; bad init arguments */
 	ok = npccl_comm_destroy(NULL) == NPCCL_OK && npccl_comm_abort(NULL) == NPCCL_OK &&
 	     npccl_comm_init_rank(&comm, 0, NULL, 0) == NPCCL_ERR_INVALID_ARG &&

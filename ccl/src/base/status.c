@@ -162,43 +162,75 @@ uint64_t now_ns(void)
 /* ---- per-thread error text ------------------------------------------------
  * npccl_comm_last_error() answers from the calling thread's own last call on
  * that communicator; a thread that made none sees the communicator's last
- * failure (shown_err, under q_lock). */
-static __thread struct npccl_comm *tls_comm;
-static __thread char tls_msg[800];
+ * failure (shown_err, under q_lock). Each thread keeps the texts of the last
+ * TLS_SLOTS communicators it used, so calls on one (a framework's second
+ * communicator, its cleanup) do not wipe another's text; the least recently
+ * used slot is taken for a further one. */
+#define TLS_SLOTS 4
+struct tls_err {
+	struct npccl_comm *comm;
+	unsigned long used;
+	char msg[800];
+};
+static __thread struct tls_err tls_err[TLS_SLOTS];
+static __thread unsigned long tls_clock;
+
+static struct tls_err *tls_slot(struct npccl_comm *c, bool take)
+{
+	struct tls_err *old = &tls_err[0];
+
+	for (int i = 0; i < TLS_SLOTS; i++) {
+		if (tls_err[i].comm == c) {
+			tls_err[i].used = ++tls_clock;
+			return &tls_err[i];
+		}
+		if (tls_err[i].used < old->used)
+			old = &tls_err[i];
+	}
+	if (!take)
+		return NULL;
+	old->comm = c;
+	old->used = ++tls_clock;
+	old->msg[0] = 0;
+	return old;
+}
 
 void tls_error_clear(struct npccl_comm *c)
 {
-	tls_comm = c;
-	tls_msg[0] = 0;
+	tls_slot(c, true)->msg[0] = 0;
 }
 
 void tls_error_set(struct npccl_comm *c, const char *fmt, ...)
 {
 	va_list ap;
-	char tmp[sizeof(tls_msg)];
+	char tmp[sizeof(tls_err[0].msg)];
 
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
-	memcpy(tls_msg, tmp, sizeof(tls_msg));
-	tls_comm = c;
+	memcpy(tls_slot(c, true)->msg, tmp, sizeof(tmp));
 }
 
 void tls_error_forget(struct npccl_comm *c)
 {
-	if (tls_comm == c)
-		tls_comm = NULL;
+	struct tls_err *e = tls_slot(c, false);
+
+	if (e) {
+		e->comm = NULL;
+		e->used = 0;
+	}
 }
 
 const char *npccl_comm_last_error(npccl_comm_t c)
 {
 	if (!c)
 		return "no communicator";
-	if (tls_comm != c) {
+	struct tls_err *e = tls_slot(c, false);
+	if (!e) {
+		e = tls_slot(c, true);
 		pthread_mutex_lock(&c->q_lock);
-		snprintf(tls_msg, sizeof(tls_msg), "%s", c->shown_err);
+		snprintf(e->msg, sizeof(e->msg), "%s", c->shown_err);
 		pthread_mutex_unlock(&c->q_lock);
-		tls_comm = c;
 	}
-	return tls_msg;
+	return e->msg;
 }
