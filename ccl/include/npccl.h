@@ -298,7 +298,8 @@ NPCCL_API int npccl_algo_supported(npccl_comm_t comm, npccl_coll_t coll, npccl_a
 typedef struct npccl_explanation {
 	npccl_algo_t algo;
 	double predicted_us;	/* predicted time of the call in microseconds */
-	const char *transport;	/* "shm", "tcp" or "shm+tcp" */
+	const char *transport;	/* "none" (one rank), "shm", "tcp", "rdma", "shm+tcp"
+				 * or "shm+rdma" */
 	char text[256];		/* human-readable: algorithm, model terms, why */
 } npccl_explanation_t;
 
