@@ -197,7 +197,8 @@ NPCCL_API size_t npccl_dtype_size(npccl_dtype_t dtype);
  * NPCCL_SOCKET_ADDR (an IPv4 address) if set, else 127.0.0.1. */
 NPCCL_API npccl_status_t npccl_get_unique_id(npccl_unique_id_t *id);
 
-/** Text form of an id: `str` must hold NPCCL_UNIQUE_ID_STRLEN bytes. */
+/** Text form of an id: `str` must hold NPCCL_UNIQUE_ID_STRLEN bytes. The
+ * reverse accepts trailing white space (a line read from a file). */
 NPCCL_API npccl_status_t npccl_unique_id_to_string(const npccl_unique_id_t *id, char *str);
 NPCCL_API npccl_status_t npccl_unique_id_from_string(const char *str, npccl_unique_id_t *id);
 

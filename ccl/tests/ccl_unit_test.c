@@ -379,11 +379,16 @@ static void test_misc(void)
 	char s[NPCCL_UNIQUE_ID_STRLEN];
 	ok = npccl_unique_id_to_string(&id, s) == NPCCL_OK && strlen(s) == 2 * NPCCL_UNIQUE_ID_BYTES &&
 	     npccl_unique_id_from_string(s, &id2) == NPCCL_OK && !memcmp(&id, &id2, sizeof(id));
+	/* as read from a file or $(cat file): a trailing newline is accepted */
+	char line[NPCCL_UNIQUE_ID_STRLEN + 3];
+	snprintf(line, sizeof(line), "%s\r\n", s);
+	memset(&id2, 0, sizeof(id2));
+	ok &= npccl_unique_id_from_string(line, &id2) == NPCCL_OK && !memcmp(&id, &id2, sizeof(id));
 	s[5] = 'z';
 	ok &= npccl_unique_id_from_string(s, &id2) == NPCCL_ERR_INVALID_ARG;
 	ok &= npccl_unique_id_from_string("00", &id2) == NPCCL_ERR_INVALID_ARG;
 	ok &= npccl_unique_id_from_string(NULL, &id2) == NPCCL_ERR_INVALID_ARG;
-	tap(ok, "unique id text form round-trips; malformed text rejected");
+	tap(ok, "unique id text form round-trips (a trailing newline accepted); malformed text rejected");
 
 	ok = 1;
 	for (int t = 0; t < 2000; t++) {

@@ -89,16 +89,34 @@ static int hexval(char ch)
 
 npccl_status_t npccl_unique_id_from_string(const char *str, npccl_unique_id_t *id)
 {
-	if (!str || !id || strlen(str) != 2 * NPCCL_UNIQUE_ID_BYTES)
+	if (!str || !id)
 		return NPCCL_ERR_INVALID_ARG;
+	/* text read from a file or a command's output may end in a newline */
+	size_t len = strlen(str);
+	while (len && (str[len - 1] == '\n' || str[len - 1] == '\r' || str[len - 1] == ' ' ||
+		       str[len - 1] == '\t'))
+		len--;
+	if (len != 2 * NPCCL_UNIQUE_ID_BYTES) {
+		npccl_log(NPCCL_LOG_WARN, "npccl_unique_id_from_string: %zu characters; an id is %d "
+			  "hex digits (npccl_unique_id_to_string)", len, 2 * NPCCL_UNIQUE_ID_BYTES);
+		return NPCCL_ERR_INVALID_ARG;
+	}
 	for (int i = 0; i < NPCCL_UNIQUE_ID_BYTES; i++) {
 		int hi = hexval(str[2 * i]), lo = hexval(str[2 * i + 1]);
-		if (hi < 0 || lo < 0)
+		if (hi < 0 || lo < 0) {
+			npccl_log(NPCCL_LOG_WARN, "npccl_unique_id_from_string: character %d is not "
+				  "a hex digit", hi < 0 ? 2 * i : 2 * i + 1);
 			return NPCCL_ERR_INVALID_ARG;
+		}
 		id->internal[i] = (char)(hi << 4 | lo);
 	}
 	const struct unique_id_wire *w = (const void *)id->internal;
-	return memcmp(w->tag, "NPCCLID1", 8) ? NPCCL_ERR_INVALID_ARG : NPCCL_OK;
+	if (memcmp(w->tag, "NPCCLID1", 8)) {
+		npccl_log(NPCCL_LOG_WARN, "npccl_unique_id_from_string: the text is hex but not an "
+			  "id made by npccl_get_unique_id");
+		return NPCCL_ERR_INVALID_ARG;
+	}
+	return NPCCL_OK;
 }
 
 /* ---- root --------------------------------------------------------------- */
