@@ -255,10 +255,18 @@ static void *root_main(void *arg)
 	if (nranks > 0 && joined == nranks) {
 		struct boot_reply ok = { .magic = BOOT_MAGIC, .status = NPCCL_OK, .nranks = nranks };
 		uint64_t dl = now_ns() + 10000000000ull;
-		for (int i = 0; i < nranks; i++) {
-			sock_write_full(fds[i], &ok, sizeof(ok), dl);
-			sock_write_full(fds[i], table, sizeof(*table) * (size_t)nranks, dl);
-		}
+		uint32_t self = (uint32_t)getpid();
+		/* the root's own process last, as for a verdict: a rank there may
+		 * fail its setup at once (NPCCL_TRANSPORT=rdma against a peer
+		 * without a device) and exit, taking the root with it while the
+		 * others' tables were still being written */
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < nranks; i++) {
+				if ((table[i].pid == self) != pass)
+					continue;
+				sock_write_full(fds[i], &ok, sizeof(ok), dl);
+				sock_write_full(fds[i], table, sizeof(*table) * (size_t)nranks, dl);
+			}
 	} else if (nranks > 0) {
 		char text[384];
 		int len = snprintf(text, sizeof(text), "%d of %d ranks did not join within %d ms:",
