@@ -82,6 +82,15 @@ class AxisOverflowError(AxisError, OverflowError):
     those, AxisError for the others)."""
 
 
+class BadValueError(NptError, ValueError):
+    """A value the operation cannot take, found at evaluation (an integer raised to a negative
+    integer power; NumPy raises ValueError)."""
+
+
+class OutOfMemoryError(NptError, MemoryError):
+    """The library could not allocate memory (a MemoryError)."""
+
+
 class IndexOverflowError(IndexError, OverflowError):
     """An integer index that does not fit 64 bits (NumPy raises IndexError, or OverflowError
     between 2**63 and 2**64)."""
@@ -89,8 +98,8 @@ class IndexOverflowError(IndexError, OverflowError):
 
 _EXC = {NPT_E_SHAPE: ShapeError, NPT_E_AXIS: AxisError, NPT_E_DTYPE: DTypeError,
         NPT_E_READONLY: ReadOnlyError, NPT_E_EMPTY: EmptyReductionError,
-        NPT_E_VALUE: ValueError, NPT_E_RANK: RankError, NPT_E_WOULD_COPY: WouldCopyError,
-        NPT_E_OVERFLOW: TooBigError, NPT_E_NOMEM: MemoryError,
+        NPT_E_VALUE: BadValueError, NPT_E_RANK: RankError, NPT_E_WOULD_COPY: WouldCopyError,
+        NPT_E_OVERFLOW: TooBigError, NPT_E_NOMEM: OutOfMemoryError,
         NPT_E_INVAL: InvalidArgumentError}
 
 

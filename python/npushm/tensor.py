@@ -34,7 +34,8 @@ import numpy as np
 from . import _tensor_lib as _L
 from ._tensor_lib import (NptError, ShapeError, AxisError, DTypeError, ReadOnlyError,
                           EmptyReductionError, RankError, WouldCopyError, InvalidArgumentError,
-                          TooBigError, AxisOverflowError, IndexOverflowError, check as _check)
+                          TooBigError, AxisOverflowError, IndexOverflowError, BadValueError,
+                          OutOfMemoryError, check as _check)
 
 __all__ = ["Tensor", "from_numpy", "from_dlpack", "asarray", "empty", "zeros", "where",
            "matmul", "softmax", "layernorm", "sum_to_shape", "broadcast_to", "set_num_threads",
@@ -43,7 +44,8 @@ __all__ = ["Tensor", "from_numpy", "from_dlpack", "asarray", "empty", "zeros", "
            "set_log_callback", "stats", "stats_reset", "pool_trim", "promote_types",
            "NptError", "ShapeError", "AxisError", "DTypeError", "ReadOnlyError",
            "EmptyReductionError", "RankError", "WouldCopyError", "InvalidArgumentError",
-           "TooBigError", "AxisOverflowError", "IndexOverflowError", "DTYPES"]
+           "TooBigError", "AxisOverflowError", "IndexOverflowError", "BadValueError",
+           "OutOfMemoryError", "DTYPES"]
 
 DTYPES = tuple(_L.DTYPES)
 _NP_TO_DT = {np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.uint8): 2,
@@ -61,8 +63,11 @@ _keep_next = [1]
 
 @_L.RELEASE_FN
 def _release(arg):
+    # dropped after the lock is let go: the last reference to the object may run code that
+    # frees another tensor, whose release comes back here (nt.from_numpy(t.numpy()))
     with _keep_lock:
-        _keep.pop(arg or 0, None)
+        obj = _keep.pop(arg or 0, None)
+    del obj
 
 
 def _hold(obj):
@@ -424,10 +429,26 @@ class Tensor:
         return t
 
     def __setitem__(self, key, value):
+        """Assignment as NumPy's: the value is broadcast to the selection (leading size-1
+        dimensions beyond its rank dropped) and cast with 'unsafe' casting (2.7 into an
+        integer tensor stores 2); a float scalar goes through int() into an integer tensor,
+        so NaN and inf raise as NumPy's do."""
         dst = self[key]
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and \
+                DTYPES[dst._dt] in ("bool", "int8", "uint8", "int32", "int64"):
+            value = int(value) if DTYPES[dst._dt] != "bool" else bool(value)
         src = _as_tensor(value, like=dst)
+        extra = src.ndim - dst.ndim
+        if extra > 0 and all(d == 1 for d in src.shape[:extra]):
+            src = src.reshape(src.shape[extra:])
         if src.shape != dst.shape:
-            src = src.broadcast_to(dst.shape)
+            try:
+                src = src.broadcast_to(dst.shape)
+            except ShapeError:
+                raise ShapeError(_L.NPT_E_SHAPE, "setitem: could not broadcast input array "
+                                 "from shape %s into shape %s" % (src.shape, dst.shape)) from None
+        if src._dt != dst._dt:
+            src = src.astype(dst._dt)
         _check(_lib.npt_tensor_eval_into(src._h, dst._h))
 
     # ---- reductions ----

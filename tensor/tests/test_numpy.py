@@ -1206,6 +1206,92 @@ def t_env_expand_mode():
     return True, ""
 
 
+def t_tensor_over_numpy_view_frees():
+    """A tensor over another tensor's numpy() view (nt.from_numpy(t.numpy()), asarray, an
+    operand) frees without a deadlock: the last release drops the array, whose base frees
+    the first tensor, whose release comes back into the binding. Run in a child process so
+    that a hang fails the test instead of the suite."""
+    import subprocess
+    code = ("import numpy as np\nfrom npushm import tensor as nt\n"
+            "a = nt.from_numpy(np.arange(4.0))\nm = nt.from_numpy(a.numpy())\n"
+            "b = nt.asarray(nt.zeros(3).numpy())\ndel a\ndel m, b\n"
+            "c = nt.from_numpy(np.ones(2))\nd = nt.from_numpy(c.numpy()) + 1\ndel c\n"
+            "print(d.numpy().tolist())\ndel d\nprint('freed')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, "freeing a tensor over another tensor's numpy() view hangs"
+    check(r.returncode == 0 and r.stdout.split() == ["[2.0,", "2.0]", "freed"],
+          "exit %d, stdout %r, stderr %r" % (r.returncode, r.stdout, r.stderr[-500:]))
+    return True, ""
+
+
+def t_eval_errors_are_npt_errors():
+    """Errors found at evaluation (integer ** negative) raise an NptError that is also NumPy's
+    ValueError, whose text is the library's message (not a (status, message) tuple)."""
+    x = nt.from_numpy(np.array([2, 3], np.int32))
+    try:
+        (x ** nt.from_numpy(np.array([1, -1], np.int32))).numpy()
+        return False, "int ** negative accepted"
+    except ValueError as e:
+        check(isinstance(e, nt.NptError) and e.status == 9,
+              "%s is no NptError with status NPT_E_VALUE" % type(e).__mro__[0].__name__)
+        check(str(e).startswith("power: integers to negative integer powers are not allowed"),
+              "message %r" % str(e))
+    check(issubclass(nt.OutOfMemoryError, MemoryError) and
+          issubclass(nt.OutOfMemoryError, nt.NptError), "OutOfMemoryError's bases")
+    return True, ""
+
+
+def t_setitem_as_numpy():
+    """Assignment casts as NumPy's (unsafe: 2.7 into int32 stores 2, a float64 array into an
+    int32 selection), drops a value's leading size-1 dimensions ((1, 3) into (3,)), and says
+    what could not broadcast in NumPy's words."""
+    bad = []
+    cases = [("float scalar into int32", "int32", (3,), slice(None), 2.7),
+             ("negative float scalar into int8", "int8", (3,), 1, -2.7),
+             ("float64 array into int32", "int32", (2, 3), Ellipsis,
+              np.array([2.7, -1.5, 3.0])),
+             ("float64 tensor into uint8", "uint8", (3,), slice(None),
+              nt.from_numpy(np.array([1.9, 200.2, 7.0]))),
+             ("float scalar into bool", "bool", (2,), 0, 0.5),
+             ("int64 array into float16", "float16", (2,), Ellipsis,
+              np.array([3, 2049], np.int64)),
+             ("(1, 3) into (3,)", "float64", (3,), Ellipsis, np.ones((1, 3))),
+             ("(1, 1, 2) into (2, 2)[0]", "float32", (2, 2), 0,
+              np.arange(2.0).reshape(1, 1, 2))]
+    for name, dt, shape, key, value in cases:
+        a = np.zeros(shape, dt)
+        t = nt.zeros(shape, dt)
+        try:
+            a[key] = value.numpy() if isinstance(value, nt.Tensor) else value
+        except Exception as e:  # noqa: BLE001
+            bad.append("%s: NumPy raised %r" % (name, e))
+            continue
+        try:
+            t[key] = value
+            if not np.array_equal(t.numpy(), a):
+                bad.append("%s: %r, NumPy %r" % (name, t.numpy().tolist(), a.tolist()))
+        except Exception as e:  # noqa: BLE001
+            bad.append("%s: raised %s: %s" % (name, type(e).__name__, e))
+    for name, value, exc in [("NaN into int32", float("nan"), ValueError),
+                             ("inf into int32", float("inf"), OverflowError)]:
+        ok, msg = same_outcome(lambda v=value: nt.zeros(2, "int32").__setitem__(0, v),
+                               lambda v=value: np.zeros(2, np.int32).__setitem__(0, v))
+        if not ok:
+            bad.append("%s: %s" % (name, msg))
+    t = nt.zeros(3)
+    try:
+        t[...] = np.ones((2, 3))
+        bad.append("(2, 3) into (3,) accepted")
+    except ValueError as e:
+        if "could not broadcast input array from shape (2, 3) into shape (3,)" not in str(e):
+            bad.append("(2, 3) into (3,): %s" % e)
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1296,7 +1382,12 @@ def main():
                ("array-likes of other dtypes converted exactly or refused", t_array_likes),
                ("reductions are bitwise reproducible (both modes)", t_repro),
                ("NPT_EXPAND_MODE: a misspelled mode is logged, not silently auto",
-                t_env_expand_mode)]
+                t_env_expand_mode),
+               ("a tensor over another tensor's numpy() view frees (no deadlock)",
+                t_tensor_over_numpy_view_frees),
+               ("errors found at evaluation are NptErrors with the library's message",
+                t_eval_errors_are_npt_errors),
+               ("assignment casts and broadcasts as NumPy's", t_setitem_as_numpy)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:
