@@ -1248,6 +1248,89 @@ static int t_long_chain(void)
 }
 
 /*
+ * Very deep lazy graphs evaluate on a thread with a 4 MiB stack: 100000
+ * reductions of reductions (one recursion level each before the fix, about
+ * 15 MB of stack), a 1000000-op elementwise chain and a chain of shared
+ * subexpressions (x = x * 0.5 + x * 0.5, 2^40000 paths) give NumPy's values.
+ */
+#include <pthread.h>
+
+static void *deep_chains(void *arg)
+{
+	static float half = 0.5f, unit = 1.0f;
+	int64_t one[1] = { 1 }, four[1] = { 4 };
+	int ax0 = 0, *res = arg;
+	npt_tensor_t *a = NULL, *h = NULL, *u = NULL, *x, *y, *z;
+	float *p;
+
+	*res = 0;
+	if (npt_tensor_empty(NPT_F32, 1, four, &a) || npt_tensor_data(a, (void **)&p) ||
+	    npt_tensor_from_data(&half, NPT_F32, 1, one, NULL, NPT_BORROW_READONLY, NULL, NULL,
+				 &h) ||
+	    npt_tensor_from_data(&unit, NPT_F32, 1, one, NULL, NPT_BORROW_READONLY, NULL, NULL,
+				 &u))
+		goto out;
+	for (int i = 0; i < 4; i++)
+		p[i] = 1.0f;
+	/* x * 1, sum(x, 0, keepdims) alternately: [1 1 1 1] -> [4] -> [4] ... */
+	x = npt_tensor_retain(a);
+	for (int i = 0; i < 100000; i++) {
+		if (i % 2 ? npt_reduce(NPT_RED_SUM, x, 1, &ax0, true, &y) :
+		    npt_binary(NPT_OP_MUL, x, u, &y))
+			goto out_x;
+		npt_tensor_free(x);
+		x = y;
+	}
+	if (npt_tensor_data(x, (void **)&p) || npt_tensor_numel(x) != 1 || p[0] != 4.0f)
+		goto out_x;
+	npt_tensor_free(x);
+	x = npt_tensor_retain(a);
+	for (int i = 0; i < 1000000; i++) {
+		if (npt_binary(NPT_OP_ADD, x, a, &y))
+			goto out_x;
+		npt_tensor_free(x);
+		x = y;
+	}
+	if (npt_tensor_data(x, (void **)&p) || p[3] != 1000001.0f)
+		goto out_x;
+	npt_tensor_free(x);
+	x = npt_tensor_retain(a);
+	for (int i = 0; i < 40000; i++) {	/* each node's two inputs are one tensor */
+		if (npt_binary(NPT_OP_MUL, x, h, &y))
+			goto out_x;
+		if (npt_binary(NPT_OP_ADD, y, y, &z)) {
+			npt_tensor_free(y);
+			goto out_x;
+		}
+		npt_tensor_free(x);
+		npt_tensor_free(y);
+		x = z;
+	}
+	*res = !npt_tensor_data(x, (void **)&p) && p[2] == 1.0f;
+out_x:
+	npt_tensor_free(x);
+out:
+	npt_tensor_free(u);
+	npt_tensor_free(h);
+	npt_tensor_free(a);
+	return NULL;
+}
+
+static int t_deep_graphs(void)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int ok = 0;
+
+	CHECK(!pthread_attr_init(&attr) && !pthread_attr_setstacksize(&attr, 4 << 20), "attr");
+	CHECK(!pthread_create(&th, &attr, deep_chains, &ok), "pthread_create");
+	pthread_join(th, NULL);
+	pthread_attr_destroy(&attr);
+	CHECK(ok, "a deep lazy graph gave a wrong value or failed: %s", npt_last_error());
+	return 1;
+}
+
+/*
  * Arguments a caller gets wrong: a NULL shape for a nonzero rank, an op
  * whose result shape overflows, bad DLPack fields. Each is refused with a
  * message that names the call the caller made (not an internal one).
@@ -1383,6 +1466,9 @@ TENSOR_TEST(write_into_a_buffer_evaluates_lazy_readers_first, t_lazy_write_barri
 
 /* a 500-op chain evaluates correctly; a 200000-node graph frees */
 TENSOR_TEST(chain_of_500_ops_evaluates_correctly_200000_node_graph_frees, t_long_chain)
+
+/* 10^5 nested reductions, 10^6 chained ops, shared subexpressions: no stack overflow */
+TENSOR_TEST(very_deep_lazy_graphs_evaluate_on_a_4_mib_stack, t_deep_graphs)
 
 /* an elementwise prologue fuses into sum_to_shape (no intermediate) */
 TENSOR_TEST(elementwise_prologue_fuses_into_sum_to_shape, t_reduce_prologue_fused)

@@ -125,6 +125,8 @@ struct npt_tensor {
 	npt_node_t *node;
 	int broadcast;        /* made by broadcast_to/expand: read-only (NumPy) */
 	uint64_t mark;        /* evaluation epoch that fused this tensor (sched/) */
+	uint64_t walk;        /* sched/eval.c: the depth walk that last reached this tensor */
+	int64_t height;       /* its lazy nodes below, longest path, in that walk */
 	npt_tensor_t *lazy_prev, *lazy_next; /* live lazy tensors (tensor.c) */
 	const void *packed;   /* pack.c: this weight in the GEMM's layout (not owned) */
 	void *packed_md;      /* its oneDNN memory descriptor (owned) */

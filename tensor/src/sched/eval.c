@@ -282,12 +282,99 @@ static npt_status_t eval_inputs(npt_tensor_t *t)
 	return NPT_OK;
 }
 
+/*
+ * Deep graphs. Evaluation recurses once per fused program or boundary node on
+ * the path below a node, so a long lazy chain (a loop that adds to a tensor
+ * 10^6 times, or 10^5 reductions of reductions) would overflow the stack.
+ * Before a top-level evaluation, an iterative walk over the lazy graph below
+ * the root visits nodes children first and evaluates every node whose
+ * unevaluated part below is EVAL_MAX_HEIGHT nodes high: what remains below
+ * any node is then lower than that, and so is the recursion. A graph of
+ * ordinary depth is not touched (the walk only measures it).
+ */
+#define EVAL_MAX_HEIGHT 512
+
+static int eval_nesting;	/* under eval_mutex: recursion depth of npt_eval_locked */
+static uint64_t walk_counter;
+
+static npt_status_t eval_node(npt_tensor_t *t);
+
+struct walk_frame {
+	npt_tensor_t *t;
+	int next;		/* next input to visit */
+};
+
+static npt_status_t eval_deep_parts(npt_tensor_t *root)
+{
+	struct walk_frame local[64], *st = local;
+	size_t n = 0, cap = 64;
+	uint64_t w = ++walk_counter;
+	npt_status_t s = NPT_OK;
+
+	root->walk = w;
+	st[n++] = (struct walk_frame){ root, 0 };
+	while (n && !s) {
+		struct walk_frame *f = &st[n - 1];
+		npt_node_t *node = f->t->node;
+
+		if (f->next < node->nin) {
+			npt_tensor_t *in = node->in[f->next++];
+
+			if (!in || !in->node || in->walk == w)
+				continue;
+			in->walk = w;
+			if (n == cap) {
+				struct walk_frame *ns = malloc(2 * cap * sizeof(*ns));
+
+				if (!ns) {
+					s = npt_fail(NPT_E_NOMEM, "eval: out of memory walking a "
+						     "lazy graph of %zu levels", n);
+					break;
+				}
+				memcpy(ns, st, n * sizeof(*ns));
+				if (st != local)
+					free(st);
+				st = ns;
+				cap *= 2;
+			}
+			st[n++] = (struct walk_frame){ in, 0 };
+			continue;
+		}
+		/* every input done: inputs evaluated on the way are leaves now */
+		npt_tensor_t *t = f->t;
+		int64_t h = 0;
+
+		for (int i = 0; i < node->nin; i++)
+			if (node->in[i] && node->in[i]->node && node->in[i]->height + 1 > h)
+				h = node->in[i]->height + 1;
+		t->height = h;
+		n--;
+		if (h >= EVAL_MAX_HEIGHT && t != root)
+			s = eval_node(t);	/* settles t: its parents read it as a leaf */
+	}
+	if (st != local)
+		free(st);
+	return s;
+}
+
 npt_status_t npt_eval_locked(npt_tensor_t *t)
 {
 	npt_status_t s;
 
 	if (!t->node)
 		return NPT_OK;
+	eval_nesting++;
+	s = eval_nesting == 1 ? eval_deep_parts(t) : NPT_OK;
+	if (!s)
+		s = eval_node(t);
+	eval_nesting--;
+	return s;
+}
+
+static npt_status_t eval_node(npt_tensor_t *t)
+{
+	npt_status_t s;
+
 	if (t->node->kind == NPT_NODE_EW) {
 		s = eval_ew(t);
 	} else {
