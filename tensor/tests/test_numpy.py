@@ -1292,6 +1292,36 @@ def t_setitem_as_numpy():
     return True, ""
 
 
+def t_outputs_with_zero_strides():
+    """An empty output is writable even where NumPy gives it zero strides (np.zeros((0, 3))[:,
+    None] has strides (0, 0, 0)): nothing can alias, and NumPy writes it. A view of a broadcast
+    view is read-only as in NumPy, and the refusal says that, not that it has a stride-0
+    dimension it does not have."""
+    bad = []
+    for a in [np.zeros((0, 3))[:, None], np.lib.stride_tricks.as_strided(np.zeros(1), (0, 4),
+                                                                         (0, 0))]:
+        t = nt.from_numpy(a)
+        for name, ours, theirs in [
+                ("setitem", lambda: t.__setitem__(Ellipsis, 1.0),
+                 lambda: a.__setitem__(Ellipsis, 1.0)),
+                ("+=", lambda: t.__iadd__(1.0), lambda: a.__iadd__(1.0)),
+                ("out=", lambda: nt.add(t, t, out=t), lambda: np.add(a, a, out=a))]:
+            ok, msg = same_outcome(ours, theirs)
+            if not ok or not t.writable:
+                bad.append("%s into shape %s strides %s: %s (writable %s)" % (
+                    name, a.shape, a.strides, msg, t.writable))
+    b = nt.zeros(3).broadcast_to((4, 3))
+    for name, view in [("b[0]", lambda: b[0]), ("b[1:2]", lambda: b[1:2])]:
+        try:
+            view()[...] = 1.0
+            bad.append("%s of a broadcast view accepted a write" % name)
+        except nt.ReadOnlyError as e:
+            if "stride-0" in str(e) or "view of one" not in str(e):
+                bad.append("%s: %s" % (name, e))
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1387,7 +1417,9 @@ def main():
                 t_tensor_over_numpy_view_frees),
                ("errors found at evaluation are NptErrors with the library's message",
                 t_eval_errors_are_npt_errors),
-               ("assignment casts and broadcasts as NumPy's", t_setitem_as_numpy)]
+               ("assignment casts and broadcasts as NumPy's", t_setitem_as_numpy),
+               ("empty outputs with zero strides are writable; views of broadcast views "
+                "refused in their own words", t_outputs_with_zero_strides)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:

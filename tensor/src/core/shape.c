@@ -88,6 +88,8 @@ int npt_is_contiguous(const npt_tensor_t *t)
 
 int npt_has_zero_stride(const npt_tensor_t *t)
 {
+	if (!npt_numel(t->ndim, t->shape))
+		return 0;	/* no element: none can alias another (NumPy's empty views) */
 	for (int i = 0; i < t->ndim; i++)
 		if (t->strides[i] == 0 && t->shape[i] > 1)
 			return 1;

@@ -425,10 +425,15 @@ static npt_status_t check_out(const char *op, npt_tensor_t *src, npt_tensor_t *o
 				"only in its packed layout (npt_tensor_from_packed): it has no "
 				"elements to write; write into a tensor you own", op,
 				(long long)out->shape[0], (long long)out->shape[1]);
-	if (out->broadcast || npt_has_zero_stride(out))
+	if (npt_has_zero_stride(out))
 		return npt_fail(NPT_E_READONLY, "%s: the output of shape %s is a broadcast view "
 				"(a stride-0 dimension); writing it would alias elements: write "
 				"into a contiguous tensor instead", op,
+				npt_shape_str(a, sizeof(a), out->ndim, out->shape));
+	if (out->broadcast)
+		return npt_fail(NPT_E_READONLY, "%s: the output of shape %s is a broadcast "
+				"view (broadcast_to/expand) or a view of one, read-only as NumPy's: write "
+				"into the tensor that was broadcast, or a copy (contiguous())", op,
 				npt_shape_str(a, sizeof(a), out->ndim, out->shape));
 	if (out->buf && out->buf->readonly)
 		return npt_fail(NPT_E_READONLY, "%s: the output tensor is read-only (a borrowed "
