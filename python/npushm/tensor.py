@@ -775,7 +775,17 @@ def broadcast_to(x, shape):
 
 def _red(name):
     def f(x, axis=None, keepdims=False, out=None):
-        return _finish(_as_tensor(x)._reduce(name, axis, keepdims), out)
+        x = _as_tensor(x)
+        r = x._reduce(name, axis, keepdims)
+        if isinstance(out, Tensor) and out._dt != r._dt:
+            # NumPy's reductions cast into out= with 'unsafe' casting (ufunc.reduce), after
+            # computing in their own dtype: np.sum([0.5] * 3, out=int64) is 1. Its mean
+            # sums into out, then divides there: mean([100, 100, 3], out=int8) is -53 / 3
+            if name == "mean":
+                s = x._reduce("sum", axis, keepdims).astype(out._dt)
+                r = s / (x.size // r.size if r.size else 0)
+            r = r.astype(out._dt)
+        return _finish(r, out)
     f.__name__ = name
     f.__doc__ = ("%s of `x` over `axis` (None: all; an int or a tuple), keepdims as in NumPy "
                  "(numpy.%s)." % (name.capitalize(), name))

@@ -1322,6 +1322,34 @@ def t_outputs_with_zero_strides():
     return True, ""
 
 
+def t_reduction_out_casting():
+    """NumPy's reductions write into out= with 'unsafe' casting after computing in their own
+    dtype (np.sum([0.5] * 3, out=int64) is 1, np.max([2.7, 1.2], out=int64) 2); elementwise
+    ops keep 'same_kind' (np.add(f64, 1, out=int64) is refused, here too)."""
+    bad = []
+    for x in [np.array([0.5, 0.5, 0.5]), np.array([2.6, 2.6, 2.6, 2.6]),
+              np.array([-2.6, -0.3, 7.9]), np.array([1.5, 1.5, 1.5], np.float32),
+              np.array([100, 100, 3], np.int64)]:
+        for op in ["sum", "mean", "max", "min", "prod"]:
+            for dt in ["int64", "int32", "int8", "float16", "float32", "bool"]:
+                ok, msg = same_outcome(
+                    lambda: getattr(nt, op)(nt.from_numpy(x), out=nt.zeros((), dt)),
+                    lambda: getattr(np, op)(x, out=np.zeros((), dt)))
+                if not ok:
+                    bad.append("%s(%r, out=%s): %s" % (op, x.tolist(), dt, msg))
+    ok, msg = same_outcome(lambda: nt.sum(nt.from_numpy(np.ones((2, 3))), axis=0,
+                                          out=nt.zeros((3,), "int8")),
+                           lambda: np.sum(np.ones((2, 3)), axis=0, out=np.zeros((3,), np.int8)))
+    if not ok:
+        bad.append("sum axis 0 into int8: " + msg)
+    ok, msg = expect_error(lambda: nt.add(nt.from_numpy(np.ones(3)), 1,
+                                          out=nt.zeros((3,), "int64")))
+    if not ok:
+        bad.append("add(f64, 1, out=int64) accepted")
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1419,7 +1447,8 @@ def main():
                 t_eval_errors_are_npt_errors),
                ("assignment casts and broadcasts as NumPy's", t_setitem_as_numpy),
                ("empty outputs with zero strides are writable; views of broadcast views "
-                "refused in their own words", t_outputs_with_zero_strides)]
+                "refused in their own words", t_outputs_with_zero_strides),
+               ("reductions cast into out= as NumPy's (unsafe)", t_reduction_out_casting)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:
