@@ -562,12 +562,12 @@ def _wrap(call):
 
 def from_numpy(arr, readonly=None):
     """Wrap a NumPy array without copying; the tensor keeps the array alive. Read-only
-    arrays (or readonly=True) give read-only tensors. Strides that are not a multiple of
-    the item size (possible only with as_strided tricks) force a copy.
+    arrays (or readonly=True) give read-only tensors.
 
-    An array in non-native byte order (e.g. dtype '>f4') cannot be shared: it is converted
-    into a native-order copy, and the tensor is read-only unless readonly=False is given,
-    so that a write cannot silently miss the original array."""
+    An array in non-native byte order (e.g. dtype '>f4'), with strides that are not a
+    multiple of the item size (a field of a record array) or with misaligned elements cannot
+    be shared: it is converted into a native, contiguous copy, and the tensor is read-only
+    unless readonly=False is given, so that a write cannot silently miss the original array."""
     arr = np.asarray(arr)
     dt = _dt_index(arr.dtype)
     copied = not arr.dtype.isnative
@@ -575,7 +575,12 @@ def from_numpy(arr, readonly=None):
         arr = arr.astype(arr.dtype.newbyteorder("="))
     isz = arr.dtype.itemsize
     if any(s % isz for s in arr.strides) or not arr.flags.aligned:
-        arr = np.ascontiguousarray(arr)
+        # no element strides describe it (a field of a record array) or its elements are not
+        # aligned: a copy (np.ascontiguousarray made none of a contiguous misaligned array,
+        # and returns a 0-d array as 1-d), which a write could not reach back: read-only
+        # unless readonly=False, as for byte order
+        arr = np.array(arr, order="C", copy=True)
+        copied = True
     if readonly is None:
         ro = copied or not arr.flags.writeable
     else:

@@ -1350,6 +1350,37 @@ def t_reduction_out_casting():
     return True, ""
 
 
+def t_unshareable_arrays_copied_read_only():
+    """An array whose memory cannot be shared (a field of a record array: strides that are no
+    multiple of the item size; misaligned elements) is copied, so the tensor is read-only
+    unless readonly=False: a write would otherwise land in the copy and silently miss the
+    array (t += 1 left rec['a'] unchanged). Its values, and 0-d arrays, keep their shape."""
+    bad = []
+    rec = np.zeros(3, dtype=[("a", "f4"), ("b", "i1")])
+    rec["a"] = [1.5, -2.0, 3.25]
+    mis = np.frombuffer(bytearray(41), dtype=np.float64, offset=1, count=5)
+    mis0 = np.frombuffer(bytearray(9), dtype=np.float64, offset=1, count=1).reshape(())
+    for name, arr in [("record field", rec["a"]), ("misaligned", mis),
+                      ("misaligned 0-d", mis0)]:
+        t = nt.from_numpy(arr)
+        if t.shape != arr.shape or not np.array_equal(t.numpy(), arr):
+            bad.append("%s: %s %r vs %s %r" % (name, t.shape, t.numpy(), arr.shape, arr))
+        before = arr.copy()
+        try:
+            t += 1
+            if not np.array_equal(arr, before + 1):
+                bad.append("%s: t += 1 did not reach the array (%r)" % (name, arr))
+        except nt.ReadOnlyError:
+            pass
+        if t.writable:
+            bad.append("%s: a writable tensor over a copy" % name)
+        w = nt.from_numpy(arr, readonly=False)
+        if not w.writable:
+            bad.append("%s: readonly=False gave a read-only tensor" % name)
+    check(not bad, "\n".join(bad[:8]))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1448,7 +1479,9 @@ def main():
                ("assignment casts and broadcasts as NumPy's", t_setitem_as_numpy),
                ("empty outputs with zero strides are writable; views of broadcast views "
                 "refused in their own words", t_outputs_with_zero_strides),
-               ("reductions cast into out= as NumPy's (unsafe)", t_reduction_out_casting)]
+               ("reductions cast into out= as NumPy's (unsafe)", t_reduction_out_casting),
+               ("arrays that cannot be shared are copied read-only, never silently",
+                t_unshareable_arrays_copied_read_only)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:
