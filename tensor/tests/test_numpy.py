@@ -1381,6 +1381,30 @@ def t_unshareable_arrays_copied_read_only():
     return True, ""
 
 
+def t_out_of_shared_lazy_graph():
+    """out= of a reduction or softmax whose input is a lazy graph sharing subexpressions
+    (y = x * 0.5; x = y + y, 60 times: 120 nodes, 2^60 paths) checks the output against the
+    graph's inputs node by node, not path by path (it took 2^60 steps). A child process
+    with a time limit, so that a hang fails the test instead of the suite."""
+    import subprocess
+    code = ("import numpy as np\nfrom npushm import tensor as nt\n"
+            "x = o = nt.from_numpy(np.ones(8, np.float32))\n"
+            "for i in range(60):\n    y = x * 0.5\n    x = y + y\n"
+            "s = nt.zeros(())\nnt.sum(x, out=s)\n"
+            "m = nt.zeros(8)\nnt.softmax(x, 0, out=m)\n"
+            "nt.max(x, axis=0, keepdims=True, out=o[3:4])\n"
+            "print(s.item(), m.numpy().tolist() == [0.125] * 8, o.numpy().tolist())\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, "out= of a reduction of a shared 60-level lazy graph did not finish"
+    check(r.returncode == 0 and r.stdout.split() == ["8.0", "True", "[1.0,", "1.0,", "1.0,",
+                                                     "1.0,", "1.0,", "1.0,", "1.0,", "1.0]"],
+          "exit %d, stdout %r, stderr %r" % (r.returncode, r.stdout, r.stderr[-500:]))
+    return True, ""
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -1481,7 +1505,9 @@ def main():
                 "refused in their own words", t_outputs_with_zero_strides),
                ("reductions cast into out= as NumPy's (unsafe)", t_reduction_out_casting),
                ("arrays that cannot be shared are copied read-only, never silently",
-                t_unshareable_arrays_copied_read_only)]
+                t_unshareable_arrays_copied_read_only),
+               ("out= of a reduction of a lazy graph sharing subexpressions finishes",
+                t_out_of_shared_lazy_graph)]
     print("1..%d" % len(groups))
     print("# seed %d, %d random cases per group" % (SEED, CASES))
     for name, fn in groups:

@@ -29,6 +29,22 @@
 
 static pthread_mutex_t eval_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t epoch_counter;
+static uint64_t walk_counter;	/* graph walks: each marks what it reached (tensor->walk) */
+
+/* an explicit stack of @n elements of @size at @st (first @local, of @cap
+ * elements) made twice as big; NULL when out of memory (@st kept) */
+static void *stack_grow(void *st, void *local, size_t *cap, size_t n, size_t size)
+{
+	void *ns = malloc(2 * *cap * size);
+
+	if (!ns)
+		return NULL;
+	memcpy(ns, st, n * size);
+	if (st != local)
+		free(st);
+	*cap *= 2;
+	return ns;
+}
 
 void npt_eval_lock(void)
 {
@@ -250,17 +266,44 @@ static npt_status_t run_boundary(npt_tensor_t *t, npt_tensor_t *dst)
 	return s;
 }
 
-/* does lazy (or materialised) t read memory overlapping out? */
-static int graph_overlaps(npt_tensor_t *t, npt_tensor_t *out, int depth)
+/* does lazy (or materialised) @t read memory overlapping @out? Iterative,
+ * each tensor once: a graph that shares subexpressions (y = x * 0.5;
+ * x = y + y, 40 times) has 2^40 paths but 80 nodes */
+static int graph_overlaps(npt_tensor_t *t, npt_tensor_t *out)
 {
-	if (!t->node)
-		return npt_buffers_overlap(t, out);
-	if (depth > 4096)
-		return 1; /* do not recurse forever: assume the worst */
-	for (int i = 0; i < t->node->nin; i++)
-		if (t->node->in[i] && graph_overlaps(t->node->in[i], out, depth + 1))
-			return 1;
-	return 0;
+	npt_tensor_t *local[64], **st = local;
+	size_t n = 0, cap = 64;
+	uint64_t w = ++walk_counter;
+	int hit = 0;
+
+	t->walk = w;
+	st[n++] = t;
+	while (n && !hit) {
+		npt_tensor_t *x = st[--n];
+
+		if (!x->node) {
+			hit = npt_buffers_overlap(x, out);
+			continue;
+		}
+		for (int i = 0; i < x->node->nin && !hit; i++) {
+			npt_tensor_t *in = x->node->in[i], **ns;
+
+			if (!in || in->walk == w)
+				continue;
+			in->walk = w;
+			if (n == cap) {
+				if (!(ns = stack_grow(st, local, &cap, n, sizeof(*st)))) {
+					hit = 1;	/* out of memory: assume the worst */
+					break;
+				}
+				st = ns;
+			}
+			st[n++] = in;
+		}
+	}
+	if (st != local)
+		free(st);
+	return hit;
 }
 
 /* evaluate a boundary node's inputs; a reduction's elementwise input stays
@@ -295,7 +338,6 @@ static npt_status_t eval_inputs(npt_tensor_t *t)
 #define EVAL_MAX_HEIGHT 512
 
 static int eval_nesting;	/* under eval_mutex: recursion depth of npt_eval_locked */
-static uint64_t walk_counter;
 
 static npt_status_t eval_node(npt_tensor_t *t);
 
@@ -324,18 +366,14 @@ static npt_status_t eval_deep_parts(npt_tensor_t *root)
 				continue;
 			in->walk = w;
 			if (n == cap) {
-				struct walk_frame *ns = malloc(2 * cap * sizeof(*ns));
+				struct walk_frame *ns = stack_grow(st, local, &cap, n, sizeof(*st));
 
 				if (!ns) {
 					s = npt_fail(NPT_E_NOMEM, "eval: out of memory walking a "
 						     "lazy graph of %zu levels", n);
 					break;
 				}
-				memcpy(ns, st, n * sizeof(*ns));
-				if (st != local)
-					free(st);
 				st = ns;
-				cap *= 2;
 			}
 			st[n++] = (struct walk_frame){ in, 0 };
 			continue;
@@ -493,7 +531,7 @@ static npt_status_t eval_into_locked(npt_tensor_t *src, npt_tensor_t *out)
 		if ((s = eval_inputs(src)))
 			return s;
 		for (int i = 0; i < src->node->nin && direct; i++)
-			if (src->node->in[i] && graph_overlaps(src->node->in[i], out, 0))
+			if (src->node->in[i] && graph_overlaps(src->node->in[i], out))
 				direct = 0;
 		if ((s = flush_readers(out, 0)))
 			return s;
