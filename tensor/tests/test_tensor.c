@@ -1331,6 +1331,36 @@ static int t_deep_graphs(void)
 }
 
 /*
+ * A batched product of empty operands (K = 0) whose data pointers are NULL, as
+ * npushm.tensor passes for NumPy's empty arrays, with a negative batch stride:
+ * zeros, and no pointer arithmetic on NULL (UBSan's "applying non-zero offset
+ * to null pointer" in make check-sanitizers before the fix).
+ */
+static int t_matmul_empty_null_operands(void)
+{
+	int64_t sa[3] = { 2, 3, 0 }, ta[3] = { -1, 0, 1 }, sb[2] = { 0, 4 };
+	npt_dtype_t dts[3] = { NPT_I8, NPT_F32, NPT_F64 };
+
+	for (int k = 0; k < 3; k++) {
+		npt_tensor_t *a, *b, *c;
+		char *p;
+
+		OK(npt_tensor_from_data(NULL, dts[k], 3, sa, ta, 0, NULL, NULL, &a));
+		OK(npt_tensor_from_data(NULL, dts[k], 2, sb, NULL, 0, NULL, NULL, &b));
+		OK(npt_matmul(a, b, &c));
+		OK(npt_tensor_data(c, (void **)&p));
+		CHECK(npt_tensor_ndim(c) == 3 && npt_tensor_numel(c) == 24, "shape");
+		for (size_t i = 0; i < 24 * npt_dtype_size(dts[k]); i++)
+			CHECK(p[i] == 0, "byte %zu of the %s product is %d", i,
+			      npt_dtype_name(dts[k]), p[i]);
+		npt_tensor_free(c);
+		npt_tensor_free(b);
+		npt_tensor_free(a);
+	}
+	return 1;
+}
+
+/*
  * Arguments a caller gets wrong: a NULL shape for a nonzero rank, an op
  * whose result shape overflows, bad DLPack fields. Each is refused with a
  * message that names the call the caller made (not an internal one).
@@ -1469,6 +1499,9 @@ TENSOR_TEST(chain_of_500_ops_evaluates_correctly_200000_node_graph_frees, t_long
 
 /* 10^5 nested reductions, 10^6 chained ops, shared subexpressions: no stack overflow */
 TENSOR_TEST(very_deep_lazy_graphs_evaluate_on_a_4_mib_stack, t_deep_graphs)
+
+/* empty operands with NULL data and a negative batch stride: zeros, no NULL arithmetic */
+TENSOR_TEST(matmul_of_empty_null_operands_with_negative_batch_strides, t_matmul_empty_null_operands)
 
 /* an elementwise prologue fuses into sum_to_shape (no intermediate) */
 TENSOR_TEST(elementwise_prologue_fuses_into_sum_to_shape, t_reduce_prologue_fused)

@@ -159,7 +159,8 @@ npt_status_t npt_run_matmul(const npt_kcall_t *k)
 		const char *pa = npt_tensor_ptr(a), *pb = npt_tensor_ptr(b);
 		char *pc = cbase + bi * M * N * (int64_t)(blas ? gsz : npt_dtype_size(dt));
 
-		for (int d = 0; d < nbat; d++) {
+		/* no element of an empty operand is read: its data may be NULL */
+		for (int d = 0; d < nbat && K; d++) {
 			pa += idx[d] * bst_a[d] * (int64_t)gsz;
 			pb += idx[d] * bst_b[d] * (int64_t)gsz;
 		}
