@@ -1361,6 +1361,44 @@ static int t_matmul_empty_null_operands(void)
 }
 
 /*
+ * Views with an offset of an empty tensor whose data is NULL (a slice of
+ * NumPy's np.empty((0, 5)) through npushm.tensor) evaluate, copy and reduce
+ * without computing an address from NULL (UBSan in make check-sanitizers
+ * before the fix).
+ */
+static int t_empty_null_views(void)
+{
+	int64_t s[2] = { 0, 5 };
+	npt_tensor_t *a, *v, *r, *w, *o;
+	void *p;
+
+	OK(npt_tensor_from_data(NULL, NPT_F32, 2, s, NULL, 0, NULL, NULL, &a));
+	OK(npt_tensor_slice(a, 1, 4, NPT_SLICE_END, -2, &v));	/* (0, 3), offset 4 */
+	OK(npt_tensor_data(v, &p));	/* as numpy() asks for it */
+	CHECK(p == NULL, "the data of an empty view of NULL data is %p", p);
+	OK(npt_binary(NPT_OP_ADD, v, v, &r));
+	OK(npt_tensor_data(r, &p));
+	CHECK(npt_tensor_numel(r) == 0, "numel");
+	npt_tensor_free(r);
+	OK(npt_reduce(NPT_RED_SUM, v, 1, (int[1]){ 0 }, false, &r));
+	OK(npt_tensor_data(r, &p));
+	CHECK(npt_tensor_numel(r) == 3 && ((float *)p)[0] == 0.0f && ((float *)p)[2] == 0.0f,
+	      "sum over the empty axis");
+	npt_tensor_free(r);
+	OK(npt_tensor_contiguous(v, &w));
+	OK(npt_tensor_data(w, &p));
+	OK(npt_tensor_empty(NPT_F32, 2, s, &o));
+	OK(npt_tensor_slice(o, 1, 0, 3, 1, &r));
+	OK(npt_tensor_eval_into(v, r));	/* (0, 3) into (0, 3) */
+	npt_tensor_free(r);
+	npt_tensor_free(o);
+	npt_tensor_free(w);
+	npt_tensor_free(v);
+	npt_tensor_free(a);
+	return 1;
+}
+
+/*
  * Arguments a caller gets wrong: a NULL shape for a nonzero rank, an op
  * whose result shape overflows, bad DLPack fields. Each is refused with a
  * message that names the call the caller made (not an internal one).
@@ -1502,6 +1540,9 @@ TENSOR_TEST(very_deep_lazy_graphs_evaluate_on_a_4_mib_stack, t_deep_graphs)
 
 /* empty operands with NULL data and a negative batch stride: zeros, no NULL arithmetic */
 TENSOR_TEST(matmul_of_empty_null_operands_with_negative_batch_strides, t_matmul_empty_null_operands)
+
+/* views with an offset of an empty tensor over NULL data: no address from NULL */
+TENSOR_TEST(views_of_empty_null_data_compute_no_address, t_empty_null_views)
 
 /* an elementwise prologue fuses into sum_to_shape (no intermediate) */
 TENSOR_TEST(elementwise_prologue_fuses_into_sum_to_shape, t_reduce_prologue_fused)

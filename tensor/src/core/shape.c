@@ -71,6 +71,8 @@ npt_status_t npt_check_shape(const char *op, int ndim, const int64_t *shape, int
 
 char *npt_tensor_ptr(const npt_tensor_t *t)
 {
+	if (!t->buf->data)
+		return NULL;	/* an empty borrowed tensor (NULL data): nothing to address */
 	return t->buf->data + t->offset * (int64_t)npt_dtype_size(t->dtype);
 }
 
