@@ -52,7 +52,13 @@ static size_t utf8_printable_len(const unsigned char *s)
 	return n;
 }
 
-char *cli_text(const char *s)
+/*
+ * @s with the bytes it may not hold written as \xNN. For JSON (@json) every
+ * ASCII byte and well-formed UTF-8 sequence stays (C1 controls too: JSON
+ * escapes them itself); for a terminal only printable ASCII and UTF-8
+ * outside the C1 controls.
+ */
+static char *escape_text(const char *s, int json)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	char *out = malloc(4 * strlen((const char *)p) + 1), *o = out;
@@ -60,8 +66,13 @@ char *cli_text(const char *s)
 	if (!out)
 		return NULL;
 	while (*p) {
-		size_t n = *p >= 0x80 ? utf8_printable_len(p) : (*p >= 0x20 && *p != 0x7f);
+		size_t n;
 
+		if (*p < 0x80)
+			n = json || (*p >= 0x20 && *p != 0x7f);
+		else if (!(n = utf8_printable_len(p)) && json && p[0] == 0xc2 && p[1] >= 0x80 &&
+			 p[1] <= 0x9f)
+			n = 2;
 		if (n) {
 			memcpy(o, p, n);
 			o += n;
@@ -74,29 +85,14 @@ char *cli_text(const char *s)
 	return out;
 }
 
+char *cli_text(const char *s)
+{
+	return escape_text(s, 0);
+}
+
 char *cli_utf8(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	char *out = malloc(4 * strlen((const char *)p) + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	while (*p) {
-		/* C1 controls are UTF-8 too: JSON escapes them itself */
-		size_t n = *p < 0x80 ? 1 : utf8_printable_len(p);
-
-		if (!n && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			n = 2;
-		if (n) {
-			memcpy(o, p, n);
-			o += n;
-			p += n;
-		} else {
-			o += sprintf(o, "\\x%02x", *p++);
-		}
-	}
-	*o = '\0';
-	return out;
+	return escape_text(s, 1);
 }
 
 struct json_object *cli_json_string(const char *s)
