@@ -622,6 +622,19 @@ def cast_case(src, dst):
 
 # ---------------------------------------------------------------- semantic tests
 
+def in_child(body, timeout=60):
+    """Run `body` (after importing numpy as np and npushm.tensor as nt) in a child Python, so
+    that a hang or a crash fails one test instead of the suite: its CompletedProcess, or None
+    when it did not finish within `timeout` seconds."""
+    import subprocess
+    code = "import numpy as np\nfrom npushm import tensor as nt\n" + body
+    try:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
@@ -1211,16 +1224,11 @@ def t_tensor_over_numpy_view_frees():
     operand) frees without a deadlock: the last release drops the array, whose base frees
     the first tensor, whose release comes back into the binding. Run in a child process so
     that a hang fails the test instead of the suite."""
-    import subprocess
-    code = ("import numpy as np\nfrom npushm import tensor as nt\n"
-            "a = nt.from_numpy(np.arange(4.0))\nm = nt.from_numpy(a.numpy())\n"
-            "b = nt.asarray(nt.zeros(3).numpy())\ndel a\ndel m, b\n"
-            "c = nt.from_numpy(np.ones(2))\nd = nt.from_numpy(c.numpy()) + 1\ndel c\n"
-            "print(d.numpy().tolist())\ndel d\nprint('freed')\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=60)
-    except subprocess.TimeoutExpired:
+    r = in_child("a = nt.from_numpy(np.arange(4.0))\nm = nt.from_numpy(a.numpy())\n"
+                 "b = nt.asarray(nt.zeros(3).numpy())\ndel a\ndel m, b\n"
+                 "c = nt.from_numpy(np.ones(2))\nd = nt.from_numpy(c.numpy()) + 1\ndel c\n"
+                 "print(d.numpy().tolist())\ndel d\nprint('freed')\n")
+    if r is None:
         return False, "freeing a tensor over another tensor's numpy() view hangs"
     check(r.returncode == 0 and r.stdout.split() == ["[2.0,", "2.0]", "freed"],
           "exit %d, stdout %r, stderr %r" % (r.returncode, r.stdout, r.stderr[-500:]))
@@ -1386,18 +1394,13 @@ def t_out_of_shared_lazy_graph():
     (y = x * 0.5; x = y + y, 60 times: 120 nodes, 2^60 paths) checks the output against the
     graph's inputs node by node, not path by path (it took 2^60 steps). A child process
     with a time limit, so that a hang fails the test instead of the suite."""
-    import subprocess
-    code = ("import numpy as np\nfrom npushm import tensor as nt\n"
-            "x = o = nt.from_numpy(np.ones(8, np.float32))\n"
-            "for i in range(60):\n    y = x * 0.5\n    x = y + y\n"
-            "s = nt.zeros(())\nnt.sum(x, out=s)\n"
-            "m = nt.zeros(8)\nnt.softmax(x, 0, out=m)\n"
-            "nt.max(x, axis=0, keepdims=True, out=o[3:4])\n"
-            "print(s.item(), m.numpy().tolist() == [0.125] * 8, o.numpy().tolist())\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=60)
-    except subprocess.TimeoutExpired:
+    r = in_child("x = o = nt.from_numpy(np.ones(8, np.float32))\n"
+                 "for i in range(60):\n    y = x * 0.5\n    x = y + y\n"
+                 "s = nt.zeros(())\nnt.sum(x, out=s)\n"
+                 "m = nt.zeros(8)\nnt.softmax(x, 0, out=m)\n"
+                 "nt.max(x, axis=0, keepdims=True, out=o[3:4])\n"
+                 "print(s.item(), m.numpy().tolist() == [0.125] * 8, o.numpy().tolist())\n")
+    if r is None:
         return False, "out= of a reduction of a shared 60-level lazy graph did not finish"
     check(r.returncode == 0 and r.stdout.split() == ["8.0", "True", "[1.0,", "1.0,", "1.0,",
                                                      "1.0,", "1.0,", "1.0,", "1.0,", "1.0]"],
