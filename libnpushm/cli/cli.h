@@ -57,6 +57,27 @@ char *cli_text(const char *s);
  */
 char *cli_utf8(const char *s);
 struct json_object *cli_json_string(const char *s);
+/*
+ * A command over several operands that goes on past one that fails, as
+ * rm(1) and sha256sum do (hash, rm): each failure is said on stderr at
+ * once and kept for --json; the first is kept for the summary.
+ */
+struct cli_many {
+	const struct cli_opts *o;
+	const char *key;		/* "file" or "name": the operand in --json's errors */
+	struct json_object *errs;	/* --json: one object per failure */
+	npushm_status_t first;
+	char first_msg[1024];
+	int failed;
+};
+void cli_many_init(struct cli_many *m, const struct cli_opts *o, const char *key);
+void cli_many_fail(struct cli_many *m, const char *arg, npushm_status_t st);
+/*
+ * The end, @what saying what failed ("files could not be hashed"): with
+ * --json, "error" and "errors" added to @root when some failed; on stderr
+ * the count when there were several operands. Returns the exit status.
+ */
+int cli_many_end(struct cli_many *m, struct json_object *root, const char *what);
 /* "1.5 GiB" into @buf. */
 const char *cli_size(unsigned long long bytes, char *buf, unsigned len);
 /* "NOT_FOUND" and so on. */

@@ -127,16 +127,17 @@ static const struct cmd_help cmd_helps[] = {
 	  "\n"
 	  "Exit status: 0 shown, 1 no such model or no permission, 2 bad usage.\n" },
 	{ "rm",
-	  "usage: npushm rm NAME [--quiet] [--json]\n"
+	  "usage: npushm rm NAME... [--quiet] [--json]\n"
 	  "\n"
-	  "Remove the name NAME, and the names of its per-node copies (NAME@nodeN) with\n"
+	  "Remove each name NAME, and the names of its per-node copies (NAME@nodeN) with\n"
 	  "it. Processes that attached the model keep it; its memory is freed when the\n"
-	  "last of them detaches (npushm ls --all shows it until then).\n"
+	  "last of them detaches (npushm ls --all shows it until then). A name that\n"
+	  "cannot be removed is reported and the others are still removed.\n"
 	  "\n"
 	  "  --quiet       print nothing on success\n"
 	  "  --json        print the result (or the error) as one JSON document\n"
 	  "\n"
-	  "Exit status: 0 removed, 1 no such name or no permission, 2 bad usage.\n" },
+	  "Exit status: 0 all removed, 1 a name missing or not yours, 2 bad usage.\n" },
 	{ "hash",
 	  "usage: npushm hash FILE... [--json]\n"
 	  "\n"
@@ -371,8 +372,8 @@ int main(int argc, char **argv)
 		return print_warnings(cmd_info(&o));
 	}
 	if (!strcmp(cmd, "rm")) {
-		if (o.nargs != 1)
-			return usage_error("%s", "rm takes one NAME");
+		if (!o.nargs)
+			return usage_error("%s", "rm takes one or more NAMEs");
 		return print_warnings(cmd_rm(&o));
 	}
 	if (!strcmp(cmd, "hash")) {

@@ -104,6 +104,61 @@ struct json_object *cli_json_string(const char *s)
 	return j;
 }
 
+void cli_many_init(struct cli_many *m, const struct cli_opts *o, const char *key)
+{
+	memset(m, 0, sizeof(*m));
+	m->o = o;
+	m->key = key;
+	m->errs = o->json ? json_object_new_array() : NULL;
+}
+
+void cli_many_fail(struct cli_many *m, const char *arg, npushm_status_t st)
+{
+	const char *msg = *npushm_last_error() ? npushm_last_error() : npushm_strerror(st);
+	char *safe = cli_text(msg);
+
+	fprintf(stderr, "npushm: %s\n", safe ? safe : "(out of memory)");
+	free(safe);
+	if (!m->failed++) {
+		m->first = st;
+		snprintf(m->first_msg, sizeof(m->first_msg), "%s", msg);
+	}
+	if (m->errs) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, m->key, cli_json_string(arg));
+		json_object_object_add(j, "status", json_object_new_string(cli_status_name(st)));
+		json_object_object_add(j, "message", cli_json_string(msg));
+		json_object_array_add(m->errs, j);
+	}
+}
+
+int cli_many_end(struct cli_many *m, struct json_object *root, const char *what)
+{
+	if (root && m->failed) {
+		struct json_object *err = json_object_new_object();
+		char msg[1200];
+
+		if (m->failed == 1)
+			snprintf(msg, sizeof(msg), "%s", m->first_msg);
+		else
+			snprintf(msg, sizeof(msg), "%d of %d %s; the first: %s", m->failed,
+				 m->o->nargs, what, m->first_msg);
+		json_object_object_add(err, "status", json_object_new_string(cli_status_name(m->first)));
+		json_object_object_add(err, "message", cli_json_string(msg));
+		json_object_object_add(root, "error", err);
+		json_object_object_add(root, "errors", m->errs);
+	} else if (m->errs) {
+		json_object_put(m->errs);
+	}
+	m->errs = NULL;
+	if (root)
+		cli_print_json(root);
+	if (m->failed && m->o->nargs > 1)
+		fprintf(stderr, "npushm: %d of %d %s\n", m->failed, m->o->nargs, what);
+	return m->failed ? 1 : 0;
+}
+
 int cli_fail(const struct cli_opts *o, npushm_status_t st, const char *msg)
 {
 	const char *text = msg ? msg : npushm_last_error();

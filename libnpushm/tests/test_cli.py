@@ -712,3 +712,41 @@ def teardown_module(module):
 
 if __name__ == "__main__":
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))
+
+
+def test_rm_takes_several_names_and_goes_on_past_a_missing_one():
+    """`npushm rm A B C` removes each name as rm(1) does: one that does not exist is
+    reported on stderr, the others are still removed, and the exit status is 1."""
+    path = model_file("rm-many.safetensors", seed=31)
+    a, b, missing = PFX + "rm-a", PFX + "rm-b", PFX + "rm-missing"
+    load(path, a)
+    load(path, b)
+    p = cli("rm", a, missing, b, expect=1)
+    created.discard(a)
+    created.discard(b)
+    check(p.stdout == "removed '%s'\nremoved '%s'\n" % (a, b), repr(p.stdout))
+    check("cannot remove '%s'" % missing in p.stderr and
+          "1 of 3 names could not be removed" in p.stderr, repr(p.stderr))
+    check(cli("info", a, expect=1) and cli("info", b, expect=1))
+    # JSON: the names removed, and the failures one by one
+    load(path, a)
+    load(path, b)
+    out, p = cli_json("rm", a, b)
+    created.discard(a)
+    created.discard(b)
+    check(out == {"removed": [a, b]}, out)
+    load(path, a)
+    out, p = cli_json("rm", missing, a, expect=1)
+    created.discard(a)
+    check(out["removed"] == [a] and out["error"]["status"] == "NOT_FOUND" and
+          out["error"]["message"].startswith("cannot remove '%s'" % missing) and
+          [e["name"] for e in out["errors"]] == [missing], out)
+    load(path, a)
+    out, p = cli_json("rm", missing, a, missing + "2", expect=1)
+    created.discard(a)
+    check(out["removed"] == [a] and
+          out["error"]["message"].startswith("2 of 3 names could not be removed; the first: ") and
+          [e["name"] for e in out["errors"]] == [missing, missing + "2"], out)
+    # no name at all is a usage error
+    p = cli("rm", expect=2)
+    check("rm takes one or more NAMEs" in p.stderr, p.stderr)
