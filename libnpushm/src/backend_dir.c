@@ -182,6 +182,18 @@ npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_
 	return npi_fail(npi_status_from_errno(err), err, "cannot open region '%s'", name);
 }
 
+int npi_dir_name_owner(const npushm_dev_t *dev, const char *name, uint32_t *uid)
+{
+	char fname[300];
+	struct stat sb;
+
+	if (npi_dir_file_name(dev, name, fname, sizeof(fname)) ||
+	    fstatat(dev->fd, fname, &sb, AT_SYMLINK_NOFOLLOW))
+		return -1;
+	*uid = (uint32_t)sb.st_uid;
+	return 0;
+}
+
 npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name)
 {
 	char fname[300];

@@ -176,6 +176,9 @@ npushm_status_t npi_dir_scan(npushm_dev_t *dev,
 npushm_status_t npi_dir_tmpfile(npushm_dev_t *dev, int *fdp);
 npushm_status_t npi_dir_region_open(npushm_dev_t *dev, const char *name, uint32_t flags, int *fdp);
 npushm_status_t npi_dir_name_unlink(npushm_dev_t *dev, const char *name);
+/* The uid owning the file of @name, read without opening it (one we may not
+ * read too); -1 when there is none (no such name, or one too long). */
+int npi_dir_name_owner(const npushm_dev_t *dev, const char *name, uint32_t *uid);
 /* Give the file of @r the mode @mode, then link it as @name. */
 npushm_status_t npi_dir_publish(npushm_region_t *r, const char *name, uint32_t mode, uint32_t flags);
 /* The region's preferred name in the directory (a model name before a hash alias). */

@@ -360,14 +360,12 @@ static npushm_status_t check_name_first(struct load *ld, npushm_dev_t *dev, bool
 		return st;
 	}
 	if (st == NPUSHM_ERR_ACCESS) {
-		struct stat fs;
-		char fname[300];
+		uint32_t owner;
 
 		what = " (by another user; you may not read it)";
 		/* the owner: a file of the directory we may not open */
-		if (!npi_dir_file_name(dev, ld->name, fname, sizeof(fname)) &&
-		    !fstatat(dev->fd, fname, &fs, AT_SYMLINK_NOFOLLOW) && fs.st_uid != geteuid()) {
-			st = others_name(ld, dev, what, (uint32_t)fs.st_uid);
+		if (!npi_dir_name_owner(dev, ld->name, &owner) && owner != (uint32_t)geteuid()) {
+			st = others_name(ld, dev, what, owner);
 			if (st)
 				return st;
 		}

@@ -21,11 +21,9 @@
  * Remove: every other "NAME@nodeN" goes with NAME.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "manifest.h"
@@ -290,17 +288,16 @@ npushm_status_t npi_replicas_attach_local(npushm_dev_t *dev, const char *name, n
 
 void npi_replicas_remove(npushm_dev_t *dev, const char *name, uint32_t owner_uid)
 {
-	char copy[NPUSHM_NAME_MAX + 32], fname[300];
+	char copy[NPUSHM_NAME_MAX + 32];
 	struct npi_saved_error saved;
 	int max = npi_node_possible_max();
-	struct stat sb;
+	uint32_t uid;
 
 	npi_error_save(&saved);
 	for (int node = 0; node <= max; node++) {
 		npi_node_copy_name(name, node, copy, sizeof(copy));
 		/* another user's region under a copy's name is theirs, not a copy */
-		if (!npi_name_check(copy) && !npi_dir_file_name(dev, copy, fname, sizeof(fname)) &&
-		    !fstatat(dev->fd, fname, &sb, AT_SYMLINK_NOFOLLOW) && sb.st_uid == owner_uid)
+		if (!npi_name_check(copy) && !npi_dir_name_owner(dev, copy, &uid) && uid == owner_uid)
 			npushm_name_unlink(dev, copy);
 	}
 	npi_error_restore(&saved);
