@@ -898,26 +898,6 @@ static int cmd_fault(int argc, char **argv)
 
 /* ---------------------------------------------------------------- misc */
 
-static void put_fv(npccl_dtype_t d, void *b, size_t i, double v)
-{
-	switch (d) {
-	case NPCCL_FLOAT16: ((_Float16 *)b)[i] = (_Float16)v; break;
-	case NPCCL_BFLOAT16: ((uint16_t *)b)[i] = t_f32_to_bf16((float)v); break;
-	case NPCCL_FLOAT32: ((float *)b)[i] = (float)v; break;
-	default: ((double *)b)[i] = v; break;
-	}
-}
-
-static double get_fv(npccl_dtype_t d, const void *b, size_t i)
-{
-	switch (d) {
-	case NPCCL_FLOAT16: return (float)((const _Float16 *)b)[i];
-	case NPCCL_BFLOAT16: return t_bf16_to_f32(((const uint16_t *)b)[i]);
-	case NPCCL_FLOAT32: return ((const float *)b)[i];
-	default: return ((const double *)b)[i];
-	}
-}
-
 /* Float MIN/MAX with a NaN on one rank and signed zeros, by every AllReduce
  * algorithm, Reduce and ReduceScatter: element j < p is NaN on rank j only
  * (the result is NaN on every rank, whichever rank held it), the next two
@@ -944,7 +924,7 @@ static int minmax_nan_check(npccl_comm_t comm, int me, int p, char *msg)
 						v = i == (size_t)me ? NAN : v;
 					else if (i < (size_t)p + 2)
 						v = me % 2 ? -0.0 : 0.0;
-					put_fv(dt, in, i, v);
+					put_f(dt, in, i, v);
 				}
 				memset(out, 0x55, sizeof(out));
 				npccl_status_t st;
@@ -970,7 +950,7 @@ static int minmax_nan_check(npccl_comm_t comm, int me, int p, char *msg)
 				if (coll == NPCCL_COLL_REDUCE_SCATTER)
 					lo = (size_t)me, hi = lo + 1;
 				for (size_t i = lo; i < hi; i++) {
-					double v = get_fv(dt, out, i - lo), want = op == NPCCL_MIN ? 1e9 : -1e9;
+					double v = get_f(dt, out, i - lo), want = op == NPCCL_MIN ? 1e9 : -1e9;
 					int good;
 					if (i < (size_t)p) {
 						good = isnan(v);

@@ -84,6 +84,27 @@ static inline void put(npccl_dtype_t d, void *p, size_t i, int64_t v)
 	}
 }
 
+/* store / load a value v as float dtype d (f16, bf16, f32, else f64) at p[i] */
+static inline void put_f(npccl_dtype_t d, void *p, size_t i, double v)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: ((_Float16 *)p)[i] = (_Float16)v; break;
+	case NPCCL_BFLOAT16: ((uint16_t *)p)[i] = t_f32_to_bf16((float)v); break;
+	case NPCCL_FLOAT32: ((float *)p)[i] = (float)v; break;
+	default: ((double *)p)[i] = v; break;
+	}
+}
+
+static inline double get_f(npccl_dtype_t d, const void *p, size_t i)
+{
+	switch (d) {
+	case NPCCL_FLOAT16: return (float)((const _Float16 *)p)[i];
+	case NPCCL_BFLOAT16: return t_bf16_to_f32(((const uint16_t *)p)[i]);
+	case NPCCL_FLOAT32: return ((const float *)p)[i];
+	default: return ((const double *)p)[i];
+	}
+}
+
 /* expected reduction over ranks 0..p-1 of gen(.., i) (offset: element index
  * in the generator), stored as dtype d at out[i] */
 static inline void put_reduced(npccl_dtype_t d, npccl_redop_t op, int p, void *out, size_t i,

@@ -131,27 +131,6 @@ static void test_kernels(void)
 	}
 }
 
-/* store / load value v as float dtype d at p[i] */
-static void put_f(npccl_dtype_t d, void *p, size_t i, double v)
-{
-	switch (d) {
-	case NPCCL_FLOAT16: ((_Float16 *)p)[i] = (_Float16)v; break;
-	case NPCCL_BFLOAT16: ((uint16_t *)p)[i] = t_f32_to_bf16((float)v); break;
-	case NPCCL_FLOAT32: ((float *)p)[i] = (float)v; break;
-	default: ((double *)p)[i] = v; break;
-	}
-}
-
-static double get_f(npccl_dtype_t d, const void *p, size_t i)
-{
-	switch (d) {
-	case NPCCL_FLOAT16: return (float)((const _Float16 *)p)[i];
-	case NPCCL_BFLOAT16: return t_bf16_to_f32(((const uint16_t *)p)[i]);
-	case NPCCL_FLOAT32: return ((const float *)p)[i];
-	default: return ((const double *)p)[i];
-	}
-}
-
 /* MIN/MAX of floats are commutative: a NaN in either operand gives NaN,
  * -0 < +0, whichever operand comes first (else the ranks of one AllReduce
  * could end with different results, depending on the order each combined) */
